@@ -1,0 +1,216 @@
+package sim
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/seed12530e24/hiercoll/device"
+)
+
+// Host is one simulated machine: an address space shared by the simulated
+// GPUs on it, as unified virtual addressing does on a real host. Ranks of an
+// in-process world that share a Host can map each other's memory (peer views);
+// ranks on different Hosts cannot, as on different machines.
+type Host struct {
+	id   uint64
+	name string
+
+	mu      sync.RWMutex
+	regions []*region // sorted by base
+	next    uint64    // next free address
+
+	// changed is closed and replaced whenever device memory is written by a
+	// stream, so that stream wait-values re-check their word.
+	chMu    sync.Mutex
+	changed chan struct{}
+}
+
+type region struct {
+	base   device.Ptr
+	data   []byte
+	owner  *Device
+	freed  bool // the owner freed it; it stays while peer views remain
+	views  int
+	handle uint64
+}
+
+var hostIDs atomic.Uint64
+
+// NewHost returns a fresh simulated machine with the given name (used as its
+// HostID; names need not be unique, the backend adds a number).
+func NewHost(name string) *Host {
+	id := hostIDs.Add(1)
+	return &Host{
+		id:      id,
+		name:    fmt.Sprintf("%s#%d", name, id),
+		next:    0x7f0000000000 + id<<36, // disjoint address ranges per host help debugging
+		changed: make(chan struct{}),
+	}
+}
+
+// Name is the host's identity, reported as device.Info.HostID.
+func (h *Host) Name() string { return h.name }
+
+func (h *Host) notify() {
+	h.chMu.Lock()
+	close(h.changed)
+	h.changed = make(chan struct{})
+	h.chMu.Unlock()
+}
+
+func (h *Host) changes() <-chan struct{} {
+	h.chMu.Lock()
+	defer h.chMu.Unlock()
+	return h.changed
+}
+
+func (h *Host) alloc(owner *Device, size int64) (device.Ptr, error) {
+	if size <= 0 {
+		return 0, fmt.Errorf("sim: alloc of %d bytes: %w", size, device.ErrInvalidArgument)
+	}
+	// Go's allocator returns 8-byte aligned memory for large byte slices;
+	// 32-bit atomics on word offsets need no more.
+	data := make([]byte, size)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	base := device.Ptr(h.next)
+	h.next += uint64((size + 4095) &^ 255) // a gap after each region catches overruns
+	r := &region{base: base, data: data, owner: owner, handle: uint64(base)}
+	h.regions = append(h.regions, r) // addresses only grow: stays sorted
+	live.allocs.Add(1)
+	return base, nil
+}
+
+// find returns the region holding [p, p+n) (n may be 0).
+func (h *Host) find(p device.Ptr, n int64) (*region, int64, error) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	i := sort.Search(len(h.regions), func(i int) bool { return h.regions[i].base > p }) - 1
+	if i < 0 {
+		return nil, 0, fmt.Errorf("sim: address %v is not device memory: %w", p, device.ErrInvalidArgument)
+	}
+	r := h.regions[i]
+	off := int64(p - r.base)
+	if r.freed && r.views == 0 {
+		return nil, 0, fmt.Errorf("sim: address %v is in freed memory: %w", p, device.ErrInvalidArgument)
+	}
+	if n < 0 || off+n > int64(len(r.data)) || off >= int64(len(r.data)) && n > 0 {
+		return nil, 0, fmt.Errorf("sim: access of %d bytes at %v runs past the end of its %d-byte allocation at %v: %w",
+			n, p, len(r.data), r.base, device.ErrInvalidArgument)
+	}
+	return r, off, nil
+}
+
+// Bytes returns the memory at [p, p+n) on this host.
+func (h *Host) Bytes(p device.Ptr, n int64) ([]byte, error) {
+	r, off, err := h.find(p, n)
+	if err != nil {
+		return nil, err
+	}
+	return r.data[off : off+n : off+n], nil
+}
+
+func (h *Host) word(p device.Ptr) (*uint32, error) {
+	if p%4 != 0 {
+		return nil, fmt.Errorf("sim: 32-bit word at unaligned address %v: %w", p, device.ErrInvalidArgument)
+	}
+	b, err := h.Bytes(p, 4)
+	if err != nil {
+		return nil, err
+	}
+	return (*uint32)(unsafe.Pointer(&b[0])), nil
+}
+
+// handle layout: host id (8 bytes) then base address (8 bytes).
+const handleSize = 16
+
+func (h *Host) export(p device.Ptr, owner *Device) ([]byte, error) {
+	r, off, err := h.find(p, 0)
+	if err != nil {
+		return nil, err
+	}
+	if off != 0 || r.owner != owner || r.freed {
+		return nil, fmt.Errorf("sim: export of %v: not the base of an allocation of %s: %w", p, owner.name, device.ErrInvalidArgument)
+	}
+	b := make([]byte, handleSize)
+	binary.LittleEndian.PutUint64(b, h.id)
+	binary.LittleEndian.PutUint64(b[8:], r.handle)
+	return b, nil
+}
+
+func (h *Host) open(handle []byte) (device.Ptr, error) {
+	if len(handle) != handleSize {
+		return 0, fmt.Errorf("sim: peer handle of %d bytes, want %d: %w", len(handle), handleSize, device.ErrInvalidArgument)
+	}
+	if id := binary.LittleEndian.Uint64(handle); id != h.id {
+		return 0, fmt.Errorf("sim: peer memory is on another host (host %d, this is %d): %w", id, h.id, device.ErrNotSupported)
+	}
+	p := device.Ptr(binary.LittleEndian.Uint64(handle[8:]))
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range h.regions {
+		if r.base == p && !r.freed {
+			r.views++
+			live.views.Add(1)
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("sim: peer allocation %v no longer exists: %w", p, device.ErrPeer)
+}
+
+func (h *Host) closeView(p device.Ptr) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, r := range h.regions {
+		if r.base == p && r.views > 0 {
+			r.views--
+			live.views.Add(-1)
+			if r.freed && r.views == 0 {
+				h.regions = append(h.regions[:i], h.regions[i+1:]...)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("sim: %v is not an open peer view: %w", p, device.ErrInvalidArgument)
+}
+
+func (h *Host) free(p device.Ptr, owner *Device) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, r := range h.regions {
+		if r.base == p && r.owner == owner && !r.freed {
+			r.freed = true
+			live.allocs.Add(-1)
+			if r.views == 0 {
+				h.regions = append(h.regions[:i], h.regions[i+1:]...)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("sim: free of %v, which %s did not allocate: %w", p, owner.name, device.ErrInvalidArgument)
+}
+
+// Counts is what is alive across all simulated devices of the process.
+type Counts struct {
+	Devices, Allocs, Views, Streams, Events int64
+}
+
+var live struct {
+	devices, allocs, views, streams, events atomic.Int64
+}
+
+// Live reports the simulated resources not yet released. Tests check that it
+// is all zero once everything is closed.
+func Live() Counts {
+	return Counts{
+		Devices: live.devices.Load(),
+		Allocs:  live.allocs.Load(),
+		Views:   live.views.Load(),
+		Streams: live.streams.Load(),
+		Events:  live.events.Load(),
+	}
+}

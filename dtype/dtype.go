@@ -1,0 +1,201 @@
+// Package dtype names the element types hiercoll reduces and converts them to
+// and from float64 on the host.
+//
+// bf16 and fp16 are carried as their 16-bit patterns (uint16); the conversions
+// here round to nearest even, as the GPU's conversion instructions do, so the
+// CPU backend and the CUDA kernels produce the same bits for the same sums.
+package dtype
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// DType is an element type of a reduce-scatter.
+type DType int
+
+// The element types. The zero value is invalid on purpose, so that a Config
+// that forgot to set one is rejected.
+const (
+	Invalid DType = iota
+	BF16
+	F16
+	F32
+	I32
+)
+
+// All lists every valid dtype, in a stable order (for tables and tests).
+var All = []DType{BF16, F16, F32, I32}
+
+// Size is the size of one element in bytes (0 for Invalid).
+func (d DType) Size() int {
+	switch d {
+	case BF16, F16:
+		return 2
+	case F32, I32:
+		return 4
+	}
+	return 0
+}
+
+// Valid reports whether d is one of the supported element types.
+func (d DType) Valid() bool { return d.Size() != 0 }
+
+// IsFloat reports whether d is a floating-point type.
+func (d DType) IsFloat() bool { return d == BF16 || d == F16 || d == F32 }
+
+// String is the short name used on the command line and in kernel names.
+func (d DType) String() string {
+	switch d {
+	case BF16:
+		return "bf16"
+	case F16:
+		return "fp16"
+	case F32:
+		return "fp32"
+	case I32:
+		return "int32"
+	}
+	return fmt.Sprintf("dtype(%d)", int(d))
+}
+
+// Parse accepts the names String prints and the usual aliases
+// (bfloat16, float16, half, float32, float, int).
+func Parse(s string) (DType, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "bf16", "bfloat16":
+		return BF16, nil
+	case "fp16", "f16", "float16", "half":
+		return F16, nil
+	case "fp32", "f32", "float32", "float":
+		return F32, nil
+	case "int32", "i32", "int":
+		return I32, nil
+	}
+	return Invalid, fmt.Errorf("dtype: unknown element type %q (want bf16, fp16, fp32 or int32)", s)
+}
+
+// Tolerance is the absolute and relative tolerance a reduced value of this
+// type is held to against an fp64 reference of a sum of k terms of magnitude
+// at most 1: the output is rounded once to the dtype (accumulation is fp32),
+// plus the fp32 accumulation error. int32 is exact.
+func (d DType) Tolerance(k int) (atol, rtol float64) {
+	acc := float64(k) * 6e-8 // fp32 accumulation of k terms of magnitude <= 1
+	switch d {
+	case BF16:
+		return acc + 1e-6, 1.0 / 128 // half an ulp of bf16 is 2^-9 relative; allow 2^-7
+	case F16:
+		return acc + 1e-6, 1.0 / 1024
+	case F32:
+		return acc + 1e-7, 1e-6
+	}
+	return 0, 0
+}
+
+// Get reads element i of a little-endian buffer of type d as float64.
+func (d DType) Get(b []byte, i int) float64 {
+	switch d {
+	case BF16:
+		return float64(BF16ToF32(binary.LittleEndian.Uint16(b[2*i:])))
+	case F16:
+		return float64(F16ToF32(binary.LittleEndian.Uint16(b[2*i:])))
+	case F32:
+		return float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
+	case I32:
+		return float64(int32(binary.LittleEndian.Uint32(b[4*i:])))
+	}
+	panic("dtype: Get on " + d.String())
+}
+
+// Put writes v as element i of a little-endian buffer of type d, rounding to
+// nearest even (int32: v must be integral and in range; it is truncated).
+func (d DType) Put(b []byte, i int, v float64) {
+	switch d {
+	case BF16:
+		binary.LittleEndian.PutUint16(b[2*i:], F32ToBF16(float32(v)))
+	case F16:
+		binary.LittleEndian.PutUint16(b[2*i:], F32ToF16(float32(v)))
+	case F32:
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(v)))
+	case I32:
+		binary.LittleEndian.PutUint32(b[4*i:], uint32(int32(v)))
+	default:
+		panic("dtype: Put on " + d.String())
+	}
+}
+
+// BF16ToF32 widens a bfloat16 bit pattern (exact).
+func BF16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+// F32ToBF16 rounds to the nearest bfloat16, ties to even; NaN stays NaN.
+func F32ToBF16(f float32) uint16 {
+	u := math.Float32bits(f)
+	if u&0x7fffffff > 0x7f800000 { // NaN: keep it quiet and non-zero
+		return uint16(u>>16) | 0x40
+	}
+	u += 0x7fff + (u>>16)&1
+	return uint16(u >> 16)
+}
+
+// F16ToF32 widens an IEEE half bit pattern (exact).
+func F16ToF32(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	mant := uint32(h) & 0x3ff
+	switch {
+	case exp == 0x1f: // inf / NaN
+		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
+	case exp == 0:
+		if mant == 0 {
+			return math.Float32frombits(sign)
+		}
+		// subnormal: value = mant * 2^-24
+		v := float32(mant) * (1.0 / (1 << 24))
+		if sign != 0 {
+			v = -v
+		}
+		return v
+	}
+	return math.Float32frombits(sign | (exp+112)<<23 | mant<<13)
+}
+
+// F32ToF16 rounds to the nearest IEEE half, ties to even, with overflow to
+// infinity and gradual underflow.
+func F32ToF16(f float32) uint16 {
+	u := math.Float32bits(f)
+	sign := uint16(u>>16) & 0x8000
+	exp := int32(u>>23) & 0xff
+	mant := u & 0x7fffff
+	if exp == 0xff { // inf / NaN
+		if mant != 0 {
+			return sign | 0x7e00
+		}
+		return sign | 0x7c00
+	}
+	e := exp - 127 + 15
+	if e >= 0x1f {
+		return sign | 0x7c00
+	}
+	if e <= 0 {
+		if e < -10 {
+			return sign
+		}
+		m := mant | 0x800000 // implicit bit
+		shift := uint32(14 - e)
+		half := uint32(1) << (shift - 1)
+		rest := m & (1<<shift - 1)
+		r := m >> shift
+		if rest > half || (rest == half && r&1 == 1) {
+			r++
+		}
+		return sign | uint16(r)
+	}
+	r := uint32(e)<<10 | mant>>13
+	rest := mant & 0x1fff
+	if rest > 0x1000 || (rest == 0x1000 && r&1 == 1) {
+		r++ // may carry into the exponent, and to inf: both correct
+	}
+	return sign | uint16(r)
+}
