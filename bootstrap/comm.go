@@ -10,6 +10,17 @@
 //     MASTER_PORT); rank 0 serves a small rendezvous that checks a per-job
 //     token, bounds message sizes and times out.
 //
+// The TCP rendezvous is a star: every rank, rank 0 included, holds one
+// connection to the server in rank 0's process; a collective sends the rank's
+// blob up and gets every rank's blob back. The server listens on
+// HIERCOLL_PORT, else MASTER_PORT+1 (torchrun and torch.distributed already
+// own MASTER_PORT). Each rank proves it holds the job's token; without
+// HIERCOLL_TOKEN the token is derived from the job's public variables, which
+// keeps jobs apart but is no secret, so give a real secret through
+// HIERCOLL_TOKEN on a shared network. Every wait is bounded by the context or
+// TCPConfig.Timeout, and a rank that never arrives or drops out is named in
+// the error.
+//
 // Ranks are numbered node-major: rank = node*LocalSize + localRank.
 package bootstrap
 

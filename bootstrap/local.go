@@ -2,16 +2,19 @@ package bootstrap
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/seed12530e24/hiercoll/device"
 )
 
 // Local returns the Comms of an in-process world of shape.Nodes ×
-// shape.LocalSize goroutine ranks, indexed by rank.
+// shape.LocalSize goroutine ranks, indexed by rank. A collective whose
+// context has no deadline is bounded by DefaultTimeout; once a collective
+// fails on a rank, that rank's Comm stays failed (its sequence of
+// collectives no longer lines up with the others').
 func Local(shape Shape) ([]Comm, error) {
 	if shape.Nodes <= 0 || shape.LocalSize <= 0 {
 		return nil, fmt.Errorf("bootstrap: world shape %v: %w", shape, device.ErrInvalidArgument)
@@ -31,18 +34,23 @@ type hub struct {
 }
 
 type round struct {
+	op      string // "all-gather" or "barrier": every rank must agree
 	blobs   [][]byte
 	arrived []bool
 	count   int
 	readers int
 	done    chan struct{}
+	bad     error // a rank called a different collective
 }
 
 type local struct {
-	hub    *hub
-	rank   int
-	lws    int
+	hub  *hub
+	rank int
+	lws  int
+
+	mu     sync.Mutex // serialises this rank's collectives
 	seq    uint64
+	failed error
 	closed bool
 }
 
@@ -52,23 +60,54 @@ func (c *local) LocalRank() int { return c.rank % c.lws }
 func (c *local) LocalSize() int { return c.lws }
 
 func (c *local) AllGather(ctx context.Context, blob []byte) ([][]byte, error) {
-	if c.closed {
-		return nil, fmt.Errorf("bootstrap: rank %d: %w", c.rank, device.ErrClosed)
-	}
-	if len(blob) > MaxBlob {
+	return c.collective(ctx, "all-gather", blob)
+}
+
+func (c *local) Barrier(ctx context.Context) error {
+	_, err := c.collective(ctx, "barrier", nil)
+	return err
+}
+
+func (c *local) collective(ctx context.Context, op string, blob []byte) ([][]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.closed:
+		return nil, fmt.Errorf("bootstrap: rank %d: %s: %w", c.rank, op, device.ErrClosed)
+	case c.failed != nil:
+		return nil, fmt.Errorf("bootstrap: rank %d: %s after an earlier failure: %w", c.rank, op, c.failed)
+	case len(blob) > MaxBlob:
 		return nil, fmt.Errorf("bootstrap: rank %d: all-gather blob of %d bytes exceeds %d: %w", c.rank, len(blob), MaxBlob, device.ErrInvalidArgument)
 	}
-	h := c.hub
-	seq := c.seq
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("bootstrap: rank %d: %s: %w", c.rank, op, err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
+		defer cancel()
+	}
+	out, err := c.hub.join(ctx, c.seq, op, c.rank, blob)
 	c.seq++
+	if err != nil {
+		c.failed = err
+	}
+	return out, err
+}
+
+func (h *hub) join(ctx context.Context, seq uint64, op string, rank int, blob []byte) ([][]byte, error) {
+	start := time.Now()
 	h.mu.Lock()
 	r := h.rounds[seq]
 	if r == nil {
-		r = &round{blobs: make([][]byte, h.size), arrived: make([]bool, h.size), done: make(chan struct{})}
+		r = &round{op: op, blobs: make([][]byte, h.size), arrived: make([]bool, h.size), done: make(chan struct{})}
 		h.rounds[seq] = r
 	}
-	r.blobs[c.rank] = append([]byte(nil), blob...)
-	r.arrived[c.rank] = true
+	if r.op != op && r.bad == nil {
+		r.bad = fmt.Errorf("bootstrap: collective %d: rank %d called %s while others called %s: %w", seq, rank, op, r.op, device.ErrInvalidArgument)
+	}
+	r.blobs[rank] = append([]byte(nil), blob...)
+	r.arrived[rank] = true
 	r.count++
 	if r.count == h.size {
 		close(r.done)
@@ -86,13 +125,20 @@ func (c *local) AllGather(ctx context.Context, blob []byte) ([][]byte, error) {
 			}
 		}
 		h.mu.Unlock()
-		err := fmt.Errorf("bootstrap: rank %d: all-gather %d: ranks %s never arrived: %w", c.rank, seq, strings.Join(missing, ","), ctx.Err())
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			err = fmt.Errorf("%w (%w)", err, device.ErrTimeout)
+		if len(missing) == 0 { // everyone arrived just now
+			break
 		}
-		return nil, err
+		if ctx.Err() == context.DeadlineExceeded {
+			return nil, fmt.Errorf("bootstrap: rank %d: %s %d: ranks %s never arrived within %v: %w",
+				rank, op, seq, strings.Join(missing, ","), time.Since(start).Round(time.Millisecond), device.ErrTimeout)
+		}
+		return nil, fmt.Errorf("bootstrap: rank %d: %s %d: ranks %s had not arrived: %w", rank, op, seq, strings.Join(missing, ","), ctx.Err())
 	}
 	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r.bad != nil {
+		return nil, r.bad
+	}
 	out := make([][]byte, h.size)
 	for i, b := range r.blobs {
 		out[i] = append([]byte(nil), b...)
@@ -101,16 +147,12 @@ func (c *local) AllGather(ctx context.Context, blob []byte) ([][]byte, error) {
 	if r.readers == h.size {
 		delete(h.rounds, seq)
 	}
-	h.mu.Unlock()
 	return out, nil
 }
 
-func (c *local) Barrier(ctx context.Context) error {
-	_, err := c.AllGather(ctx, nil)
-	return err
-}
-
 func (c *local) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.closed = true
 	return nil
 }
