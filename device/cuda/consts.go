@@ -1,0 +1,77 @@
+package cuda
+
+// Values from the CUDA driver API (cuda.h), which this package does not
+// include. Each was checked against NVIDIA's documentation or a public
+// transcription of cuda.h (cudaTypedefs.h for the ABI versions); doc.go lists
+// the sources.
+
+// CUresult codes this package treats specially.
+const (
+	cudaSuccess                      result = 0
+	cudaErrorInvalidValue            result = 1
+	cudaErrorOutOfMemory             result = 2
+	cudaErrorStubLibrary             result = 34
+	cudaErrorCallRequiresNewerDriver result = 36
+	cudaErrorNoDevice                result = 100
+	cudaErrorInvalidDevice           result = 101
+	cudaErrorInvalidHandle           result = 400
+	cudaErrorNotReady                result = 600 // cuStreamQuery / cuEventQuery: work still pending
+	cudaErrorNotPermitted            result = 800
+	cudaErrorNotSupported            result = 801
+	cudaErrorSystemDriverMismatch    result = 803
+	cudaErrorCompatNotSupported      result = 804
+	cudaErrorTimeout                 result = 909
+)
+
+// Flags.
+const (
+	getProcAddressDefault = 0   // CU_GET_PROC_ADDRESS_DEFAULT (legacy default-stream variants)
+	procAddressSuccess    = 0   // CU_GET_PROC_ADDRESS_SUCCESS (CUdriverProcAddressQueryResult)
+	streamNonBlocking     = 0x1 // CU_STREAM_NON_BLOCKING
+	eventDefault          = 0x0 // CU_EVENT_DEFAULT: timing enabled
+	ipcMemLazyEnablePeer  = 0x1 // CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
+	writeValueDefault     = 0x0 // CU_STREAM_WRITE_VALUE_DEFAULT: keeps the memory barrier
+	ipcHandleSize         = 64  // CU_IPC_HANDLE_SIZE: sizeof(CUipcMemHandle)
+)
+
+// CUdevice_attribute values.
+const (
+	attrMultiprocessorCount       = 16
+	attrL2CacheSize               = 38
+	attrAsyncEngineCount          = 40
+	attrUnifiedAddressing         = 41
+	attrComputeCapabilityMajor    = 75
+	attrComputeCapabilityMinor    = 76
+	attrStreamPrioritiesSupported = 78
+	attrCanUseStreamMemOpsV1      = 92 // deprecated; reads 0 on H200 although the _v2 memory ops work
+	attrVirtualMemoryManagement   = 102
+	attrHandleTypePosixFD         = 103
+	attrMemoryPoolsSupported      = 115
+	attrGPUDirectRDMASupported    = 116
+	attrCanUse64BitStreamMemOps   = 122
+	attrIPCEventSupported         = 125
+	attrHandleTypeFabricSupported = 128
+	attrMulticastSupported        = 132 // read only: this package never creates a multicast object
+)
+
+// CUdevice_P2PAttribute values.
+const (
+	p2pPerformanceRank       = 1
+	p2pAccessSupported       = 2
+	p2pNativeAtomicSupported = 3
+)
+
+// ABI versions asked of cuGetProcAddress_v2, per family (cudaTypedefs.h).
+const (
+	abiBase        = 2000  // cuInit, cuDeviceGet*, cuStreamQuery, cuEvent*, cuModule*
+	abiMemory      = 3020  // the _v2 64-bit memory calls: cuMemAlloc_v2, cuMemcpy*_v2, ...
+	abiV4          = 4000  // cuStreamDestroy_v2, cuEventDestroy_v2, cuLaunchKernel, cuCtx{Get,Set}Current, cuMemcpyAsync
+	abiIPC         = 4010  // cuIpcGetMemHandle, cuIpcCloseMemHandle, cuDeviceGetPCIBusId
+	abiPriority    = 5050  // cuStreamCreateWithPriority, cuCtxGetStreamPriorityRange
+	abiErrors      = 6000  // cuGetErrorName, cuGetErrorString
+	abiPrimaryCtx  = 7000  // cuDevicePrimaryCtxRetain
+	abiP2PAttr     = 8000  // cuDeviceGetP2PAttribute
+	abiV11         = 11000 // cuIpcOpenMemHandle_v2, cuDevicePrimaryCtxRelease_v2
+	abiStreamMemOp = 11070 // cuStreamWaitValue32_v2, cuStreamWriteValue32_v2
+	abiElapsedV2   = 12080 // cuEventElapsedTime_v2
+)
