@@ -1,0 +1,293 @@
+package nccl
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/dtype"
+)
+
+// UniqueIDSize is the size of an ncclUniqueId (NCCL_UNIQUE_ID_BYTES).
+const UniqueIDSize = 128
+
+// DataType is an ncclDataType_t.
+type DataType int32
+
+// The NCCL element types hiercoll uses (nccl.h: ncclDataType_t).
+const (
+	Int32    DataType = 2 // ncclInt32
+	Float16  DataType = 6 // ncclFloat16
+	Float32  DataType = 7 // ncclFloat32
+	Bfloat16 DataType = 9 // ncclBfloat16
+)
+
+// String names the type as nccl.h does.
+func (t DataType) String() string {
+	switch t {
+	case Int32:
+		return "ncclInt32"
+	case Float16:
+		return "ncclFloat16"
+	case Float32:
+		return "ncclFloat32"
+	case Bfloat16:
+		return "ncclBfloat16"
+	}
+	return fmt.Sprintf("ncclDataType(%d)", int32(t))
+}
+
+// TypeOf maps a hiercoll element type to NCCL's.
+func TypeOf(d dtype.DType) (DataType, error) {
+	switch d {
+	case dtype.BF16:
+		return Bfloat16, nil
+	case dtype.F16:
+		return Float16, nil
+	case dtype.F32:
+		return Float32, nil
+	case dtype.I32:
+		return Int32, nil
+	}
+	return 0, fmt.Errorf("nccl: element type %v has no NCCL equivalent here: %w", d, device.ErrInvalidArgument)
+}
+
+// RedOp is an ncclRedOp_t.
+type RedOp int32
+
+// Sum is ncclSum, the only reduction hiercoll uses.
+const Sum RedOp = 0
+
+// Result is an ncclResult_t.
+type Result int32
+
+// NCCL's result codes (nccl.h: ncclResult_t).
+const (
+	Success            Result = 0
+	UnhandledCudaError Result = 1
+	SystemError        Result = 2
+	InternalError      Result = 3
+	InvalidArgument    Result = 4
+	InvalidUsage       Result = 5
+	RemoteError        Result = 6
+	InProgress         Result = 7
+	Timeout            Result = 8 // newer NCCL releases only
+)
+
+// String names the code as nccl.h does.
+func (r Result) String() string {
+	switch r {
+	case Success:
+		return "ncclSuccess"
+	case UnhandledCudaError:
+		return "ncclUnhandledCudaError"
+	case SystemError:
+		return "ncclSystemError"
+	case InternalError:
+		return "ncclInternalError"
+	case InvalidArgument:
+		return "ncclInvalidArgument"
+	case InvalidUsage:
+		return "ncclInvalidUsage"
+	case RemoteError:
+		return "ncclRemoteError"
+	case InProgress:
+		return "ncclInProgress"
+	case Timeout:
+		return "ncclTimeout"
+	}
+	return fmt.Sprintf("ncclResult(%d)", int32(r))
+}
+
+// Error is an NCCL call that did not return ncclSuccess.
+type Error struct {
+	Call   string // the NCCL function, e.g. "ncclReduceScatter"
+	Code   Result
+	Text   string // ncclGetErrorString(Code)
+	Detail string // ncclGetLastError, where the library has it and said something
+}
+
+func (e *Error) Error() string {
+	s := fmt.Sprintf("nccl: %s: %v (%d)", e.Call, e.Code, int32(e.Code))
+	if e.Text != "" {
+		s += ": " + e.Text
+	}
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	return s
+}
+
+// Is lets errors.Is match the hiercoll sentinel a code corresponds to.
+func (e *Error) Is(target error) bool {
+	switch target {
+	case device.ErrInvalidArgument:
+		return e.Code == InvalidArgument || e.Code == InvalidUsage
+	case device.ErrPeer:
+		return e.Code == RemoteError
+	case device.ErrTimeout:
+		return e.Code == Timeout
+	}
+	return false
+}
+
+// CUDAError is a CUDA driver call this package made around NCCL (retaining
+// the device's primary context, making it current) that failed.
+type CUDAError struct {
+	Call string // e.g. "cuDevicePrimaryCtxRetain"
+	Code int    // CUresult
+	Name string // cuGetErrorName, e.g. "CUDA_ERROR_INVALID_DEVICE"
+}
+
+func (e *CUDAError) Error() string {
+	return fmt.Sprintf("nccl: %s: CUDA error %d (%s)", e.Call, e.Code, e.Name)
+}
+
+// Is matches CUDA_ERROR_NO_DEVICE and CUDA_ERROR_STUB_LIBRARY to
+// device.ErrNotSupported and CUDA_ERROR_INVALID_DEVICE to
+// device.ErrInvalidArgument.
+func (e *CUDAError) Is(target error) bool {
+	switch target {
+	case device.ErrNotSupported:
+		return e.Code == 100 || e.Code == 34 // CUDA_ERROR_NO_DEVICE, CUDA_ERROR_STUB_LIBRARY
+	case device.ErrInvalidArgument:
+		return e.Code == 101 // CUDA_ERROR_INVALID_DEVICE
+	}
+	return false
+}
+
+// DecodeVersion splits an NCCL version code (ncclGetVersion) into its parts:
+// 22803 is 2.28.3; codes before 2.9 were X*1000+Y*100+Z.
+func DecodeVersion(code int) (major, minor, patch int) {
+	if code < 10000 {
+		return code / 1000, code % 1000 / 100, code % 100
+	}
+	return code / 10000, code / 100 % 100, code % 100
+}
+
+// The environment variables this package reads.
+const (
+	// EnvLib names a libnccl.so.2 to try before any other.
+	EnvLib = "HIERCOLL_NCCL_LIB"
+	// envNVLS is NCCL's switch for its NVLink SHARP (multicast) path.
+	envNVLS = "NCCL_NVLS_ENABLE"
+)
+
+// soname is the name NCCL 2.x installs itself under.
+const soname = "libnccl.so.2"
+
+// wheelPath is where the PyTorch wheel puts NCCL, under site-packages.
+var wheelPath = filepath.Join("nvidia", "nccl", "lib", soname)
+
+// candidates lists the libraries Load tries, in order, and the site-packages
+// directories searched for the wheel's copy.
+func candidates() (libs, searched []string) {
+	if p := os.Getenv(EnvLib); p != "" {
+		libs = append(libs, p)
+	}
+	libs = append(libs, soname)
+	searched = SitePackages()
+	for _, dir := range searched {
+		p := filepath.Join(dir, wheelPath)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			libs = append(libs, p)
+		}
+	}
+	return libs, searched
+}
+
+// sitePackagesGlobs are the usual places Python keeps installed packages;
+// $VAR entries are expanded and skipped when the variable is empty.
+var sitePackagesGlobs = []string{
+	"$VIRTUAL_ENV/lib/python3*/site-packages",
+	"$CONDA_PREFIX/lib/python3*/site-packages",
+	"$HOME/.local/lib/python3*/site-packages",
+	"/usr/local/lib/python3*/site-packages",
+	"/usr/local/lib/python3*/dist-packages",
+	"/usr/local/lib64/python3*/site-packages",
+	"/usr/lib/python3*/site-packages",
+	"/usr/lib/python3*/dist-packages",
+	"/usr/lib/python3/dist-packages",
+	"/usr/lib64/python3*/site-packages",
+	"/opt/conda/lib/python3*/site-packages",
+	"/opt/*/.venv/lib/python3*/site-packages",
+	"/opt/*/venv/lib/python3*/site-packages",
+	"/opt/*/lib/python3*/site-packages",
+}
+
+// SitePackages returns the Python package directories found on this machine
+// by globbing the usual prefixes (no Python is run): the entries of
+// $PYTHONPATH, then the active virtual or conda environment, the user's and
+// the system's site-packages and dist-packages, and virtual environments
+// under /opt. Each directory appears once, in that order.
+func SitePackages() []string {
+	var dirs []string
+	seen := map[string]bool{}
+	add := func(d string) {
+		d = filepath.Clean(d)
+		if seen[d] {
+			return
+		}
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			return
+		}
+		seen[d] = true
+		dirs = append(dirs, d)
+	}
+	for _, d := range filepath.SplitList(os.Getenv("PYTHONPATH")) {
+		if d != "" {
+			add(d)
+		}
+	}
+	for _, pattern := range sitePackagesGlobs {
+		if strings.HasPrefix(pattern, "$") {
+			name, rest, _ := strings.Cut(pattern[1:], "/")
+			v := os.Getenv(name)
+			if v == "" {
+				continue
+			}
+			pattern = filepath.Join(v, rest)
+		}
+		matches, _ := filepath.Glob(pattern) // only ErrBadPattern, impossible here
+		for _, m := range matches {
+			add(m)
+		}
+	}
+	return dirs
+}
+
+// ensureNVLSOff makes sure NCCL will not take its NVLink SHARP path, which
+// creates multicast objects: NCCL_NVLS_ENABLE is set to 0 when unset, and a
+// value NCCL would read as anything but 0 is refused. NCCL parses the value
+// with strtoll(s, NULL, 0); an unparsable value leaves NCCL's default (on).
+func ensureNVLSOff(lookup func(string) (string, bool), set func(k, v string) error) error {
+	v, ok := lookup(envNVLS)
+	if !ok {
+		if err := set(envNVLS, "0"); err != nil {
+			return fmt.Errorf("nccl: setting %s=0: %w", envNVLS, err)
+		}
+		return nil
+	}
+	if n, err := strconv.ParseInt(strings.TrimSpace(v), 0, 64); err == nil && n == 0 {
+		return nil
+	}
+	return fmt.Errorf("nccl: %s=%q would let NCCL create NVLink multicast objects, which hiercoll never does "+
+		"(see DESIGN.md, safety rule); unset it or set it to 0: %w", envNVLS, v, device.ErrNotSupported)
+}
+
+// errNotLoaded reports a library that could not be loaded, naming what was tried.
+func errNotLoaded(libs, searched []string, cause error) error {
+	where := "no site-packages directory found"
+	if len(searched) > 0 {
+		where = "site-packages searched: " + strings.Join(searched, ", ")
+	}
+	return fmt.Errorf("nccl: cannot load NCCL (tried %s; %s for %s; set %s to its path): %w: %w",
+		strings.Join(libs, ", "), where, wheelPath, EnvLib, device.ErrNotSupported, cause)
+}
+
+// errNoCgo is what every call returns in a binary built without cgo.
+var errNoCgo = errors.New("nccl: this binary was built without cgo (CGO_ENABLED=0), so it cannot load NCCL")

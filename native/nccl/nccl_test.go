@@ -1,0 +1,171 @@
+package nccl
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/dtype"
+)
+
+func TestTypeOf(t *testing.T) {
+	for _, tc := range []struct {
+		d    dtype.DType
+		want DataType
+		code int32
+	}{
+		{dtype.BF16, Bfloat16, 9},
+		{dtype.F16, Float16, 6},
+		{dtype.F32, Float32, 7},
+		{dtype.I32, Int32, 2},
+	} {
+		got, err := TypeOf(tc.d)
+		require.NoError(t, err, tc.d)
+		require.Equal(t, tc.want, got, tc.d)
+		require.Equal(t, tc.code, int32(got), tc.d)
+	}
+	for _, d := range dtype.All {
+		_, err := TypeOf(d)
+		require.NoError(t, err, "every hiercoll dtype maps to NCCL: %v", d)
+	}
+	_, err := TypeOf(dtype.Invalid)
+	require.ErrorIs(t, err, device.ErrInvalidArgument)
+	require.Equal(t, "ncclBfloat16", Bfloat16.String())
+	require.Equal(t, RedOp(0), Sum)
+}
+
+func TestDecodeVersion(t *testing.T) {
+	for _, tc := range []struct{ code, major, minor, patch int }{
+		{22803, 2, 28, 3},
+		{22809, 2, 28, 9},
+		{21003, 2, 10, 3},
+		{2708, 2, 7, 8},
+	} {
+		ma, mi, pa := DecodeVersion(tc.code)
+		require.Equal(t, []int{tc.major, tc.minor, tc.patch}, []int{ma, mi, pa}, tc.code)
+	}
+}
+
+func TestErrorIs(t *testing.T) {
+	e := &Error{Call: "ncclSend", Code: InvalidArgument, Text: "invalid argument", Detail: "peer 9 out of range"}
+	require.ErrorIs(t, e, device.ErrInvalidArgument)
+	require.NotErrorIs(t, e, device.ErrPeer)
+	require.Contains(t, e.Error(), "ncclSend")
+	require.Contains(t, e.Error(), "ncclInvalidArgument (4)")
+	require.Contains(t, e.Error(), "peer 9 out of range")
+	require.ErrorIs(t, &Error{Code: RemoteError}, device.ErrPeer)
+	require.ErrorIs(t, &Error{Code: Timeout}, device.ErrTimeout)
+
+	c := &CUDAError{Call: "cuInit", Code: 100, Name: "CUDA_ERROR_NO_DEVICE"}
+	require.ErrorIs(t, c, device.ErrNotSupported)
+	require.Contains(t, c.Error(), "cuInit")
+	require.ErrorIs(t, &CUDAError{Code: 101}, device.ErrInvalidArgument)
+}
+
+func TestEnsureNVLSOff(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		value   *string
+		wantErr bool
+		wantSet bool
+	}{
+		{"unset is set to 0", nil, false, true},
+		{"0 is kept", ptr("0"), false, false},
+		{"0x0 is 0 to strtoll", ptr("0x0"), false, false},
+		{"1 is refused", ptr("1"), true, false},
+		{"2 (auto) is refused", ptr("2"), true, false},
+		{"garbage leaves NCCL's default on: refused", ptr("off"), true, false},
+		{"empty leaves NCCL's default on: refused", ptr(""), true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var set map[string]string
+			lookup := func(k string) (string, bool) {
+				if k != envNVLS || tc.value == nil {
+					return "", false
+				}
+				return *tc.value, true
+			}
+			setenv := func(k, v string) error {
+				if set == nil {
+					set = map[string]string{}
+				}
+				set[k] = v
+				return nil
+			}
+			err := ensureNVLSOff(lookup, setenv)
+			if tc.wantErr {
+				require.ErrorIs(t, err, device.ErrNotSupported)
+				require.ErrorContains(t, err, envNVLS)
+			} else {
+				require.NoError(t, err)
+			}
+			if tc.wantSet {
+				require.Equal(t, map[string]string{envNVLS: "0"}, set)
+			} else {
+				require.Nil(t, set)
+			}
+		})
+	}
+}
+
+func ptr(s string) *string { return &s }
+
+func TestCandidates(t *testing.T) {
+	site := t.TempDir()
+	wheel := filepath.Join(site, wheelPath)
+	require.NoError(t, os.MkdirAll(filepath.Dir(wheel), 0o755))
+	require.NoError(t, os.WriteFile(wheel, nil, 0o644))
+	t.Setenv("PYTHONPATH", site)
+	t.Setenv(EnvLib, "/custom/libnccl.so.2")
+
+	libs, searched := candidates()
+	require.GreaterOrEqual(t, len(libs), 3)
+	require.Equal(t, "/custom/libnccl.so.2", libs[0], "the override comes first")
+	require.Equal(t, "libnccl.so.2", libs[1], "then the loader's search path")
+	require.Contains(t, libs, wheel)
+	require.Equal(t, filepath.Clean(site), searched[0], "PYTHONPATH entries are searched first")
+}
+
+func TestSitePackagesGlobsVirtualEnv(t *testing.T) {
+	venv := t.TempDir()
+	sp := filepath.Join(venv, "lib", "python3.12", "site-packages")
+	require.NoError(t, os.MkdirAll(sp, 0o755))
+	t.Setenv("PYTHONPATH", "")
+	t.Setenv("VIRTUAL_ENV", venv)
+	dirs := SitePackages()
+	require.NotEmpty(t, dirs)
+	require.Equal(t, sp, dirs[0])
+	seen := map[string]bool{}
+	for _, d := range dirs {
+		require.False(t, seen[d], "listed once: %s", d)
+		seen[d] = true
+	}
+}
+
+// TestLoadMissing runs where NCCL is absent (as on the build machines): Load
+// must fail with ErrNotSupported and name what it tried.
+func TestLoadMissing(t *testing.T) {
+	t.Setenv(EnvLib, "/nonexistent/hiercoll-test/libnccl.so.2")
+	t.Setenv(envNVLS, "0")
+	lib, err := Load()
+	if err == nil {
+		t.Skipf("NCCL is installed here (%s): nothing to test", lib.Path())
+	}
+	require.True(t, errors.Is(err, device.ErrNotSupported), "%v", err)
+	require.ErrorContains(t, err, "/nonexistent/hiercoll-test/libnccl.so.2")
+	require.ErrorContains(t, err, "libnccl.so.2")
+	require.ErrorContains(t, err, EnvLib)
+}
+
+func TestLoadRefusesNVLS(t *testing.T) {
+	t.Setenv(envNVLS, "1")
+	_, err := Load()
+	require.ErrorIs(t, err, device.ErrNotSupported)
+	if !errors.Is(err, errNoCgo) {
+		require.ErrorContains(t, err, envNVLS)
+	}
+}
