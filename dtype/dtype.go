@@ -77,21 +77,18 @@ func Parse(s string) (DType, error) {
 	return Invalid, fmt.Errorf("dtype: unknown element type %q (want bf16, fp16, fp32 or int32)", s)
 }
 
-// Tolerance is the absolute and relative tolerance a reduced value of this
-// type is held to against an fp64 reference of a sum of k terms of magnitude
-// at most 1: the output is rounded once to the dtype (accumulation is fp32),
-// plus the fp32 accumulation error. int32 is exact.
-func (d DType) Tolerance(k int) (atol, rtol float64) {
-	acc := float64(k) * 6e-8 // fp32 accumulation of k terms of magnitude <= 1
+// UnitRoundoff is the largest relative error of one rounding to d (round
+// to nearest): 2^-8 for bf16, 2^-11 for fp16, 2^-24 for fp32, 0 for int32.
+func (d DType) UnitRoundoff() float64 {
 	switch d {
 	case BF16:
-		return acc + 1e-6, 1.0 / 128 // half an ulp of bf16 is 2^-9 relative; allow 2^-7
+		return 1.0 / (1 << 8)
 	case F16:
-		return acc + 1e-6, 1.0 / 1024
+		return 1.0 / (1 << 11)
 	case F32:
-		return acc + 1e-7, 1e-6
+		return 1.0 / (1 << 24)
 	}
-	return 0, 0
+	return 0
 }
 
 // Get reads element i of a little-endian buffer of type d as float64.

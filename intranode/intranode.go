@@ -1,0 +1,226 @@
+// Package intranode is the first dimension of ReduceScatter2D: the reduce-
+// scatter among the GPUs of one node, for the rows destined to one node.
+//
+// For a node step, every rank copies, with the copy engine and no SMs, its
+// rows for each node peer into that peer's scatter buffer, in rank-swizzle
+// order (peer = (localRank+i+1) % lws, so at any moment each GPU sends to one
+// peer and receives from one: balanced links). After each copy it raises the
+// peer's arrival word for its slot. The reduction stream of each rank waits
+// until all lws blocks have arrived and sums them with the reduce kernel on a
+// bounded number of SMs.
+//
+// Three kinds of 32-bit words, all in the receiver's signal pad, all
+// monotonic, so nothing ever needs resetting:
+//   - ready[src]  = epoch: src has finished the previous call and may receive.
+//   - arrived[src] = seq: src's block of the (step, chunk) numbered seq landed.
+//   - gemm[dest]  = epoch: a GEMM producer finished the rows for rank dest
+//     (only with OverlapWithGEMM).
+//
+// The node step's rows are split into chunks so that the reduction of chunk c
+// overlaps the scatter of chunk c+1.
+package intranode
+
+import (
+	"fmt"
+
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/kernels"
+	"github.com/seed12530e24/hiercoll/symm"
+)
+
+// RankSwizzle returns the order in which local rank lr scatters to its node
+// peers: lr+1, lr+2, ..., ending with itself.
+func RankSwizzle(lr, lws int) []int {
+	order := make([]int, lws)
+	for i := range order {
+		order[i] = (lr + i + 1) % lws
+	}
+	return order
+}
+
+// Buffers are the symmetric regions the stage uses.
+type Buffers struct {
+	Heap       *symm.Heap
+	ScatterBuf symm.Region // MaxM × N elements: one region of M_per_node rows per node step
+	Ready      symm.Pad    // lws words, by source local rank
+	Arrived    symm.Pad    // lws words, by source local rank
+	Gemm       symm.Pad    // world words, by destination rank (GEMM overlap)
+}
+
+// Stage is one rank's intra-node reduce-scatter.
+type Stage struct {
+	dev     device.Device
+	place   symm.Place
+	buf     Buffers
+	dt      dtype.DType
+	n       int // columns
+	overlap bool
+	seq     uint32 // last arrival sequence number used (same on every rank)
+}
+
+// New returns the stage of the rank at place. The node team must be mapped.
+func New(dev device.Device, place symm.Place, buf Buffers, dt dtype.DType, cols int, overlap bool) (*Stage, error) {
+	if !buf.Heap.Mapped(place.NodeTeam()) {
+		return nil, fmt.Errorf("intranode: rank %d cannot map every GPU of its node (peer access over NVLink or same host needed): %w",
+			place.Rank, device.ErrNotSupported)
+	}
+	return &Stage{dev: dev, place: place, buf: buf, dt: dt, n: cols, overlap: overlap}, nil
+}
+
+// Step is one node step of a call: the rows destined to node Node.
+type Step struct {
+	Node     int        // the node whose rows are reduced (cur)
+	Input    device.Ptr // this rank's input: M × N
+	RowsPer  int        // M_per_rank
+	Chunks   int        // chunks per block (>= 1)
+	Epoch    uint32     // the call's epoch
+	ReduceTo device.Ptr // where the node-reduced M_per_rank × N block goes
+	Grid     int        // reduce kernel blocks
+}
+
+func (st *Stage) lws() int { return st.place.Shape.LocalSize }
+
+func (st *Stage) rowBytes() int64 { return int64(st.n) * int64(st.dt.Size()) }
+
+// chunkRows returns the row range [r0, r1) of chunk c of a block of rows rows.
+func chunkRows(rows, chunks, c int) (int, int) {
+	per := (rows + chunks - 1) / chunks
+	r0 := min(c*per, rows)
+	return r0, min(r0+per, rows)
+}
+
+// Announce enqueues on s this rank's ready flag (epoch) into every node
+// peer's pad: this rank has finished reading its buffers of earlier calls.
+// s must be ordered after this rank's previous call.
+func (st *Stage) Announce(s device.Stream, epoch uint32) error {
+	me := st.place.LocalRank
+	for lr := 0; lr < st.lws(); lr++ {
+		addr := st.buf.Heap.Word(st.place.NodePeer(lr), st.buf.Ready, me)
+		if err := st.dev.WriteValue32(s, addr, epoch); err != nil {
+			return fmt.Errorf("intranode: announcing readiness to local rank %d: %w", lr, err)
+		}
+	}
+	return nil
+}
+
+// Scatter enqueues the copies of one node step on the copy streams: each
+// peer's rows, chunk by chunk, each chunk followed by its arrival signal. The
+// first copy to a peer in a call waits for the peer's ready flag; with GEMM
+// overlap it also waits for the GEMM signal of the destination rank. It
+// returns the arrival sequence numbers of the step's chunks.
+func (st *Stage) Scatter(copies []device.Stream, step Step, first bool) ([]uint32, error) {
+	lws, me := st.lws(), st.place.LocalRank
+	seqs := make([]uint32, step.Chunks)
+	for c := range seqs {
+		st.seq++
+		seqs[c] = st.seq
+	}
+	rowBytes := st.rowBytes()
+	rowsPerNode := step.RowsPer * lws
+	order := RankSwizzle(me, lws)
+
+	copyChunk := func(s device.Stream, peer, c int) error {
+		r0, r1 := chunkRows(step.RowsPer, step.Chunks, c)
+		destRank := step.Node*lws + peer
+		src := step.Input.Add(int64(destRank*step.RowsPer+r0) * rowBytes)
+		peerHeap := st.buf.Heap.At(st.place.NodePeer(peer), st.buf.ScatterBuf)
+		dst := peerHeap.Add(int64(step.Node*rowsPerNode+me*step.RowsPer+r0) * rowBytes)
+		if err := st.dev.Copy(s, dst, src, int64(r1-r0)*rowBytes); err != nil {
+			return fmt.Errorf("intranode: scatter to local rank %d: %w", peer, err)
+		}
+		arrived := st.buf.Heap.Word(st.place.NodePeer(peer), st.buf.Arrived, me)
+		return st.dev.WriteValue32(s, arrived, seqs[c])
+	}
+	gate := func(s device.Stream, peer int) error {
+		if first && peer != me {
+			w := device.Word{
+				Addr:  st.buf.Heap.Word(st.place.Rank, st.buf.Ready, peer),
+				Label: fmt.Sprintf("ready flag of rank %d (node %d, local rank %d)", st.place.NodePeer(peer), st.place.Node, peer),
+			}
+			if err := st.dev.WaitValue32(s, w, device.GEQ, step.Epoch); err != nil {
+				return err
+			}
+		}
+		if st.overlap {
+			dest := step.Node*lws + peer
+			w := device.Word{
+				Addr:  st.GemmSignal(dest),
+				Label: fmt.Sprintf("GEMM signal for rank %d on rank %d", dest, st.place.Rank),
+			}
+			if err := st.dev.WaitValue32(s, w, device.GEQ, step.Epoch); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+
+	if st.overlap {
+		// Peer by peer, in the order the producer raises the signals.
+		for i, peer := range order {
+			s := copies[i%len(copies)]
+			if err := gate(s, peer); err != nil {
+				return nil, err
+			}
+			for c := 0; c < step.Chunks; c++ {
+				if err := copyChunk(s, peer, c); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return seqs, nil
+	}
+	// Chunk by chunk, so the reduction of a chunk can start while the next is
+	// in flight.
+	for i, peer := range order {
+		if err := gate(copies[i%len(copies)], peer); err != nil {
+			return nil, err
+		}
+	}
+	for c := 0; c < step.Chunks; c++ {
+		for i, peer := range order {
+			if err := copyChunk(copies[i%len(copies)], peer, c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return seqs, nil
+}
+
+// Reduce enqueues on r, for each chunk, a wait for all lws blocks of the
+// chunk and the reduce kernel that sums them into step.ReduceTo.
+func (st *Stage) Reduce(r device.Stream, step Step, seqs []uint32) error {
+	lws := st.lws()
+	rowBytes := st.rowBytes()
+	rowsPerNode := step.RowsPer * lws
+	me := st.place.Rank
+	local := st.buf.Heap.Local()
+	for c, seq := range seqs {
+		for src := 0; src < lws; src++ {
+			w := device.Word{
+				Addr:  st.buf.Heap.Word(me, st.buf.Arrived, src),
+				Label: fmt.Sprintf("arrival of rank %d's block (node %d, local rank %d)", st.place.NodePeer(src), st.place.Node, src),
+			}
+			if err := st.dev.WaitValue32(r, w, device.GEQ, seq); err != nil {
+				return err
+			}
+		}
+		r0, r1 := chunkRows(step.RowsPer, step.Chunks, c)
+		if r1 == r0 {
+			continue
+		}
+		src := local.Add(st.buf.ScatterBuf.Off + int64(step.Node*rowsPerNode+r0)*rowBytes)
+		dst := step.ReduceTo.Add(int64(r0) * rowBytes)
+		stride := int64(step.RowsPer) * int64(st.n)
+		if err := kernels.LaunchReduce(st.dev, r, st.dt, step.Grid, dst, src, stride, lws, int64(r1-r0)*int64(st.n)); err != nil {
+			return fmt.Errorf("intranode: reduce: %w", err)
+		}
+	}
+	return nil
+}
+
+// GemmSignal is the address of the GEMM signal word for destination rank
+// dest in this rank's pad.
+func (st *Stage) GemmSignal(dest int) device.Ptr {
+	return st.buf.Heap.Word(st.place.Rank, st.buf.Gemm, dest)
+}

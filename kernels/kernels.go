@@ -1,0 +1,66 @@
+// Package kernels holds hiercoll's GPU kernels twice: as CUDA C sources
+// (embedded, compiled at run time by NVRTC in the CUDA backend and cached on
+// disk) and as Go functions of the same effect, which the CPU backend runs and
+// the tests use as the reference.
+//
+// The reduce kernel is the only arithmetic of a reduce-scatter: it sums k row
+// blocks lying at a fixed stride (the blocks the peers scattered into this
+// rank's buffer, or the blocks the other nodes sent) into one. Launch it with
+// Reduce(dt) and the arguments (dst, src device.Ptr, stride int64, blocks
+// int32, count int64), stride and count in elements.
+package kernels
+
+import (
+	_ "embed"
+	"fmt"
+
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/dtype"
+)
+
+//go:embed cuda/reduce.cu
+var reduceSource string
+
+// ReduceModule is the CUDA source of the reduce kernels.
+var ReduceModule = &device.Module{Name: "hiercoll_reduce", Source: reduceSource}
+
+// ReduceBlock is the CUDA block size of the reduce kernel.
+const ReduceBlock = 512
+
+var reduceKernels = map[dtype.DType]*device.Kernel{}
+
+func init() {
+	for _, dt := range dtype.All {
+		reduceKernels[dt] = &device.Kernel{
+			Module: ReduceModule,
+			Name:   "hc_reduce_" + dt.String(),
+			Block:  ReduceBlock,
+			Host:   reduceHost(dt),
+		}
+	}
+}
+
+// Reduce returns the reduce kernel for dt.
+func Reduce(dt dtype.DType) (*device.Kernel, error) {
+	k, ok := reduceKernels[dt]
+	if !ok {
+		return nil, fmt.Errorf("kernels: no reduce kernel for %v: %w", dt, device.ErrNotSupported)
+	}
+	return k, nil
+}
+
+// LaunchReduce enqueues dst[i] = sum_k src[k*stride+i] for i < count on s,
+// with at most grid blocks.
+func LaunchReduce(dev device.Device, s device.Stream, dt dtype.DType, grid int, dst, src device.Ptr, stride int64, blocks int, count int64) error {
+	k, err := Reduce(dt)
+	if err != nil {
+		return err
+	}
+	if count == 0 {
+		return nil
+	}
+	// No more blocks than there is work for (one vector per thread minimum).
+	need := int((count*int64(dt.Size())/16 + ReduceBlock - 1) / ReduceBlock)
+	grid = max(1, min(grid, need))
+	return dev.Launch(s, k, grid, dst, src, stride, int32(blocks), count)
+}

@@ -1,0 +1,97 @@
+package rs2d
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internode"
+)
+
+// Config describes a ReduceScatter2D context. MaxM, N and DType are required.
+type Config struct {
+	// MaxM is the largest M (rows of the [M, N] input) a call may use; the
+	// symmetric buffers are sized for it.
+	MaxM int
+	// N is the number of columns of every input.
+	N int
+	// DType is the element type: BF16, F16, F32 or I32.
+	DType dtype.DType
+
+	// OverlapWithGEMM makes each scatter copy wait on the device for the GEMM
+	// signal of its destination rank (see Context.SignalAddr), instead of for
+	// the caller's stream alone.
+	OverlapWithGEMM bool
+	// ReductionSMs bounds the SMs (thread blocks / CPU workers) the intra-node
+	// reduce kernels use while they overlap other work. Default 16.
+	ReductionSMs int
+	// FinalSMs bounds the SMs of the final cross-node reduce. Default: all.
+	FinalSMs int
+	// Chunks splits each node step so its reduction overlaps its scatter.
+	// 0 picks by size.
+	Chunks int
+	// CopyStreams is the number of copy-engine streams the scatter uses
+	// (1: one peer at a time; lws-1: every peer at once). 0 picks.
+	CopyStreams int
+	// Transport selects the inter-node transport (Auto by default).
+	Transport internode.Kind
+	// Timeout bounds host-side waits of New and Close. Default 60s.
+	Timeout time.Duration
+}
+
+const (
+	defaultReductionSMs = 16
+	defaultTimeout      = 60 * time.Second
+)
+
+func (c Config) withDefaults(info device.Info, lws int) Config {
+	if c.ReductionSMs <= 0 {
+		c.ReductionSMs = defaultReductionSMs
+	}
+	if info.SMs > 0 {
+		c.ReductionSMs = min(c.ReductionSMs, info.SMs)
+	}
+	if c.FinalSMs <= 0 {
+		c.FinalSMs = max(info.SMs, c.ReductionSMs)
+	}
+	if c.CopyStreams <= 0 {
+		c.CopyStreams = 1
+	}
+	c.CopyStreams = max(1, min(c.CopyStreams, lws))
+	if c.Timeout <= 0 {
+		c.Timeout = defaultTimeout
+	}
+	return c
+}
+
+func (c Config) validate(world int) error {
+	switch {
+	case c.MaxM <= 0:
+		return fmt.Errorf("rs2d: MaxM=%d must be positive: %w", c.MaxM, device.ErrInvalidArgument)
+	case c.N <= 0:
+		return fmt.Errorf("rs2d: N=%d must be positive: %w", c.N, device.ErrInvalidArgument)
+	case !c.DType.Valid():
+		return fmt.Errorf("rs2d: DType %v is not one of bf16, fp16, fp32, int32: %w", c.DType, device.ErrInvalidArgument)
+	case c.MaxM%world != 0:
+		return fmt.Errorf("rs2d: MaxM=%d is not divisible by world size %d: %w", c.MaxM, world, device.ErrInvalidArgument)
+	case c.Chunks < 0 || c.CopyStreams < 0 || c.ReductionSMs < 0 || c.FinalSMs < 0:
+		return fmt.Errorf("rs2d: negative Chunks, CopyStreams or SM budget: %w", device.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// Tensor is a row-major [Rows, Cols] matrix in device memory.
+type Tensor struct {
+	Ptr   device.Ptr
+	Rows  int
+	Cols  int
+	DType dtype.DType
+}
+
+// Bytes is the tensor's size.
+func (t Tensor) Bytes() int64 { return int64(t.Rows) * int64(t.Cols) * int64(t.DType.Size()) }
+
+func (t Tensor) String() string {
+	return fmt.Sprintf("[%d, %d] %v at %v", t.Rows, t.Cols, t.DType, t.Ptr)
+}

@@ -1,0 +1,393 @@
+// Package rs2d is hiercoll's public API for ReduceScatter2D: a reduce-scatter
+// (sum) of an [M, N] tensor per rank into [M/world, N] per rank, over
+// nnodes × local_world_size GPUs, that reduces inside each node first and then
+// exchanges only 1/lws of the data between nodes.
+//
+// One call, on rank (node, localRank), enqueued on the caller's stream:
+//
+//	announce readiness to the node peers          (ready words, epoch e)
+//	for n in 0..nnodes-1: cur = (node+n+1) % nnodes   (node swizzle; own node last)
+//	    scatter my rows for cur's ranks to my node peers (copy engine, rank swizzle,
+//	        optionally after each destination's GEMM signal), chunk by chunk
+//	    reduce the lws blocks I received for cur         (reduction stream, bounded SMs)
+//	    cur != node: send the reduced block to my rail peer on node cur (p2p stream)
+//	wait for the blocks from every other node; reduce the nnodes blocks → output
+//
+// Every wait is a stream wait on a 32-bit word whose expected value grows with
+// each call, so the next call needs no reset and a failed call leaves nothing
+// that a later one could mistake for its own signal.
+//
+//	rs, err := rs2d.New(ctx, comm, dev, rs2d.Config{MaxM: 8192, N: 4096, DType: dtype.BF16})
+//	defer rs.Close()
+//	err = rs.ReduceScatter(ctx, in, out, stream) // enqueued; stream.Synchronize(ctx) to wait
+package rs2d
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/seed12530e24/hiercoll/bootstrap"
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/internode"
+	"github.com/seed12530e24/hiercoll/intranode"
+	"github.com/seed12530e24/hiercoll/kernels"
+	"github.com/seed12530e24/hiercoll/streams"
+	"github.com/seed12530e24/hiercoll/symm"
+)
+
+// Context owns everything one ReduceScatter2D needs on one rank: symmetric
+// buffers and signal pads, its streams, the inter-node transport and the
+// call counter. Calls on one Context are serialised; several Contexts may be
+// used at once.
+type Context struct {
+	cfg   Config
+	comm  bootstrap.Comm
+	dev   device.Device
+	place symm.Place
+
+	heap      *symm.Heap
+	buf       intranode.Buffers
+	rsPerNode symm.Region // nnodes blocks of MaxM/world rows: node-reduced blocks to send
+	intra     *intranode.Stage
+	rail      internode.Transport // nil on one node
+	streams   *streams.Set
+
+	mu     sync.Mutex
+	epoch  uint32 // calls made so far (the epoch of the last call)
+	closed bool
+}
+
+// New creates a context on every rank of comm (collective: every rank calls
+// it with the same Config). It allocates the symmetric buffers, maps the node
+// peers' and builds the transport.
+func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config) (*Context, error) {
+	place, err := symm.PlaceOf(comm)
+	if err != nil {
+		return nil, fmt.Errorf("rs2d: %w", err)
+	}
+	if err := cfg.validate(place.Shape.World()); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults(dev.Info(), place.Shape.LocalSize)
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.Timeout)
+		defer cancel()
+	}
+
+	c := &Context{cfg: cfg, comm: comm, dev: dev, place: place}
+	shape := place.Shape
+	rowBytes := int64(cfg.N) * int64(cfg.DType.Size())
+
+	var l symm.Layout
+	c.buf.Ready = l.AddPad("ready", shape.LocalSize)
+	c.buf.Arrived = l.AddPad("arrived", shape.LocalSize)
+	c.buf.Gemm = l.AddPad("gemm signals", shape.World())
+	c.buf.ScatterBuf = l.Add("scatter", int64(cfg.MaxM)*rowBytes)
+	if shape.Nodes > 1 {
+		c.rsPerNode = l.Add("rs per node", int64(shape.Nodes)*c.blockStride())
+	}
+	if c.heap, err = symm.New(ctx, comm, dev, &l); err != nil {
+		return nil, fmt.Errorf("rs2d: %w", err)
+	}
+	c.buf.Heap = c.heap
+	fail := func(err error) (*Context, error) {
+		return nil, errors.Join(err, c.release())
+	}
+	if c.intra, err = intranode.New(dev, place, c.buf, cfg.DType, cfg.N, cfg.OverlapWithGEMM); err != nil {
+		return fail(fmt.Errorf("rs2d: %w", err))
+	}
+	if shape.Nodes > 1 {
+		ep := internode.Endpoint{Dev: dev, Comm: comm, Place: place, BlockBytes: c.blockStride()}
+		if c.rail, err = internode.New(ctx, cfg.Transport, ep); err != nil {
+			return fail(fmt.Errorf("rs2d: %w", err))
+		}
+	}
+	if c.streams, err = streams.NewSet(dev, cfg.CopyStreams); err != nil {
+		return fail(fmt.Errorf("rs2d: %w", err))
+	}
+	return c, nil
+}
+
+func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
+
+// Config returns the configuration in effect (defaults filled in).
+func (c *Context) Config() Config { return c.cfg }
+
+// Place returns where this rank sits in the job.
+func (c *Context) Place() symm.Place { return c.place }
+
+// Transport names the inter-node transport in use ("none" on one node).
+func (c *Context) Transport() string {
+	if c.rail == nil {
+		return "none"
+	}
+	return c.rail.Kind().String()
+}
+
+// check validates a call's arguments before any work is enqueued.
+func (c *Context) check(in, out Tensor) error {
+	world := c.place.Shape.World()
+	cfg := c.cfg
+	switch {
+	case in.DType != cfg.DType || out.DType != cfg.DType:
+		return fmt.Errorf("rs2d: input %v and output %v must be %v as configured: %w", in.DType, out.DType, cfg.DType, device.ErrInvalidArgument)
+	case in.Cols != cfg.N || out.Cols != cfg.N:
+		return fmt.Errorf("rs2d: input has N=%d and output N=%d columns; the context was made for N=%d: %w", in.Cols, out.Cols, cfg.N, device.ErrInvalidArgument)
+	case in.Rows <= 0:
+		return fmt.Errorf("rs2d: M=%d must be positive: %w", in.Rows, device.ErrInvalidArgument)
+	case in.Rows > cfg.MaxM:
+		return fmt.Errorf("rs2d: M=%d exceeds MaxM=%d: %w", in.Rows, cfg.MaxM, device.ErrInvalidArgument)
+	case in.Rows%world != 0:
+		return fmt.Errorf("rs2d: M=%d is not divisible by world size %d: %w", in.Rows, world, device.ErrInvalidArgument)
+	case out.Rows != in.Rows/world:
+		return fmt.Errorf("rs2d: output has %d rows; M=%d over %d ranks needs %d: %w", out.Rows, in.Rows, world, in.Rows/world, device.ErrInvalidArgument)
+	case in.Ptr == 0 || out.Ptr == 0:
+		return fmt.Errorf("rs2d: nil input or output pointer: %w", device.ErrInvalidArgument)
+	}
+	for _, t := range []struct {
+		name string
+		t    Tensor
+	}{{"input", in}, {"output", out}} {
+		base, size, err := c.dev.AddressRange(t.t.Ptr)
+		if err != nil {
+			return fmt.Errorf("rs2d: %s %v is not device memory: %w", t.name, t.t, err)
+		}
+		if avail := int64(base) + size - int64(t.t.Ptr); avail < t.t.Bytes() {
+			return fmt.Errorf("rs2d: %s %v needs %d bytes but its allocation has %d left: %w", t.name, t.t, t.t.Bytes(), avail, device.ErrInvalidArgument)
+		}
+	}
+	if int64(in.Ptr) < int64(out.Ptr)+out.Bytes() && int64(out.Ptr) < int64(in.Ptr)+in.Bytes() {
+		return fmt.Errorf("rs2d: output %v overlaps input %v: %w", out, in, device.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// ReduceScatter enqueues out = (sum over ranks of in)[rank's M/world rows] on
+// stream s. in is [M, N], out is [M/world, N], both of the context's dtype;
+// every rank calls it with the same M. Errors in the arguments are returned
+// before anything is enqueued. Failures on the device (a rank that never
+// arrives) surface when s is synchronized, as a device.ErrTimeout that names
+// the missing rank.
+func (c *Context) ReduceScatter(ctx context.Context, in, out Tensor, s device.Stream) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("rs2d: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("rs2d: reduce-scatter on a closed context: %w", device.ErrClosed)
+	}
+	if err := c.check(in, out); err != nil {
+		return err
+	}
+	c.epoch++
+	if c.epoch == 0 { // 0 is what the pads start at: skip it when wrapping
+		c.epoch++
+	}
+	if err := c.enqueue(in, out, s, c.epoch); err != nil {
+		return fmt.Errorf("rs2d: call %d: %w", c.epoch, err)
+	}
+	return nil
+}
+
+// Plan is the shape of one call, for reports.
+type Plan struct {
+	M, N, RowsPerRank, Chunks int
+	// Bytes this rank sends: to its node peers, to other nodes, and what a
+	// flat ring reduce-scatter would send across the network instead.
+	IntraNodeBytes, InterNodeBytes, FlatRingBytes int64
+}
+
+// PlanFor describes a call with M rows.
+func (c *Context) PlanFor(m int) Plan {
+	shape := c.place.Shape
+	rpr := m / shape.World()
+	es := int64(c.cfg.DType.Size())
+	block := int64(rpr) * int64(c.cfg.N) * es
+	return Plan{
+		M: m, N: c.cfg.N, RowsPerRank: rpr, Chunks: c.chunks(rpr),
+		IntraNodeBytes: int64(shape.Nodes*(shape.LocalSize-1)) * block,
+		InterNodeBytes: int64(shape.Nodes-1) * block,
+		FlatRingBytes:  int64(shape.World()-1) * block,
+	}
+}
+
+// chunks picks how many pieces each block of a node step is cut into: enough
+// that the reduction overlaps the scatter, few enough that each copy stays
+// large (the copy engine needs about 1 MiB to reach its rate).
+func (c *Context) chunks(rowsPerRank int) int {
+	k := c.cfg.Chunks
+	if k == 0 {
+		rowBytes := int64(c.cfg.N) * int64(c.cfg.DType.Size())
+		const minChunk = 4 << 20
+		k = int(min(int64(rowsPerRank)*rowBytes/minChunk, 8))
+	}
+	return max(1, min(k, rowsPerRank))
+}
+
+func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch uint32) error {
+	shape, place, set := c.place.Shape, c.place, c.streams
+	rpr := in.Rows / shape.World()
+	rowBytes := int64(c.cfg.N) * int64(c.cfg.DType.Size())
+	blockBytes := int64(rpr) * rowBytes
+	grid := c.cfg.ReductionSMs * kernelBlocksPerSM
+
+	if err := c.intra.Announce(s, epoch); err != nil {
+		return err
+	}
+	if err := set.Fork(s); err != nil {
+		return err
+	}
+	for n := 0; n < shape.Nodes; n++ {
+		cur := (place.Node + n + 1) % shape.Nodes
+		step := intranode.Step{Node: cur, Input: in.Ptr, RowsPer: rpr, Chunks: c.chunks(rpr), Epoch: epoch, Grid: grid}
+		switch {
+		case shape.Nodes == 1:
+			step.ReduceTo = out.Ptr
+		case cur == place.Node:
+			step.ReduceTo = c.rail.RecvBuf(epoch).Add(int64(place.Node) * c.blockStride())
+		default:
+			step.ReduceTo = c.heap.Local().Add(c.rsPerNode.Off + int64(cur)*c.blockStride())
+		}
+		seqs, err := c.intra.Scatter(set.Copy, step, n == 0)
+		if err != nil {
+			return err
+		}
+		if err := c.intra.Reduce(set.Reduction, step, seqs); err != nil {
+			return err
+		}
+		if shape.Nodes > 1 && cur != place.Node {
+			if err := set.Join(set.P2P, set.Reduction); err != nil {
+				return err
+			}
+			if err := c.rail.Send(set.P2P, cur, step.ReduceTo, blockBytes, epoch); err != nil {
+				return err
+			}
+		}
+	}
+	if err := set.Merge(s); err != nil {
+		return err
+	}
+	if shape.Nodes == 1 {
+		return nil
+	}
+	if err := c.rail.Wait(s, epoch); err != nil {
+		return err
+	}
+	stride := c.blockStride() / int64(c.cfg.DType.Size())
+	return kernels.LaunchReduce(c.dev, s, c.cfg.DType, c.cfg.FinalSMs*kernelBlocksPerSM, out.Ptr, c.rail.RecvBuf(epoch),
+		stride, shape.Nodes, int64(rpr)*int64(c.cfg.N))
+}
+
+// kernelBlocksPerSM is how many reduce blocks run per SM of the budget.
+const kernelBlocksPerSM = 2
+
+// blockStride is the distance between node blocks in the rail buffers.
+func (c *Context) blockStride() int64 {
+	rowBytes := int64(c.cfg.N) * int64(c.cfg.DType.Size())
+	return alignUp(int64(c.cfg.MaxM/c.place.Shape.World())*rowBytes, symm.Align)
+}
+
+// Roundings is how many times a float result is rounded to its dtype on the
+// way (once per level: the node reduce, and the cross-node reduce when
+// nnodes > 1); the accumulation itself is fp32.
+func Roundings(nodes int) int {
+	if nodes > 1 {
+		return 2
+	}
+	return 1
+}
+
+// SignalValue is the value a GEMM producer writes into a signal word to
+// release the next ReduceScatter call (OverlapWithGEMM).
+func (c *Context) SignalValue() uint32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v := c.epoch + 1
+	if v == 0 {
+		v = 1
+	}
+	return v
+}
+
+// SignalAddr is the device address of the GEMM signal word for destination
+// rank dest, for a producer kernel of the caller's own.
+func (c *Context) SignalAddr(dest int) (device.Ptr, error) {
+	if dest < 0 || dest >= c.place.Shape.World() {
+		return 0, fmt.Errorf("rs2d: signal for rank %d of %d: %w", dest, c.place.Shape.World(), device.ErrInvalidArgument)
+	}
+	return c.intra.GemmSignal(dest), nil
+}
+
+// RaiseSignal enqueues on s the write that tells the next call's scatter that
+// the rows for rank dest are complete.
+func (c *Context) RaiseSignal(s device.Stream, dest int) error {
+	addr, err := c.SignalAddr(dest)
+	if err != nil {
+		return err
+	}
+	return c.dev.WriteValue32(s, addr, c.SignalValue())
+}
+
+// ConsumptionOrder is the order in which the scatter consumes destination
+// ranks' row blocks (node swizzle, then rank swizzle): a GEMM producer that
+// computes blocks in this order lets communication start earliest.
+func (c *Context) ConsumptionOrder() []int {
+	shape, place := c.place.Shape, c.place
+	order := make([]int, 0, shape.World())
+	for n := 0; n < shape.Nodes; n++ {
+		cur := (place.Node + n + 1) % shape.Nodes
+		for _, lr := range intranode.RankSwizzle(place.LocalRank, shape.LocalSize) {
+			order = append(order, cur*shape.LocalSize+lr)
+		}
+	}
+	return order
+}
+
+// Close releases the context after a barrier with the other ranks, so no
+// peer still writes into this rank's buffers. It is collective; a rank that
+// never arrives makes it return an error after Config.Timeout, with the
+// resources released anyway.
+func (c *Context) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
+	defer cancel()
+	var errs []error
+	if c.streams != nil {
+		for _, s := range c.streams.All() {
+			if err := s.Synchronize(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("rs2d: close: draining: %w", err))
+				break
+			}
+		}
+	}
+	if err := c.comm.Barrier(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("rs2d: close: %w", err))
+	}
+	return errors.Join(append(errs, c.release())...)
+}
+
+func (c *Context) release() error {
+	var errs []error
+	if c.streams != nil {
+		errs = append(errs, c.streams.Close())
+		c.streams = nil
+	}
+	if c.rail != nil {
+		errs = append(errs, c.rail.Close())
+		c.rail = nil
+	}
+	if c.heap != nil {
+		errs = append(errs, c.heap.Close())
+		c.heap = nil
+	}
+	return errors.Join(errs...)
+}

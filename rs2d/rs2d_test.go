@@ -1,0 +1,167 @@
+package rs2d_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed12530e24/hiercoll/bootstrap"
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/device/sim"
+	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internal/check"
+	"github.com/seed12530e24/hiercoll/rs2d"
+	"github.com/seed12530e24/hiercoll/world"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 {
+		if live := sim.Live(); live != (sim.Counts{}) {
+			fmt.Fprintf(os.Stderr, "leak: simulated resources still alive after all tests: %+v\n", live)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// inputs hands every rank the same per-call random inputs, generated once.
+type inputs struct {
+	mu    sync.Mutex
+	calls map[int][][]byte
+	seed  uint64
+	world int
+	dt    dtype.DType
+	count int
+}
+
+func (in *inputs) get(call int) [][]byte {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if x, ok := in.calls[call]; ok {
+		return x
+	}
+	rng := rand.New(rand.NewPCG(in.seed, uint64(call)))
+	x := make([][]byte, in.world)
+	for r := range x {
+		x[r] = check.Random(rng, in.dt, in.count)
+	}
+	in.calls[call] = x
+	delete(in.calls, call-2) // every rank is past call-2 by now
+	return x
+}
+
+type runSpec struct {
+	shape   bootstrap.Shape
+	dt      dtype.DType
+	rowsPer int // M_per_rank of the calls
+	n       int
+	calls   int
+	cfg     rs2d.Config // MaxM, N, DType filled in when zero
+	opts    world.SimOptions
+}
+
+// runWorld runs spec.calls reduce-scatters on a fresh simulated world and
+// checks every rank's output of every call against the fp64 reference.
+func runWorld(t *testing.T, spec runSpec) {
+	t.Helper()
+	ws := spec.shape.World()
+	m := spec.rowsPer * ws
+	cfg := spec.cfg
+	if cfg.MaxM == 0 {
+		cfg.MaxM = m
+	}
+	cfg.N, cfg.DType = spec.n, spec.dt
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 20 * time.Second
+	}
+	if spec.opts.Device.WaitTimeout == 0 {
+		spec.opts.Device.WaitTimeout = 10 * time.Second
+	}
+	w, err := world.Sim(spec.shape, spec.opts)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, w.Close()) }()
+	in := &inputs{calls: map[int][][]byte{}, seed: rand.Uint64(), world: ws, dt: spec.dt, count: m * spec.n}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+		rank := r.Comm.Rank()
+		rs, err := rs2d.New(ctx, r.Comm, r.Dev, cfg)
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		es := spec.dt.Size()
+		inPtr, err := r.Dev.Alloc(int64(m * spec.n * es))
+		if err != nil {
+			return err
+		}
+		defer r.Dev.Free(inPtr)
+		outPtr, err := r.Dev.Alloc(int64(spec.rowsPer * spec.n * es))
+		if err != nil {
+			return err
+		}
+		defer r.Dev.Free(outPtr)
+		s, err := r.Dev.NewStream(device.Normal)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+
+		got := make([]byte, spec.rowsPer*spec.n*es)
+		for call := 0; call < spec.calls; call++ {
+			all := in.get(call)
+			if err := r.Dev.CopyToDevice(inPtr, all[rank]); err != nil {
+				return err
+			}
+			if err := r.Dev.CopyToDevice(outPtr, check.Poison(spec.dt, spec.rowsPer*spec.n)); err != nil {
+				return err
+			}
+			err := rs.ReduceScatter(ctx,
+				rs2d.Tensor{Ptr: inPtr, Rows: m, Cols: spec.n, DType: spec.dt},
+				rs2d.Tensor{Ptr: outPtr, Rows: spec.rowsPer, Cols: spec.n, DType: spec.dt}, s)
+			if err != nil {
+				return err
+			}
+			if err := s.Synchronize(ctx); err != nil {
+				return err
+			}
+			if err := r.Dev.CopyToHost(got, outPtr); err != nil {
+				return err
+			}
+			rep := check.ReduceScatter(spec.dt, all, rank, spec.rowsPer, spec.n).Compare(got, rs2d.Roundings(spec.shape.Nodes))
+			if !rep.OK() {
+				return fmt.Errorf("call %d: %v", call, rep)
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+}
+
+// The world shapes every collective test runs on: nodes × GPUs per node.
+var shapes = []bootstrap.Shape{
+	{Nodes: 1, LocalSize: 1}, {Nodes: 1, LocalSize: 2}, {Nodes: 1, LocalSize: 4}, {Nodes: 2, LocalSize: 1},
+	{Nodes: 2, LocalSize: 2}, {Nodes: 2, LocalSize: 4}, {Nodes: 4, LocalSize: 2}, {Nodes: 3, LocalSize: 3},
+}
+
+func TestReduceScatterShapesAndDtypes(t *testing.T) {
+	for _, shape := range shapes {
+		for _, dt := range dtype.All {
+			for _, size := range []struct{ rowsPer, n int }{{1, 7}, {1, 1}, {33, 129}, {64, 256}} {
+				name := fmt.Sprintf("%v/%v/rows%d/n%d", shape, dt, size.rowsPer, size.n)
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					runWorld(t, runSpec{shape: shape, dt: dt, rowsPer: size.rowsPer, n: size.n, calls: 2})
+				})
+			}
+		}
+	}
+}
