@@ -57,6 +57,7 @@ type Context struct {
 	mu     sync.Mutex
 	epoch  uint32 // calls made so far (the epoch of the last call)
 	closed bool
+	tracer *tracer // stage events, when tracing
 }
 
 // New creates a context on every rank of comm (collective: every rank calls
@@ -235,6 +236,9 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch uint32) error {
 	blockBytes := int64(rpr) * rowBytes
 	grid := c.cfg.ReductionSMs * kernelBlocksPerSM
 
+	if err := c.mark(func(t *tracer) device.Event { return t.start }, s); err != nil {
+		return err
+	}
 	if err := c.intra.Announce(s, epoch); err != nil {
 		return err
 	}
@@ -268,18 +272,29 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch uint32) error {
 			}
 		}
 	}
+	if err := c.markScatter(); err != nil {
+		return err
+	}
+	if err := c.mark(func(t *tracer) device.Event { return t.reduce }, set.Reduction); err != nil {
+		return err
+	}
+	if err := c.mark(func(t *tracer) device.Event { return t.p2p }, set.P2P); err != nil {
+		return err
+	}
 	if err := set.Merge(s); err != nil {
 		return err
 	}
-	if shape.Nodes == 1 {
-		return nil
+	if shape.Nodes > 1 {
+		if err := c.rail.Wait(s, epoch); err != nil {
+			return err
+		}
+		stride := c.blockStride() / int64(c.cfg.DType.Size())
+		if err := kernels.LaunchReduce(c.dev, s, c.cfg.DType, c.cfg.FinalSMs*kernelBlocksPerSM, out.Ptr, c.rail.RecvBuf(epoch),
+			stride, shape.Nodes, int64(rpr)*int64(c.cfg.N)); err != nil {
+			return err
+		}
 	}
-	if err := c.rail.Wait(s, epoch); err != nil {
-		return err
-	}
-	stride := c.blockStride() / int64(c.cfg.DType.Size())
-	return kernels.LaunchReduce(c.dev, s, c.cfg.DType, c.cfg.FinalSMs*kernelBlocksPerSM, out.Ptr, c.rail.RecvBuf(epoch),
-		stride, shape.Nodes, int64(rpr)*int64(c.cfg.N))
+	return c.mark(func(t *tracer) device.Event { return t.end }, s)
 }
 
 // kernelBlocksPerSM is how many reduce blocks run per SM of the budget.
@@ -376,7 +391,7 @@ func (c *Context) Close() error {
 }
 
 func (c *Context) release() error {
-	var errs []error
+	errs := []error{c.closeTracer()}
 	if c.streams != nil {
 		errs = append(errs, c.streams.Close())
 		c.streams = nil

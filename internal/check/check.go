@@ -90,7 +90,7 @@ type Report struct {
 	Elements   int
 	Mismatches int     // elements outside tolerance (or not bit-equal for int32), NaN included
 	MaxAbsErr  float64 // floats only
-	MaxRelErr  float64 // relative to max(|ref|, 1e-3)
+	BoundUse   float64 // the largest error as a fraction of its element's bound (floats)
 	First      string  // the first mismatch, described
 }
 
@@ -99,7 +99,10 @@ func (r Report) OK() bool { return r.Mismatches == 0 }
 
 func (r Report) String() string {
 	if r.OK() {
-		return fmt.Sprintf("%d elements match (max abs err %.3g, max rel err %.3g)", r.Elements, r.MaxAbsErr, r.MaxRelErr)
+		if r.MaxAbsErr == 0 && r.BoundUse == 0 {
+			return fmt.Sprintf("%d elements match exactly", r.Elements)
+		}
+		return fmt.Sprintf("%d elements match (max abs err %.3g, at most %.0f%% of the error bound)", r.Elements, r.MaxAbsErr, 100*r.BoundUse)
 	}
 	return fmt.Sprintf("%d of %d elements mismatch; first: %s", r.Mismatches, r.Elements, r.First)
 }
@@ -133,11 +136,12 @@ func (e Expected) Compare(got []byte, rounds int) Report {
 	for i, want := range e.Float {
 		g := e.DType.Get(got, i)
 		diff := math.Abs(g - want)
+		tol := scale*e.AbsSum[i] + f32
 		if !math.IsNaN(diff) {
 			rep.MaxAbsErr = max(rep.MaxAbsErr, diff)
-			rep.MaxRelErr = max(rep.MaxRelErr, diff/max(math.Abs(want), 1e-3))
+			rep.BoundUse = max(rep.BoundUse, diff/tol)
 		}
-		if tol := scale*e.AbsSum[i] + f32; math.IsNaN(g) || diff > tol {
+		if math.IsNaN(g) || diff > tol {
 			if rep.Mismatches == 0 {
 				rep.First = fmt.Sprintf("element %d: got %g, want %g (tolerance %.3g)", i, g, want, tol)
 			}

@@ -1,0 +1,320 @@
+package benchmarks
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internal/check"
+	"github.com/seed12530e24/hiercoll/rs2d"
+	"github.com/seed12530e24/hiercoll/world"
+)
+
+// BenchOptions configure the bandwidth benchmark.
+type BenchOptions struct {
+	Sizes  []int64 // input bytes per rank
+	N      int     // columns; M follows from the size
+	DType  dtype.DType
+	Iters  int // timed calls per measurement (0: by size)
+	Reps   int // measurements per size, alternating hiercoll and NCCL; the best is kept
+	Config rs2d.Config
+	Out    Printer
+	Status io.Writer // progress lines (rank 0)
+	Title  string
+	Rows   *[]BenchRow // filled on rank 0
+}
+
+// BenchRow is one size of the table.
+type BenchRow struct {
+	Bytes    int64 // input per rank
+	Count    int64 // elements of input per rank
+	M, N     int
+	Time     time.Duration // hiercoll, per call (slowest rank)
+	NCCLTime time.Duration // 0 when NCCL did not run
+	MaxErr   float64       // max |hiercoll - NCCL| (int32: mismatching elements)
+	Checked  bool          // the output was compared with NCCL's
+}
+
+// BusBW is the bus bandwidth of t for this row in GB/s: bytes/t × (n−1)/n.
+func (r BenchRow) BusBW(t time.Duration, world int) float64 {
+	if t <= 0 {
+		return 0
+	}
+	return float64(r.Bytes) / t.Seconds() / 1e9 * float64(world-1) / float64(world)
+}
+
+// AlgBW is bytes/t in GB/s.
+func (r BenchRow) AlgBW(t time.Duration) float64 {
+	if t <= 0 {
+		return 0
+	}
+	return float64(r.Bytes) / t.Seconds() / 1e9
+}
+
+// DefaultSizes are 1 MiB to 2 GiB per rank, by powers of 2 (CPU: up to 64 MiB).
+func DefaultSizes(gpu bool) []int64 {
+	top := int64(2 << 30)
+	if !gpu {
+		top = 64 << 20
+	}
+	var sizes []int64
+	for s := int64(1 << 20); s <= top; s *= 2 {
+		sizes = append(sizes, s)
+	}
+	return sizes
+}
+
+// Bench returns the benchmark job.
+func Bench(o BenchOptions) Job {
+	return func(ctx context.Context, r world.Rank) error { return bench(ctx, r, o) }
+}
+
+func bench(ctx context.Context, r world.Rank, o BenchOptions) (err error) {
+	p := Printer{W: o.Out.W, Rank: r.Comm.Rank()}
+	status := Printer{W: o.Status, Rank: r.Comm.Rank()}
+	ws := r.Comm.Size()
+	es := int64(o.DType.Size())
+	rowBytes := int64(o.N) * es
+	quantum := rowBytes * int64(ws)
+	ms := make([]int, len(o.Sizes))
+	maxM := 0
+	for i, size := range o.Sizes {
+		ms[i] = int(max(size/quantum, 1)) * ws
+		maxM = max(maxM, ms[i])
+	}
+
+	ref, why, err := NewReference(ctx, r)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, ref.Close()) }()
+	cfg := o.Config
+	cfg.MaxM, cfg.N, cfg.DType = maxM, o.N, o.DType
+	rs, err := rs2d.New(ctx, r.Comm, r.Dev, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, rs.Close()) }()
+	buf, err := allocBuffers(r.Dev, maxM, o.N, ws, o.DType, ref != nil)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, buf.free()) }()
+	s, err := r.Dev.NewStream(device.Normal)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, s.Close()) }()
+	t0, err := r.Dev.NewEvent()
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, t0.Close()) }()
+	t1, err := r.Dev.NewEvent()
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, t1.Close()) }()
+	if err := fillRandom(r, buf, maxM, o.N, o.DType); err != nil {
+		return err
+	}
+
+	p.Printf("hiercoll bench: ReduceScatter2D over %s, %v, N=%d\n", o.Title, o.DType, o.N)
+	cfgNow := rs.Config()
+	p.Printf("  reduction SMs %d, copy streams %d, transport %s; times are the slowest rank's mean per call\n",
+		cfgNow.ReductionSMs, cfgNow.CopyStreams, rs.Transport())
+	if ref == nil {
+		p.Printf("  NCCL: not run (%s)\n", why)
+	} else {
+		p.Printf("  NCCL %s on the same buffers, same processes, alternating with hiercoll\n", ref.Version)
+	}
+	p.Printf("%12s %12s %6s %10s %8s %8s %10s %8s %8s %7s %9s\n",
+		"size(B)", "count", "type", "time(us)", "algbw", "busbw", "nccl(us)", "algbw", "busbw", "speedup", "maxerr")
+
+	var rows []BenchRow
+	for i, m := range ms {
+		rowsPer := m / ws
+		row := BenchRow{Bytes: int64(m) * rowBytes, Count: int64(m) * int64(o.N), M: m, N: o.N}
+		status.Printf("bench: %s per rank (%d/%d)...\n", mib(row.Bytes), i+1, len(ms))
+		in := rs2d.Tensor{Ptr: buf.in, Rows: m, Cols: o.N, DType: o.DType}
+		out := rs2d.Tensor{Ptr: buf.out, Rows: rowsPer, Cols: o.N, DType: o.DType}
+		iters := o.Iters
+		if iters == 0 {
+			iters = int(min(max(int64(8<<30)/row.Bytes, 10), 200))
+		}
+		runH := func() error { return rs.ReduceScatter(ctx, in, out, s) }
+		runN := func() error { return ref.ReduceScatter(buf.in, buf.ref, int64(rowsPer*o.N), o.DType, s) }
+		// Warm up (kernel compilation, NCCL's first-call setup), then check.
+		for w := 0; w < 2; w++ {
+			if err := runH(); err != nil {
+				return err
+			}
+			if ref != nil {
+				if err := runN(); err != nil {
+					return err
+				}
+			}
+		}
+		if err := s.Synchronize(ctx); err != nil {
+			return err
+		}
+		if ref != nil {
+			row.Checked = true
+			if row.MaxErr, err = compareOutputs(r, buf, rowsPer, o.N, o.DType); err != nil {
+				return err
+			}
+		}
+		row.Time = math.MaxInt64
+		row.NCCLTime = math.MaxInt64
+		for rep := 0; rep < max(o.Reps, 1); rep++ {
+			d, err := timeCalls(ctx, s, t0, t1, iters, runH)
+			if err != nil {
+				return err
+			}
+			row.Time = min(row.Time, d)
+			if ref != nil {
+				if d, err = timeCalls(ctx, s, t0, t1, iters, runN); err != nil {
+					return err
+				}
+				row.NCCLTime = min(row.NCCLTime, d)
+			}
+		}
+		if ref == nil {
+			row.NCCLTime = 0
+		}
+		if row, err = slowestRank(ctx, r, row); err != nil {
+			return err
+		}
+		rows = append(rows, row)
+		speedup := "-"
+		if row.NCCLTime > 0 {
+			speedup = fmt.Sprintf("%.2fx", row.NCCLTime.Seconds()/row.Time.Seconds())
+		}
+		maxErr := "-"
+		if row.Checked {
+			maxErr = fmt.Sprintf("%.3g", row.MaxErr)
+		}
+		p.Printf("%12d %12d %6s %10.1f %8.1f %8.1f %10.1f %8.1f %8.1f %7s %9s\n",
+			row.Bytes, row.Count, o.DType, us(row.Time), row.AlgBW(row.Time), row.BusBW(row.Time, ws),
+			us(row.NCCLTime), row.AlgBW(row.NCCLTime), row.BusBW(row.NCCLTime, ws), speedup, maxErr)
+	}
+	if o.Rows != nil && r.Comm.Rank() == 0 {
+		*o.Rows = rows
+	}
+	return nil
+}
+
+func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+// timeCalls runs iters calls between two events and returns the mean.
+func timeCalls(ctx context.Context, s device.Stream, t0, t1 device.Event, iters int, run func() error) (time.Duration, error) {
+	if err := t0.Record(s); err != nil {
+		return 0, err
+	}
+	for i := 0; i < iters; i++ {
+		if err := run(); err != nil {
+			return 0, err
+		}
+	}
+	if err := t1.Record(s); err != nil {
+		return 0, err
+	}
+	if err := s.Synchronize(ctx); err != nil {
+		return 0, err
+	}
+	d, err := t1.Since(t0)
+	return d / time.Duration(iters), err
+}
+
+// slowestRank replaces the row's times by the slowest rank's.
+func slowestRank(ctx context.Context, r world.Rank, row BenchRow) (BenchRow, error) {
+	b := binary.LittleEndian.AppendUint64(nil, uint64(row.Time))
+	b = binary.LittleEndian.AppendUint64(b, uint64(row.NCCLTime))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(row.MaxErr))
+	all, err := r.Comm.AllGather(ctx, b)
+	if err != nil {
+		return row, err
+	}
+	for _, x := range all {
+		row.Time = max(row.Time, time.Duration(binary.LittleEndian.Uint64(x)))
+		row.NCCLTime = max(row.NCCLTime, time.Duration(binary.LittleEndian.Uint64(x[8:])))
+		row.MaxErr = max(row.MaxErr, math.Float64frombits(binary.LittleEndian.Uint64(x[16:])))
+	}
+	return row, nil
+}
+
+// fillRandom fills the whole input with random values: a 16 MiB random tile
+// uploaded once and repeated (fresh per process, never zeros).
+func fillRandom(r world.Rank, buf *buffers, m, n int, dt dtype.DType) error {
+	total := int64(m) * int64(n) * int64(dt.Size())
+	tile := min(total, 16<<20) / int64(dt.Size())
+	rng := rand.New(rand.NewPCG(rand.Uint64(), uint64(r.Comm.Rank())))
+	data := check.Random(rng, dt, int(tile))
+	for off := int64(0); off < total; off += int64(len(data)) {
+		chunk := data[:min(int64(len(data)), total-off)]
+		if err := r.Dev.CopyToDevice(buf.in.Add(off), chunk); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// compareOutputs compares hiercoll's output with NCCL's: int32 must be
+// identical (it returns the number of differing elements); floats return
+// the largest absolute difference, and fail beyond the bound both
+// summations' roundings allow for inputs in [-1, 1].
+func compareOutputs(r world.Rank, buf *buffers, rowsPer, n int, dt dtype.DType) (float64, error) {
+	count := rowsPer * n
+	a := make([]byte, count*dt.Size())
+	b := make([]byte, len(a))
+	if err := r.Dev.CopyToHost(a, buf.out); err != nil {
+		return 0, err
+	}
+	if err := r.Dev.CopyToHost(b, buf.ref); err != nil {
+		return 0, err
+	}
+	ws := r.Comm.Size()
+	if dt == dtype.I32 {
+		diff := 0
+		for i := 0; i < count; i++ {
+			if binary.LittleEndian.Uint32(a[4*i:]) != binary.LittleEndian.Uint32(b[4*i:]) {
+				diff++
+			}
+		}
+		if diff > 0 {
+			return float64(diff), fmt.Errorf("benchmarks: rank %d: %d of %d int32 elements differ from NCCL's", r.Comm.Rank(), diff, count)
+		}
+		return 0, nil
+	}
+	bound := float64(2+ws) * dt.UnitRoundoff() * float64(ws) * 1.01
+	worst := 0.0
+	for i := 0; i < count; i++ {
+		d := math.Abs(dt.Get(a, i) - dt.Get(b, i))
+		if math.IsNaN(d) || d > bound {
+			return d, fmt.Errorf("benchmarks: rank %d: element %d is %g, NCCL's is %g (bound %.3g)", r.Comm.Rank(), i, dt.Get(a, i), dt.Get(b, i), bound)
+		}
+		worst = max(worst, d)
+	}
+	return worst, nil
+}
+
+// WriteCSV writes the rows as CSV.
+func WriteCSV(w io.Writer, rows []BenchRow, world int, dt dtype.DType) error {
+	if _, err := fmt.Fprintln(w, "bytes_per_rank,count,dtype,M,N,hiercoll_us,hiercoll_busbw_gbps,nccl_us,nccl_busbw_gbps,max_abs_diff_vs_nccl"); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if _, err := fmt.Fprintf(w, "%d,%d,%v,%d,%d,%.2f,%.2f,%.2f,%.2f,%g\n", r.Bytes, r.Count, dt, r.M, r.N,
+			us(r.Time), r.BusBW(r.Time, world), us(r.NCCLTime), r.BusBW(r.NCCLTime, world), r.MaxErr); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,171 @@
+package benchmarks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internal/check"
+	"github.com/seed12530e24/hiercoll/rs2d"
+	"github.com/seed12530e24/hiercoll/world"
+)
+
+// DemoOptions configure the demo.
+type DemoOptions struct {
+	M, N   int
+	DType  dtype.DType
+	Calls  int // timed calls after the checked one
+	Config rs2d.Config
+	Out    Printer
+	Title  string // what runs: "2 nodes × 4 simulated GPUs (CPU backend)"
+}
+
+// DemoResult is what rank 0 learned.
+type DemoResult struct {
+	Pass bool
+}
+
+// Demo returns the demo job: one ReduceScatter2D checked against the fp64
+// reference on every rank, then a few timed calls, and a short report.
+func Demo(opts DemoOptions, result *DemoResult) Job {
+	return func(ctx context.Context, r world.Rank) error {
+		return demo(ctx, r, opts, result)
+	}
+}
+
+func demo(ctx context.Context, r world.Rank, o DemoOptions, result *DemoResult) (err error) {
+	p := Printer{W: o.Out.W, Rank: r.Comm.Rank()}
+	ws := r.Comm.Size()
+	cfg := o.Config
+	cfg.MaxM, cfg.N, cfg.DType = o.M, o.N, o.DType
+	rs, err := rs2d.New(ctx, r.Comm, r.Dev, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, rs.Close()) }()
+	if err := rs.Trace(true); err != nil {
+		return err
+	}
+	buf, err := allocBuffers(r.Dev, o.M, o.N, ws, o.DType, false)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, buf.free()) }()
+	s, err := r.Dev.NewStream(device.Normal)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, s.Close()) }()
+
+	plan := rs.PlanFor(o.M)
+	es := int64(o.DType.Size())
+	p.Printf("hiercoll demo: ReduceScatter2D over %s\n", o.Title)
+	p.Printf("  input per rank  [%d, %d] %v (%s); output per rank [%d, %d]; %d chunk(s) per node step; transport between nodes: %s\n",
+		o.M, o.N, o.DType, mib(int64(o.M)*int64(o.N)*es), plan.RowsPerRank, o.N, plan.Chunks, rs.Transport())
+
+	// One checked call on fresh random data, with the output poisoned first.
+	seed, err := agreeSeed(ctx, r)
+	if err != nil {
+		return err
+	}
+	in := Inputs{Seed: seed, DType: o.DType, World: ws, RowsPer: plan.RowsPerRank, Cols: o.N}
+	if err := r.Dev.CopyToDevice(buf.in, in.Rank(r.Comm.Rank())); err != nil {
+		return err
+	}
+	if err := r.Dev.CopyToDevice(buf.out, check.Poison(o.DType, plan.RowsPerRank*o.N)); err != nil {
+		return err
+	}
+	if err := rs.ReduceScatter(ctx, buf.inTensor(), buf.outTensor(), s); err != nil {
+		return err
+	}
+	if err := s.Synchronize(ctx); err != nil {
+		return err
+	}
+	firstStages, err := rs.LastStages()
+	if err != nil {
+		return err
+	}
+	got := make([]byte, buf.outBytes())
+	if err := r.Dev.CopyToHost(got, buf.out); err != nil {
+		return err
+	}
+	rep := in.Expected(r.Comm.Rank()).Compare(got, rs2d.Roundings(r.Comm.Size()/r.Comm.LocalSize()))
+
+	// Timed calls (the first call above paid for kernel compilation).
+	var times []time.Duration
+	var stages rs2d.Stages
+	for i := 0; i < o.Calls; i++ {
+		if err := rs.ReduceScatter(ctx, buf.inTensor(), buf.outTensor(), s); err != nil {
+			return err
+		}
+		if err := s.Synchronize(ctx); err != nil {
+			return err
+		}
+		if stages, err = rs.LastStages(); err != nil {
+			return err
+		}
+		times = append(times, stages.Total)
+	}
+	if o.Calls == 0 {
+		stages = firstStages
+		times = []time.Duration{firstStages.Total}
+	}
+
+	verdict := "ok  " + rep.String()
+	if !rep.OK() {
+		verdict = "FAIL " + rep.String()
+	}
+	all, err := r.Comm.AllGather(ctx, []byte(verdict))
+	if err != nil {
+		return err
+	}
+	slices.Sort(times)
+	p.Printf("  time per call   %v (median of %d, rank 0, measured on the device)\n", times[len(times)/2].Round(time.Microsecond), len(times))
+	p.Printf("  stage ends      scatter %v, intra-node reduce %v, inter-node %v, final %v (from call start, rank 0)\n",
+		stages.Scatter.Round(time.Microsecond), stages.IntraReduce.Round(time.Microsecond),
+		stages.InterNode.Round(time.Microsecond), stages.Total.Round(time.Microsecond))
+	ratio := "no inter-node traffic"
+	if plan.InterNodeBytes > 0 {
+		ratio = fmt.Sprintf("%.1fx less", float64(plan.FlatRingBytes)/float64(plan.InterNodeBytes))
+	}
+	p.Printf("  bytes per rank  inside the node %s, between nodes %s; a flat ring would send %s between ranks (%s)\n",
+		mib(plan.IntraNodeBytes), mib(plan.InterNodeBytes), mib(plan.FlatRingBytes), ratio)
+	pass := true
+	var lines []string
+	for q, v := range all {
+		if !strings.HasPrefix(string(v), "ok") {
+			pass = false
+		}
+		lines = append(lines, fmt.Sprintf("    rank %d: %s", q, v))
+	}
+	p.Printf("  check vs fp64 reference (fresh random inputs, output poisoned first):\n%s\n", strings.Join(lines, "\n"))
+	if pass {
+		p.Printf("PASS\n")
+	} else {
+		p.Printf("FAIL\n")
+	}
+	if result != nil && r.Comm.Rank() == 0 {
+		result.Pass = pass
+	}
+	if !pass {
+		return fmt.Errorf("benchmarks: demo: results differ from the reference")
+	}
+	return nil
+}
+
+func mib(b int64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", b)
+}

@@ -1,0 +1,321 @@
+package benchmarks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internal/check"
+	"github.com/seed12530e24/hiercoll/rs2d"
+	"github.com/seed12530e24/hiercoll/world"
+)
+
+// Case is one shape of the verification sweep.
+type Case struct {
+	RowsPer, N int
+}
+
+// VerifyOptions configure the sweep.
+type VerifyOptions struct {
+	DTypes []dtype.DType
+	Cases  []Case
+	Calls  int // calls per case, each on fresh data
+	Repeat int // calls in a row on one context (small shape, fresh data each)
+	Config rs2d.Config
+	Out    Printer
+	Title  string
+}
+
+// DefaultCases covers M_per_rank of 1, odd and unaligned N, and a larger
+// block; gpu adds one of several MiB per rank.
+func DefaultCases(gpu bool) []Case {
+	cs := []Case{{1, 1}, {1, 7}, {3, 129}, {17, 1000}, {64, 4096}}
+	if gpu {
+		cs = append(cs, Case{512, 8192}, Case{1, 8193})
+	}
+	return cs
+}
+
+// Verify returns the verification job.
+func Verify(o VerifyOptions) Job {
+	return func(ctx context.Context, r world.Rank) error { return verify(ctx, r, o) }
+}
+
+func verify(ctx context.Context, r world.Rank, o VerifyOptions) (err error) {
+	p := Printer{W: o.Out.W, Rank: r.Comm.Rank()}
+	ref, why, err := NewReference(ctx, r)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, ref.Close()) }()
+	p.Printf("hiercoll verify: %s\n", o.Title)
+	if ref != nil {
+		p.Printf("  reference: fp64 on the CPU, and NCCL %s's reduce-scatter of the same inputs\n", ref.Version)
+	} else {
+		p.Printf("  reference: fp64 on the CPU (no NCCL comparison: %s)\n", why)
+	}
+	s, err := r.Dev.NewStream(device.Normal)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, s.Close()) }()
+
+	failed := 0
+	total := len(o.DTypes) * len(o.Cases)
+	i := 0
+	for _, dt := range o.DTypes {
+		for _, c := range o.Cases {
+			i++
+			start := time.Now()
+			msg, err := verifyCase(ctx, r, o, ref, s, dt, c)
+			if err != nil {
+				return fmt.Errorf("%v rows/rank %d N %d: %w", dt, c.RowsPer, c.N, err)
+			}
+			ok, report, err := gather(ctx, r, msg)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				failed++
+			}
+			p.Printf("  [%2d/%d] %-5s rows/rank %-4d N %-5d %d calls  %s  (%v)\n%s", i, total, dt, c.RowsPer, c.N, o.Calls,
+				verdict(ok), time.Since(start).Round(time.Millisecond), report)
+		}
+	}
+	if o.Repeat > 0 {
+		msg, err := verifyRepeat(ctx, r, o, s)
+		if err != nil {
+			return err
+		}
+		ok, report, err := gather(ctx, r, msg)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			failed++
+		}
+		p.Printf("  %d calls in a row on one context, fresh data each: %s\n%s", o.Repeat, verdict(ok), report)
+	}
+	msg := badInputs(ctx, r, o.Config)
+	ok, report, err := gather(ctx, r, msg)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		failed++
+	}
+	p.Printf("  bad input rejected before any work: %s\n%s", verdict(ok), report)
+	if failed > 0 {
+		p.Printf("FAIL (%d checks failed)\n", failed)
+		return fmt.Errorf("benchmarks: verify: %d checks failed", failed)
+	}
+	p.Printf("PASS\n")
+	return nil
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "FAIL"
+}
+
+// gather collects every rank's message ("" means fine) and reports at rank 0
+// the ranks that had something to say.
+func gather(ctx context.Context, r world.Rank, msg string) (bool, string, error) {
+	all, err := r.Comm.AllGather(ctx, []byte(msg))
+	if err != nil {
+		return false, "", err
+	}
+	var b strings.Builder
+	ok := true
+	for q, m := range all {
+		if len(m) > 0 {
+			ok = false
+			fmt.Fprintf(&b, "      rank %d: %s\n", q, m)
+		}
+	}
+	return ok, b.String(), nil
+}
+
+// verifyCase runs o.Calls calls of one shape on fresh data; it returns ""
+// when every output matched, else what went wrong on this rank.
+func verifyCase(ctx context.Context, r world.Rank, o VerifyOptions, ref *Reference, s device.Stream, dt dtype.DType, c Case) (msg string, err error) {
+	ws := r.Comm.Size()
+	m := c.RowsPer * ws
+	cfg := o.Config
+	cfg.MaxM, cfg.N, cfg.DType = m, c.N, dt
+	rs, err := rs2d.New(ctx, r.Comm, r.Dev, cfg)
+	if err != nil {
+		return "", err
+	}
+	defer func() { err = errors.Join(err, rs.Close()) }()
+	buf, err := allocBuffers(r.Dev, m, c.N, ws, dt, ref != nil)
+	if err != nil {
+		return "", err
+	}
+	defer func() { err = errors.Join(err, buf.free()) }()
+
+	rank := r.Comm.Rank()
+	count := c.RowsPer * c.N
+	got := make([]byte, buf.outBytes())
+	for call := 0; call < o.Calls; call++ {
+		seed, err := agreeSeed(ctx, r)
+		if err != nil {
+			return "", err
+		}
+		in := Inputs{Seed: seed, DType: dt, World: ws, RowsPer: c.RowsPer, Cols: c.N}
+		if err := r.Dev.CopyToDevice(buf.in, in.Rank(rank)); err != nil {
+			return "", err
+		}
+		for _, out := range []device.Ptr{buf.out, buf.ref} {
+			if out != 0 {
+				if err := r.Dev.CopyToDevice(out, check.Poison(dt, count)); err != nil {
+					return "", err
+				}
+			}
+		}
+		if err := rs.ReduceScatter(ctx, buf.inTensor(), buf.outTensor(), s); err != nil {
+			return "", err
+		}
+		if ref != nil {
+			if err := ref.ReduceScatter(buf.in, buf.ref, int64(count), dt, s); err != nil {
+				return "", err
+			}
+		}
+		if err := s.Synchronize(ctx); err != nil {
+			return "", err
+		}
+		want := in.Expected(rank)
+		if err := r.Dev.CopyToHost(got, buf.out); err != nil {
+			return "", err
+		}
+		if rep := want.Compare(got, rs2d.Roundings(ws/r.Comm.LocalSize())); !rep.OK() {
+			return fmt.Sprintf("call %d: hiercoll vs fp64: %v", call, rep), nil
+		}
+		if ref == nil {
+			continue
+		}
+		nccl := make([]byte, len(got))
+		if err := r.Dev.CopyToHost(nccl, buf.ref); err != nil {
+			return "", err
+		}
+		// NCCL's ring rounds once per hop.
+		if rep := want.Compare(nccl, ws); !rep.OK() {
+			return fmt.Sprintf("call %d: NCCL itself vs fp64: %v", call, rep), nil
+		}
+		if dt == dtype.I32 && string(nccl) != string(got) {
+			return fmt.Sprintf("call %d: int32 result differs from NCCL's", call), nil
+		}
+	}
+	return "", nil
+}
+
+// verifyRepeat makes o.Repeat calls on one context with fresh data each.
+func verifyRepeat(ctx context.Context, r world.Rank, o VerifyOptions, s device.Stream) (msg string, err error) {
+	ws, rank := r.Comm.Size(), r.Comm.Rank()
+	const rowsPer, n = 4, 96
+	dt := dtype.I32
+	cfg := o.Config
+	cfg.MaxM, cfg.N, cfg.DType = rowsPer*ws, n, dt
+	rs, err := rs2d.New(ctx, r.Comm, r.Dev, cfg)
+	if err != nil {
+		return "", err
+	}
+	defer func() { err = errors.Join(err, rs.Close()) }()
+	buf, err := allocBuffers(r.Dev, rowsPer*ws, n, ws, dt, false)
+	if err != nil {
+		return "", err
+	}
+	defer func() { err = errors.Join(err, buf.free()) }()
+	seed, err := agreeSeed(ctx, r)
+	if err != nil {
+		return "", err
+	}
+	got := make([]byte, buf.outBytes())
+	for call := 0; call < o.Repeat; call++ {
+		in := Inputs{Seed: seed + uint64(call), DType: dt, World: ws, RowsPer: rowsPer, Cols: n}
+		if err := r.Dev.CopyToDevice(buf.in, in.Rank(rank)); err != nil {
+			return "", err
+		}
+		if err := r.Dev.CopyToDevice(buf.out, check.Poison(dt, rowsPer*n)); err != nil {
+			return "", err
+		}
+		if err := rs.ReduceScatter(ctx, buf.inTensor(), buf.outTensor(), s); err != nil {
+			return "", err
+		}
+		if err := s.Synchronize(ctx); err != nil {
+			return "", err
+		}
+		if err := r.Dev.CopyToHost(got, buf.out); err != nil {
+			return "", err
+		}
+		if rep := in.Expected(rank).Compare(got, 1); !rep.OK() {
+			return fmt.Sprintf("call %d of %d: %v", call, o.Repeat, rep), nil
+		}
+	}
+	return "", nil
+}
+
+// badInputs checks that every malformed call is refused with an
+// invalid-argument error before anything is enqueued, and that the context
+// still works afterwards.
+func badInputs(ctx context.Context, r world.Rank, base rs2d.Config) (msg string) {
+	ws := r.Comm.Size()
+	const rowsPer, n = 2, 8
+	dt := dtype.F32
+	cfg := base
+	cfg.MaxM, cfg.N, cfg.DType = rowsPer*ws, n, dt
+	rs, err := rs2d.New(ctx, r.Comm, r.Dev, cfg)
+	if err != nil {
+		return err.Error()
+	}
+	buf, err := allocBuffers(r.Dev, rowsPer*ws, n, ws, dt, false)
+	if err != nil {
+		return errors.Join(err, rs.Close()).Error()
+	}
+	defer buf.free()
+	s, err := r.Dev.NewStream(device.Normal)
+	if err != nil {
+		return errors.Join(err, rs.Close()).Error()
+	}
+	defer s.Close()
+	in, out := buf.inTensor(), buf.outTensor()
+	bad := map[string][2]rs2d.Tensor{
+		"M not divisible by world": {with(in, func(t *rs2d.Tensor) { t.Rows = ws*rowsPer - 1 }), out},
+		"M > MaxM":                 {with(in, func(t *rs2d.Tensor) { t.Rows = ws * (rowsPer + 1) }), with(out, func(t *rs2d.Tensor) { t.Rows = rowsPer + 1 })},
+		"N mismatch":               {with(in, func(t *rs2d.Tensor) { t.Cols = n - 1 }), with(out, func(t *rs2d.Tensor) { t.Cols = n - 1 })},
+		"dtype mismatch":           {with(in, func(t *rs2d.Tensor) { t.DType = dtype.BF16 }), with(out, func(t *rs2d.Tensor) { t.DType = dtype.BF16 })},
+		"output rows wrong":        {in, with(out, func(t *rs2d.Tensor) { t.Rows = rowsPer + 1 })},
+		"output aliases input":     {in, with(out, func(t *rs2d.Tensor) { t.Ptr = in.Ptr })},
+		"input buffer too small":   {with(in, func(t *rs2d.Tensor) { t.Ptr = out.Ptr }), with(out, func(t *rs2d.Tensor) { t.Ptr = in.Ptr })},
+	}
+	var problems []string
+	for name, tt := range bad {
+		if err := rs.ReduceScatter(ctx, tt[0], tt[1], s); !errors.Is(err, device.ErrInvalidArgument) {
+			problems = append(problems, fmt.Sprintf("%s: got %v, want an invalid-argument error", name, err))
+		}
+	}
+	// Still usable after the refusals: a good call succeeds on every rank.
+	if err := rs.ReduceScatter(ctx, in, out, s); err != nil {
+		problems = append(problems, "good call after refusals: "+err.Error())
+	} else if err := s.Synchronize(ctx); err != nil {
+		problems = append(problems, "good call after refusals: "+err.Error())
+	}
+	if err := rs.Close(); err != nil {
+		problems = append(problems, "close: "+err.Error())
+	}
+	if err := rs.ReduceScatter(ctx, in, out, s); !errors.Is(err, device.ErrClosed) {
+		problems = append(problems, fmt.Sprintf("call on a closed context: got %v, want a closed error", err))
+	}
+	return strings.Join(problems, "; ")
+}
+
+func with(t rs2d.Tensor, f func(*rs2d.Tensor)) rs2d.Tensor {
+	f(&t)
+	return t
+}

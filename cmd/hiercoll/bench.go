@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/seed12530e24/hiercoll/benchmarks"
+	"github.com/seed12530e24/hiercoll/benchmarks/plot"
+	"github.com/seed12530e24/hiercoll/dtype"
+)
+
+func runBench(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	var w worldFlags
+	w.register(fs)
+	dt := fs.String("dtype", "bf16", "element type: bf16, fp16, fp32, int32")
+	n := fs.Int("n", 4096, "columns N (M follows from the size)")
+	sizes := fs.String("sizes", "", "input bytes per rank, comma-separated, with K/M/G suffixes (default 1M..2G on GPUs, 1M..64M on the CPU)")
+	iters := fs.Int("iters", 0, "timed calls per measurement (0: by size)")
+	reps := fs.Int("reps", 3, "measurements per size; the best is kept")
+	csvPath := fs.String("csv", "", "write the table as CSV to this file")
+	pngPath := fs.String("png", "", "write a plot of bus bandwidth against size to this PNG file")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	d, err := dtype.Parse(*dt)
+	if err != nil {
+		return usageError{err}
+	}
+	var list []int64
+	if *sizes != "" {
+		if list, err = parseSizes(*sizes); err != nil {
+			return usageError{err}
+		}
+	}
+	cfg, err := w.config()
+	if err != nil {
+		return err
+	}
+	return runWorld(ctx, &w, func(wh where) benchmarks.Job {
+		return func(ctx context.Context, r worldRank) error {
+			var rows []benchmarks.BenchRow
+			opts := benchmarks.BenchOptions{
+				Sizes: list, N: *n, DType: d, Iters: *iters, Reps: *reps, Config: cfg,
+				Out: benchmarks.Printer{W: os.Stdout}, Status: os.Stderr, Title: wh.title, Rows: &rows,
+			}
+			if opts.Sizes == nil {
+				opts.Sizes = benchmarks.DefaultSizes(r.Dev.Info().Backend == "cuda")
+			}
+			if err := benchmarks.Bench(opts)(ctx, r); err != nil {
+				return err
+			}
+			if r.Comm.Rank() != 0 {
+				return nil
+			}
+			return writeBenchFiles(rows, r.Comm.Size(), d, *csvPath, *pngPath)
+		}
+	})
+}
+
+func writeBenchFiles(rows []benchmarks.BenchRow, world int, d dtype.DType, csvPath, pngPath string) error {
+	var errs []error
+	if csvPath != "" {
+		f, err := os.Create(csvPath)
+		if err == nil {
+			err = errors.Join(benchmarks.WriteCSV(f, rows, world, d), f.Close())
+		}
+		errs = append(errs, err)
+	}
+	if pngPath != "" {
+		var h, nc plot.Series
+		h.Name, nc.Name = "hiercoll", "NCCL"
+		for _, r := range rows {
+			h.X, h.Y = append(h.X, float64(r.Bytes)), append(h.Y, r.BusBW(r.Time, world))
+			if r.NCCLTime > 0 {
+				nc.X, nc.Y = append(nc.X, float64(r.Bytes)), append(nc.Y, r.BusBW(r.NCCLTime, world))
+			}
+		}
+		chart := plot.Chart{
+			Title:  fmt.Sprintf("ReduceScatter2D %v bus bandwidth, %d ranks", d, world),
+			XLabel: "input bytes per rank", YLabel: "bus bandwidth (GB/s)", LogX: true,
+			Series: []plot.Series{h},
+		}
+		if len(nc.X) > 0 {
+			chart.Series = append(chart.Series, nc)
+		}
+		f, err := os.Create(filepath.Clean(pngPath))
+		if err == nil {
+			err = errors.Join(chart.PNG(f), f.Close())
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// parseSizes reads "1M,32M,2G".
+func parseSizes(s string) ([]int64, error) {
+	var out []int64
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(strings.ToUpper(f))
+		mult := int64(1)
+		switch {
+		case strings.HasSuffix(f, "K"):
+			mult, f = 1<<10, strings.TrimSuffix(f, "K")
+		case strings.HasSuffix(f, "M"):
+			mult, f = 1<<20, strings.TrimSuffix(f, "M")
+		case strings.HasSuffix(f, "G"):
+			mult, f = 1<<30, strings.TrimSuffix(f, "G")
+		}
+		v, err := strconv.ParseInt(f, 10, 64)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("size %q: want a positive number with an optional K, M or G suffix", f)
+		}
+		out = append(out, v*mult)
+	}
+	return out, nil
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/seed12530e24/hiercoll/benchmarks"
+	"github.com/seed12530e24/hiercoll/bootstrap"
+	"github.com/seed12530e24/hiercoll/device/sim"
+	"github.com/seed12530e24/hiercoll/internode"
+	"github.com/seed12530e24/hiercoll/launch"
+	"github.com/seed12530e24/hiercoll/rs2d"
+	"github.com/seed12530e24/hiercoll/world"
+)
+
+// worldFlags choose where a collective command runs.
+type worldFlags struct {
+	backend string
+	nodes   int
+	gpus    int
+	timeout time.Duration
+
+	reductionSMs int
+	chunks       int
+	copyStreams  int
+	transport    string
+}
+
+func (w *worldFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&w.backend, "backend", "auto", "auto (GPUs if present, else CPU), cuda, or sim (CPU)")
+	fs.IntVar(&w.nodes, "nodes", 0, "nodes (emulated on one host); default 2 on the CPU backend, 1 on GPUs")
+	fs.IntVar(&w.gpus, "gpus", 0, "GPUs per node; default 4 on the CPU backend, every GPU on GPUs")
+	fs.DurationVar(&w.timeout, "timeout", 2*time.Minute, "bound on every wait")
+	fs.IntVar(&w.reductionSMs, "reduction-sms", 0, "SMs for the intra-node reduce (0: default)")
+	fs.IntVar(&w.chunks, "chunks", 0, "chunks per node step (0: by size)")
+	fs.IntVar(&w.copyStreams, "copy-streams", 0, "copy-engine streams for the scatter (0: default)")
+	fs.StringVar(&w.transport, "transport", "auto", "inter-node transport: auto, ipc, nccl, nvshmem")
+}
+
+func (w *worldFlags) config() (rs2d.Config, error) {
+	kind, err := internode.ParseKind(w.transport)
+	if err != nil {
+		return rs2d.Config{}, usageError{err}
+	}
+	return rs2d.Config{
+		ReductionSMs: w.reductionSMs, Chunks: w.chunks, CopyStreams: w.copyStreams,
+		Transport: kind, Timeout: w.timeout,
+	}, nil
+}
+
+// where describes the world the job runs on, for reports.
+type where struct {
+	title string
+	rank  int // this process's first rank (0 in-process)
+}
+
+// runWorld runs job on every rank this process owns: its own rank in a
+// multi-process job; else it launches one process per GPU; else an
+// in-process simulated world. It returns the description for reports.
+func runWorld(ctx context.Context, w *worldFlags, job func(where) benchmarks.Job) error {
+	if bootstrap.EnvPresent() && w.backend != "sim" {
+		wd, err := world.Process(ctx)
+		if err != nil {
+			return err
+		}
+		defer wd.Close()
+		dev := wd.Ranks[0].Dev.Info()
+		title := fmt.Sprintf("%d node(s) x %d GPU(s) (%s, CUDA backend, one process per GPU)", wd.Shape.Nodes, wd.Shape.LocalSize, dev.Model)
+		return wd.Run(ctx, job(where{title: title, rank: wd.Ranks[0].Comm.Rank()}))
+	}
+	gpus := world.GPUs()
+	switch {
+	case w.backend == "cuda" && gpus == 0:
+		return errors.New("--backend cuda: no GPU visible to the CUDA driver (try hiercoll doctor)")
+	case w.backend != "sim" && gpus > 0:
+		return relaunch(ctx, w, gpus)
+	case w.backend != "sim" && w.backend != "auto" && w.backend != "cuda":
+		return usageError{fmt.Errorf("--backend %q: want auto, cuda or sim", w.backend)}
+	}
+	nodes, per := w.nodes, w.gpus
+	if nodes == 0 {
+		nodes = 2
+	}
+	if per == 0 {
+		per = 4
+	}
+	shape := bootstrap.Shape{Nodes: nodes, LocalSize: per}
+	wd, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: w.timeout}})
+	if err != nil {
+		return usageError{err}
+	}
+	defer wd.Close()
+	ctx, cancel := context.WithTimeout(ctx, 4*w.timeout)
+	defer cancel()
+	title := fmt.Sprintf("%d node(s) x %d simulated GPU(s) (CPU backend, in-process)", nodes, per)
+	return wd.Run(ctx, job(where{title: title}))
+}
+
+// relaunch starts this command once per GPU (or --gpus × --nodes processes).
+func relaunch(ctx context.Context, w *worldFlags, gpus int) error {
+	nodes := max(w.nodes, 1)
+	per := w.gpus
+	if per == 0 {
+		per = gpus / nodes
+	}
+	if per <= 0 {
+		return usageError{fmt.Errorf("%d GPU(s) cannot be split into %d nodes", gpus, nodes)}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "hiercoll: launching %d processes (%d node(s) x %d GPU(s))\n", nodes*per, nodes, per)
+	return launch.Run(ctx, launch.Spec{
+		NProc:   nodes * per,
+		Nodes:   nodes,
+		Command: append([]string{exe}, os.Args[1:]...),
+	})
+}

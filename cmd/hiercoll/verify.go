@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+	"strings"
+
+	"github.com/seed12530e24/hiercoll/benchmarks"
+	"github.com/seed12530e24/hiercoll/dtype"
+)
+
+func runVerify(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	var w worldFlags
+	w.register(fs)
+	dts := fs.String("dtypes", "bf16,fp16,fp32,int32", "element types to check")
+	calls := fs.Int("calls", 3, "calls per shape, each on fresh random data")
+	repeat := fs.Int("repeat", 0, "calls in a row on one context (default: 1000 on GPUs, 100 on the CPU)")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	var list []dtype.DType
+	for _, s := range strings.Split(*dts, ",") {
+		d, err := dtype.Parse(s)
+		if err != nil {
+			return usageError{err}
+		}
+		list = append(list, d)
+	}
+	cfg, err := w.config()
+	if err != nil {
+		return err
+	}
+	return runWorld(ctx, &w, func(wh where) benchmarks.Job {
+		return func(ctx context.Context, r worldRank) error {
+			gpu := r.Dev.Info().Backend == "cuda"
+			rep := *repeat
+			if rep == 0 {
+				rep = pick(gpu, 1000, 100)
+			}
+			return benchmarks.Verify(benchmarks.VerifyOptions{
+				DTypes: list, Cases: benchmarks.DefaultCases(gpu), Calls: *calls, Repeat: rep,
+				Config: cfg, Out: benchmarks.Printer{W: os.Stdout}, Title: wh.title,
+			})(ctx, r)
+		}
+	})
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# GPU check, half 2 of 2 — run on the GPU machine from the repository root,
+# after scripts/gpu-build.sh built build/ elsewhere. Logs go to $OUT (default
+# ./gpu-out). Usage: scripts/gpu-run.sh [quick|full] [extra bench flags...]
+#   quick: doctor, backend tests, verify and a short bench (any GPU count)
+#   full:  adds the full 1 MiB..2 GiB bench on every GPU and on subsets
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-full}; shift || true
+OUT=${OUT:-gpu-out}; mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
+# NVLink multicast stays off on these machines (see DESIGN.md).
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+export HIERCOLL_CACHE_DIR=${HIERCOLL_CACHE_DIR:-/tmp/hiercoll-cache}
+H=build/hiercoll
+status=0
+step() { # step NAME command...: run, log to $OUT/NAME.txt, remember failure
+	local name=$1; shift
+	echo "=== $name: $*"
+	local t0=$SECONDS
+	"$@" >"$OUT/$name.txt" 2>&1; local rc=$?
+	tail -n 25 "$OUT/$name.txt"
+	echo "=== $name: exit $rc after $((SECONDS - t0))s"
+	[ $rc -eq 0 ] || status=1
+}
+date -u +"run at %Y-%m-%dT%H:%M:%SZ" | tee "$OUT/when.txt"
+nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv >>"$OUT/when.txt" 2>&1
+nvidia-smi topo -m >>"$OUT/when.txt" 2>&1
+ngpu=$(nvidia-smi -L | wc -l)
+step doctor $H doctor
+step cudatest bash -c 'cd device/cuda && exec ../../build/device_cuda.test -test.v -test.count=1 -test.skip TestAgainstFakeDriver'
+step nccltest build/native_nccl.test -test.v -test.count=1
+step verify $H verify
+if [ "$ngpu" -ge 4 ]; then
+	step verify-2x2 $H verify --nodes 2
+	step verify-4x1 $H verify --nodes 4
+fi
+if [ "$mode" = quick ]; then
+	step bench $H bench --sizes 1M,8M,32M,128M,512M --csv "$OUT/bench.csv" --png "$OUT/bench.png" "$@"
+else
+	step bench $H bench --csv "$OUT/bench.csv" --png "$OUT/bench.png" "$@"
+	if [ "$ngpu" -ge 4 ]; then
+		step bench-2gpu env CUDA_VISIBLE_DEVICES=0,1 $H bench --csv "$OUT/bench-2gpu.csv" "$@"
+	fi
+fi
+exit $status
