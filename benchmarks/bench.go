@@ -25,14 +25,18 @@ type BenchOptions struct {
 	Iters  int // timed calls per measurement (0: by size)
 	Reps   int // measurements per size, alternating hiercoll and NCCL; the best is kept
 	Config rs2d.Config
-	Out    Printer
-	Status io.Writer // progress lines (rank 0)
-	Title  string
-	Rows   *[]BenchRow // filled on rank 0
+	// Variants, when set, are benchmarked one after the other (each with
+	// its own context), instead of Config.
+	Variants []rs2d.Config
+	Out      Printer
+	Status   io.Writer // progress lines (rank 0)
+	Title    string
+	Rows     *[]BenchRow // filled on rank 0
 }
 
 // BenchRow is one size of the table.
 type BenchRow struct {
+	Variant  string
 	Bytes    int64 // input per rank
 	Count    int64 // elements of input per rank
 	M, N     int
@@ -78,7 +82,6 @@ func Bench(o BenchOptions) Job {
 
 func bench(ctx context.Context, r world.Rank, o BenchOptions) (err error) {
 	p := Printer{W: o.Out.W, Rank: r.Comm.Rank()}
-	status := Printer{W: o.Status, Rank: r.Comm.Rank()}
 	ws := r.Comm.Size()
 	es := int64(o.DType.Size())
 	rowBytes := int64(o.N) * es
@@ -89,19 +92,16 @@ func bench(ctx context.Context, r world.Rank, o BenchOptions) (err error) {
 		ms[i] = int(max(size/quantum, 1)) * ws
 		maxM = max(maxM, ms[i])
 	}
+	variants := o.Variants
+	if len(variants) == 0 {
+		variants = []rs2d.Config{o.Config}
+	}
 
 	ref, why, err := NewReference(ctx, r)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, ref.Close()) }()
-	cfg := o.Config
-	cfg.MaxM, cfg.N, cfg.DType = maxM, o.N, o.DType
-	rs, err := rs2d.New(ctx, r.Comm, r.Dev, cfg)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, rs.Close()) }()
 	buf, err := allocBuffers(r.Dev, maxM, o.N, ws, o.DType, ref != nil)
 	if err != nil {
 		return err
@@ -112,37 +112,65 @@ func bench(ctx context.Context, r world.Rank, o BenchOptions) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, s.Close()) }()
-	t0, err := r.Dev.NewEvent()
-	if err != nil {
-		return err
+	var t0, t1 device.Event
+	for _, e := range []*device.Event{&t0, &t1} {
+		if *e, err = r.Dev.NewEvent(); err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, (*e).Close()) }()
 	}
-	defer func() { err = errors.Join(err, t0.Close()) }()
-	t1, err := r.Dev.NewEvent()
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, t1.Close()) }()
 	if err := fillRandom(r, buf, maxM, o.N, o.DType); err != nil {
 		return err
 	}
 
 	p.Printf("hiercoll bench: ReduceScatter2D over %s, %v, N=%d\n", o.Title, o.DType, o.N)
-	cfgNow := rs.Config()
-	p.Printf("  reduction SMs %d, copy streams %d, transport %s; times are the slowest rank's mean per call\n",
-		cfgNow.ReductionSMs, cfgNow.CopyStreams, rs.Transport())
 	if ref == nil {
 		p.Printf("  NCCL: not run (%s)\n", why)
 	} else {
 		p.Printf("  NCCL %s on the same buffers, same processes, alternating with hiercoll\n", ref.Version)
 	}
+	p.Printf("  times: the slowest rank's mean per call, best of %d measurements; busbw = bytes/time x (n-1)/n\n", max(o.Reps, 1))
+	var rows []BenchRow
+	for _, vcfg := range variants {
+		vrows, err := benchVariant(ctx, r, o, vcfg, ref, buf, s, t0, t1, ms, maxM)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, vrows...)
+	}
+	if o.Rows != nil && r.Comm.Rank() == 0 {
+		*o.Rows = rows
+	}
+	return nil
+}
+
+// VariantName describes the settings of a benchmark variant.
+func VariantName(c rs2d.Config) string {
+	return fmt.Sprintf("cs%d ch%d sm%d", c.CopyStreams, c.Chunks, c.ReductionSMs)
+}
+
+func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, vcfg rs2d.Config, ref *Reference, buf *buffers,
+	s device.Stream, t0, t1 device.Event, ms []int, maxM int) (rows []BenchRow, err error) {
+	p := Printer{W: o.Out.W, Rank: r.Comm.Rank()}
+	status := Printer{W: o.Status, Rank: r.Comm.Rank()}
+	ws := r.Comm.Size()
+	rowBytes := int64(o.N) * int64(o.DType.Size())
+	vcfg.MaxM, vcfg.N, vcfg.DType = maxM, o.N, o.DType
+	rs, err := rs2d.New(ctx, r.Comm, r.Dev, vcfg)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, rs.Close()) }()
+	eff := rs.Config()
+	name := VariantName(eff)
+	p.Printf("variant %q: reduction SMs %d, copy streams %d, chunks %d (0: by size), transport %s\n",
+		name, eff.ReductionSMs, eff.CopyStreams, eff.Chunks, rs.Transport())
 	p.Printf("%12s %12s %6s %10s %8s %8s %10s %8s %8s %7s %9s\n",
 		"size(B)", "count", "type", "time(us)", "algbw", "busbw", "nccl(us)", "algbw", "busbw", "speedup", "maxerr")
-
-	var rows []BenchRow
 	for i, m := range ms {
 		rowsPer := m / ws
-		row := BenchRow{Bytes: int64(m) * rowBytes, Count: int64(m) * int64(o.N), M: m, N: o.N}
-		status.Printf("bench: %s per rank (%d/%d)...\n", mib(row.Bytes), i+1, len(ms))
+		row := BenchRow{Variant: name, Bytes: int64(m) * rowBytes, Count: int64(m) * int64(o.N), M: m, N: o.N}
+		status.Printf("bench: %s: %s per rank (%d/%d)...\n", name, mib(row.Bytes), i+1, len(ms))
 		in := rs2d.Tensor{Ptr: buf.in, Rows: m, Cols: o.N, DType: o.DType}
 		out := rs2d.Tensor{Ptr: buf.out, Rows: rowsPer, Cols: o.N, DType: o.DType}
 		iters := o.Iters
@@ -154,21 +182,21 @@ func bench(ctx context.Context, r world.Rank, o BenchOptions) (err error) {
 		// Warm up (kernel compilation, NCCL's first-call setup), then check.
 		for w := 0; w < 2; w++ {
 			if err := runH(); err != nil {
-				return err
+				return nil, err
 			}
 			if ref != nil {
 				if err := runN(); err != nil {
-					return err
+					return nil, err
 				}
 			}
 		}
 		if err := s.Synchronize(ctx); err != nil {
-			return err
+			return nil, err
 		}
 		if ref != nil {
 			row.Checked = true
 			if row.MaxErr, err = compareOutputs(r, buf, rowsPer, o.N, o.DType); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		row.Time = math.MaxInt64
@@ -176,12 +204,12 @@ func bench(ctx context.Context, r world.Rank, o BenchOptions) (err error) {
 		for rep := 0; rep < max(o.Reps, 1); rep++ {
 			d, err := timeCalls(ctx, s, t0, t1, iters, runH)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			row.Time = min(row.Time, d)
 			if ref != nil {
 				if d, err = timeCalls(ctx, s, t0, t1, iters, runN); err != nil {
-					return err
+					return nil, err
 				}
 				row.NCCLTime = min(row.NCCLTime, d)
 			}
@@ -190,7 +218,7 @@ func bench(ctx context.Context, r world.Rank, o BenchOptions) (err error) {
 			row.NCCLTime = 0
 		}
 		if row, err = slowestRank(ctx, r, row); err != nil {
-			return err
+			return nil, err
 		}
 		rows = append(rows, row)
 		speedup := "-"
@@ -205,10 +233,7 @@ func bench(ctx context.Context, r world.Rank, o BenchOptions) (err error) {
 			row.Bytes, row.Count, o.DType, us(row.Time), row.AlgBW(row.Time), row.BusBW(row.Time, ws),
 			us(row.NCCLTime), row.AlgBW(row.NCCLTime), row.BusBW(row.NCCLTime, ws), speedup, maxErr)
 	}
-	if o.Rows != nil && r.Comm.Rank() == 0 {
-		*o.Rows = rows
-	}
-	return nil
+	return rows, nil
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
@@ -307,11 +332,11 @@ func compareOutputs(r world.Rank, buf *buffers, rowsPer, n int, dt dtype.DType) 
 
 // WriteCSV writes the rows as CSV.
 func WriteCSV(w io.Writer, rows []BenchRow, world int, dt dtype.DType) error {
-	if _, err := fmt.Fprintln(w, "bytes_per_rank,count,dtype,M,N,hiercoll_us,hiercoll_busbw_gbps,nccl_us,nccl_busbw_gbps,max_abs_diff_vs_nccl"); err != nil {
+	if _, err := fmt.Fprintln(w, "variant,bytes_per_rank,count,dtype,M,N,hiercoll_us,hiercoll_busbw_gbps,nccl_us,nccl_busbw_gbps,max_abs_diff_vs_nccl"); err != nil {
 		return err
 	}
 	for _, r := range rows {
-		if _, err := fmt.Fprintf(w, "%d,%d,%v,%d,%d,%.2f,%.2f,%.2f,%.2f,%g\n", r.Bytes, r.Count, dt, r.M, r.N,
+		if _, err := fmt.Fprintf(w, "%s,%d,%d,%v,%d,%d,%.2f,%.2f,%.2f,%.2f,%g\n", r.Variant, r.Bytes, r.Count, dt, r.M, r.N,
 			us(r.Time), r.BusBW(r.Time, world), us(r.NCCLTime), r.BusBW(r.NCCLTime, world), r.MaxErr); err != nil {
 			return err
 		}

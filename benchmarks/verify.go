@@ -285,6 +285,12 @@ func badInputs(ctx context.Context, r world.Rank, base rs2d.Config) (msg string)
 	}
 	defer s.Close()
 	in, out := buf.inTensor(), buf.outTensor()
+	// The last 16 bytes of the output's allocation: too small for any input.
+	outBase, outSize, err := r.Dev.AddressRange(out.Ptr)
+	if err != nil {
+		return errors.Join(err, rs.Close()).Error()
+	}
+	tail := outBase.Add(outSize - 16)
 	bad := map[string][2]rs2d.Tensor{
 		"M not divisible by world": {with(in, func(t *rs2d.Tensor) { t.Rows = ws*rowsPer - 1 }), out},
 		"M > MaxM":                 {with(in, func(t *rs2d.Tensor) { t.Rows = ws * (rowsPer + 1) }), with(out, func(t *rs2d.Tensor) { t.Rows = rowsPer + 1 })},
@@ -292,7 +298,7 @@ func badInputs(ctx context.Context, r world.Rank, base rs2d.Config) (msg string)
 		"dtype mismatch":           {with(in, func(t *rs2d.Tensor) { t.DType = dtype.BF16 }), with(out, func(t *rs2d.Tensor) { t.DType = dtype.BF16 })},
 		"output rows wrong":        {in, with(out, func(t *rs2d.Tensor) { t.Rows = rowsPer + 1 })},
 		"output aliases input":     {in, with(out, func(t *rs2d.Tensor) { t.Ptr = in.Ptr })},
-		"input buffer too small":   {with(in, func(t *rs2d.Tensor) { t.Ptr = out.Ptr }), with(out, func(t *rs2d.Tensor) { t.Ptr = in.Ptr })},
+		"input buffer too small":   {with(in, func(t *rs2d.Tensor) { t.Ptr = tail }), out},
 	}
 	var problems []string
 	for name, tt := range bad {

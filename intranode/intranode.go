@@ -6,8 +6,9 @@
 // order (peer = (localRank+i+1) % lws, so at any moment each GPU sends to one
 // peer and receives from one: balanced links). After each copy it raises the
 // peer's arrival word for its slot. The reduction stream of each rank waits
-// until all lws blocks have arrived and sums them with the reduce kernel on a
-// bounded number of SMs.
+// until the lws-1 peer blocks have arrived and sums them, with its own block
+// read straight from its input, with the reduce kernel on a bounded number
+// of SMs.
 //
 // Three kinds of 32-bit words, all in the receiver's signal pad, all
 // monotonic, so nothing ever needs resetting:
@@ -121,19 +122,27 @@ func (st *Stage) Scatter(copies []device.Stream, step Step, first bool) ([]uint3
 	order := RankSwizzle(me, lws)
 
 	copyChunk := func(s device.Stream, peer, c int) error {
+		if peer == me {
+			return nil // the reduce reads the own block from the input
+		}
 		r0, r1 := chunkRows(step.RowsPer, step.Chunks, c)
 		destRank := step.Node*lws + peer
 		src := step.Input.Add(int64(destRank*step.RowsPer+r0) * rowBytes)
 		peerHeap := st.buf.Heap.At(st.place.NodePeer(peer), st.buf.ScatterBuf)
 		dst := peerHeap.Add(int64(step.Node*rowsPerNode+me*step.RowsPer+r0) * rowBytes)
-		if err := st.dev.Copy(s, dst, src, int64(r1-r0)*rowBytes); err != nil {
-			return fmt.Errorf("intranode: scatter to local rank %d: %w", peer, err)
+		if r1 > r0 {
+			if err := st.dev.Copy(s, dst, src, int64(r1-r0)*rowBytes); err != nil {
+				return fmt.Errorf("intranode: scatter to local rank %d: %w", peer, err)
+			}
 		}
 		arrived := st.buf.Heap.Word(st.place.NodePeer(peer), st.buf.Arrived, me)
 		return st.dev.WriteValue32(s, arrived, seqs[c])
 	}
 	gate := func(s device.Stream, peer int) error {
-		if first && peer != me {
+		if peer == me {
+			return nil // nothing is copied to self; Reduce waits for the own GEMM signal
+		}
+		if first {
 			w := device.Word{
 				Addr:  st.buf.Heap.Word(st.place.Rank, st.buf.Ready, peer),
 				Label: fmt.Sprintf("ready flag of rank %d (node %d, local rank %d)", st.place.NodePeer(peer), st.place.Node, peer),
@@ -142,17 +151,7 @@ func (st *Stage) Scatter(copies []device.Stream, step Step, first bool) ([]uint3
 				return err
 			}
 		}
-		if st.overlap {
-			dest := step.Node*lws + peer
-			w := device.Word{
-				Addr:  st.GemmSignal(dest),
-				Label: fmt.Sprintf("GEMM signal for rank %d on rank %d", dest, st.place.Rank),
-			}
-			if err := st.dev.WaitValue32(s, w, device.GEQ, step.Epoch); err != nil {
-				return err
-			}
-		}
-		return nil
+		return st.waitGemm(s, step, peer)
 	}
 
 	if st.overlap {
@@ -187,16 +186,37 @@ func (st *Stage) Scatter(copies []device.Stream, step Step, first bool) ([]uint3
 	return seqs, nil
 }
 
-// Reduce enqueues on r, for each chunk, a wait for all lws blocks of the
-// chunk and the reduce kernel that sums them into step.ReduceTo.
+// waitGemm makes s wait, with GEMM overlap, until the producer finished the
+// rows of step.Node's local rank peer.
+func (st *Stage) waitGemm(s device.Stream, step Step, peer int) error {
+	if !st.overlap {
+		return nil
+	}
+	dest := step.Node*st.lws() + peer
+	w := device.Word{
+		Addr:  st.GemmSignal(dest),
+		Label: fmt.Sprintf("GEMM signal for rank %d on rank %d", dest, st.place.Rank),
+	}
+	return st.dev.WaitValue32(s, w, device.GEQ, step.Epoch)
+}
+
+// Reduce enqueues on r, for each chunk, a wait for the lws-1 peer blocks of
+// the chunk and the reduce kernel that sums them and the own block (from the
+// input) into step.ReduceTo.
 func (st *Stage) Reduce(r device.Stream, step Step, seqs []uint32) error {
-	lws := st.lws()
+	lws, lr := st.lws(), st.place.LocalRank
 	rowBytes := st.rowBytes()
 	rowsPerNode := step.RowsPer * lws
 	me := st.place.Rank
 	local := st.buf.Heap.Local()
+	if err := st.waitGemm(r, step, lr); err != nil {
+		return err
+	}
 	for c, seq := range seqs {
 		for src := 0; src < lws; src++ {
+			if src == lr {
+				continue
+			}
 			w := device.Word{
 				Addr:  st.buf.Heap.Word(me, st.buf.Arrived, src),
 				Label: fmt.Sprintf("arrival of rank %d's block (node %d, local rank %d)", st.place.NodePeer(src), st.place.Node, src),
@@ -209,10 +229,16 @@ func (st *Stage) Reduce(r device.Stream, step Step, seqs []uint32) error {
 		if r1 == r0 {
 			continue
 		}
-		src := local.Add(st.buf.ScatterBuf.Off + int64(step.Node*rowsPerNode+r0)*rowBytes)
+		blocks := kernels.Blocks{
+			Src:     local.Add(st.buf.ScatterBuf.Off + int64(step.Node*rowsPerNode+r0)*rowBytes),
+			Stride:  int64(step.RowsPer) * int64(st.n),
+			N:       lws,
+			Count:   int64(r1-r0) * int64(st.n),
+			Self:    lr,
+			SelfSrc: step.Input.Add(int64((step.Node*lws+lr)*step.RowsPer+r0) * rowBytes),
+		}
 		dst := step.ReduceTo.Add(int64(r0) * rowBytes)
-		stride := int64(step.RowsPer) * int64(st.n)
-		if err := kernels.LaunchReduce(st.dev, r, st.dt, step.Grid, dst, src, stride, lws, int64(r1-r0)*int64(st.n)); err != nil {
+		if err := kernels.LaunchReduce(st.dev, r, st.dt, step.Grid, dst, blocks); err != nil {
 			return fmt.Errorf("intranode: reduce: %w", err)
 		}
 	}

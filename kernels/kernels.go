@@ -49,18 +49,34 @@ func Reduce(dt dtype.DType) (*device.Kernel, error) {
 	return k, nil
 }
 
-// LaunchReduce enqueues dst[i] = sum_k src[k*stride+i] for i < count on s,
-// with at most grid blocks.
-func LaunchReduce(dev device.Device, s device.Stream, dt dtype.DType, grid int, dst, src device.Ptr, stride int64, blocks int, count int64) error {
+// Blocks says where the blocks a reduce sums lie: Count elements each, block
+// k at Src + k*Stride elements, except block Self (-1: none), read from
+// SelfSrc.
+type Blocks struct {
+	Src     device.Ptr
+	Stride  int64
+	N       int
+	Count   int64
+	Self    int
+	SelfSrc device.Ptr
+}
+
+// LaunchReduce enqueues dst[i] = sum over the blocks of block[i] for i <
+// b.Count on s, with at most grid thread blocks.
+func LaunchReduce(dev device.Device, s device.Stream, dt dtype.DType, grid int, dst device.Ptr, b Blocks) error {
 	k, err := Reduce(dt)
 	if err != nil {
 		return err
 	}
-	if count == 0 {
+	if b.Count == 0 {
 		return nil
 	}
+	self := int32(-1)
+	if b.Self >= 0 && b.Self < b.N {
+		self = int32(b.Self)
+	}
 	// No more blocks than there is work for (one vector per thread minimum).
-	need := int((count*int64(dt.Size())/16 + ReduceBlock - 1) / ReduceBlock)
+	need := int((b.Count*int64(dt.Size())/16 + ReduceBlock - 1) / ReduceBlock)
 	grid = max(1, min(grid, need))
-	return dev.Launch(s, k, grid, dst, src, stride, int32(blocks), count)
+	return dev.Launch(s, k, grid, dst, b.Src, b.Stride, int32(b.N), b.Count, self, b.SelfSrc)
 }

@@ -12,49 +12,65 @@ import (
 
 // ReduceBlocks is the reference of the reduce kernel: for i < count,
 //
-//	dst[i] = src[i] + src[stride+i] + ... + src[(blocks-1)*stride+i]
+//	dst[i] = block_0[i] + block_1[i] + ... + block_{blocks-1}[i]
 //
-// summed in block order. bf16 and fp16 are widened to fp32, accumulated in
+// summed in block order, where block_k is src[k*stride:], except that block
+// number self (when 0 <= self < blocks) is selfSrc: a rank's own block is
+// read from its input rather than copied. bf16 and fp16 are widened to fp32, accumulated in
 // fp32 and rounded once (to nearest even); fp32 accumulates in fp32; int32
 // wraps like two's-complement hardware. stride and count are in elements.
 // The CUDA kernel does the same operations in the same order, so the two
 // agree bit for bit.
-func ReduceBlocks(dt dtype.DType, dst, src []byte, stride int64, blocks int, count int64) {
-	reduceRange(dt, dst, src, stride, blocks, 0, count)
+func ReduceBlocks(dt dtype.DType, dst, src []byte, stride int64, blocks int, count int64, self int, selfSrc []byte) {
+	reduceRange(dt, dst, blockViews(dt, src, stride, blocks, count, self, selfSrc), 0, count)
 }
 
-func reduceRange(dt dtype.DType, dst, src []byte, stride int64, blocks int, lo, hi int64) {
+// blockViews returns each block as a slice starting at its first element.
+func blockViews(dt dtype.DType, src []byte, stride int64, blocks int, count int64, self int, selfSrc []byte) [][]byte {
+	es := int64(dt.Size())
+	views := make([][]byte, blocks)
+	for k := range views {
+		if k == self {
+			views[k] = selfSrc
+		} else {
+			views[k] = src[int64(k)*stride*es : (int64(k)*stride+count)*es]
+		}
+	}
+	return views
+}
+
+func reduceRange(dt dtype.DType, dst []byte, src [][]byte, lo, hi int64) {
 	le := binary.LittleEndian
 	switch dt {
 	case dtype.BF16:
 		for i := lo; i < hi; i++ {
 			var acc float32
-			for k := int64(0); k < int64(blocks); k++ {
-				acc += dtype.BF16ToF32(le.Uint16(src[2*(k*stride+i):]))
+			for _, b := range src {
+				acc += dtype.BF16ToF32(le.Uint16(b[2*i:]))
 			}
 			le.PutUint16(dst[2*i:], dtype.F32ToBF16(acc))
 		}
 	case dtype.F16:
 		for i := lo; i < hi; i++ {
 			var acc float32
-			for k := int64(0); k < int64(blocks); k++ {
-				acc += dtype.F16ToF32(le.Uint16(src[2*(k*stride+i):]))
+			for _, b := range src {
+				acc += dtype.F16ToF32(le.Uint16(b[2*i:]))
 			}
 			le.PutUint16(dst[2*i:], dtype.F32ToF16(acc))
 		}
 	case dtype.F32:
 		for i := lo; i < hi; i++ {
 			var acc float32
-			for k := int64(0); k < int64(blocks); k++ {
-				acc += math.Float32frombits(le.Uint32(src[4*(k*stride+i):]))
+			for _, b := range src {
+				acc += math.Float32frombits(le.Uint32(b[4*i:]))
 			}
 			le.PutUint32(dst[4*i:], math.Float32bits(acc))
 		}
 	case dtype.I32:
 		for i := lo; i < hi; i++ {
 			var acc uint32
-			for k := int64(0); k < int64(blocks); k++ {
-				acc += le.Uint32(src[4*(k*stride+i):])
+			for _, b := range src {
+				acc += le.Uint32(b[4*i:])
 			}
 			le.PutUint32(dst[4*i:], acc)
 		}
@@ -67,17 +83,19 @@ func reduceRange(dt dtype.DType, dst, src []byte, stride int64, blocks int, lo, 
 // spread over at most grid goroutines.
 func reduceHost(dt dtype.DType) device.HostFunc {
 	return func(mem device.HostMemory, grid int, args []any) error {
-		if len(args) != 5 {
-			return fmt.Errorf("reduce takes 5 arguments, got %d: %w", len(args), device.ErrInvalidArgument)
+		if len(args) != 7 {
+			return fmt.Errorf("reduce takes 7 arguments, got %d: %w", len(args), device.ErrInvalidArgument)
 		}
 		dstP, ok1 := args[0].(device.Ptr)
 		srcP, ok2 := args[1].(device.Ptr)
 		stride, ok3 := args[2].(int64)
 		blocks, ok4 := args[3].(int32)
 		count, ok5 := args[4].(int64)
-		if !(ok1 && ok2 && ok3 && ok4 && ok5) || blocks < 1 || count < 0 || (blocks > 1 && stride < count) {
-			return fmt.Errorf("reduce(%T %T %T %T %T) with blocks %v count %v stride %v: %w",
-				args[0], args[1], args[2], args[3], args[4], args[3], args[4], args[2], device.ErrInvalidArgument)
+		self, ok6 := args[5].(int32)
+		selfP, ok7 := args[6].(device.Ptr)
+		if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) || blocks < 1 || count < 0 || (blocks > 1 && stride < count) {
+			return fmt.Errorf("reduce(%T %T %T %T %T %T %T) with blocks %v count %v stride %v: %w",
+				args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[3], args[4], args[2], device.ErrInvalidArgument)
 		}
 		if count == 0 {
 			return nil
@@ -91,6 +109,13 @@ func reduceHost(dt dtype.DType) device.HostFunc {
 		if err != nil {
 			return fmt.Errorf("reduce input: %w", err)
 		}
+		var own []byte
+		if self >= 0 && self < blocks {
+			if own, err = mem.Bytes(selfP, count*es); err != nil {
+				return fmt.Errorf("reduce own block: %w", err)
+			}
+		}
+		views := blockViews(dt, src, stride, int(blocks), count, int(self), own)
 		workers := int64(grid)
 		const minPerWorker = 1 << 14
 		if w := (count + minPerWorker - 1) / minPerWorker; w < workers {
@@ -103,7 +128,7 @@ func reduceHost(dt dtype.DType) device.HostFunc {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				reduceRange(dt, dst, src, stride, int(blocks), lo, hi)
+				reduceRange(dt, dst, views, lo, hi)
 			}()
 		}
 		wg.Wait()

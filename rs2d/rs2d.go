@@ -288,9 +288,14 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch uint32) error {
 		if err := c.rail.Wait(s, epoch); err != nil {
 			return err
 		}
-		stride := c.blockStride() / int64(c.cfg.DType.Size())
-		if err := kernels.LaunchReduce(c.dev, s, c.cfg.DType, c.cfg.FinalSMs*kernelBlocksPerSM, out.Ptr, c.rail.RecvBuf(epoch),
-			stride, shape.Nodes, int64(rpr)*int64(c.cfg.N)); err != nil {
+		blocks := kernels.Blocks{
+			Src:    c.rail.RecvBuf(epoch),
+			Stride: c.blockStride() / int64(c.cfg.DType.Size()),
+			N:      shape.Nodes,
+			Count:  int64(rpr) * int64(c.cfg.N),
+			Self:   -1,
+		}
+		if err := kernels.LaunchReduce(c.dev, s, c.cfg.DType, c.cfg.FinalSMs*kernelBlocksPerSM, out.Ptr, blocks); err != nil {
 			return err
 		}
 	}

@@ -33,6 +33,11 @@ step verify $H verify
 if [ "$ngpu" -ge 4 ]; then
 	step verify-2x2 $H verify --nodes 2
 	step verify-4x1 $H verify --nodes 4
+elif [ "$ngpu" -eq 1 ]; then
+	# Several ranks sharing the one GPU: IPC, peer write-values and the
+	# emulated-node path run for real (slowly; NCCL refuses shared GPUs).
+	step verify-1x2-shared $H verify --gpus 2 --repeat 200
+	step verify-2x1-shared $H verify --nodes 2 --gpus 1 --repeat 200
 fi
 if [ "$mode" = quick ]; then
 	step bench $H bench --sizes 1M,8M,32M,128M,512M --csv "$OUT/bench.csv" --png "$OUT/bench.png" "$@"

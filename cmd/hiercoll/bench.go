@@ -39,7 +39,7 @@ func runBench(ctx context.Context, args []string) error {
 			return usageError{err}
 		}
 	}
-	cfg, err := w.config()
+	variants, err := w.variants()
 	if err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func runBench(ctx context.Context, args []string) error {
 		return func(ctx context.Context, r worldRank) error {
 			var rows []benchmarks.BenchRow
 			opts := benchmarks.BenchOptions{
-				Sizes: list, N: *n, DType: d, Iters: *iters, Reps: *reps, Config: cfg,
+				Sizes: list, N: *n, DType: d, Iters: *iters, Reps: *reps, Variants: variants,
 				Out: benchmarks.Printer{W: os.Stdout}, Status: os.Stderr, Title: wh.title, Rows: &rows,
 			}
 			if opts.Sizes == nil {
@@ -74,18 +74,25 @@ func writeBenchFiles(rows []benchmarks.BenchRow, world int, d dtype.DType, csvPa
 		errs = append(errs, err)
 	}
 	if pngPath != "" {
-		var h, nc plot.Series
-		h.Name, nc.Name = "hiercoll", "NCCL"
-		for _, r := range rows {
-			h.X, h.Y = append(h.X, float64(r.Bytes)), append(h.Y, r.BusBW(r.Time, world))
-			if r.NCCLTime > 0 {
-				nc.X, nc.Y = append(nc.X, float64(r.Bytes)), append(nc.Y, r.BusBW(r.NCCLTime, world))
-			}
-		}
 		chart := plot.Chart{
 			Title:  fmt.Sprintf("ReduceScatter2D %v bus bandwidth, %d ranks", d, world),
 			XLabel: "input bytes per rank", YLabel: "bus bandwidth (GB/s)", LogX: true,
-			Series: []plot.Series{h},
+		}
+		var nc plot.Series
+		nc.Name = "NCCL"
+		series := map[string]int{}
+		for _, r := range rows {
+			i, ok := series[r.Variant]
+			if !ok {
+				i = len(chart.Series)
+				series[r.Variant] = i
+				chart.Series = append(chart.Series, plot.Series{Name: "hiercoll " + r.Variant})
+			}
+			h := &chart.Series[i]
+			h.X, h.Y = append(h.X, float64(r.Bytes)), append(h.Y, r.BusBW(r.Time, world))
+			if r.NCCLTime > 0 && i == 0 {
+				nc.X, nc.Y = append(nc.X, float64(r.Bytes)), append(nc.Y, r.BusBW(r.NCCLTime, world))
+			}
 		}
 		if len(nc.X) > 0 {
 			chart.Series = append(chart.Series, nc)

@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/seed12530e24/hiercoll/benchmarks"
@@ -24,9 +26,9 @@ type worldFlags struct {
 	gpus    int
 	timeout time.Duration
 
-	reductionSMs int
-	chunks       int
-	copyStreams  int
+	reductionSMs string
+	chunks       string
+	copyStreams  string
 	transport    string
 }
 
@@ -35,21 +37,54 @@ func (w *worldFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&w.nodes, "nodes", 0, "nodes (emulated on one host); default 2 on the CPU backend, 1 on GPUs")
 	fs.IntVar(&w.gpus, "gpus", 0, "GPUs per node; default 4 on the CPU backend, every GPU on GPUs")
 	fs.DurationVar(&w.timeout, "timeout", 2*time.Minute, "bound on every wait")
-	fs.IntVar(&w.reductionSMs, "reduction-sms", 0, "SMs for the intra-node reduce (0: default)")
-	fs.IntVar(&w.chunks, "chunks", 0, "chunks per node step (0: by size)")
-	fs.IntVar(&w.copyStreams, "copy-streams", 0, "copy-engine streams for the scatter (0: default)")
+	fs.StringVar(&w.reductionSMs, "reduction-sms", "0", "SMs for the intra-node reduce (0: default); bench takes a list")
+	fs.StringVar(&w.chunks, "chunks", "0", "chunks per node step (0: by size); bench takes a list")
+	fs.StringVar(&w.copyStreams, "copy-streams", "0", "copy-engine streams for the scatter (0: default); bench takes a list")
 	fs.StringVar(&w.transport, "transport", "auto", "inter-node transport: auto, ipc, nccl, nvshmem")
 }
 
+// config is the first of the variants.
 func (w *worldFlags) config() (rs2d.Config, error) {
+	vs, err := w.variants()
+	if err != nil {
+		return rs2d.Config{}, err
+	}
+	return vs[0], nil
+}
+
+// variants is every combination of the list-valued tuning flags.
+func (w *worldFlags) variants() ([]rs2d.Config, error) {
 	kind, err := internode.ParseKind(w.transport)
 	if err != nil {
-		return rs2d.Config{}, usageError{err}
+		return nil, usageError{err}
 	}
-	return rs2d.Config{
-		ReductionSMs: w.reductionSMs, Chunks: w.chunks, CopyStreams: w.copyStreams,
-		Transport: kind, Timeout: w.timeout,
-	}, nil
+	sms, err1 := intList("reduction-sms", w.reductionSMs)
+	chunks, err2 := intList("chunks", w.chunks)
+	copies, err3 := intList("copy-streams", w.copyStreams)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return nil, usageError{err}
+	}
+	var out []rs2d.Config
+	for _, cs := range copies {
+		for _, ch := range chunks {
+			for _, sm := range sms {
+				out = append(out, rs2d.Config{ReductionSMs: sm, Chunks: ch, CopyStreams: cs, Transport: kind, Timeout: w.timeout})
+			}
+		}
+	}
+	return out, nil
+}
+
+func intList(name, s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("--%s %q: want non-negative integers separated by commas", name, s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // where describes the world the job runs on, for reports.

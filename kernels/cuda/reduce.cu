@@ -1,4 +1,7 @@
-// hiercoll reduce kernels: dst[i] = sum over k < nblocks of src[k*stride + i].
+// hiercoll reduce kernels: dst[i] = sum over k < nblocks of block_k[i], where
+// block_k = src + k*stride, except block number `self` (if 0 <= self <
+// nblocks), which is read from self_src instead: a rank's own block comes
+// straight from its input, never copied.
 //
 // Self-contained for NVRTC (no #include). bf16 and fp16 are widened to fp32,
 // accumulated in fp32 from 0 in block order and rounded once to nearest even,
@@ -95,17 +98,20 @@ template <> struct Lanes<I32> {
 
 template <class T>
 __device__ __forceinline__ void reduce_blocks(typename T::E* __restrict__ dst, const typename T::E* __restrict__ src,
-                                              long long stride, int nblocks, long long count) {
+                                              long long stride, int nblocks, long long count, int self,
+                                              const typename T::E* __restrict__ self_src) {
   typedef typename T::E E;
   typedef typename T::A A;
   const int V = Lanes<T>::N;
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   const long long nthreads = (long long)gridDim.x * blockDim.x;
-  const bool aligned = ((((unsigned long long)dst) | ((unsigned long long)src) |
+  if (self < 0 || self >= nblocks) self_src = src;  // no own block: keep the alignment test simple
+  const bool aligned = ((((unsigned long long)dst) | ((unsigned long long)src) | ((unsigned long long)self_src) |
                          (unsigned long long)(stride * (long long)sizeof(E))) & 15ull) == 0;
   const long long nvec = aligned ? count / V : 0;
   const long long vstride = stride / V;
   const vec4* s = (const vec4*)src;
+  const vec4* own = (const vec4*)self_src;
   vec4* d = (vec4*)dst;
   // Two vectors per thread per iteration: twice the loads in flight.
   long long v = tid;
@@ -115,8 +121,9 @@ __device__ __forceinline__ void reduce_blocks(typename T::E* __restrict__ dst, c
     for (int j = 0; j < V; j++) { a0[j] = (A)0; a1[j] = (A)0; }
 #pragma unroll 4
     for (int k = 0; k < nblocks; k++) {
-      const vec4 x0 = s[k * vstride + v];
-      const vec4 x1 = s[k * vstride + v + nthreads];
+      const vec4* b = k == self ? own : s + k * vstride;
+      const vec4 x0 = b[v];
+      const vec4 x1 = b[v + nthreads];
       Lanes<T>::add(a0, x0);
       Lanes<T>::add(a1, x1);
     }
@@ -128,25 +135,29 @@ __device__ __forceinline__ void reduce_blocks(typename T::E* __restrict__ dst, c
 #pragma unroll
     for (int j = 0; j < V; j++) a0[j] = (A)0;
 #pragma unroll 4
-    for (int k = 0; k < nblocks; k++) Lanes<T>::add(a0, s[k * vstride + v]);
+    for (int k = 0; k < nblocks; k++) Lanes<T>::add(a0, (k == self ? own : s + k * vstride)[v]);
     d[v] = Lanes<T>::pack(a0);
   }
   for (long long i = nvec * V + tid; i < count; i += nthreads) {
     A acc = (A)0;
-    for (int k = 0; k < nblocks; k++) acc += T::widen(src[k * stride + i]);
+    for (int k = 0; k < nblocks; k++) acc += T::widen(k == self ? self_src[i] : src[k * stride + i]);
     dst[i] = T::narrow(acc);
   }
 }
 
-extern "C" __global__ void hc_reduce_bf16(u16* dst, const u16* src, long long stride, int nblocks, long long count) {
-  reduce_blocks<BF16>(dst, src, stride, nblocks, count);
+extern "C" __global__ void hc_reduce_bf16(u16* dst, const u16* src, long long stride, int nblocks, long long count,
+                                        int self, const u16* self_src) {
+  reduce_blocks<BF16>(dst, src, stride, nblocks, count, self, self_src);
 }
-extern "C" __global__ void hc_reduce_fp16(u16* dst, const u16* src, long long stride, int nblocks, long long count) {
-  reduce_blocks<F16>(dst, src, stride, nblocks, count);
+extern "C" __global__ void hc_reduce_fp16(u16* dst, const u16* src, long long stride, int nblocks, long long count,
+                                        int self, const u16* self_src) {
+  reduce_blocks<F16>(dst, src, stride, nblocks, count, self, self_src);
 }
-extern "C" __global__ void hc_reduce_fp32(float* dst, const float* src, long long stride, int nblocks, long long count) {
-  reduce_blocks<F32>(dst, src, stride, nblocks, count);
+extern "C" __global__ void hc_reduce_fp32(float* dst, const float* src, long long stride, int nblocks, long long count,
+                                        int self, const float* self_src) {
+  reduce_blocks<F32>(dst, src, stride, nblocks, count, self, self_src);
 }
-extern "C" __global__ void hc_reduce_int32(u32* dst, const u32* src, long long stride, int nblocks, long long count) {
-  reduce_blocks<I32>(dst, src, stride, nblocks, count);
+extern "C" __global__ void hc_reduce_int32(u32* dst, const u32* src, long long stride, int nblocks, long long count,
+                                        int self, const u32* self_src) {
+  reduce_blocks<I32>(dst, src, stride, nblocks, count, self, self_src);
 }
