@@ -29,6 +29,7 @@ commands:
   verify   correctness sweep: every dtype, odd N, M_per_rank 1, many calls in a row
   bench    bus bandwidth of hiercoll beside NCCL (table, CSV, PNG)
   doctor   GPUs, NVLink/P2P, driver attributes, NVRTC and NCCL versions
+  floors   bandwidth and latency of the primitives (copy engine, SM copies, reduce, signals)
   launch   launch --nproc N [--nodes K] -- command args...   (torchrun-style)
 
 run "hiercoll <command> -h" for the command's flags.
@@ -51,6 +52,8 @@ func main() {
 		err = runBench(ctx, args)
 	case "doctor":
 		err = runDoctor(ctx, args)
+	case "floors":
+		err = runFloors(ctx, args)
 	case "launch":
 		err = runLaunch(ctx, args)
 	case "-h", "--help", "help":

@@ -1,0 +1,23 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+
+	"github.com/seed12530e24/hiercoll/benchmarks"
+)
+
+func runFloors(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("floors", flag.ContinueOnError)
+	var w worldFlags
+	w.register(fs)
+	bytes := fs.Int64("bytes", 512<<20, "bytes per transfer")
+	iters := fs.Int("iters", 10, "timed iterations per measurement")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	return runWorld(ctx, &w, func(wh where) benchmarks.Job {
+		return benchmarks.Floors(benchmarks.FloorsOptions{Bytes: *bytes, Iters: *iters, Out: benchmarks.Printer{W: os.Stdout}, Title: wh.title})
+	})
+}
