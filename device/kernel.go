@@ -25,12 +25,22 @@ type Kernel struct {
 // bound on the workers the function may use; mem resolves device pointers.
 type HostFunc func(mem HostMemory, grid int, args []any) error
 
-// HostMemory gives a host kernel access to device memory.
+// HostMemory gives a host kernel access to device memory, and the signal
+// operations a kernel that synchronises with other ranks' kernels needs
+// (what a GPU kernel does with release stores, release atomics and acquire
+// loads in a spin loop).
 type HostMemory interface {
 	// Bytes returns the n bytes at p, or an error if [p, p+n) is not inside
 	// one live allocation (an out-of-bounds access, which the GPU would not
 	// report).
 	Bytes(p Ptr, n int64) ([]byte, error)
+	// Store32 atomically writes v to the word at p (a release store).
+	Store32(p Ptr, v uint32) error
+	// Add32 atomically adds v to the word at p (a release atomic).
+	Add32(p Ptr, v uint32) error
+	// Wait32 blocks until the word satisfies cmp v, bounded like a stream
+	// wait-value: it fails with a *TimeoutError naming w.
+	Wait32(w Word, cmp Cmp, v uint32) error
 }
 
 // CheckArgs verifies that args match the types a kernel accepts, so both

@@ -19,9 +19,18 @@
 //
 // The node step's rows are split into chunks so that the reduction of chunk c
 // overlaps the scatter of chunk c+1.
+//
+// Two engines move the rows. The copy engine (Scatter + Reduce) uses no SMs,
+// which suits overlap with a GEMM that holds them. The SM engine (PushReduce)
+// does a whole node step in one kernel: push blocks store the rows into the
+// peers' scatter buffers and count arrivals with release atomics, reduce
+// blocks wait on the counts; on NVLink with traffic both ways SM stores keep
+// a higher rate than the copy engine, and one launch per step is the least
+// latency there is.
 package intranode
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/seed12530e24/hiercoll/device"
@@ -47,6 +56,20 @@ type Buffers struct {
 	Ready      symm.Pad    // lws words, by source local rank
 	Arrived    symm.Pad    // lws words, by source local rank
 	Gemm       symm.Pad    // world words, by destination rank (GEMM overlap)
+	Counters   symm.Pad    // SM engine: lws × kernels.MaxPushChunks arrival counters
+	PeerTable  symm.Region // SM engine: lws heap base addresses as mapped here
+}
+
+// AddTo lays out the stage's regions for a world of place's shape with
+// scatter bytes of scatter buffer.
+func (b *Buffers) AddTo(l *symm.Layout, place symm.Place, scatter int64) {
+	lws, world := place.Shape.LocalSize, place.Shape.World()
+	b.Ready = l.AddPad("ready", lws)
+	b.Arrived = l.AddPad("arrived", lws)
+	b.Gemm = l.AddPad("gemm signals", world)
+	b.Counters = l.AddPad("arrival counters", lws*kernels.MaxPushChunks)
+	b.PeerTable = l.Add("peer table", int64(lws)*8)
+	b.ScatterBuf = l.Add("scatter", scatter)
 }
 
 // Stage is one rank's intra-node reduce-scatter.
@@ -58,6 +81,7 @@ type Stage struct {
 	n       int // columns
 	overlap bool
 	seq     uint32 // last arrival sequence number used (same on every rank)
+	pushed  uint32 // SM engine: push blocks launched so far (every counter's target)
 }
 
 // New returns the stage of the rank at place. The node team must be mapped.
@@ -65,6 +89,15 @@ func New(dev device.Device, place symm.Place, buf Buffers, dt dtype.DType, cols 
 	if !buf.Heap.Mapped(place.NodeTeam()) {
 		return nil, fmt.Errorf("intranode: rank %d cannot map every GPU of its node (peer access over NVLink or same host needed): %w",
 			place.Rank, device.ErrNotSupported)
+	}
+	// The SM engine's kernel finds the peers' heaps through a table in device memory.
+	table := make([]byte, 0, 8*place.Shape.LocalSize)
+	for lr := 0; lr < place.Shape.LocalSize; lr++ {
+		base, _ := buf.Heap.Peer(place.NodePeer(lr))
+		table = binary.LittleEndian.AppendUint64(table, uint64(base))
+	}
+	if err := dev.CopyToDevice(buf.Heap.Local().Add(buf.PeerTable.Off), table); err != nil {
+		return nil, fmt.Errorf("intranode: writing the peer table: %w", err)
 	}
 	return &Stage{dev: dev, place: place, buf: buf, dt: dt, n: cols, overlap: overlap}, nil
 }
@@ -249,4 +282,41 @@ func (st *Stage) Reduce(r device.Stream, step Step, seqs []uint32) error {
 // dest in this rank's pad.
 func (st *Stage) GemmSignal(dest int) device.Ptr {
 	return st.buf.Heap.Word(st.place.Rank, st.buf.Gemm, dest)
+}
+
+// SMGrid is the thread blocks of a push-reduce: push and reduce blocks, each
+// no more than there are 16-byte vectors to move per chunk and peer.
+type SMGrid struct {
+	PushBlocks, ReduceBlocks int
+}
+
+// PushReduce enqueues one node step on s with the SM engine: a single kernel
+// that pushes this rank's rows to its node peers and reduces what they
+// pushed into step.ReduceTo. Readiness handshakes happen inside the kernel,
+// so nothing else is needed on the stream. Every rank must pass the same grid.
+func (st *Stage) PushReduce(s device.Stream, step Step, grid SMGrid) error {
+	lws := st.lws()
+	rowBytes := st.rowBytes()
+	count := int64(step.RowsPer) * int64(st.n)
+	st.pushed += uint32(grid.PushBlocks)
+	p := kernels.PushReduce{
+		In:           step.Input.Add(int64(step.Node*lws*step.RowsPer) * rowBytes),
+		Out:          step.ReduceTo,
+		Peers:        st.buf.Heap.Local().Add(st.buf.PeerTable.Off),
+		ScatterOff:   st.buf.ScatterBuf.Off + int64(step.Node*lws*step.RowsPer)*rowBytes,
+		CountersOff:  st.buf.Counters.Off,
+		ReadyOff:     st.buf.Ready.Off,
+		LWS:          lws,
+		Rank:         st.place.LocalRank,
+		Count:        count,
+		Chunks:       max(1, min(step.Chunks, kernels.MaxPushChunks)),
+		PushBlocks:   grid.PushBlocks,
+		ReduceBlocks: grid.ReduceBlocks,
+		Epoch:        step.Epoch,
+		Target:       st.pushed,
+	}
+	if err := kernels.LaunchPushReduce(st.dev, s, st.dt, p); err != nil {
+		return fmt.Errorf("intranode: push-reduce: %w", err)
+	}
+	return nil
 }

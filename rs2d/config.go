@@ -34,6 +34,14 @@ type Config struct {
 	// CopyStreams is the number of copy-engine streams the scatter uses
 	// (1: one peer at a time; lws-1: every peer at once). 0 picks.
 	CopyStreams int
+	// Engine moves the rows inside a node: the copy engine (no SMs: the
+	// choice when a GEMM holds the SMs) or SM stores in one push-reduce
+	// kernel per node step (faster when the SMs are free, and the least
+	// latency). Auto: the copy engine with OverlapWithGEMM, else SMs.
+	Engine Engine
+	// PushSMs bounds the SMs that store to peers with the SM engine.
+	// Default 32.
+	PushSMs int
 	// Transport selects the inter-node transport (Auto by default).
 	Transport internode.Kind
 	// Timeout bounds host-side waits of New and Close. Default 60s.
@@ -42,8 +50,44 @@ type Config struct {
 
 const (
 	defaultReductionSMs = 16
+	defaultPushSMs      = 32
 	defaultTimeout      = 60 * time.Second
 )
+
+// Engine is what moves rows between the GPUs of a node.
+type Engine int
+
+// Engines.
+const (
+	EngineAuto Engine = iota
+	EngineCopy        // copy-engine scatter, then a reduce kernel
+	EngineSM          // one push-reduce kernel: SM stores to peers, counted arrivals
+)
+
+func (e Engine) String() string {
+	switch e {
+	case EngineAuto:
+		return "auto"
+	case EngineCopy:
+		return "copy"
+	case EngineSM:
+		return "sm"
+	}
+	return fmt.Sprintf("engine(%d)", int(e))
+}
+
+// ParseEngine accepts the names String prints ("ce" too).
+func ParseEngine(s string) (Engine, error) {
+	switch s {
+	case "auto", "":
+		return EngineAuto, nil
+	case "copy", "ce":
+		return EngineCopy, nil
+	case "sm":
+		return EngineSM, nil
+	}
+	return EngineAuto, fmt.Errorf("rs2d: unknown engine %q (want auto, copy or sm): %w", s, device.ErrInvalidArgument)
+}
 
 func (c Config) withDefaults(info device.Info, lws int) Config {
 	if c.ReductionSMs <= 0 {
@@ -54,6 +98,18 @@ func (c Config) withDefaults(info device.Info, lws int) Config {
 	}
 	if c.FinalSMs <= 0 {
 		c.FinalSMs = max(info.SMs, c.ReductionSMs)
+	}
+	if c.PushSMs <= 0 {
+		c.PushSMs = defaultPushSMs
+	}
+	if info.SMs > 0 {
+		c.PushSMs = min(c.PushSMs, info.SMs)
+	}
+	if c.Engine == EngineAuto {
+		c.Engine = EngineSM
+		if c.OverlapWithGEMM {
+			c.Engine = EngineCopy
+		}
 	}
 	if c.CopyStreams <= 0 {
 		c.CopyStreams = 1
@@ -75,8 +131,12 @@ func (c Config) validate(world int) error {
 		return fmt.Errorf("rs2d: DType %v is not one of bf16, fp16, fp32, int32: %w", c.DType, device.ErrInvalidArgument)
 	case c.MaxM%world != 0:
 		return fmt.Errorf("rs2d: MaxM=%d is not divisible by world size %d: %w", c.MaxM, world, device.ErrInvalidArgument)
-	case c.Chunks < 0 || c.CopyStreams < 0 || c.ReductionSMs < 0 || c.FinalSMs < 0:
+	case c.Chunks < 0 || c.CopyStreams < 0 || c.ReductionSMs < 0 || c.FinalSMs < 0 || c.PushSMs < 0:
 		return fmt.Errorf("rs2d: negative Chunks, CopyStreams or SM budget: %w", device.ErrInvalidArgument)
+	case c.Engine < EngineAuto || c.Engine > EngineSM:
+		return fmt.Errorf("rs2d: engine %v: %w", c.Engine, device.ErrInvalidArgument)
+	case c.Engine == EngineSM && c.OverlapWithGEMM:
+		return fmt.Errorf("rs2d: the SM engine does not wait for GEMM signals; use the copy engine (or Auto) with OverlapWithGEMM: %w", device.ErrNotSupported)
 	}
 	return nil
 }

@@ -83,10 +83,7 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 	rowBytes := int64(cfg.N) * int64(cfg.DType.Size())
 
 	var l symm.Layout
-	c.buf.Ready = l.AddPad("ready", shape.LocalSize)
-	c.buf.Arrived = l.AddPad("arrived", shape.LocalSize)
-	c.buf.Gemm = l.AddPad("gemm signals", shape.World())
-	c.buf.ScatterBuf = l.Add("scatter", int64(cfg.MaxM)*rowBytes)
+	c.buf.AddTo(&l, place, int64(cfg.MaxM)*rowBytes)
 	if shape.Nodes > 1 {
 		c.rsPerNode = l.Add("rs per node", int64(shape.Nodes)*c.blockStride())
 	}
@@ -100,14 +97,16 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 	if c.intra, err = intranode.New(dev, place, c.buf, cfg.DType, cfg.N, cfg.OverlapWithGEMM); err != nil {
 		return fail(fmt.Errorf("rs2d: %w", err))
 	}
+	// Streams first: the transport is the last collective step, so no rank
+	// can give up after it and leave the others in a collective release.
+	if c.streams, err = streams.NewSet(dev, cfg.CopyStreams); err != nil {
+		return fail(fmt.Errorf("rs2d: %w", err))
+	}
 	if shape.Nodes > 1 {
-		ep := internode.Endpoint{Dev: dev, Comm: comm, Place: place, BlockBytes: c.blockStride()}
+		ep := internode.Endpoint{Dev: dev, Comm: comm, Place: place, BlockBytes: c.blockStride(), DType: cfg.DType}
 		if c.rail, err = internode.New(ctx, cfg.Transport, ep); err != nil {
 			return fail(fmt.Errorf("rs2d: %w", err))
 		}
-	}
-	if c.streams, err = streams.NewSet(dev, cfg.CopyStreams); err != nil {
-		return fail(fmt.Errorf("rs2d: %w", err))
 	}
 	return c, nil
 }
@@ -224,9 +223,28 @@ func (c *Context) chunks(rowsPerRank int) int {
 	if k == 0 {
 		rowBytes := int64(c.cfg.N) * int64(c.cfg.DType.Size())
 		const minChunk = 4 << 20
-		k = int(min(int64(rowsPerRank)*rowBytes/minChunk, 8))
+		most := int64(8)
+		if c.cfg.Engine == EngineSM {
+			most = kernels.MaxPushChunks
+		}
+		k = int(min(int64(rowsPerRank)*rowBytes/minChunk, most))
+	}
+	if c.cfg.Engine == EngineSM {
+		return max(1, min(k, kernels.MaxPushChunks)) // chunks split elements, not rows
 	}
 	return max(1, min(k, rowsPerRank))
+}
+
+// smGrid sizes the push-reduce kernel for blocks of count elements in
+// chunks: the configured SM budgets, two blocks per SM, but no more blocks
+// than there are 16-byte vectors per chunk for a block's threads.
+func (c *Context) smGrid(count int64, chunks int) intranode.SMGrid {
+	vectors := count * int64(c.cfg.DType.Size()) / 16 / int64(chunks)
+	need := int(max(1, (vectors+kernels.PushReduceBlock-1)/kernels.PushReduceBlock))
+	return intranode.SMGrid{
+		PushBlocks:   max(1, min(kernelBlocksPerSM*c.cfg.PushSMs, need)),
+		ReduceBlocks: max(1, min(kernelBlocksPerSM*c.cfg.ReductionSMs, need)),
+	}
 }
 
 func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch uint32) error {
@@ -239,6 +257,9 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch uint32) error {
 	if err := c.mark(func(t *tracer) device.Event { return t.start }, s); err != nil {
 		return err
 	}
+	if c.cfg.Engine == EngineSM {
+		return c.enqueueSM(in, out, s, epoch)
+	}
 	if err := c.intra.Announce(s, epoch); err != nil {
 		return err
 	}
@@ -247,15 +268,7 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch uint32) error {
 	}
 	for n := 0; n < shape.Nodes; n++ {
 		cur := (place.Node + n + 1) % shape.Nodes
-		step := intranode.Step{Node: cur, Input: in.Ptr, RowsPer: rpr, Chunks: c.chunks(rpr), Epoch: epoch, Grid: grid}
-		switch {
-		case shape.Nodes == 1:
-			step.ReduceTo = out.Ptr
-		case cur == place.Node:
-			step.ReduceTo = c.rail.RecvBuf(epoch).Add(int64(place.Node) * c.blockStride())
-		default:
-			step.ReduceTo = c.heap.Local().Add(c.rsPerNode.Off + int64(cur)*c.blockStride())
-		}
+		step := intranode.Step{Node: cur, Input: in.Ptr, RowsPer: rpr, Chunks: c.chunks(rpr), Epoch: epoch, Grid: grid, ReduceTo: c.reduceTo(out, cur, epoch)}
 		seqs, err := c.intra.Scatter(set.Copy, step, n == 0)
 		if err != nil {
 			return err
@@ -272,7 +285,7 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch uint32) error {
 			}
 		}
 	}
-	if err := c.markScatter(); err != nil {
+	if err := c.markScatter(set.Copy...); err != nil {
 		return err
 	}
 	if err := c.mark(func(t *tracer) device.Event { return t.reduce }, set.Reduction); err != nil {
@@ -284,6 +297,65 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch uint32) error {
 	if err := set.Merge(s); err != nil {
 		return err
 	}
+	return c.finish(out, s, epoch, rpr)
+}
+
+// reduceTo is where node step cur's reduced block goes.
+func (c *Context) reduceTo(out Tensor, cur int, epoch uint32) device.Ptr {
+	switch {
+	case c.place.Shape.Nodes == 1:
+		return out.Ptr
+	case cur == c.place.Node:
+		return c.rail.RecvBuf(epoch).Add(int64(c.place.Node) * c.blockStride())
+	}
+	return c.heap.Local().Add(c.rsPerNode.Off + int64(cur)*c.blockStride())
+}
+
+// enqueueSM is a call with the SM engine: one push-reduce kernel per node
+// step on the caller's stream (on one node, that is the whole call), the
+// rail sends on the p2p stream after each.
+func (c *Context) enqueueSM(in, out Tensor, s device.Stream, epoch uint32) error {
+	shape, place, set := c.place.Shape, c.place, c.streams
+	rpr := in.Rows / shape.World()
+	blockBytes := int64(rpr) * int64(c.cfg.N) * int64(c.cfg.DType.Size())
+	chunks := c.chunks(rpr)
+	grid := c.smGrid(int64(rpr)*int64(c.cfg.N), chunks)
+	for n := 0; n < shape.Nodes; n++ {
+		cur := (place.Node + n + 1) % shape.Nodes
+		step := intranode.Step{Node: cur, Input: in.Ptr, RowsPer: rpr, Chunks: chunks, Epoch: epoch, ReduceTo: c.reduceTo(out, cur, epoch)}
+		if err := c.intra.PushReduce(s, step, grid); err != nil {
+			return err
+		}
+		if shape.Nodes > 1 && cur != place.Node {
+			if err := set.Join(set.P2P, s); err != nil {
+				return err
+			}
+			if err := c.rail.Send(set.P2P, cur, step.ReduceTo, blockBytes, epoch); err != nil {
+				return err
+			}
+		}
+	}
+	if err := c.markScatter(s); err != nil {
+		return err
+	}
+	if err := c.mark(func(t *tracer) device.Event { return t.reduce }, s); err != nil {
+		return err
+	}
+	if shape.Nodes > 1 {
+		if err := set.Join(s, set.P2P); err != nil {
+			return err
+		}
+		if err := c.mark(func(t *tracer) device.Event { return t.p2p }, s); err != nil {
+			return err
+		}
+	}
+	return c.finish(out, s, epoch, rpr)
+}
+
+// finish waits on s for the other nodes' blocks and sums them into out
+// (nothing to do on one node), and marks the end of the call.
+func (c *Context) finish(out Tensor, s device.Stream, epoch uint32, rpr int) error {
+	shape := c.place.Shape
 	if shape.Nodes > 1 {
 		if err := c.rail.Wait(s, epoch); err != nil {
 			return err
@@ -343,13 +415,30 @@ func (c *Context) SignalAddr(dest int) (device.Ptr, error) {
 }
 
 // RaiseSignal enqueues on s the write that tells the next call's scatter that
-// the rows for rank dest are complete.
+// the rows for rank dest are complete. Use it before that call is enqueued;
+// a producer that runs alongside the call takes NextSignals first.
 func (c *Context) RaiseSignal(s device.Stream, dest int) error {
-	addr, err := c.SignalAddr(dest)
+	return c.NextSignals().Raise(s, dest)
+}
+
+// Signals are the GEMM signals of one call: the value that releases it, and
+// the context whose words carry it.
+type Signals struct {
+	c     *Context
+	Value uint32
+}
+
+// NextSignals returns the signals of the next ReduceScatter call. Take them
+// before enqueuing that call; raise them whenever the rows are ready.
+func (c *Context) NextSignals() Signals { return Signals{c: c, Value: c.SignalValue()} }
+
+// Raise enqueues on s the write of the signal of destination rank dest.
+func (g Signals) Raise(s device.Stream, dest int) error {
+	addr, err := g.c.SignalAddr(dest)
 	if err != nil {
 		return err
 	}
-	return c.dev.WriteValue32(s, addr, c.SignalValue())
+	return g.c.dev.WriteValue32(s, addr, g.Value)
 }
 
 // ConsumptionOrder is the order in which the scatter consumes destination

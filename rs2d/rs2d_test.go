@@ -152,16 +152,49 @@ var shapes = []bootstrap.Shape{
 	{Nodes: 2, LocalSize: 2}, {Nodes: 2, LocalSize: 4}, {Nodes: 4, LocalSize: 2}, {Nodes: 3, LocalSize: 3},
 }
 
+var engines = []rs2d.Engine{rs2d.EngineCopy, rs2d.EngineSM}
+
 func TestReduceScatterShapesAndDtypes(t *testing.T) {
-	for _, shape := range shapes {
-		for _, dt := range dtype.All {
-			for _, size := range []struct{ rowsPer, n int }{{1, 7}, {1, 1}, {33, 129}, {64, 256}} {
-				name := fmt.Sprintf("%v/%v/rows%d/n%d", shape, dt, size.rowsPer, size.n)
-				t.Run(name, func(t *testing.T) {
-					t.Parallel()
-					runWorld(t, runSpec{shape: shape, dt: dt, rowsPer: size.rowsPer, n: size.n, calls: 2})
-				})
+	for _, engine := range engines {
+		for _, shape := range shapes {
+			for _, dt := range dtype.All {
+				for _, size := range []struct{ rowsPer, n int }{{1, 7}, {1, 1}, {33, 129}, {64, 256}} {
+					name := fmt.Sprintf("%v/%v/%v/rows%d/n%d", engine, shape, dt, size.rowsPer, size.n)
+					t.Run(name, func(t *testing.T) {
+						t.Parallel()
+						runWorld(t, runSpec{shape: shape, dt: dt, rowsPer: size.rowsPer, n: size.n, calls: 2,
+							cfg: rs2d.Config{Engine: engine}})
+					})
+				}
 			}
 		}
+	}
+}
+
+// Chunked pipelines: the reduction of one chunk overlaps the scatter of the
+// next; more chunks than rows, uneven chunks, several copy streams.
+func TestReduceScatterChunksAndStreams(t *testing.T) {
+	for _, engine := range engines {
+		for _, c := range []struct{ chunks, copyStreams, rowsPer, n int }{
+			{3, 1, 10, 33}, {4, 3, 8, 64}, {7, 2, 3, 5}, {32, 1, 2, 100}, {2, 3, 1, 4096},
+		} {
+			t.Run(fmt.Sprintf("%v/chunks%d/streams%d", engine, c.chunks, c.copyStreams), func(t *testing.T) {
+				t.Parallel()
+				runWorld(t, runSpec{shape: bootstrap.Shape{Nodes: 2, LocalSize: 4}, dt: dtype.I32, rowsPer: c.rowsPer, n: c.n, calls: 3,
+					cfg: rs2d.Config{Engine: engine, Chunks: c.chunks, CopyStreams: c.copyStreams}})
+			})
+		}
+	}
+}
+
+// The reset works: many calls on one context, fresh data each, M varying
+// below MaxM.
+func TestHundredCallsOnOneContext(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(engine.String(), func(t *testing.T) {
+			t.Parallel()
+			runWorld(t, runSpec{shape: bootstrap.Shape{Nodes: 2, LocalSize: 2}, dt: dtype.I32, rowsPer: 3, n: 17, calls: 100,
+				cfg: rs2d.Config{Engine: engine, MaxM: 4 * 8}})
+		})
 	}
 }

@@ -22,6 +22,7 @@ type Stages struct {
 type tracer struct {
 	start, reduce, p2p, end device.Event
 	scatter                 []device.Event // one per copy stream
+	used                    int            // scatter events recorded by the last call
 	recorded                bool
 }
 
@@ -79,16 +80,18 @@ func (c *Context) mark(pick func(*tracer) device.Event, s device.Stream) error {
 	return pick(c.tracer).Record(s)
 }
 
-// markScatter records the end of the scatter on every copy stream.
-func (c *Context) markScatter() error {
+// markScatter records the end of the scatter on the streams that carried it
+// (at most one per copy stream).
+func (c *Context) markScatter(on ...device.Stream) error {
 	if c.tracer == nil {
 		return nil
 	}
-	for i, s := range c.streams.Copy {
+	for i, s := range on {
 		if err := c.tracer.scatter[i].Record(s); err != nil {
 			return err
 		}
 	}
+	c.tracer.used = len(on)
 	c.tracer.recorded = true
 	return nil
 }
@@ -109,7 +112,7 @@ func (c *Context) LastStages() (Stages, error) {
 		err = errors.Join(err, e2)
 		return d
 	}
-	for _, e := range t.scatter {
+	for _, e := range t.scatter[:t.used] {
 		st.Scatter = max(st.Scatter, since(e))
 	}
 	st.IntraReduce = since(t.reduce)

@@ -232,26 +232,39 @@ func (d *Device) WaitValue32(s device.Stream, w device.Word, cmp device.Cmp, v u
 		return fmt.Errorf("sim: wait-value comparison %v: %w", cmp, device.ErrNotSupported)
 	}
 	timeout := d.opts.WaitTimeout
-	return st.enqueue(op{run: func() error {
-		word, err := d.host.word(w.Addr)
-		if err != nil {
-			return fmt.Errorf("wait on %s: %w", w.Label, err)
-		}
-		deadline := time.NewTimer(timeout)
-		defer deadline.Stop()
-		for {
-			changed := d.host.changes() // before the check: no lost wake-up
-			got := atomic.LoadUint32(word)
-			if cmp.Holds(got, v) {
-				return nil
-			}
-			select {
-			case <-changed:
-			case <-deadline.C:
-				return &device.TimeoutError{Stream: st.name, Word: w, Cmp: cmp, Want: v, Got: atomic.LoadUint32(word), After: timeout}
-			}
-		}
-	}})
+	return st.enqueue(op{run: func() error { return d.host.wait(st.name, timeout, w, cmp, v) }})
+}
+
+// kernelMemory is what a host kernel sees: the host's memory and its signal
+// operations, with waits bounded like the launching stream's.
+type kernelMemory struct {
+	*Host
+	stream  string
+	timeout time.Duration
+}
+
+func (m *kernelMemory) Store32(p device.Ptr, v uint32) error {
+	word, err := m.word(p)
+	if err != nil {
+		return err
+	}
+	atomic.StoreUint32(word, v)
+	m.notify()
+	return nil
+}
+
+func (m *kernelMemory) Add32(p device.Ptr, v uint32) error {
+	word, err := m.word(p)
+	if err != nil {
+		return err
+	}
+	atomic.AddUint32(word, v)
+	m.notify()
+	return nil
+}
+
+func (m *kernelMemory) Wait32(w device.Word, cmp device.Cmp, v uint32) error {
+	return m.wait(m.stream+" (in a kernel)", m.timeout, w, cmp, v)
 }
 
 // WriteValue32 implements device.Device.
@@ -287,8 +300,9 @@ func (d *Device) Launch(s device.Stream, k *device.Kernel, grid int, args ...any
 		return err
 	}
 	args = append([]any(nil), args...)
+	mem := &kernelMemory{Host: d.host, stream: st.name, timeout: d.opts.WaitTimeout}
 	return st.enqueue(op{run: func() error {
-		if err := k.Host(d.host, grid, args); err != nil {
+		if err := k.Host(mem, grid, args); err != nil {
 			return fmt.Errorf("kernel %s: %w", k.Name, err)
 		}
 		d.host.notify()

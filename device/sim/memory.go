@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/seed12530e24/hiercoll/device"
@@ -123,6 +124,32 @@ func (h *Host) word(p device.Ptr) (*uint32, error) {
 		return nil, err
 	}
 	return (*uint32)(unsafe.Pointer(&b[0])), nil
+}
+
+// wait blocks until the word at w.Addr satisfies cmp v, or fails after
+// timeout with a TimeoutError naming the stream and the word.
+func (h *Host) wait(stream string, timeout time.Duration, w device.Word, cmp device.Cmp, v uint32) error {
+	if cmp != device.EQ && cmp != device.GEQ {
+		return fmt.Errorf("sim: wait comparison %v: %w", cmp, device.ErrNotSupported)
+	}
+	word, err := h.word(w.Addr)
+	if err != nil {
+		return fmt.Errorf("wait on %s: %w", w.Label, err)
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		changed := h.changes() // before the check: no lost wake-up
+		got := atomic.LoadUint32(word)
+		if cmp.Holds(got, v) {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return &device.TimeoutError{Stream: stream, Word: w, Cmp: cmp, Want: v, Got: atomic.LoadUint32(word), After: timeout}
+		}
+	}
 }
 
 // handle layout: host id (8 bytes) then base address (8 bytes).

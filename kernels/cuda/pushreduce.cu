@@ -1,0 +1,242 @@
+// hiercoll push-reduce kernel: one node step of ReduceScatter2D in a single
+// launch, with SMs doing the scatter (the copy engine's rate halves when a
+// GPU sends and receives at once; SM stores keep ~360 GB/s each way).
+//
+// Blocks [0, push_blocks) push: for each chunk, for each node peer in
+// rank-swizzle order, they store this rank's rows for that peer straight into
+// the peer's scatter buffer (slot = this rank's local rank), then raise the
+// peer's arrival counter for (this rank, chunk) by one with a release atomic.
+// Blocks [push_blocks, gridDim.x) reduce: for each chunk they wait until
+// every peer's counter for the chunk reached its target, then sum the lws
+// blocks (the own block read from the input) into out.
+//
+// Before the first store to a peer, a push block waits for the peer's ready
+// word to reach epoch: the peer has finished the reads of its previous call.
+// Block 0 raises this rank's ready word on every peer at entry (this kernel
+// starts after the previous call's kernels finished, in stream order).
+//
+// Counters and ready words live in each rank's signal pad and only grow:
+// every push block adds one to every chunk slot of every peer per call (the
+// slots a call does not use included), so each counter's target is the
+// running total of push blocks over the calls, the same for every slot.
+// Waits compare cyclically ((int)(value - target) >= 0): no reset is ever
+// needed. All blocks must be co-resident only per rank pair in the same
+// block order, which holds for grids no larger than the GPU.
+//
+// Self-contained for NVRTC (no #include).
+
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+struct alignas(16) pvec4 { u32 x, y, z, w; };
+
+__device__ __forceinline__ float pr_u32_as_f32(u32 u) { float f; asm("mov.b32 %0, %1;" : "=f"(f) : "r"(u)); return f; }
+__device__ __forceinline__ u32 pr_f32_as_u32(float f) { u32 u; asm("mov.b32 %0, %1;" : "=r"(u) : "f"(f)); return u; }
+
+__device__ __forceinline__ u32 ld_acquire_sys(const u32* p) {
+  u32 v;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release_sys(u32* p, u32 v) {
+  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void add_release_sys(u32* p, u32 v) {
+  asm volatile("red.release.sys.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+// Loads of data other GPUs wrote: through L2, never a stale L1 line.
+__device__ __forceinline__ pvec4 ld_cg_vec(const pvec4* p) {
+  pvec4 v;
+  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ void wait_geq(const u32* p, u32 target) {
+  while ((int)(ld_acquire_sys(p) - target) < 0) {
+  }
+}
+
+struct PBF16 {
+  typedef u16 E; typedef float A; enum { V = 8 };
+  static __device__ __forceinline__ float widen(u16 h) { return pr_u32_as_f32(((u32)h) << 16); }
+  static __device__ __forceinline__ u16 narrow(float f) { u16 r; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f)); return r; }
+  static __device__ __forceinline__ void add(float* a, const pvec4& v) {
+    const u32 w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int j = 0; j < 4; j++) { a[2 * j] += pr_u32_as_f32(w[j] << 16); a[2 * j + 1] += pr_u32_as_f32(w[j] & 0xffff0000u); }
+  }
+  static __device__ __forceinline__ pvec4 pack(const float* a) {
+    u32 w[4];
+#pragma unroll
+    for (int j = 0; j < 4; j++) w[j] = (u32)narrow(a[2 * j]) | ((u32)narrow(a[2 * j + 1]) << 16);
+    pvec4 v; v.x = w[0]; v.y = w[1]; v.z = w[2]; v.w = w[3]; return v;
+  }
+};
+struct PF16 {
+  typedef u16 E; typedef float A; enum { V = 8 };
+  static __device__ __forceinline__ float widen(u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+  static __device__ __forceinline__ u16 narrow(float f) { u16 r; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f)); return r; }
+  static __device__ __forceinline__ void add(float* a, const pvec4& v) {
+    const u32 w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int j = 0; j < 4; j++) { a[2 * j] += widen((u16)(w[j] & 0xffffu)); a[2 * j + 1] += widen((u16)(w[j] >> 16)); }
+  }
+  static __device__ __forceinline__ pvec4 pack(const float* a) {
+    u32 w[4];
+#pragma unroll
+    for (int j = 0; j < 4; j++) w[j] = (u32)narrow(a[2 * j]) | ((u32)narrow(a[2 * j + 1]) << 16);
+    pvec4 v; v.x = w[0]; v.y = w[1]; v.z = w[2]; v.w = w[3]; return v;
+  }
+};
+struct PF32 {
+  typedef float E; typedef float A; enum { V = 4 };
+  static __device__ __forceinline__ float widen(float h) { return h; }
+  static __device__ __forceinline__ float narrow(float f) { return f; }
+  static __device__ __forceinline__ void add(float* a, const pvec4& v) {
+    a[0] += pr_u32_as_f32(v.x); a[1] += pr_u32_as_f32(v.y); a[2] += pr_u32_as_f32(v.z); a[3] += pr_u32_as_f32(v.w);
+  }
+  static __device__ __forceinline__ pvec4 pack(const float* a) {
+    pvec4 v; v.x = pr_f32_as_u32(a[0]); v.y = pr_f32_as_u32(a[1]); v.z = pr_f32_as_u32(a[2]); v.w = pr_f32_as_u32(a[3]); return v;
+  }
+};
+struct PI32 {
+  typedef u32 E; typedef u32 A; enum { V = 4 };
+  static __device__ __forceinline__ u32 widen(u32 h) { return h; }
+  static __device__ __forceinline__ u32 narrow(u32 f) { return f; }
+  static __device__ __forceinline__ void add(u32* a, const pvec4& v) { a[0] += v.x; a[1] += v.y; a[2] += v.z; a[3] += v.w; }
+  static __device__ __forceinline__ pvec4 pack(const u32* a) { pvec4 v; v.x = a[0]; v.y = a[1]; v.z = a[2]; v.w = a[3]; return v; }
+};
+
+// Where each chunk of a block starts and ends (elements), chunks of equal
+// size rounded to whole vectors (the last takes the rest).
+__device__ __forceinline__ void chunk_range(long long count, int chunks, int c, int vec, long long* lo, long long* hi) {
+  long long per = (count + chunks - 1) / chunks;
+  per = (per + vec - 1) / vec * vec;
+  *lo = per * c < count ? per * c : count;
+  *hi = *lo + per < count ? *lo + per : count;
+}
+
+template <class T>
+__device__ __forceinline__ void push_reduce(const typename T::E* __restrict__ in, typename T::E* __restrict__ out,
+                                            const u64* __restrict__ peers, long long scatter_off, long long counters_off,
+                                            long long ready_off, int lws, int lr, long long count, int chunks,
+                                            int push_blocks, u32 epoch, u32 target, int max_chunks) {
+  typedef typename T::E E;
+  typedef typename T::A A;
+  const int V = T::V;
+  const long long es = (long long)sizeof(E);
+  // The vector path needs every block base and chunk boundary on 16 bytes.
+  const bool vec = ((((u64)in) | ((u64)out) | (u64)(count * es) | (u64)scatter_off) & 15ull) == 0;
+  const int unit = vec ? V : 1;
+  char* my_heap = (char*)peers[lr];
+
+  if (blockIdx.x < push_blocks) {
+    if (blockIdx.x == 0 && threadIdx.x < lws && threadIdx.x != lr) {
+      // ready[lr] = epoch on every peer: this rank's previous reads are done.
+      st_release_sys((u32*)((char*)peers[threadIdx.x] + ready_off) + lr, epoch);
+    }
+    if (threadIdx.x == 0) {
+      for (int p = 0; p < lws; p++) {
+        if (p != lr) wait_geq((const u32*)(my_heap + ready_off) + p, epoch);
+      }
+    }
+    __syncthreads();
+    const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long nthreads = (long long)push_blocks * blockDim.x;
+    for (int c = 0; c < chunks; c++) {
+      long long lo, hi;
+      chunk_range(count, chunks, c, unit, &lo, &hi);
+      for (int i = 1; i < lws; i++) {
+        const int p = (lr + i) % lws;
+        const E* src = in + (long long)p * count;
+        E* dst = (E*)((char*)peers[p] + scatter_off) + (long long)lr * count;
+        if (vec) {
+          const pvec4* s = (const pvec4*)(src + lo);
+          pvec4* d = (pvec4*)(dst + lo);
+          const long long n = (hi - lo) / V;
+          long long v = tid;
+          for (; v + 3 * nthreads < n; v += 4 * nthreads) {
+            const pvec4 a = s[v], b = s[v + nthreads], e = s[v + 2 * nthreads], f = s[v + 3 * nthreads];
+            d[v] = a; d[v + nthreads] = b; d[v + 2 * nthreads] = e; d[v + 3 * nthreads] = f;
+          }
+          for (; v < n; v += nthreads) d[v] = s[v];
+        } else {
+          for (long long x = lo + tid; x < hi; x += nthreads) dst[x] = src[x];
+        }
+        __threadfence_system();
+        __syncthreads();
+        if (threadIdx.x == 0) {
+          u32* counter = (u32*)((char*)peers[p] + counters_off) + lr * max_chunks + c;
+          add_release_sys(counter, 1);
+        }
+      }
+    }
+    // Advance the counters of the chunk slots this call does not use too,
+    // so every slot's target stays the same running total of push blocks.
+    if (threadIdx.x == 0) {
+      for (int c = chunks; c < max_chunks; c++) {
+        for (int i = 1; i < lws; i++) {
+          const int p = (lr + i) % lws;
+          add_release_sys((u32*)((char*)peers[p] + counters_off) + lr * max_chunks + c, 1);
+        }
+      }
+    }
+    return;
+  }
+
+  // Reduce blocks.
+  const int rb = blockIdx.x - push_blocks;
+  const int reduce_blocks = gridDim.x - push_blocks;
+  const long long tid = (long long)rb * blockDim.x + threadIdx.x;
+  const long long nthreads = (long long)reduce_blocks * blockDim.x;
+  const E* region = (const E*)(my_heap + scatter_off);
+  const u32* counters = (const u32*)(my_heap + counters_off);
+  for (int c = 0; c < chunks; c++) {
+    long long lo, hi;
+    chunk_range(count, chunks, c, unit, &lo, &hi);
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < lws; s++) {
+        if (s != lr) wait_geq(counters + s * max_chunks + c, target);
+      }
+    }
+    __syncthreads();
+    if (vec) {
+      const long long n = (hi - lo) / V;
+      for (long long v = tid; v < n; v += nthreads) {
+        A acc[V];
+#pragma unroll
+        for (int j = 0; j < V; j++) acc[j] = (A)0;
+        for (int s = 0; s < lws; s++) {
+          if (s == lr) {
+            T::add(acc, ((const pvec4*)(in + (long long)lr * count + lo))[v]);
+          } else {
+            T::add(acc, ld_cg_vec((const pvec4*)(region + (long long)s * count + lo) + v));
+          }
+        }
+        ((pvec4*)(out + lo))[v] = T::pack(acc);
+      }
+    } else {
+      for (long long x = lo + tid; x < hi; x += nthreads) {
+        A acc = (A)0;
+        for (int s = 0; s < lws; s++) {
+          const E* b = s == lr ? in + (long long)lr * count : region + (long long)s * count;
+          acc += T::widen(s == lr ? b[x] : *(volatile const E*)(b + x));
+        }
+        out[x] = T::narrow(acc);
+      }
+    }
+  }
+}
+
+#define HC_PUSH_REDUCE(name, T, E)                                                                                   \
+  extern "C" __global__ void name(const E* in, E* out, const u64* peers, long long scatter_off,                      \
+                                  long long counters_off, long long ready_off, int lws, int lr, long long count,      \
+                                  int chunks, int push_blocks, u32 epoch, u32 target, int max_chunks) {              \
+    push_reduce<T>(in, out, peers, scatter_off, counters_off, ready_off, lws, lr, count, chunks, push_blocks, epoch, \
+                   target, max_chunks);                                                                              \
+  }
+
+HC_PUSH_REDUCE(hc_push_reduce_bf16, PBF16, u16)
+HC_PUSH_REDUCE(hc_push_reduce_fp16, PF16, u16)
+HC_PUSH_REDUCE(hc_push_reduce_fp32, PF32, float)
+HC_PUSH_REDUCE(hc_push_reduce_int32, PI32, u32)

@@ -1,0 +1,228 @@
+package kernels
+
+import (
+	_ "embed"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/dtype"
+)
+
+//go:embed cuda/pushreduce.cu
+var pushReduceSource string
+
+// PushReduceModule is the CUDA source of the push-reduce kernels.
+var PushReduceModule = &device.Module{Name: "hiercoll_pushreduce", Source: pushReduceSource}
+
+// PushReduceBlock is the CUDA block size of the push-reduce kernel.
+const PushReduceBlock = 512
+
+// MaxPushChunks bounds the chunks of one push-reduce: each rank's pad holds
+// one arrival counter per (source local rank, chunk slot).
+const MaxPushChunks = 32
+
+var pushReduceKernels = map[dtype.DType]*device.Kernel{}
+
+func init() {
+	for _, dt := range dtype.All {
+		pushReduceKernels[dt] = &device.Kernel{
+			Module: PushReduceModule,
+			Name:   "hc_push_reduce_" + dt.String(),
+			Block:  PushReduceBlock,
+			Host:   pushReduceHost(dt),
+		}
+	}
+}
+
+// PushReduce describes one node step done by the push-reduce kernel: this
+// rank's lws blocks of Count elements at In (block p for local rank p) are
+// stored by PushBlocks thread blocks into each peer's scatter region (slot =
+// this rank's local rank), chunk by chunk; ReduceBlocks thread blocks wait for
+// every peer's chunk and sum the lws blocks (the own one from In) into Out.
+//
+// Heap offsets are the same on every rank (symmetric memory); Peers is a
+// device table of lws 64-bit addresses, local rank p's heap base as mapped
+// here (the own entry included).
+type PushReduce struct {
+	In, Out      device.Ptr
+	Peers        device.Ptr
+	ScatterOff   int64 // byte offset of this step's scatter region in the heap
+	CountersOff  int64 // arrival counters: lws × MaxPushChunks words
+	ReadyOff     int64 // ready words: lws
+	LWS, Rank    int   // local world size, this rank's local rank
+	Count        int64 // elements per block
+	Chunks       int
+	PushBlocks   int
+	ReduceBlocks int
+	Epoch        uint32 // the call's ready value
+	Target       uint32 // every counter's value once all peers' pushes of this step landed
+}
+
+// LaunchPushReduce enqueues the push-reduce kernel on s.
+func LaunchPushReduce(dev device.Device, s device.Stream, dt dtype.DType, p PushReduce) error {
+	k, ok := pushReduceKernels[dt]
+	if !ok {
+		return fmt.Errorf("kernels: no push-reduce kernel for %v: %w", dt, device.ErrNotSupported)
+	}
+	if p.Chunks < 1 || p.Chunks > MaxPushChunks || p.PushBlocks < 1 || p.ReduceBlocks < 1 || p.LWS < 1 || p.Rank < 0 || p.Rank >= p.LWS {
+		return fmt.Errorf("kernels: push-reduce with %d chunks, %d push and %d reduce blocks, local rank %d of %d: %w",
+			p.Chunks, p.PushBlocks, p.ReduceBlocks, p.Rank, p.LWS, device.ErrInvalidArgument)
+	}
+	return dev.Launch(s, k, p.PushBlocks+p.ReduceBlocks, p.In, p.Out, p.Peers, p.ScatterOff, p.CountersOff, p.ReadyOff,
+		int32(p.LWS), int32(p.Rank), p.Count, int32(p.Chunks), int32(p.PushBlocks), p.Epoch, p.Target, int32(MaxPushChunks))
+}
+
+// pushReduceHost is the CPU backend's push-reduce: the push role for the
+// whole grid first (each push block's counter increment done at once, as
+// PushBlocks), then the reduce role, waiting for the peers' counters exactly
+// as the GPU's reduce blocks do.
+func pushReduceHost(dt dtype.DType) device.HostFunc {
+	return func(mem device.HostMemory, grid int, args []any) error {
+		if len(args) != 14 {
+			return fmt.Errorf("push-reduce takes 14 arguments, got %d: %w", len(args), device.ErrInvalidArgument)
+		}
+		p, maxChunks, err := pushReduceArgs(args)
+		if err != nil {
+			return err
+		}
+		return runPushReduce(mem, dt, p, maxChunks)
+	}
+}
+
+// pushReduceArgs decodes the kernel's arguments, in LaunchPushReduce's order.
+func pushReduceArgs(args []any) (PushReduce, int, error) {
+	var p PushReduce
+	bad := fmt.Errorf("push-reduce arguments %v: %w", args, device.ErrInvalidArgument)
+	ptrs := make([]device.Ptr, 3)
+	for i := range ptrs {
+		v, ok := args[i].(device.Ptr)
+		if !ok {
+			return p, 0, bad
+		}
+		ptrs[i] = v
+	}
+	i64 := make([]int64, 0, 4)
+	for _, i := range []int{3, 4, 5, 8} {
+		v, ok := args[i].(int64)
+		if !ok {
+			return p, 0, bad
+		}
+		i64 = append(i64, v)
+	}
+	i32 := make([]int, 0, 5)
+	for _, i := range []int{6, 7, 9, 10, 13} {
+		v, ok := args[i].(int32)
+		if !ok {
+			return p, 0, bad
+		}
+		i32 = append(i32, int(v))
+	}
+	epoch, ok1 := args[11].(uint32)
+	target, ok2 := args[12].(uint32)
+	if !ok1 || !ok2 {
+		return p, 0, bad
+	}
+	p = PushReduce{In: ptrs[0], Out: ptrs[1], Peers: ptrs[2], ScatterOff: i64[0], CountersOff: i64[1], ReadyOff: i64[2], Count: i64[3],
+		LWS: i32[0], Rank: i32[1], Chunks: i32[2], PushBlocks: i32[3], Epoch: epoch, Target: target}
+	maxChunks := i32[4]
+	if p.LWS < 1 || p.Rank < 0 || p.Rank >= p.LWS || p.Chunks < 1 || p.Chunks > maxChunks || p.PushBlocks < 1 || p.Count < 0 {
+		return p, 0, bad
+	}
+	return p, maxChunks, nil
+}
+
+func runPushReduce(mem device.HostMemory, dt dtype.DType, p PushReduce, maxChunks int) error {
+	es := int64(dt.Size())
+	table, err := mem.Bytes(p.Peers, int64(p.LWS)*8)
+	if err != nil {
+		return fmt.Errorf("push-reduce peer table: %w", err)
+	}
+	heap := make([]device.Ptr, p.LWS)
+	for i := range heap {
+		heap[i] = device.Ptr(binary.LittleEndian.Uint64(table[8*i:]))
+	}
+	ready := func(owner, src int) device.Ptr { return heap[owner].Add(p.ReadyOff + 4*int64(src)) }
+	counter := func(owner, src, c int) device.Ptr {
+		return heap[owner].Add(p.CountersOff + 4*int64(src*maxChunks+c))
+	}
+	slot := func(owner, src int) device.Ptr { return heap[owner].Add(p.ScatterOff + int64(src)*p.Count*es) }
+	chunk := func(c int) (int64, int64) {
+		per := (p.Count + int64(p.Chunks) - 1) / int64(p.Chunks)
+		lo := min(per*int64(c), p.Count)
+		return lo, min(lo+per, p.Count)
+	}
+
+	// Push role.
+	for q := 0; q < p.LWS; q++ {
+		if q != p.Rank {
+			if err := mem.Store32(ready(q, p.Rank), p.Epoch); err != nil {
+				return err
+			}
+		}
+	}
+	for q := 0; q < p.LWS; q++ {
+		if q != p.Rank {
+			w := device.Word{Addr: ready(p.Rank, q), Label: fmt.Sprintf("ready word of local rank %d", q)}
+			if err := mem.Wait32(w, device.GEQ, p.Epoch); err != nil {
+				return err
+			}
+		}
+	}
+	for c := 0; c < maxChunks; c++ {
+		lo, hi := int64(0), int64(0)
+		if c < p.Chunks {
+			lo, hi = chunk(c)
+		}
+		for i := 1; i < p.LWS; i++ {
+			q := (p.Rank + i) % p.LWS
+			if hi > lo {
+				from, err := mem.Bytes(p.In.Add((int64(q)*p.Count+lo)*es), (hi-lo)*es)
+				if err != nil {
+					return fmt.Errorf("push-reduce input: %w", err)
+				}
+				to, err := mem.Bytes(slot(q, p.Rank).Add(lo*es), (hi-lo)*es)
+				if err != nil {
+					return fmt.Errorf("push-reduce peer scatter buffer: %w", err)
+				}
+				copy(to, from)
+			}
+			if err := mem.Add32(counter(q, p.Rank, c), uint32(p.PushBlocks)); err != nil {
+				return err
+			}
+		}
+	}
+
+	// Reduce role.
+	for c := 0; c < p.Chunks; c++ {
+		for q := 0; q < p.LWS; q++ {
+			if q == p.Rank {
+				continue
+			}
+			w := device.Word{Addr: counter(p.Rank, q, c), Label: fmt.Sprintf("arrival counter of local rank %d, chunk %d", q, c)}
+			if err := mem.Wait32(w, device.GEQ, p.Target); err != nil {
+				return err
+			}
+		}
+		lo, hi := chunk(c)
+		if hi == lo {
+			continue
+		}
+		dst, err := mem.Bytes(p.Out.Add(lo*es), (hi-lo)*es)
+		if err != nil {
+			return fmt.Errorf("push-reduce output: %w", err)
+		}
+		views := make([][]byte, p.LWS)
+		for q := range views {
+			src := slot(p.Rank, q).Add(lo * es)
+			if q == p.Rank {
+				src = p.In.Add((int64(q)*p.Count + lo) * es)
+			}
+			if views[q], err = mem.Bytes(src, (hi-lo)*es); err != nil {
+				return fmt.Errorf("push-reduce block %d: %w", q, err)
+			}
+		}
+		reduceRange(dt, dst, views, 0, hi-lo)
+	}
+	return nil
+}

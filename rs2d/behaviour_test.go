@@ -1,0 +1,354 @@
+package rs2d_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed12530e24/hiercoll/bootstrap"
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/device/sim"
+	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internal/check"
+	"github.com/seed12530e24/hiercoll/rs2d"
+	"github.com/seed12530e24/hiercoll/world"
+)
+
+// rankBuffers allocates a rank's input [m, n] and output [m/world, n].
+func rankBuffers(t *testing.T, dev device.Device, m, n, world int, dt dtype.DType) (rs2d.Tensor, rs2d.Tensor, func()) {
+	t.Helper()
+	es := int64(dt.Size())
+	in, err := dev.Alloc(int64(m*n) * es)
+	require.NoError(t, err)
+	out, err := dev.Alloc(int64(m/world*n) * es)
+	require.NoError(t, err)
+	return rs2d.Tensor{Ptr: in, Rows: m, Cols: n, DType: dt}, rs2d.Tensor{Ptr: out, Rows: m / world, Cols: n, DType: dt},
+		func() { _ = dev.Free(in); _ = dev.Free(out) }
+}
+
+// GEMM overlap: each rank's producer writes the rows of each destination
+// rank in a random order, with random delays, and raises that rank's signal
+// only then. The input starts as garbage, so a scatter that copied a block
+// before its signal would be caught.
+func TestGEMMOverlapProducersInRandomOrder(t *testing.T) {
+	for _, shape := range []bootstrap.Shape{{Nodes: 1, LocalSize: 4}, {Nodes: 2, LocalSize: 2}, {Nodes: 3, LocalSize: 1}} {
+		t.Run(shape.String(), func(t *testing.T) {
+			t.Parallel()
+			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
+			require.NoError(t, err)
+			defer w.Close()
+			ws, rowsPer, n, dt := shape.World(), 5, 24, dtype.I32
+			m := rowsPer * ws
+			const calls = 4
+			inputs := make([][][]byte, calls) // [call][rank]
+			rng := rand.New(rand.NewPCG(rand.Uint64(), 1))
+			for c := range inputs {
+				inputs[c] = make([][]byte, ws)
+				for r := range inputs[c] {
+					inputs[c][r] = check.Random(rng, dt, m*n)
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+				rank := r.Comm.Rank()
+				rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true, Timeout: 20 * time.Second})
+				if err != nil {
+					return err
+				}
+				defer rs.Close()
+				if rs.Config().Engine != rs2d.EngineCopy {
+					return fmt.Errorf("overlap picked engine %v, want the copy engine", rs.Config().Engine)
+				}
+				in, out, free := rankBuffers(t, r.Dev, m, n, ws, dt)
+				defer free()
+				s, err := r.Dev.NewStream(device.Normal)
+				if err != nil {
+					return err
+				}
+				defer s.Close()
+				producer, err := r.Dev.NewStream(device.Normal)
+				if err != nil {
+					return err
+				}
+				defer producer.Close()
+				order := rs.ConsumptionOrder()
+				if len(order) != ws {
+					return fmt.Errorf("consumption order %v has %d ranks, want %d", order, len(order), ws)
+				}
+				blockBytes := rowsPer * n * dt.Size()
+				got := make([]byte, rowsPer*n*dt.Size())
+				for call := 0; call < calls; call++ {
+					garbage := check.Poison(dt, m*n)
+					if err := r.Dev.CopyToDevice(in.Ptr, garbage); err != nil {
+						return err
+					}
+					sig := rs.NextSignals()
+					if err := rs.ReduceScatter(ctx, in, out, s); err != nil {
+						return err
+					}
+					prng := rand.New(rand.NewPCG(uint64(rank), uint64(call)))
+					for _, dest := range prng.Perm(ws) {
+						time.Sleep(time.Duration(prng.IntN(1500)) * time.Microsecond)
+						block := inputs[call][rank][dest*blockBytes : (dest+1)*blockBytes]
+						if err := r.Dev.CopyToDevice(in.Ptr.Add(int64(dest*blockBytes)), block); err != nil {
+							return err
+						}
+						if err := sig.Raise(producer, dest); err != nil {
+							return err
+						}
+					}
+					if err := s.Synchronize(ctx); err != nil {
+						return err
+					}
+					if err := r.Dev.CopyToHost(got, out.Ptr); err != nil {
+						return err
+					}
+					if rep := check.ReduceScatter(dt, inputs[call], rank, rowsPer, n).Compare(got, 1); !rep.OK() {
+						return fmt.Errorf("call %d: %v", call, rep)
+					}
+				}
+				return producer.Synchronize(ctx)
+			})
+			require.NoError(t, err)
+		})
+	}
+}
+
+// Two contexts on the same ranks, used at the same time on different streams.
+func TestConcurrentContexts(t *testing.T) {
+	shape := bootstrap.Shape{Nodes: 2, LocalSize: 2}
+	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
+	require.NoError(t, err)
+	defer w.Close()
+	ws := shape.World()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	type job struct {
+		dt      dtype.DType
+		rowsPer int
+		n       int
+		engine  rs2d.Engine
+	}
+	jobs := []job{{dtype.I32, 6, 40, rs2d.EngineSM}, {dtype.F32, 3, 129, rs2d.EngineCopy}}
+	inputs := make([][][]byte, len(jobs))
+	for j, jb := range jobs {
+		rng := rand.New(rand.NewPCG(rand.Uint64(), uint64(j)))
+		inputs[j] = make([][]byte, ws)
+		for r := range inputs[j] {
+			inputs[j][r] = check.Random(rng, jb.dt, jb.rowsPer*ws*jb.n)
+		}
+	}
+	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+		ctxs := make([]*rs2d.Context, len(jobs))
+		for j, jb := range jobs { // collective: one after the other on every rank
+			var err error
+			if ctxs[j], err = rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: jb.rowsPer * ws, N: jb.n, DType: jb.dt, Engine: jb.engine}); err != nil {
+				return err
+			}
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, len(jobs))
+		for j, jb := range jobs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[j] = func() error {
+					in, out, free := rankBuffers(t, r.Dev, jb.rowsPer*ws, jb.n, ws, jb.dt)
+					defer free()
+					s, err := r.Dev.NewStream(device.Normal)
+					if err != nil {
+						return err
+					}
+					defer s.Close()
+					if err := r.Dev.CopyToDevice(in.Ptr, inputs[j][r.Comm.Rank()]); err != nil {
+						return err
+					}
+					got := make([]byte, jb.rowsPer*jb.n*jb.dt.Size())
+					for call := 0; call < 20; call++ {
+						if err := r.Dev.CopyToDevice(out.Ptr, check.Poison(jb.dt, jb.rowsPer*jb.n)); err != nil {
+							return err
+						}
+						if err := ctxs[j].ReduceScatter(ctx, in, out, s); err != nil {
+							return err
+						}
+						if err := s.Synchronize(ctx); err != nil {
+							return err
+						}
+						if err := r.Dev.CopyToHost(got, out.Ptr); err != nil {
+							return err
+						}
+						want := check.ReduceScatter(jb.dt, inputs[j], r.Comm.Rank(), jb.rowsPer, jb.n)
+						if rep := want.Compare(got, rs2d.Roundings(shape.Nodes)); !rep.OK() {
+							return fmt.Errorf("context %d call %d: %v", j, call, rep)
+						}
+					}
+					return nil
+				}()
+			}()
+		}
+		wg.Wait()
+		for _, c := range ctxs {
+			errs = append(errs, c.Close())
+		}
+		return errors.Join(errs...)
+	})
+	require.NoError(t, err)
+}
+
+// A rank that joins the context but never calls: the others' streams fail
+// with a timeout that names it, within the configured bound, and everyone
+// can still close.
+func TestMissingRankTimesOutNamingIt(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(engine.String(), func(t *testing.T) {
+			t.Parallel()
+			shape := bootstrap.Shape{Nodes: 1, LocalSize: 4}
+			const bound = 500 * time.Millisecond
+			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: bound}})
+			require.NoError(t, err)
+			defer w.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			errs := make([]error, shape.World())
+			took := make([]time.Duration, shape.World())
+			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+				rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: 8, N: 4, DType: dtype.F32, Engine: engine, Timeout: 10 * time.Second})
+				if err != nil {
+					return err
+				}
+				defer rs.Close()
+				if r.Comm.Rank() == 3 {
+					return nil // never calls
+				}
+				in, out, free := rankBuffers(t, r.Dev, 8, 4, 4, dtype.F32)
+				defer free()
+				s, err := r.Dev.NewStream(device.Normal)
+				if err != nil {
+					return err
+				}
+				defer s.Close()
+				start := time.Now()
+				if err := rs.ReduceScatter(ctx, in, out, s); err != nil {
+					return err
+				}
+				errs[r.Comm.Rank()] = s.Synchronize(ctx)
+				took[r.Comm.Rank()] = time.Since(start)
+				return nil
+			})
+			require.NoError(t, err)
+			for rank := 0; rank < 3; rank++ {
+				require.ErrorIs(t, errs[rank], device.ErrTimeout, "rank %d", rank)
+				require.Regexp(t, "rank 3|local rank 3", errs[rank].Error(), "rank %d's error names the missing rank", rank)
+				require.Less(t, took[rank], 5*bound, "rank %d waited within the bound", rank)
+			}
+		})
+	}
+}
+
+// A rank that never joins: New fails on the others, naming it.
+func TestRankNeverJoins(t *testing.T) {
+	shape := bootstrap.Shape{Nodes: 1, LocalSize: 3}
+	w, err := world.Sim(shape, world.SimOptions{})
+	require.NoError(t, err)
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	errs := make([]error, 3)
+	_ = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+		if r.Comm.Rank() == 1 {
+			return nil
+		}
+		rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: 3, N: 2, DType: dtype.BF16})
+		if err == nil {
+			_ = rs.Close()
+		}
+		errs[r.Comm.Rank()] = err
+		return nil
+	})
+	for _, rank := range []int{0, 2} {
+		require.ErrorIs(t, errs[rank], device.ErrTimeout)
+		require.ErrorContains(t, errs[rank], "ranks 1 never arrived")
+	}
+	require.Equal(t, sim.Counts{Devices: 3}, sim.Live(), "nothing but the devices is left after a failed New")
+}
+
+func TestBadInputRejectedBeforeWork(t *testing.T) {
+	shape := bootstrap.Shape{Nodes: 1, LocalSize: 2}
+	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 5 * time.Second}})
+	require.NoError(t, err)
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+		// Configurations refused by New.
+		for _, cfg := range []rs2d.Config{
+			{MaxM: 3, N: 4, DType: dtype.F32},                         // MaxM not divisible by world
+			{MaxM: 4, N: 0, DType: dtype.F32},                         // no columns
+			{MaxM: 4, N: 4},                                           // no dtype
+			{MaxM: 4, N: 4, DType: dtype.F32, Engine: rs2d.Engine(9)}, // no such engine
+		} {
+			if _, err := rs2d.New(ctx, r.Comm, r.Dev, cfg); !errors.Is(err, device.ErrInvalidArgument) {
+				return fmt.Errorf("New(%+v) = %v, want an invalid-argument error", cfg, err)
+			}
+		}
+		if _, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: 4, N: 4, DType: dtype.F32, Engine: rs2d.EngineSM, OverlapWithGEMM: true}); !errors.Is(err, device.ErrNotSupported) {
+			return fmt.Errorf("SM engine with GEMM overlap: %v, want not supported", err)
+		}
+		rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: 8, N: 4, DType: dtype.F32})
+		if err != nil {
+			return err
+		}
+		in, out, free := rankBuffers(t, r.Dev, 8, 4, 2, dtype.F32)
+		defer free()
+		small, err := r.Dev.Alloc(16)
+		if err != nil {
+			return err
+		}
+		defer r.Dev.Free(small)
+		s, err := r.Dev.NewStream(device.Normal)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		mod := func(t rs2d.Tensor, f func(*rs2d.Tensor)) rs2d.Tensor { f(&t); return t }
+		cases := map[string][2]rs2d.Tensor{
+			"M % world":         {mod(in, func(t *rs2d.Tensor) { t.Rows = 7 }), mod(out, func(t *rs2d.Tensor) { t.Rows = 3 })},
+			"M > MaxM":          {mod(in, func(t *rs2d.Tensor) { t.Rows = 10 }), mod(out, func(t *rs2d.Tensor) { t.Rows = 5 })},
+			"N mismatch":        {mod(in, func(t *rs2d.Tensor) { t.Cols = 3 }), mod(out, func(t *rs2d.Tensor) { t.Cols = 3 })},
+			"dtype mismatch":    {mod(in, func(t *rs2d.Tensor) { t.DType = dtype.I32 }), mod(out, func(t *rs2d.Tensor) { t.DType = dtype.I32 })},
+			"output rows":       {in, mod(out, func(t *rs2d.Tensor) { t.Rows = 2 })},
+			"aliasing":          {in, mod(out, func(t *rs2d.Tensor) { t.Ptr = in.Ptr.Add(16) })},
+			"input too small":   {mod(in, func(t *rs2d.Tensor) { t.Ptr = small }), out},
+			"output too small":  {in, mod(out, func(t *rs2d.Tensor) { t.Ptr = small })},
+			"nil input":         {mod(in, func(t *rs2d.Tensor) { t.Ptr = 0 }), out},
+			"not device memory": {mod(in, func(t *rs2d.Tensor) { t.Ptr = 12345 }), out},
+		}
+		for name, c := range cases {
+			if err := rs.ReduceScatter(ctx, c[0], c[1], s); !errors.Is(err, device.ErrInvalidArgument) {
+				return fmt.Errorf("%s: got %v, want an invalid-argument error", name, err)
+			}
+		}
+		// Nothing was enqueued, so a good call still works on every rank.
+		if err := rs.ReduceScatter(ctx, in, out, s); err != nil {
+			return err
+		}
+		if err := s.Synchronize(ctx); err != nil {
+			return err
+		}
+		if err := rs.Close(); err != nil {
+			return err
+		}
+		if err := rs.ReduceScatter(ctx, in, out, s); !errors.Is(err, device.ErrClosed) {
+			return fmt.Errorf("call after Close: %v, want a closed error", err)
+		}
+		return rs.Close() // twice is fine
+	})
+	require.NoError(t, err)
+}
