@@ -1,0 +1,244 @@
+package main
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/device/sim"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 {
+		if live := sim.Live(); live != (sim.Counts{}) {
+			fmt.Fprintf(os.Stderr, "leak: simulated resources still alive after all tests: %+v\n", live)
+			code = 1
+		}
+		table.mu.Lock()
+		n := len(table.objects)
+		table.mu.Unlock()
+		if n != 0 {
+			fmt.Fprintf(os.Stderr, "leak: %d handle(s) still in the table after all tests\n", n)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func TestCodeOf(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code int
+	}{
+		{nil, codeOK},
+		{fmt.Errorf("x: %w", device.ErrInvalidArgument), codeInvalid},
+		{fmt.Errorf("x: %w", device.ErrNotSupported), codeNotSupported},
+		{&device.TimeoutError{What: "stream synchronize"}, codeTimeout},
+		{fmt.Errorf("x: %w", device.ErrPeer), codePeer},
+		{fmt.Errorf("x: %w", device.ErrClosed), codeClosed},
+		{errors.New("cuda: CUDA_ERROR_LAUNCH_FAILED"), codeOther},
+		{errors.Join(fmt.Errorf("a: %w", device.ErrPeer), &device.TimeoutError{}), codeTimeout},
+	} {
+		require.Equal(t, tc.code, codeOf(tc.err), "%v", tc.err)
+	}
+}
+
+// simRanks makes a simulated world through the Go side of the ABI and
+// closes it at the end of the test.
+func simRanks(t *testing.T, nodes, gpus int) []int64 {
+	t.Helper()
+	hs, err := initSim(nodes, gpus)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		for _, h := range hs {
+			require.NoError(t, closeWorld(h))
+		}
+	})
+	return hs
+}
+
+// eachRank runs fn concurrently for every rank handle.
+func eachRank(t *testing.T, hs []int64, fn func(i int, h int64) error) {
+	t.Helper()
+	errs := make([]error, len(hs))
+	var wg sync.WaitGroup
+	for i, h := range hs {
+		wg.Go(func() { errs[i] = fn(i, h) })
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+}
+
+func TestReduceScatterInt32(t *testing.T) {
+	hs := simRanks(t, 2, 2)
+	const world, rowsPer, n = 4, 3, 5
+	const m = world * rowsPer
+	input := func(rank, call, i int) int32 { return int32((rank+1)*1000 + call*100 + i - 30) }
+	eachRank(t, hs, func(rank int, h int64) error {
+		info, err := rankInfo(h)
+		if err != nil {
+			return err
+		}
+		if info.Rank != rank || info.Size != world || info.LocalRank != rank%2 || info.LocalSize != 2 || info.Backend != backendSim {
+			return fmt.Errorf("rank %d: info %+v", rank, info)
+		}
+		ctx, err := createRS2D(h, m, n, 4, false, 0)
+		if err != nil {
+			return err
+		}
+		defer func() { require.NoError(t, destroyRS2D(ctx)) }()
+		s, err := createStream(h)
+		if err != nil {
+			return err
+		}
+		in, err := allocMem(h, m*n*4)
+		if err != nil {
+			return err
+		}
+		out, err := allocMem(h, rowsPer*n*4)
+		if err != nil {
+			return err
+		}
+		buf := make([]byte, m*n*4)
+		for call := range 3 {
+			for i := range m * n {
+				binary.LittleEndian.PutUint32(buf[4*i:], uint32(input(rank, call, i)))
+			}
+			if err := copyToDevice(h, in, buf); err != nil {
+				return err
+			}
+			if err := reduceScatter(ctx, in, m, out, s); err != nil {
+				return err
+			}
+			if err := synchronizeStream(h, s, 10_000); err != nil {
+				return err
+			}
+			got := make([]byte, rowsPer*n*4)
+			if err := copyToHost(h, got, out); err != nil {
+				return err
+			}
+			for j := range rowsPer * n {
+				var want int32
+				for r := range world {
+					want += input(r, call, rank*rowsPer*n+j)
+				}
+				if g := int32(binary.LittleEndian.Uint32(got[4*j:])); g != want {
+					return fmt.Errorf("rank %d call %d element %d: got %d, want %d", rank, call, j, g, want)
+				}
+			}
+		}
+		// Bad input: every rank makes the same bad call, so nobody waits.
+		err = reduceScatter(ctx, in, m-1, out, s)
+		if codeOf(err) != codeInvalid {
+			return fmt.Errorf("M=%d: got %v, want an invalid-argument error", m-1, err)
+		}
+		if err := freeMem(h, in); err != nil {
+			return err
+		}
+		// out and the stream are left for closeWorld to release.
+		return nil
+	})
+}
+
+func TestHandles(t *testing.T) {
+	hs := simRanks(t, 1, 1)
+	h := hs[0]
+
+	_, err := lookup[*rs2dObj](h, kindRS2D)
+	require.Equal(t, codeInvalid, codeOf(err), "a world handle used as a context")
+	_, err = rankInfo(987654321)
+	require.Equal(t, codeInvalid, codeOf(err))
+	require.ErrorContains(t, err, "987654321 is not the handle of a live world")
+
+	_, err = createRS2D(h, 8, 8, 9, false, 0)
+	require.ErrorContains(t, err, "dtype 9")
+	_, err = createRS2D(h, 0, 8, 1, false, 0)
+	require.Equal(t, codeInvalid, codeOf(err))
+
+	ctx, err := createRS2D(h, 8, 8, 1, true, 2)
+	require.NoError(t, err)
+	require.Equal(t, codeInvalid, codeOf(closeWorld(h)), "closing a world with a live context")
+
+	v, err := signalValue(ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint32(1), v)
+	a, err := signalAddr(ctx, 0)
+	require.NoError(t, err)
+	require.NotZero(t, a)
+	_, err = signalAddr(ctx, 1)
+	require.Equal(t, codeInvalid, codeOf(err))
+	order := make([]int32, 1)
+	require.NoError(t, consumptionOrder(ctx, order))
+	require.Equal(t, []int32{0}, order)
+	require.Equal(t, codeInvalid, codeOf(consumptionOrder(ctx, nil)))
+
+	// Stream 0 is the rank's default stream on the simulated backend; other
+	// handles must come from createStream.
+	require.NoError(t, raiseSignal(ctx, 0, 0))
+	require.NoError(t, synchronizeStream(h, 0, 0))
+	require.Equal(t, codeInvalid, codeOf(synchronizeStream(h, 77, 0)))
+	require.Equal(t, codeInvalid, codeOf(destroyStream(h, 77)))
+	require.Equal(t, codeInvalid, codeOf(freeMem(h, 0x1234)))
+
+	require.NoError(t, destroyRS2D(ctx))
+	require.Equal(t, codeInvalid, codeOf(destroyRS2D(ctx)), "destroyed twice")
+	require.Equal(t, codeInvalid, codeOf(reduceScatter(ctx, 1, 1, 2, 0)))
+}
+
+// TestHotPathAllocs checks that the lookup of the hot path allocates
+// nothing once the stream is cached.
+func TestHotPathAllocs(t *testing.T) {
+	hs := simRanks(t, 1, 1)
+	ctx, err := createRS2D(hs[0], 8, 8, 1, false, 0)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, destroyRS2D(ctx)) }()
+	_, _, err = contextAndStream(ctx, 0)
+	require.NoError(t, err)
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, _, err := contextAndStream(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+	})
+	require.Zero(t, allocs)
+}
+
+func TestInitSimBounds(t *testing.T) {
+	for _, shape := range [][2]int{{0, 1}, {1, 0}, {-1, 2}, {17, 16}} {
+		_, err := initSim(shape[0], shape[1])
+		require.Equal(t, codeInvalid, codeOf(err), "%v", shape)
+	}
+}
+
+func TestLastErrorBound(t *testing.T) {
+	lastErrors.mu.Lock()
+	saved := lastErrors.thread
+	lastErrors.thread = map[int]threadError{}
+	for i := range maxThreadErrors {
+		lastErrors.seq++
+		lastErrors.thread[-1-i] = threadError{msg: "old", seq: lastErrors.seq}
+	}
+	lastErrors.mu.Unlock()
+	defer func() {
+		lastErrors.mu.Lock()
+		lastErrors.thread = saved
+		lastErrors.mu.Unlock()
+	}()
+
+	runtime.LockOSThread() // the record is per OS thread
+	defer runtime.UnlockOSThread()
+	setLastError("mine") // the calling thread is new: the oldest entry goes
+	require.Equal(t, "mine", lastError())
+	lastErrors.mu.Lock()
+	defer lastErrors.mu.Unlock()
+	require.Len(t, lastErrors.thread, maxThreadErrors)
+	_, ok := lastErrors.thread[-1]
+	require.False(t, ok, "the oldest message is dropped")
+}

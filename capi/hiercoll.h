@@ -1,0 +1,207 @@
+/*
+ * hiercoll.h — the C ABI of hiercoll (libhiercoll.so).
+ *
+ * Build:  scripts/build-capi.sh   (go build -buildmode=c-shared -o build/libhiercoll.so ./capi)
+ * Link:   cc -I capi app.c -L build -lhiercoll -lpthread
+ *
+ * hiercoll's ReduceScatter2D is a sum reduce-scatter of an [M, N] row-major
+ * tensor per rank into [M/world, N] per rank, over nnodes x local_world_size
+ * GPUs, reducing inside each node first and then sending 1/local_world_size
+ * of the data between nodes. The library is written in Go; this header is the
+ * whole of its C surface.
+ *
+ * Conventions
+ *   - Every function returns HC_OK (0) or one of the HC_ERR_* codes, except
+ *     hc_abi_version and hc_last_error. An error of several kinds at once (a
+ *     timeout joined with a peer failure, say) gets the lowest code.
+ *   - Objects are 64-bit integer handles (never pointers). A handle of the
+ *     wrong kind, or one already destroyed, gives HC_ERR_INVALID. Handles are
+ *     never reused within a process.
+ *   - Device memory is passed as a 64-bit device address (CUdeviceptr; on the
+ *     simulated backend an address from hc_sim_alloc). Streams are 64-bit
+ *     CUstream values (0 is the legacy default stream); on the simulated
+ *     backend they come from hc_stream_create (0 is a per-rank default stream).
+ *   - Output pointer arguments must not be NULL unless a function says so.
+ *   - Thread safety: every function may be called from any thread. A rank
+ *     handle of a simulated world is meant to be driven by its own thread
+ *     (collective calls of the ranks of one world must run concurrently).
+ *     Calls on one context are serialised inside the library.
+ *   - Collective functions (marked so) must be called by every rank of the
+ *     world with the same arguments; they block until all ranks arrive or
+ *     a timeout (60 s by default) passes, then fail with HC_ERR_TIMEOUT.
+ *
+ * Error messages
+ *   hc_last_error returns the message of the last failed call made by the
+ *   calling OS thread. The library records it per OS thread (Linux thread
+ *   id): a Go function exported through cgo runs on the C thread that called
+ *   it, so the id it reads is the caller's. Successful calls leave the
+ *   message in place (errno-style: read it right after a failure). The
+ *   messages of at most 4096 threads are kept; beyond that the oldest are
+ *   dropped, and a new thread that reuses a dead thread's id may see that
+ *   thread's last message until it fails itself.
+ *
+ * CUDA and other libraries
+ *   On GPUs the library works in each device's primary context, the context
+ *   the CUDA runtime (and so PyTorch and NCCL) uses: device pointers and
+ *   streams pass freely between them, and it works where the context already
+ *   exists. It never synchronises the device; reduce-scatter calls only
+ *   enqueue work on the caller's stream.
+ */
+#ifndef HIERCOLL_H
+#define HIERCOLL_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The ABI this header describes; hc_abi_version() returns the library's. */
+#define HC_ABI_VERSION 1
+
+/* Return codes. */
+#define HC_OK 0
+#define HC_ERR_INVALID 1       /* bad argument, shape, dtype, handle or state */
+#define HC_ERR_NOT_SUPPORTED 2 /* not available here (no GPU, no driver, ...) */
+#define HC_ERR_TIMEOUT 3       /* a rank did not arrive, or a bounded wait ran out */
+#define HC_ERR_PEER 4          /* another rank failed or left */
+#define HC_ERR_CLOSED 5        /* the object was closed */
+#define HC_ERR_OTHER 6         /* anything else (a CUDA error, ...) */
+
+/* Element types (hc_rs2d_create). */
+#define HC_BF16 1
+#define HC_F16 2
+#define HC_F32 3
+#define HC_I32 4
+
+/* Backends (hc_world_device). */
+#define HC_BACKEND_SIM 1  /* simulated GPU on the CPU */
+#define HC_BACKEND_CUDA 2 /* a CUDA GPU */
+
+/* The library's ABI version (HC_ABI_VERSION of the header it was built with). */
+int hc_abi_version(void);
+
+/*
+ * Copies the calling thread's last error message into buf (at most len-1
+ * bytes, always NUL-terminated when len > 0) and returns the message's full
+ * length in bytes (without the NUL), like snprintf; buf may be NULL when len
+ * is 0. Returns 0 (and writes "") when this thread has no recorded error.
+ */
+int hc_last_error(char* buf, int len);
+
+/* ---- Worlds: the rank a handle stands for ---------------------------- */
+
+/*
+ * Joins the multi-process job described by the torchrun environment
+ * (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT)
+ * and opens this rank's GPU (HIERCOLL_DEVICE, else LOCAL_RANK) in its primary
+ * context. The rendezvous listens on HIERCOLL_PORT, else MASTER_PORT+1, so it
+ * can run beside torch.distributed. Collective over the job. Once per
+ * process: later calls return the same handle without joining again (until
+ * hc_world_close).
+ */
+int hc_init_from_env(int64_t* world);
+
+/*
+ * Creates an in-process world of nodes x gpus_per_node simulated GPUs (the
+ * CPU backend) and writes one rank handle per rank, in rank order
+ * (node-major), to worlds_out[0 .. nodes*gpus_per_node-1]. Drive each rank
+ * from its own thread. At most 256 ranks.
+ */
+int hc_init_sim(int nodes, int gpus_per_node, int64_t* worlds_out);
+
+/* Rank, world size, local rank and local world size; NULL outputs are skipped. */
+int hc_world_info(int64_t world, int* rank, int* size, int* local_rank, int* local_size);
+
+/* The rank's device: HC_BACKEND_* and the device ordinal; NULL outputs are skipped. */
+int hc_world_device(int64_t world, int* backend, int* ordinal);
+
+/*
+ * Releases a rank: the streams and memory made through this header for it,
+ * its device and its connection to the other ranks. Fails with
+ * HC_ERR_INVALID while contexts of the rank are alive (destroy them first).
+ * Not collective, but call it after the rank's last collective.
+ */
+int hc_world_close(int64_t world);
+
+/* ---- ReduceScatter2D ---------------------------------------------------- */
+
+/*
+ * Creates a ReduceScatter2D context (collective). max_m: the largest M of a
+ * call (divisible by the world size); n: the columns of every call; dtype:
+ * HC_BF16, HC_F16, HC_F32 or HC_I32; overlap_with_gemm: non-zero makes each
+ * scatter copy wait on the GPU for its destination's GEMM signal (see
+ * hc_rs2d_raise_signal); reduction_sms: the SM budget of the intra-node
+ * reduce kernels (0: default 16).
+ */
+int hc_rs2d_create(int64_t world, int64_t max_m, int64_t n, int dtype, int overlap_with_gemm,
+                   int reduction_sms, int64_t* ctx);
+
+/* Destroys a context after a barrier with the other ranks (collective). */
+int hc_rs2d_destroy(int64_t ctx);
+
+/*
+ * Enqueues on stream: out = (sum over ranks of in)[this rank's M/world rows].
+ * in_ptr is [m, n] and out_ptr [m/world, n], row-major, contiguous, of the
+ * context's dtype, on the rank's device; every rank calls it with the same m
+ * (0 < m <= max_m, m divisible by the world size). Bad arguments fail with
+ * HC_ERR_INVALID before anything is enqueued. Nothing is synchronised: a rank
+ * that never arrives shows when the stream is synchronised.
+ */
+int hc_rs2d_reduce_scatter(int64_t ctx, uint64_t in_ptr, int64_t m, uint64_t out_ptr, uint64_t stream);
+
+/* The value a GEMM producer writes into a signal word to release the next call. */
+int hc_rs2d_signal_value(int64_t ctx, uint32_t* value);
+
+/* The device address of the 32-bit GEMM signal word for destination rank dest. */
+int hc_rs2d_signal_addr(int64_t ctx, int dest, uint64_t* addr);
+
+/* Enqueues on stream the write that releases the next call's scatter to rank dest. */
+int hc_rs2d_raise_signal(int64_t ctx, int dest, uint64_t stream);
+
+/*
+ * Writes the order in which the scatter consumes destination ranks (the
+ * world size of them) to order[0 .. world-1]; len must be at least the world
+ * size. A GEMM producer that finishes row blocks in this order lets
+ * communication start earliest.
+ */
+int hc_rs2d_consumption_order(int64_t ctx, int* order, int len);
+
+/* ---- Streams ----------------------------------------------------------- */
+
+/*
+ * Creates a stream on the rank's device and writes its handle (CUDA: the
+ * CUstream itself, non-blocking). Released by hc_stream_destroy or
+ * hc_world_close.
+ */
+int hc_stream_create(int64_t world, uint64_t* stream);
+
+/*
+ * Waits until all work enqueued on stream has run, for at most timeout_ms
+ * milliseconds (<= 0: 60 s), and returns the stream's error if it failed
+ * (HC_ERR_TIMEOUT names what it waited for). On CUDA any CUstream of the
+ * rank's device may be given (synchronising a PyTorch stream is usually
+ * PyTorch's job).
+ */
+int hc_stream_synchronize(int64_t world, uint64_t stream, int64_t timeout_ms);
+
+/* Destroys a stream from hc_stream_create (a foreign CUstream is left alive). */
+int hc_stream_destroy(int64_t world, uint64_t stream);
+
+/* ---- Device memory (for tests on the simulated backend; works on CUDA too) */
+
+/* Allocates size bytes of device memory on the rank's device (256-byte aligned, not zeroed). */
+int hc_sim_alloc(int64_t world, int64_t size, uint64_t* ptr);
+
+/* Frees memory from hc_sim_alloc. */
+int hc_sim_free(int64_t world, uint64_t ptr);
+
+/* Synchronous copies between host memory and device memory of the rank. */
+int hc_sim_copy_to_device(int64_t world, uint64_t dst, const void* src, int64_t size);
+int hc_sim_copy_to_host(int64_t world, void* dst, uint64_t src, int64_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HIERCOLL_H */

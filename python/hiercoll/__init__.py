@@ -1,0 +1,46 @@
+"""hiercoll for PyTorch: hierarchical GPU collectives over hiercoll's C ABI.
+
+    import torch, hiercoll
+    torch.cuda.set_device(local_rank)
+    hiercoll.init()                     # joins the torchrun job (idempotent)
+    with hiercoll.ReduceScatter2D(max_m=8192, n=8192, dtype=torch.bfloat16) as rs:
+        out = rs.reduce_scatter(x)      # [M, N] -> [M/world, N], on the current stream
+
+The shared library is found through HIERCOLL_LIB, else next to this package,
+else at build/libhiercoll.so of the repository the package sits in. torch is
+needed only for reduce_scatter on tensors; sim_world() runs the collective on
+simulated GPUs without it (raw pointers, for tests).
+"""
+
+from ._lib import (
+    ABI_VERSION,
+    ClosedError,
+    HiercollError,
+    HiercollTimeoutError,
+    InvalidArgumentError,
+    NotSupportedError,
+    PeerError,
+    library_path,
+)
+from .rs2d import ReduceScatter2D, dtype_code
+from .world import World, current, finalize, init, sim_world
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ABI_VERSION",
+    "ClosedError",
+    "HiercollError",
+    "HiercollTimeoutError",
+    "InvalidArgumentError",
+    "NotSupportedError",
+    "PeerError",
+    "ReduceScatter2D",
+    "World",
+    "current",
+    "dtype_code",
+    "finalize",
+    "init",
+    "library_path",
+    "sim_world",
+]

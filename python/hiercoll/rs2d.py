@@ -1,0 +1,198 @@
+"""ReduceScatter2D on torch tensors (or raw device pointers)."""
+
+import ctypes
+
+from . import _lib
+from ._lib import check, lib
+from .world import init
+
+# Names accepted for dtype, by C ABI code.
+_DTYPE_NAMES = {
+    "bf16": _lib.HC_BF16, "bfloat16": _lib.HC_BF16,
+    "fp16": _lib.HC_F16, "f16": _lib.HC_F16, "float16": _lib.HC_F16, "half": _lib.HC_F16,
+    "fp32": _lib.HC_F32, "f32": _lib.HC_F32, "float32": _lib.HC_F32, "float": _lib.HC_F32,
+    "int32": _lib.HC_I32, "i32": _lib.HC_I32, "int": _lib.HC_I32,
+}
+_CANONICAL = {_lib.HC_BF16: "bfloat16", _lib.HC_F16: "float16", _lib.HC_F32: "float32", _lib.HC_I32: "int32"}
+
+_torch = None
+_raw_stream = None
+
+
+def _import_torch():
+    """torch, imported on first need (the package works without it)."""
+    global _torch, _raw_stream
+    if _torch is None:
+        import torch
+        # The current stream's CUstream as an int without building a
+        # torch.cuda.Stream object: what Triton and Inductor use.
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        _raw_stream = raw if raw is not None else (lambda i: torch.cuda.current_stream(i).cuda_stream)
+        _torch = torch
+    return _torch
+
+
+def dtype_code(dtype):
+    """The HC_* code of a torch dtype or a name (bf16, float16, float32, int32, ...)."""
+    if isinstance(dtype, str):
+        code = _DTYPE_NAMES.get(dtype.strip().lower())
+        if code is None:
+            raise TypeError(f"hiercoll: unknown dtype {dtype!r} (want bfloat16, float16, float32 or int32)")
+        return code
+    name = str(dtype)
+    if name.startswith("torch."):
+        code = _DTYPE_NAMES.get(name[len("torch."):])
+        if code is not None:
+            return code
+    raise TypeError(f"hiercoll: dtype {dtype!r} is not supported (want torch.bfloat16, torch.float16, "
+                    "torch.float32 or torch.int32)")
+
+
+def _int(name, v):
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"hiercoll: {name} must be an int, not {type(v).__name__}")
+    return v
+
+
+class ReduceScatter2D:
+    """A ReduceScatter2D context: sum reduce-scatter of an [M, N] tensor per
+    rank into [M/world, N] per rank, reducing inside each node first.
+
+    Creating and closing it are collective (every rank, same arguments).
+    max_m is the largest M of a call (divisible by the world size), n the
+    columns of every call. world defaults to hiercoll.init() (the torchrun
+    job); pass a rank of hiercoll.sim_world() to run on simulated GPUs
+    (raw pointers only).
+
+        with hiercoll.ReduceScatter2D(8192, 8192, torch.bfloat16) as rs:
+            out = rs.reduce_scatter(x)    # on torch.cuda.current_stream()
+    """
+
+    def __init__(self, max_m, n, dtype, overlap_with_gemm=False, reduction_sms=0, world=None):
+        self._h = 0
+        self._world = world if world is not None else init()
+        code = dtype_code(dtype)
+        self.max_m, self.n = _int("max_m", max_m), _int("n", n)
+        self.dtype = _CANONICAL[code]
+        self.world_size = self._world.size
+        self.overlap_with_gemm = bool(overlap_with_gemm)
+        h = ctypes.c_int64()
+        check(lib().hc_rs2d_create(self._world._handle(), self.max_m, self.n, code,
+                                   int(self.overlap_with_gemm), _int("reduction_sms", reduction_sms),
+                                   ctypes.byref(h)))
+        self._h = h.value
+        self._rs = lib().hc_rs2d_reduce_scatter
+        self._torch_dtype = None
+
+    @property
+    def world(self):
+        return self._world
+
+    @property
+    def handle(self):
+        """The C ABI handle (int64); 0 once closed."""
+        return self._h
+
+    def _handle(self):
+        if self._h == 0:
+            raise _lib.ClosedError("hiercoll: the ReduceScatter2D context is closed", _lib.HC_ERR_CLOSED)
+        return self._h
+
+    def _stream(self, stream):
+        if stream is not None:
+            return int(stream)
+        if self._world.backend != "cuda":
+            return 0
+        _import_torch()
+        return _raw_stream(self._world.device_index)
+
+    def _check_tensor(self, what, t, rows):
+        torch = _torch
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"hiercoll: {what} must be a torch.Tensor, not {type(t).__name__}")
+        if t.dtype != self._torch_dtype:
+            raise TypeError(f"hiercoll: {what} is {t.dtype}; the context was made for {self._torch_dtype}")
+        dev = t.device
+        if dev.type != "cuda" or dev.index != self._world.device_index:
+            raise ValueError(f"hiercoll: {what} is on {dev}; this rank's GPU is cuda:{self._world.device_index} "
+                             "(call torch.cuda.set_device(LOCAL_RANK) before allocating)")
+        if t.dim() != 2 or (rows is not None and t.shape[0] != rows) or t.shape[1] != self.n:
+            want = f"[{rows}, {self.n}]" if rows is not None else f"[M, {self.n}]"
+            raise ValueError(f"hiercoll: {what} has shape {list(t.shape)}; want {want}")
+        if not t.is_contiguous():
+            raise ValueError(f"hiercoll: {what} must be contiguous (row-major [M, N])")
+
+    def reduce_scatter(self, input, output=None):
+        """Enqueues output = (sum over ranks of input)[this rank's rows] on the
+        current CUDA stream and returns output ([M/world, N], allocated when
+        None). Every rank calls it with the same M. Nothing is synchronised."""
+        h = self._handle()
+        if self._torch_dtype is None:
+            if self._world.backend != "cuda":
+                raise ValueError("hiercoll: torch tensors need a CUDA rank; use reduce_scatter_ptr on simulated ranks")
+            torch = _import_torch()
+            self._torch_dtype = getattr(torch, self.dtype)
+        self._check_tensor("input", input, None)
+        m = input.shape[0]
+        w = self.world_size
+        if m <= 0 or m % w or m > self.max_m:
+            raise ValueError(f"hiercoll: M={m} must be positive, divisible by the world size {w} "
+                             f"and at most max_m={self.max_m}")
+        if output is None:
+            output = _torch.empty((m // w, self.n), dtype=self._torch_dtype, device=input.device)
+        else:
+            self._check_tensor("output", output, m // w)
+        rc = self._rs(h, input.data_ptr(), m, output.data_ptr(), _raw_stream(self._world.device_index))
+        if rc:
+            raise _lib.error(rc)
+        return output
+
+    def reduce_scatter_ptr(self, in_ptr, m, out_ptr, stream=0):
+        """The C ABI call itself: device addresses of a contiguous [m, n]
+        input and [m/world, n] output, and a CUstream (or a simulated stream
+        from World.stream_create; 0 is the default stream)."""
+        rc = self._rs(self._handle(), in_ptr, m, out_ptr, stream)
+        if rc:
+            raise _lib.error(rc)
+
+    def signal_value(self):
+        """The value a GEMM producer writes into a signal word to release the next call."""
+        v = ctypes.c_uint32()
+        check(lib().hc_rs2d_signal_value(self._handle(), ctypes.byref(v)))
+        return v.value
+
+    def signal_addr(self, dest):
+        """The device address of the 32-bit GEMM signal word of destination rank dest."""
+        a = ctypes.c_uint64()
+        check(lib().hc_rs2d_signal_addr(self._handle(), _int("dest", dest), ctypes.byref(a)))
+        return a.value
+
+    def raise_signal(self, dest, stream=None):
+        """Enqueues the write that releases the next call's scatter to rank dest,
+        on stream (default: the current CUDA stream; 0 on simulated ranks)."""
+        check(lib().hc_rs2d_raise_signal(self._handle(), _int("dest", dest), self._stream(stream)))
+
+    def consumption_order(self):
+        """Destination ranks in the order the scatter consumes their rows."""
+        order = (ctypes.c_int * self.world_size)()
+        check(lib().hc_rs2d_consumption_order(self._handle(), order, self.world_size))
+        return list(order)
+
+    def close(self):
+        """Releases the context after a barrier with the other ranks
+        (collective). Idempotent."""
+        if self._h:
+            h, self._h = self._h, 0
+            check(lib().hc_rs2d_destroy(h))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        state = "closed" if self._h == 0 else f"handle={self._h}"
+        return (f"hiercoll.ReduceScatter2D(max_m={self.max_m}, n={self.n}, dtype={self.dtype}, "
+                f"world={self.world_size}, overlap_with_gemm={self.overlap_with_gemm}, {state})")

@@ -1,0 +1,167 @@
+"""The C ABI through ctypes on simulated GPUs: no torch, no GPU needed.
+
+Skips when libhiercoll.so is not built (scripts/build-capi.sh, or HIERCOLL_LIB).
+Runs under pytest or `python3 -m unittest` (with python/ on PYTHONPATH).
+"""
+
+import array
+import os
+import pathlib
+import sys
+import threading
+import unittest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+import hiercoll  # noqa: E402
+from hiercoll import _lib  # noqa: E402
+
+
+def _library_or_skip():
+    try:
+        return hiercoll.library_path()
+    except hiercoll.NotSupportedError as e:
+        raise unittest.SkipTest(str(e))
+
+
+def _inputs(rank, call, count):
+    return array.array("i", [((rank + 1) * 1000 + call * 100 + i * 7) % 20011 - 10000 for i in range(count)])
+
+
+class CtypesSimTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        _library_or_skip()
+
+    def test_abi_version(self):
+        self.assertEqual(_lib.lib().hc_abi_version(), hiercoll.ABI_VERSION)
+
+    def test_world1_reduce_scatter(self):
+        (w,) = hiercoll.sim_world(1, 1)
+        try:
+            self.assertEqual((w.rank, w.size, w.local_rank, w.local_size, w.backend), (0, 1, 0, 1, "sim"))
+            m, n = 6, 3
+            with hiercoll.ReduceScatter2D(m, n, "int32", world=w) as rs:
+                self.assertEqual(rs.consumption_order(), [0])
+                self.assertEqual(rs.signal_value(), 1)
+                self.assertNotEqual(rs.signal_addr(0), 0)
+                src, dst = w.alloc(m * n * 4), w.alloc(m * n * 4)
+                for call in range(3):
+                    x = _inputs(0, call, m * n)
+                    w.copy_to_device(src, x)
+                    rs.reduce_scatter_ptr(src, m, dst)  # the rank's default stream
+                    w.stream_synchronize(0, timeout=20)
+                    got = array.array("i", bytes(w.copy_to_host(dst, m * n * 4)))
+                    self.assertEqual(got, x)  # world 1: the sum of one rank
+                    self.assertEqual(rs.signal_value(), call + 2)
+                with self.assertRaises(hiercoll.InvalidArgumentError) as cm:
+                    rs.reduce_scatter_ptr(src, m + 1, dst)
+                self.assertIsInstance(cm.exception, ValueError)
+                self.assertIn("exceeds MaxM", str(cm.exception))
+                self.assertEqual(cm.exception.code, _lib.HC_ERR_INVALID)
+                with self.assertRaises(hiercoll.InvalidArgumentError):
+                    rs.signal_addr(1)
+                w.free(src)
+                w.free(dst)
+            self.assertEqual(rs.handle, 0)
+            with self.assertRaises(hiercoll.ClosedError):
+                rs.reduce_scatter_ptr(1, 1, 2)
+            rs.close()  # idempotent
+        finally:
+            w.close()
+        self.assertTrue(w.closed)
+        with self.assertRaises(hiercoll.ClosedError):
+            w.alloc(8)
+
+    def test_2x2_threads(self):
+        """A 2 x 2 world, one Python thread per rank (ctypes releases the GIL)."""
+        ranks = hiercoll.sim_world(2, 2)
+        world, rows_per, n = 4, 2, 5
+        m = world * rows_per
+        errors = []
+
+        def rank_main(w):
+            try:
+                s = w.stream_create()
+                with hiercoll.ReduceScatter2D(m, n, "int32", overlap_with_gemm=True, world=w) as rs:
+                    order = rs.consumption_order()
+                    self.assertEqual(sorted(order), list(range(world)))
+                    self.assertEqual(order[-1], w.rank)
+                    src, dst = w.alloc(m * n * 4), w.alloc(rows_per * n * 4)
+                    for call in range(2):
+                        w.copy_to_device(src, _inputs(w.rank, call, m * n))
+                        for dest in order:  # the GEMM producer's signals
+                            rs.raise_signal(dest, stream=s)
+                        rs.reduce_scatter_ptr(src, m, dst, stream=s)
+                        w.stream_synchronize(s, timeout=20)
+                        got = array.array("i", bytes(w.copy_to_host(dst, rows_per * n * 4)))
+                        base = w.rank * rows_per * n
+                        want = [sum(_inputs(r, call, m * n)[base + j] for r in range(world))
+                                for j in range(rows_per * n)]
+                        self.assertEqual(list(got), want)
+                    # Every rank makes the same bad call: nobody waits.
+                    with self.assertRaisesRegex(ValueError, "not divisible by world size 4"):
+                        rs.reduce_scatter_ptr(src, m - 1, dst, stream=s)
+                w.stream_destroy(s)
+            except BaseException as e:  # noqa: BLE001 - reported below
+                errors.append(f"rank {w.rank}: {e!r}")
+            finally:
+                try:
+                    w.close()  # also frees src and dst
+                except BaseException as e:  # noqa: BLE001
+                    errors.append(f"rank {w.rank} close: {e!r}")
+
+        threads = [threading.Thread(target=rank_main, args=(w,)) for w in ranks]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        self.assertFalse(any(t.is_alive() for t in threads), "a rank did not finish")
+        self.assertEqual(errors, [])
+
+    def test_argument_errors(self):
+        (w,) = hiercoll.sim_world(1, 1)
+        try:
+            with self.assertRaises(TypeError):
+                hiercoll.ReduceScatter2D(4, 4, "float64", world=w)
+            with self.assertRaises(TypeError):
+                hiercoll.ReduceScatter2D(4.0, 4, "bf16", world=w)
+            with self.assertRaisesRegex(hiercoll.InvalidArgumentError, "max_m=0"):
+                hiercoll.ReduceScatter2D(0, 4, "bf16", world=w)
+            with self.assertRaisesRegex(hiercoll.InvalidArgumentError, "was not made by hc_stream_create"):
+                w.stream_synchronize(0x1234)
+            rs = hiercoll.ReduceScatter2D(4, 4, "bf16", world=w)
+            try:
+                with self.assertRaises(ValueError):  # torch tensors need a CUDA rank
+                    rs.reduce_scatter(None)
+                with self.assertRaisesRegex(hiercoll.InvalidArgumentError, "destroy them before closing"):
+                    w.close()
+                self.assertFalse(w.closed)
+            finally:
+                rs.close()
+        finally:
+            w.close()
+        with self.assertRaisesRegex(hiercoll.InvalidArgumentError, "both must be positive"):
+            hiercoll.sim_world(0, 1)
+
+    def test_dtype_codes(self):
+        for name, code in [("bf16", 1), ("bfloat16", 1), ("float16", 2), ("half", 2), ("fp32", 3), ("int32", 4)]:
+            self.assertEqual(hiercoll.dtype_code(name), code)
+        with self.assertRaises(TypeError):
+            hiercoll.dtype_code("int64")
+
+    def test_library_candidates(self):
+        old = os.environ.get(_lib.ENV_LIB)
+        os.environ[_lib.ENV_LIB] = "/nonexistent/libhiercoll.so"
+        try:
+            with self.assertRaisesRegex(hiercoll.NotSupportedError, "names a missing file"):
+                hiercoll.library_path()
+        finally:
+            if old is None:
+                del os.environ[_lib.ENV_LIB]
+            else:
+                os.environ[_lib.ENV_LIB] = old
+
+
+if __name__ == "__main__":
+    unittest.main()

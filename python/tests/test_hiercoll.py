@@ -1,0 +1,192 @@
+"""hiercoll with torch: tensors on the rank's GPU, the current stream, argument checks.
+
+Skips without torch, without a GPU, or without the library. Runs as one process (a world of one
+rank: the torchrun variables are set for it when absent) or under torchrun, every rank running
+the same tests:
+
+    pytest python/tests/test_hiercoll.py
+    torchrun --nproc-per-node 2 -m pytest python/tests/test_hiercoll.py
+"""
+
+import os
+import pathlib
+import socket
+import sys
+import time
+import unittest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+import hiercoll  # noqa: E402
+
+try:
+    import torch
+except ImportError:  # the tests below skip
+    torch = None
+
+
+def _library_ok():
+    try:
+        hiercoll.library_path()
+        return True
+    except hiercoll.NotSupportedError:
+        return False
+
+
+def _one_rank_env():
+    """The torchrun variables of a one-rank job, where the process has none."""
+    if "RANK" in os.environ:
+        return
+    with socket.socket() as s:  # a free port pair: MASTER_PORT and the rendezvous above it
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1",
+                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), HIERCOLL_PORT=str(port))
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class TorchDTypeTest(unittest.TestCase):
+    def test_dtype_codes(self):
+        self.assertEqual(hiercoll.dtype_code(torch.bfloat16), 1)
+        self.assertEqual(hiercoll.dtype_code(torch.float16), 2)
+        self.assertEqual(hiercoll.dtype_code(torch.float32), 3)
+        self.assertEqual(hiercoll.dtype_code(torch.int32), 4)
+        for bad in (torch.float64, torch.int64, torch.uint8):
+            with self.assertRaises(TypeError):
+                hiercoll.dtype_code(bad)
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+@unittest.skipIf(torch is not None and not torch.cuda.is_available(), "no CUDA GPU")
+@unittest.skipUnless(_library_ok(), "libhiercoll.so is not built (scripts/build-capi.sh)")
+class TorchGPUTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        _one_rank_env()
+        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+        torch.zeros(1, device="cuda")  # torch owns the context first
+        cls.w = hiercoll.init()
+        cls.dev = torch.device("cuda", cls.w.device_index)
+        cls.world = cls.w.size
+
+    def inputs(self, dtype, m, n, call=0):
+        """Every rank's input of a call (each rank can make all of them), and the expected output."""
+        xs = []
+        for r in range(self.world):
+            g = torch.Generator(device=self.dev)
+            g.manual_seed(1000 * r + call)
+            if dtype == torch.int32:
+                xs.append(torch.randint(-(1 << 20), 1 << 20, (m, n), dtype=dtype, device=self.dev, generator=g))
+            else:
+                xs.append(torch.rand(m, n, dtype=dtype, device=self.dev, generator=g) - 0.5)
+        rows = slice(self.w.rank * (m // self.world), (self.w.rank + 1) * (m // self.world))
+        stacked = torch.stack([x[rows].double() for x in xs])
+        # The expected rows, and the sum of magnitudes that bounds the rounding error.
+        return xs[self.w.rank], (stacked.sum(0), stacked.abs().sum(0))
+
+    def check(self, out, want, dtype):
+        total, magnitude = want
+        if dtype == torch.int32:
+            self.assertTrue(torch.equal(out, total.to(torch.int32)))
+        else:
+            # fp32 accumulation, one rounding per level (two with several nodes): the error is at
+            # most 2u times the sum of magnitudes, plus the fp32 accumulation's own.
+            u = {torch.bfloat16: 2.0 ** -8, torch.float16: 2.0 ** -11, torch.float32: 2.0 ** -24}[dtype]
+            err = (out.double() - total).abs()
+            self.assertLessEqual(float((err - 2 * u * magnitude - 1e-6).max()), 0.0)
+
+    def test_init_idempotent(self):
+        self.assertIs(hiercoll.init(), self.w)
+        self.assertEqual(self.w.backend, "cuda")
+        self.assertEqual(self.w.device_index, torch.cuda.current_device())
+
+    def test_dtypes_and_shapes(self):
+        for dtype in (torch.bfloat16, torch.float16, torch.float32, torch.int32):
+            for rows_per, n in ((1, 1), (3, 7), (5, 4099)):
+                m = rows_per * self.world
+                with self.subTest(dtype=dtype, m=m, n=n), hiercoll.ReduceScatter2D(2 * m, n, dtype) as rs:
+                    for call in range(2):  # repeated calls; M below MaxM
+                        x, want = self.inputs(dtype, m, n, call)
+                        out = rs.reduce_scatter(x)
+                        torch.cuda.synchronize()
+                        self.assertEqual(tuple(out.shape), (rows_per, n))
+                        self.assertEqual(out.dtype, dtype)
+                        self.check(out, want, dtype)
+
+    def test_side_stream_and_given_output(self):
+        m, n = 4 * self.world, 64
+        x, want = self.inputs(torch.float32, m, n)
+        out = torch.full((m // self.world, n), float("nan"), device=self.dev)
+        s = torch.cuda.Stream(device=self.dev)
+        s.wait_stream(torch.cuda.current_stream())
+        with hiercoll.ReduceScatter2D(m, n, torch.float32) as rs, torch.cuda.stream(s):
+            got = rs.reduce_scatter(x, out)
+            s.synchronize()
+        self.assertIs(got, out)
+        self.check(out, want, torch.float32)
+
+    def test_overlap_with_gemm_signals(self):
+        m, n = 2 * self.world, 33
+        with hiercoll.ReduceScatter2D(m, n, torch.int32, overlap_with_gemm=True) as rs:
+            order = rs.consumption_order()
+            self.assertEqual(sorted(order), list(range(self.world)))
+            for call in range(3):
+                v = rs.signal_value()
+                self.assertNotEqual(rs.signal_addr(order[0]), 0)
+                x, want = self.inputs(torch.int32, m, n, call)
+                for dest in order:
+                    rs.raise_signal(dest)  # on the current stream
+                out = rs.reduce_scatter(x)
+                torch.cuda.synchronize()
+                self.check(out, want, torch.int32)
+                self.assertEqual(rs.signal_value(), v + 1)
+
+    def test_bad_arguments(self):
+        w = self.world
+        m, n = 2 * w, 16
+        with hiercoll.ReduceScatter2D(m, n, torch.bfloat16) as rs:
+            x = torch.zeros(m, n, dtype=torch.bfloat16, device=self.dev)
+            cases = [
+                (TypeError, "torch.Tensor", lambda: rs.reduce_scatter([[0.0]])),
+                (TypeError, "torch.float32", lambda: rs.reduce_scatter(x.float())),
+                (ValueError, "cpu", lambda: rs.reduce_scatter(x.cpu())),
+                (ValueError, "shape", lambda: rs.reduce_scatter(x[:, :-1])),
+                (ValueError, "shape", lambda: rs.reduce_scatter(x.reshape(-1))),
+                (ValueError, "max_m", lambda: rs.reduce_scatter(torch.zeros(2 * m, n, dtype=torch.bfloat16, device=self.dev))),
+                (ValueError, "contiguous", lambda: rs.reduce_scatter(torch.zeros(n, m, dtype=torch.bfloat16, device=self.dev).t())),
+                (ValueError, "shape", lambda: rs.reduce_scatter(x, torch.empty(m, n, dtype=torch.bfloat16, device=self.dev))),
+                (TypeError, "torch.int32", lambda: rs.reduce_scatter(x, torch.empty(m // w, n, dtype=torch.int32, device=self.dev))),
+                # Caught by the library: the output inside the input.
+                (hiercoll.InvalidArgumentError, "overlaps", lambda: rs.reduce_scatter(x, x[: m // w])),
+            ]
+            if w > 1:
+                cases.append((ValueError, "divisible", lambda: rs.reduce_scatter(x[: m - 1])))
+            for exc, text, fn in cases:
+                with self.subTest(text=text), self.assertRaisesRegex(exc, text):
+                    fn()
+            with self.assertRaises(hiercoll.InvalidArgumentError):
+                rs.signal_addr(w)
+        with self.assertRaises(hiercoll.ClosedError):
+            rs.reduce_scatter(x)
+
+    def test_host_overhead(self):
+        """Prints the host time per enqueue-only call (not asserted: machines differ)."""
+        m, n, batch, rounds = self.world, 8, 20, 25
+        x = torch.ones(m, n, dtype=torch.bfloat16, device=self.dev)
+        out = torch.empty(1, n, dtype=torch.bfloat16, device=self.dev)
+        with hiercoll.ReduceScatter2D(m, n, torch.bfloat16) as rs:
+            for _ in range(batch):
+                rs.reduce_scatter(x, out)
+            per_call = []
+            for _ in range(rounds):
+                t0 = time.perf_counter()
+                for _ in range(batch):
+                    rs.reduce_scatter(x, out)
+                per_call.append((time.perf_counter() - t0) / batch)
+                torch.cuda.synchronize()
+        per_call.sort()
+        print(f"\nhiercoll: host time per reduce_scatter call: {per_call[len(per_call) // 2] * 1e6:.1f} µs (median)")
+
+
+if __name__ == "__main__":
+    unittest.main()
