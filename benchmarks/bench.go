@@ -146,7 +146,10 @@ func bench(ctx context.Context, r world.Rank, o BenchOptions) (err error) {
 
 // VariantName describes the settings of a benchmark variant.
 func VariantName(c rs2d.Config) string {
-	return fmt.Sprintf("cs%d ch%d sm%d", c.CopyStreams, c.Chunks, c.ReductionSMs)
+	if c.Engine == rs2d.EngineSM {
+		return fmt.Sprintf("sm push%d red%d ch%d", c.PushSMs, c.ReductionSMs, c.Chunks)
+	}
+	return fmt.Sprintf("ce cs%d red%d ch%d", c.CopyStreams, c.ReductionSMs, c.Chunks)
 }
 
 func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, vcfg rs2d.Config, ref *Reference, buf *buffers,
@@ -163,8 +166,8 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, vcfg rs2d.C
 	defer func() { err = errors.Join(err, rs.Close()) }()
 	eff := rs.Config()
 	name := VariantName(eff)
-	p.Printf("variant %q: reduction SMs %d, copy streams %d, chunks %d (0: by size), transport %s\n",
-		name, eff.ReductionSMs, eff.CopyStreams, eff.Chunks, rs.Transport())
+	p.Printf("variant %q: engine %v, push SMs %d, reduction SMs %d, copy streams %d, chunks %d (0: by size), transport %s\n",
+		name, eff.Engine, eff.PushSMs, eff.ReductionSMs, eff.CopyStreams, eff.Chunks, rs.Transport())
 	p.Printf("%12s %12s %6s %10s %8s %8s %10s %8s %8s %7s %9s\n",
 		"size(B)", "count", "type", "time(us)", "algbw", "busbw", "nccl(us)", "algbw", "busbw", "speedup", "maxerr")
 	for i, m := range ms {

@@ -71,7 +71,10 @@ func verify(ctx context.Context, r world.Rank, o VerifyOptions) (err error) {
 		for _, c := range o.Cases {
 			i++
 			start := time.Now()
-			msg, err := verifyCase(ctx, r, o, ref, s, dt, c)
+			msg, desc, err := verifyCase(ctx, r, o, ref, s, dt, c)
+			if i == 1 {
+				p.Printf("  %s\n", desc)
+			}
 			if err != nil {
 				return fmt.Errorf("%v rows/rank %d N %d: %w", dt, c.RowsPer, c.N, err)
 			}
@@ -144,19 +147,20 @@ func gather(ctx context.Context, r world.Rank, msg string) (bool, string, error)
 
 // verifyCase runs o.Calls calls of one shape on fresh data; it returns ""
 // when every output matched, else what went wrong on this rank.
-func verifyCase(ctx context.Context, r world.Rank, o VerifyOptions, ref *Reference, s device.Stream, dt dtype.DType, c Case) (msg string, err error) {
+func verifyCase(ctx context.Context, r world.Rank, o VerifyOptions, ref *Reference, s device.Stream, dt dtype.DType, c Case) (msg, desc string, err error) {
 	ws := r.Comm.Size()
 	m := c.RowsPer * ws
 	cfg := o.Config
 	cfg.MaxM, cfg.N, cfg.DType = m, c.N, dt
 	rs, err := rs2d.New(ctx, r.Comm, r.Dev, cfg)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	defer func() { err = errors.Join(err, rs.Close()) }()
+	desc = fmt.Sprintf("engine %v, transport between nodes %s", rs.Config().Engine, rs.Transport())
 	buf, err := allocBuffers(r.Dev, m, c.N, ws, dt, ref != nil)
 	if err != nil {
-		return "", err
+		return "", desc, err
 	}
 	defer func() { err = errors.Join(err, buf.free()) }()
 
@@ -166,53 +170,53 @@ func verifyCase(ctx context.Context, r world.Rank, o VerifyOptions, ref *Referen
 	for call := 0; call < o.Calls; call++ {
 		seed, err := agreeSeed(ctx, r)
 		if err != nil {
-			return "", err
+			return "", desc, err
 		}
 		in := Inputs{Seed: seed, DType: dt, World: ws, RowsPer: c.RowsPer, Cols: c.N}
 		if err := r.Dev.CopyToDevice(buf.in, in.Rank(rank)); err != nil {
-			return "", err
+			return "", desc, err
 		}
 		for _, out := range []device.Ptr{buf.out, buf.ref} {
 			if out != 0 {
 				if err := r.Dev.CopyToDevice(out, check.Poison(dt, count)); err != nil {
-					return "", err
+					return "", desc, err
 				}
 			}
 		}
 		if err := rs.ReduceScatter(ctx, buf.inTensor(), buf.outTensor(), s); err != nil {
-			return "", err
+			return "", desc, err
 		}
 		if ref != nil {
 			if err := ref.ReduceScatter(buf.in, buf.ref, int64(count), dt, s); err != nil {
-				return "", err
+				return "", desc, err
 			}
 		}
 		if err := s.Synchronize(ctx); err != nil {
-			return "", err
+			return "", desc, err
 		}
 		want := in.Expected(rank)
 		if err := r.Dev.CopyToHost(got, buf.out); err != nil {
-			return "", err
+			return "", desc, err
 		}
 		if rep := want.Compare(got, rs2d.Roundings(ws/r.Comm.LocalSize())); !rep.OK() {
-			return fmt.Sprintf("call %d: hiercoll vs fp64: %v", call, rep), nil
+			return fmt.Sprintf("call %d: hiercoll vs fp64: %v", call, rep), desc, nil
 		}
 		if ref == nil {
 			continue
 		}
 		nccl := make([]byte, len(got))
 		if err := r.Dev.CopyToHost(nccl, buf.ref); err != nil {
-			return "", err
+			return "", desc, err
 		}
 		// NCCL's ring rounds once per hop.
 		if rep := want.Compare(nccl, ws); !rep.OK() {
-			return fmt.Sprintf("call %d: NCCL itself vs fp64: %v", call, rep), nil
+			return fmt.Sprintf("call %d: NCCL itself vs fp64: %v", call, rep), desc, nil
 		}
 		if dt == dtype.I32 && string(nccl) != string(got) {
-			return fmt.Sprintf("call %d: int32 result differs from NCCL's", call), nil
+			return fmt.Sprintf("call %d: int32 result differs from NCCL's", call), desc, nil
 		}
 	}
-	return "", nil
+	return "", desc, nil
 }
 
 // verifyRepeat makes o.Repeat calls on one context with fresh data each.

@@ -27,8 +27,10 @@ type worldFlags struct {
 	timeout time.Duration
 
 	reductionSMs string
+	pushSMs      string
 	chunks       string
 	copyStreams  string
+	engines      string
 	transport    string
 }
 
@@ -38,7 +40,9 @@ func (w *worldFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&w.gpus, "gpus", 0, "GPUs per node; default 4 on the CPU backend, every GPU on GPUs")
 	fs.DurationVar(&w.timeout, "timeout", 2*time.Minute, "bound on every wait")
 	fs.StringVar(&w.reductionSMs, "reduction-sms", "0", "SMs for the intra-node reduce (0: default); bench takes a list")
+	fs.StringVar(&w.pushSMs, "push-sms", "0", "SMs storing to peers with the SM engine (0: default); bench takes a list")
 	fs.StringVar(&w.chunks, "chunks", "0", "chunks per node step (0: by size); bench takes a list")
+	fs.StringVar(&w.engines, "engine", "auto", "intra-node engine: auto, sm, copy; bench takes a list")
 	fs.StringVar(&w.copyStreams, "copy-streams", "0", "copy-engine streams for the scatter (0: default); bench takes a list")
 	fs.StringVar(&w.transport, "transport", "auto", "inter-node transport: auto, ipc, nccl, nvshmem")
 }
@@ -61,14 +65,28 @@ func (w *worldFlags) variants() ([]rs2d.Config, error) {
 	sms, err1 := intList("reduction-sms", w.reductionSMs)
 	chunks, err2 := intList("chunks", w.chunks)
 	copies, err3 := intList("copy-streams", w.copyStreams)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	pushes, err4 := intList("push-sms", w.pushSMs)
+	var engines []rs2d.Engine
+	for _, name := range strings.Split(w.engines, ",") {
+		e, err := rs2d.ParseEngine(strings.TrimSpace(name))
+		if err != nil {
+			err4 = errors.Join(err4, err)
+		}
+		engines = append(engines, e)
+	}
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return nil, usageError{err}
 	}
 	var out []rs2d.Config
-	for _, cs := range copies {
-		for _, ch := range chunks {
-			for _, sm := range sms {
-				out = append(out, rs2d.Config{ReductionSMs: sm, Chunks: ch, CopyStreams: cs, Transport: kind, Timeout: w.timeout})
+	for _, e := range engines {
+		for _, cs := range copies {
+			for _, ch := range chunks {
+				for _, sm := range sms {
+					for _, ps := range pushes {
+						out = append(out, rs2d.Config{Engine: e, ReductionSMs: sm, PushSMs: ps, Chunks: ch, CopyStreams: cs,
+							Transport: kind, Timeout: w.timeout})
+					}
+				}
 			}
 		}
 	}
