@@ -163,10 +163,13 @@ __device__ __forceinline__ void push_reduce(const typename T::E* __restrict__ in
         } else {
           for (long long x = lo + tid; x < hi; x += nthreads) dst[x] = src[x];
         }
-        __threadfence_system();
+        // The barrier orders every thread's stores before thread 0's release
+        // atomic, which publishes them all (release is cumulative): one
+        // system-scope fence per block and chunk, not one per thread.
         __syncthreads();
         if (threadIdx.x == 0) {
           u32* counter = (u32*)((char*)peers[p] + counters_off) + lr * max_chunks + c;
+          __threadfence_system();
           add_release_sys(counter, 1);
         }
       }
