@@ -28,6 +28,7 @@ commands:
            (on the GPUs when there are any, else on a simulated 2 nodes x 4 GPUs)
   verify   correctness sweep: every dtype, odd N, M_per_rank 1, many calls in a row
   bench    bus bandwidth of hiercoll beside NCCL (table, CSV, PNG)
+  bench-gemm  GEMM + reduce-scatter: overlapped vs GEMM then NCCL/hiercoll, in one run
   doctor   GPUs, NVLink/P2P, driver attributes, NVRTC and NCCL versions
   floors   bandwidth and latency of the primitives (copy engine, SM copies, reduce, signals)
   launch   launch --nproc N [--nodes K] -- command args...   (torchrun-style)
@@ -50,6 +51,8 @@ func main() {
 		err = runVerify(ctx, args)
 	case "bench":
 		err = runBench(ctx, args)
+	case "bench-gemm":
+		err = runBenchGemm(ctx, args)
 	case "doctor":
 		err = runDoctor(ctx, args)
 	case "floors":

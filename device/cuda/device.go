@@ -586,7 +586,7 @@ func (d *Device) Close() error {
 		return nil
 	}
 	var errs []error
-	errs = append(errs, d.mods.unloadAll(d))
+	errs = append(errs, d.ReleaseBLAS(), d.mods.unloadAll(d))
 	errs = append(errs, d.check(d.drv.streamDestroy(d.ctx, d.xfer), "cuStreamDestroy_v2(transfer stream)"))
 	errs = append(errs, d.check(d.drv.primaryCtxRelease(d.dev), "cuDevicePrimaryCtxRelease_v2(%d)", d.dev))
 	if err := errors.Join(errs...); err != nil {

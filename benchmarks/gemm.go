@@ -1,0 +1,630 @@
+package benchmarks
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/device/cuda"
+	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/gemmrs"
+	"github.com/seed12530e24/hiercoll/rs2d"
+	"github.com/seed12530e24/hiercoll/world"
+)
+
+// GemmShape is one GEMM + reduce-scatter problem: C = A·B with A [M, K] and
+// B [K, N] as a whole, K split evenly over the ranks (each rank holds
+// A [M, K/world] and B [K/world, N]).
+type GemmShape struct{ M, N, K int }
+
+func (s GemmShape) String() string { return fmt.Sprintf("%dx%dx%d", s.M, s.N, s.K) }
+
+// ParseGemmShapes reads "8192x8192x28672,4096x8192x28672" (M×N×K).
+func ParseGemmShapes(s string) ([]GemmShape, error) {
+	var out []GemmShape
+	for _, f := range strings.Split(s, ",") {
+		parts := strings.Split(strings.TrimSpace(strings.ToLower(f)), "x")
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("shape %q: want MxNxK", f)
+		}
+		var v [3]int
+		for i, p := range parts {
+			n, err := strconv.Atoi(p)
+			if err != nil || n <= 0 {
+				return nil, fmt.Errorf("shape %q: want three positive integers MxNxK", f)
+			}
+			v[i] = n
+		}
+		out = append(out, GemmShape{M: v[0], N: v[1], K: v[2]})
+	}
+	return out, nil
+}
+
+// DefaultGemmShapes are the row-parallel linear layers of the issue on
+// GPUs; on the CPU backend, tiny shapes of the same form that keep the run
+// short (M and K multiples of the world size, one N odd).
+func DefaultGemmShapes(gpu bool, world int) []GemmShape {
+	if gpu {
+		return []GemmShape{{8192, 8192, 28672}, {8192, 8192, 8192}, {4096, 8192, 28672}}
+	}
+	return []GemmShape{{16 * world, 24, 8 * world}, {8 * world, 33, 4 * world}}
+}
+
+// GemmOptions configure the GEMM + reduce-scatter benchmark.
+type GemmOptions struct {
+	Shapes []GemmShape
+	DType  dtype.DType
+	// Mode is the GemmRS's mode: the path its Run takes (the "picks"
+	// column). Both paths are timed whatever it is.
+	Mode gemmrs.Mode
+	// GemmSMs is the SM target of the overlapped GEMM (0: all).
+	GemmSMs int
+	// Config tunes the reduce-scatter (ReductionSMs, Chunks, CopyStreams,
+	// Transport, Timeout).
+	Config rs2d.Config
+	Iters  int // calls per timed measurement (0: 20 on GPUs, 2 on the CPU)
+	Reps   int // measurements of each path, alternating; the best is kept
+	// Samples is how many output elements per rank are checked against
+	// the exact fp64 sum (0: 64 on GPUs, every element of small outputs).
+	Samples int
+	Out     Printer
+	Status  io.Writer
+	Title   string
+	Rows    *[]GemmRow // filled on rank 0
+}
+
+// GemmRow is one shape's results: per-call device times of the slowest
+// rank, each the best of Reps measurements.
+type GemmRow struct {
+	Shape  GemmShape
+	KLocal int
+	// Gemm is the GEMM alone (whole, every SM); RS the hiercoll
+	// reduce-scatter alone; GemmNCCL the GEMM then NCCL's reduce-scatter
+	// (0 without NCCL); Sequential the GEMM then hiercoll's; Overlap the
+	// overlapped path.
+	Gemm, RS, GemmNCCL, Sequential, Overlap time.Duration
+	// GemmAlone and GemmInOverlap are the GEMM's own time on the device in
+	// separate calls (median): whole on an idle GPU, and block by block on
+	// the GEMM stream of the overlapped path beside the communication.
+	GemmAlone, GemmInOverlap time.Duration
+	Picks                    gemmrs.Mode // the path Run takes for this M
+	BoundUse                 float64     // largest sampled error / gemmrs.Tolerance (any rank)
+	NCCLChecked              bool
+	NCCLMaxDiff              float64 // largest |overlap − (GEMM + NCCL)| over every element
+}
+
+// Slowdown is GemmInOverlap / GemmAlone.
+func (r GemmRow) Slowdown() float64 {
+	if r.GemmAlone <= 0 {
+		return 0
+	}
+	return r.GemmInOverlap.Seconds() / r.GemmAlone.Seconds()
+}
+
+// TFLOPS is the per-rank GEMM rate alone.
+func (r GemmRow) TFLOPS() float64 {
+	if r.Gemm <= 0 {
+		return 0
+	}
+	return 2 * float64(r.Shape.M) * float64(r.Shape.N) * float64(r.KLocal) / r.Gemm.Seconds() / 1e12
+}
+
+// GemmBench returns the GEMM + reduce-scatter benchmark job: for each shape,
+// in one run on the same inputs, the GEMM alone, hiercoll's reduce-scatter
+// alone, GEMM then NCCL's reduce-scatter, GEMM then hiercoll's, and the
+// overlapped path, plus the GEMM's slowdown beside the communication; the
+// overlapped output is checked against the exact fp64 sum on sampled
+// elements (within gemmrs.Tolerance), scanned whole for NaNs (C is poisoned
+// before the checked call), and, with NCCL, compared element by element
+// with GEMM + NCCL.
+func GemmBench(o GemmOptions) Job {
+	return func(ctx context.Context, r world.Rank) error { return gemmBench(ctx, r, o) }
+}
+
+func gemmBench(ctx context.Context, r world.Rank, o GemmOptions) (err error) {
+	p := Printer{W: o.Out.W, Rank: r.Comm.Rank()}
+	gpu := r.Dev.Info().Backend == "cuda"
+	if len(o.Shapes) == 0 {
+		o.Shapes = DefaultGemmShapes(gpu, r.Comm.Size())
+	}
+	if o.Iters <= 0 {
+		o.Iters = 2
+		if gpu {
+			o.Iters = 20
+		}
+	}
+	o.Reps = max(o.Reps, 1)
+	ref, why, err := NewReference(ctx, r)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, ref.Close()) }()
+	s, err := r.Dev.NewStream(device.Normal)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, s.Close()) }()
+	var t0, t1 device.Event
+	for _, e := range []*device.Event{&t0, &t1} {
+		if *e, err = r.Dev.NewEvent(); err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, (*e).Close()) }()
+	}
+	seed, err := agreeSeed(ctx, r)
+	if err != nil {
+		return err
+	}
+
+	p.Printf("hiercoll bench-gemm: GEMM + ReduceScatter2D over %s, %v, K split over %d ranks\n", o.Title, o.DType, r.Comm.Size())
+	if d, ok := r.Dev.(*cuda.Device); ok {
+		// The cuBLAS handle must go before the device's context does
+		// (Device.Close does not release it).
+		defer func() { err = errors.Join(err, d.ReleaseBLAS()) }()
+		if info, err := d.BLAS(); err == nil {
+			p.Printf("  GEMM: cuBLAS %s (%s), cublasGemmEx, fp32 accumulation; SM target for the overlapped GEMM: %s\n",
+				info.Version, info.Path, smTarget(o.GemmSMs, info.SMCountTarget))
+		}
+	} else {
+		p.Printf("  GEMM: %s backend's Matmul, fp32 accumulation\n", r.Dev.Info().Backend)
+	}
+	if ref == nil {
+		p.Printf("  NCCL: not run (%s)\n", why)
+	} else {
+		p.Printf("  NCCL %s on the same C, same processes\n", ref.Version)
+	}
+	p.Printf("  times per call in us: the slowest rank's, best of %d measurements of %d calls; gemm@ovl and gemm1 are the GEMM's own device time in single calls (median)\n",
+		o.Reps, o.Iters)
+	p.Printf("%-18s %6s %10s %7s %9s %10s %9s %9s %8s %8s %9s %9s %6s %-10s %s\n",
+		"shape(MxNxK)", "kloc", "gemm", "TFLOP/s", "rs", "gemm+nccl", "gemm+rs", "overlap", "vs nccl", "vs seq", "gemm1", "gemm@ovl", "slow", "picks", "check")
+	var rows []GemmRow
+	for _, shape := range o.Shapes {
+		row, err := gemmShape(ctx, r, o, shape, seed, ref, s, t0, t1)
+		if err != nil {
+			return fmt.Errorf("benchmarks: shape %v: %w", shape, err)
+		}
+		rows = append(rows, row)
+		vs := func(base, t time.Duration) string {
+			if base <= 0 || t <= 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.2fx", base.Seconds()/t.Seconds())
+		}
+		checkText := fmt.Sprintf("ok %.0f%% of bound", 100*row.BoundUse)
+		if row.NCCLChecked {
+			checkText += fmt.Sprintf(", |ovl-nccl| <= %.3g", row.NCCLMaxDiff)
+		}
+		p.Printf("%-18s %6d %10.1f %7.1f %9.1f %10s %9.1f %9.1f %8s %8s %9.1f %9.1f %6.2f %-10s %s\n",
+			shape, row.KLocal, us(row.Gemm), row.TFLOPS(), us(row.RS), usOrDash(row.GemmNCCL), us(row.Sequential), us(row.Overlap),
+			vs(row.GemmNCCL, row.Overlap), vs(row.Sequential, row.Overlap), us(row.GemmAlone), us(row.GemmInOverlap), row.Slowdown(),
+			row.Picks, checkText)
+	}
+	p.Printf("  vs nccl = (gemm+nccl)/overlap, vs seq = (gemm+rs)/overlap, slow = gemm@ovl/gemm1; picks = the path Run takes (--mode %v)\n", o.Mode)
+	if o.Rows != nil && r.Comm.Rank() == 0 {
+		*o.Rows = rows
+	}
+	return nil
+}
+
+func smTarget(sms int, supported bool) string {
+	switch {
+	case sms == 0:
+		return "all SMs"
+	case supported:
+		return fmt.Sprintf("%d SMs (cublasSetSmCountTarget)", sms)
+	}
+	return fmt.Sprintf("%d asked, but this cuBLAS has no cublasSetSmCountTarget: all SMs", sms)
+}
+
+func usOrDash(d time.Duration) string {
+	if d <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", us(d))
+}
+
+// gemmInputs generates every rank's A and B from a seed, element by
+// element, so that any rank can compute any element of the reference
+// without holding the other ranks' matrices: uniform in [-1, 1), rounded
+// to the dtype.
+type gemmInputs struct {
+	seed      uint64
+	dt        dtype.DType
+	world     int
+	n, kLocal int
+	rowsPer   int
+	scratch   [4]byte // for value's rounding
+}
+
+func mix64(x uint64) uint64 { // splitmix64's finaliser
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// raw is element idx of matrix which (0: A, 1: B) of rank q, before
+// rounding.
+func (in *gemmInputs) raw(q, which int, idx int64) float64 {
+	h := mix64(mix64(in.seed^uint64(q)<<40^uint64(which)<<56) + uint64(idx))
+	return float64(h>>11)*0x1p-53*2 - 1
+}
+
+// value is the element as stored (rounded to the dtype).
+func (in *gemmInputs) value(q, which int, idx int64) float64 {
+	in.dt.Put(in.scratch[:], 0, in.raw(q, which, idx))
+	return in.dt.Get(in.scratch[:], 0)
+}
+
+// upload writes rank q's matrix which ([rows, cols], dense) to p, in chunks.
+func (in *gemmInputs) upload(dev device.Device, p device.Ptr, q, which int, rows, cols int) error {
+	total := int64(rows) * int64(cols)
+	es := int64(in.dt.Size())
+	const chunk = 4 << 20 // elements
+	buf := make([]byte, min(total, chunk)*es)
+	for off := int64(0); off < total; off += chunk {
+		n := min(chunk, total-off)
+		for i := int64(0); i < n; i++ {
+			in.dt.Put(buf, int(i), in.raw(q, which, off+i))
+		}
+		if err := dev.CopyToDevice(p.Add(off*es), buf[:n*es]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// expected is rank q's output element (i, j): Σ_r Σ_k A_r[q·rowsPer+i, k]·B_r[k, j],
+// and the sum of the products' magnitudes.
+func (in *gemmInputs) expected(q, i, j int) (exact, absSum float64) {
+	row := int64(q*in.rowsPer + i)
+	for r := 0; r < in.world; r++ {
+		for k := 0; k < in.kLocal; k++ {
+			prod := in.value(r, 0, row*int64(in.kLocal)+int64(k)) * in.value(r, 1, int64(k)*int64(in.n)+int64(j))
+			exact += prod
+			absSum += math.Abs(prod)
+		}
+	}
+	return exact, absSum
+}
+
+func gemmShape(ctx context.Context, r world.Rank, o GemmOptions, shape GemmShape, seed uint64, ref *Reference,
+	s device.Stream, t0, t1 device.Event) (row GemmRow, err error) {
+	status := Printer{W: o.Status, Rank: r.Comm.Rank()}
+	ws, rank := r.Comm.Size(), r.Comm.Rank()
+	if shape.K%ws != 0 || shape.M%ws != 0 {
+		return row, fmt.Errorf("M=%d and K=%d must be divisible by the world size %d: %w", shape.M, shape.K, ws, device.ErrInvalidArgument)
+	}
+	kl, rpr, dt := shape.K/ws, shape.M/ws, o.DType
+	row = GemmRow{Shape: shape, KLocal: kl}
+	status.Printf("bench-gemm: %v: setting up...\n", shape)
+	g, err := gemmrs.New(ctx, r.Comm, r.Dev, gemmrs.Config{
+		MaxM: shape.M, N: shape.N, KLocal: kl, DType: dt, Mode: o.Mode,
+		ReductionSMs: o.Config.ReductionSMs, GemmSMs: o.GemmSMs, ReduceScatter: o.Config,
+	})
+	if err != nil {
+		return row, err
+	}
+	defer func() { err = errors.Join(err, g.Close()) }()
+	row.Picks = g.ModeFor(shape.M)
+
+	es := int64(dt.Size())
+	var aPtr, bPtr, outPtr, refPtr device.Ptr
+	for _, x := range []struct {
+		p    *device.Ptr
+		size int64
+		want bool
+	}{
+		{&aPtr, int64(shape.M) * int64(kl) * es, true},
+		{&bPtr, int64(kl) * int64(shape.N) * es, true},
+		{&outPtr, int64(rpr) * int64(shape.N) * es, true},
+		{&refPtr, int64(rpr) * int64(shape.N) * es, ref != nil},
+	} {
+		if !x.want {
+			continue
+		}
+		if *x.p, err = r.Dev.Alloc(x.size); err != nil {
+			return row, err
+		}
+		defer func(p device.Ptr) {
+			// Whatever failed, nothing may still read the buffers.
+			sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_ = s.Synchronize(sctx)
+			err = errors.Join(err, r.Dev.Free(p))
+		}(*x.p)
+	}
+	in := &gemmInputs{seed: seed ^ mix64(uint64(shape.M)<<42^uint64(shape.N)<<21^uint64(shape.K)), dt: dt, world: ws,
+		n: shape.N, kLocal: kl, rowsPer: rpr}
+	if err := in.upload(r.Dev, aPtr, rank, 0, shape.M, kl); err != nil {
+		return row, err
+	}
+	if err := in.upload(r.Dev, bPtr, rank, 1, kl, shape.N); err != nil {
+		return row, err
+	}
+	a := gemmrs.Tensor{Ptr: aPtr, Rows: shape.M, Cols: kl, DType: dt}
+	b := gemmrs.Tensor{Ptr: bPtr, Rows: kl, Cols: shape.N, DType: dt}
+	out := gemmrs.Tensor{Ptr: outPtr, Rows: rpr, Cols: shape.N, DType: dt}
+	outCount := rpr * shape.N
+
+	// The checked call: C poisoned first, so a block read before its GEMM
+	// wrote it shows as NaN.
+	status.Printf("bench-gemm: %v: checking the overlapped path...\n", shape)
+	if err := g.PoisonC(s, shape.M); err != nil {
+		return row, err
+	}
+	if err := g.RunMode(ctx, gemmrs.Overlap, a, b, out, s); err != nil {
+		return row, err
+	}
+	if err := s.Synchronize(ctx); err != nil {
+		return row, err
+	}
+	got := make([]byte, int64(outCount)*es)
+	if err := r.Dev.CopyToHost(got, outPtr); err != nil {
+		return row, err
+	}
+	var local []error
+	if row.BoundUse, err = checkSamples(in, o, rank, r.Comm.Size()/r.Comm.LocalSize(), got, outCount); err != nil {
+		local = append(local, err)
+	}
+	cHost := make([]byte, int64(shape.M)*int64(shape.N)*es)
+	if err := r.Dev.CopyToHost(cHost, g.CBuffer().Ptr); err != nil {
+		return row, err
+	}
+	maxC := maxAbs(dt, cHost, shape.M*shape.N)
+	cHost = nil
+	if math.IsNaN(maxC) {
+		local = append(local, fmt.Errorf("rank %d: C holds NaNs after the overlapped call (a block the GEMM never wrote?)", rank))
+	}
+
+	runGemm := func() error { _, err := g.Gemm(ctx, a, b, s); return err }
+	runRS := func() error { return g.ReduceScatter(ctx, g.CBuffer(), out, s) }
+	runNCCL := func() error {
+		if err := runGemm(); err != nil {
+			return err
+		}
+		return ref.ReduceScatter(g.CBuffer().Ptr, refPtr, int64(outCount), dt, s)
+	}
+	runSeq := func() error { return g.RunMode(ctx, gemmrs.Sequential, a, b, out, s) }
+	runOverlap := func() error { return g.RunMode(ctx, gemmrs.Overlap, a, b, out, s) }
+
+	if ref != nil {
+		row.NCCLChecked = true
+		if err := runNCCL(); err != nil {
+			return row, err
+		}
+		if err := s.Synchronize(ctx); err != nil {
+			return row, err
+		}
+		refHost := make([]byte, len(got))
+		if err := r.Dev.CopyToHost(refHost, refPtr); err != nil {
+			return row, err
+		}
+		if row.NCCLMaxDiff, err = agreeWithNCCL(dt, got, refHost, outCount, ws, r.Comm.Size()/r.Comm.LocalSize(), maxC, rank); err != nil {
+			local = append(local, err)
+		}
+	}
+	if err := agreeChecks(ctx, r, errors.Join(local...)); err != nil {
+		return row, err
+	}
+
+	// Warm up every path (first calls pay for setup), then time them,
+	// alternating, best of Reps.
+	status.Printf("bench-gemm: %v: timing...\n", shape)
+	paths := []struct {
+		dst *time.Duration
+		run func() error
+	}{{&row.Gemm, runGemm}, {&row.RS, runRS}, {&row.Sequential, runSeq}, {&row.Overlap, runOverlap}}
+	if ref != nil {
+		paths = append(paths, struct {
+			dst *time.Duration
+			run func() error
+		}{&row.GemmNCCL, runNCCL})
+	}
+	for _, x := range paths {
+		*x.dst = math.MaxInt64
+		if err := x.run(); err != nil {
+			return row, err
+		}
+	}
+	if err := s.Synchronize(ctx); err != nil {
+		return row, err
+	}
+	for rep := 0; rep < o.Reps; rep++ {
+		for _, x := range paths {
+			d, err := timeCalls(ctx, s, t0, t1, o.Iters, x.run)
+			if err != nil {
+				return row, err
+			}
+			*x.dst = min(*x.dst, d)
+		}
+	}
+	// The GEMM's own time, in single calls: alone, and inside the
+	// overlapped path (on its GEMM stream, beside the communication).
+	single := func(run func() error) (time.Duration, error) {
+		var ds []time.Duration
+		for i := 0; i < max(o.Iters, 3); i++ {
+			if err := run(); err != nil {
+				return 0, err
+			}
+			if err := s.Synchronize(ctx); err != nil {
+				return 0, err
+			}
+			d, err := g.LastGemmTime()
+			if err != nil {
+				return 0, err
+			}
+			ds = append(ds, d)
+		}
+		slices.Sort(ds)
+		return ds[len(ds)/2], nil
+	}
+	if row.GemmAlone, err = single(runGemm); err != nil {
+		return row, err
+	}
+	if row.GemmInOverlap, err = single(runOverlap); err != nil {
+		return row, err
+	}
+	return slowestGemmRow(ctx, r, row)
+}
+
+// checkSamples compares sampled output elements (every element of small
+// outputs) with the exact sum, within gemmrs.Tolerance, and scans the whole
+// output for NaNs. It returns the largest fraction of the bound used.
+func checkSamples(in *gemmInputs, o GemmOptions, rank, nodes int, got []byte, count int) (float64, error) {
+	for e := 0; e < count; e++ {
+		if math.IsNaN(in.dt.Get(got, e)) {
+			return 0, fmt.Errorf("rank %d: output element (%d, %d) is NaN (read before it was computed?)", rank, e/in.n, e%in.n)
+		}
+	}
+	samples := o.Samples
+	if samples <= 0 {
+		samples = 64
+		if count <= 4096 {
+			samples = count
+		}
+	}
+	var elems []int
+	if samples >= count {
+		for e := 0; e < count; e++ {
+			elems = append(elems, e)
+		}
+	} else {
+		rng := rand.New(rand.NewPCG(in.seed, uint64(rank)))
+		elems = append(elems, 0, count-1) // the corners, then random ones
+		for len(elems) < samples {
+			elems = append(elems, rng.IntN(count))
+		}
+	}
+	worst := 0.0
+	for _, e := range elems {
+		i, j := e/in.n, e%in.n
+		exact, absSum := in.expected(rank, i, j)
+		v := in.dt.Get(got, e)
+		tol := gemmrs.Tolerance(in.dt, in.kLocal, in.world, nodes, absSum)
+		if d := math.Abs(v - exact); d > tol {
+			return worst, fmt.Errorf("rank %d: output element (%d, %d) is %g, the exact sum %g (tolerance %.3g)", rank, i, j, v, exact, tol)
+		} else {
+			worst = max(worst, d/tol)
+		}
+	}
+	return worst, nil
+}
+
+// agreeWithNCCL compares the overlapped output with GEMM + NCCL's element
+// by element. Both sum the same products; they differ by the roundings of
+// their reduce-scatters (rounds for hiercoll, up to world−1 for NCCL's
+// ring) and of their GEMMs' outputs (a different kernel per block may round
+// an element of C_r to the neighbouring value: one ulp, 2u|C_r|, per rank),
+// each at most u times a partial sum bounded by world·max|C|:
+//
+//	|overlap − nccl| <= ((rounds + world + 1)·u + 2·world·2^-24) · world·max|C|
+//
+// (assuming, as holds for cuBLAS in practice, that the two GEMMs' fp32
+// accumulations of one element differ by less than one ulp of the dtype).
+func agreeWithNCCL(dt dtype.DType, got, ref []byte, count, world, nodes int, maxC float64, rank int) (float64, error) {
+	u := dt.UnitRoundoff()
+	bound := ((float64(rs2d.Roundings(nodes)+world+1))*u + 2*float64(world)/(1<<24)) * float64(world) * maxC
+	worst := 0.0
+	for e := 0; e < count; e++ {
+		a, b := dt.Get(got, e), dt.Get(ref, e)
+		d := math.Abs(a - b)
+		if math.IsNaN(d) || d > bound {
+			return d, fmt.Errorf("rank %d: element %d is %g overlapped, %g with GEMM + NCCL (agreement bound %.3g)", rank, e, a, b, bound)
+		}
+		worst = max(worst, d)
+	}
+	return worst, nil
+}
+
+// agreeChecks fails every rank if any rank's check failed, with every
+// rank's reason.
+func agreeChecks(ctx context.Context, r world.Rank, local error) error {
+	msg := []byte{}
+	if local != nil {
+		msg = []byte(local.Error())
+		if len(msg) > 2048 {
+			msg = msg[:2048]
+		}
+	}
+	all, err := r.Comm.AllGather(ctx, msg)
+	if err != nil {
+		return errors.Join(local, err)
+	}
+	var failed []string
+	for _, m := range all {
+		if len(m) > 0 {
+			failed = append(failed, string(m))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("check failed: %s", strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// slowestGemmRow replaces the row's times by the slowest rank's and its
+// error measures by the largest.
+func slowestGemmRow(ctx context.Context, r world.Rank, row GemmRow) (GemmRow, error) {
+	times := []*time.Duration{&row.Gemm, &row.RS, &row.GemmNCCL, &row.Sequential, &row.Overlap, &row.GemmAlone, &row.GemmInOverlap}
+	var b []byte
+	for _, t := range times {
+		b = binary.LittleEndian.AppendUint64(b, uint64(*t))
+	}
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(row.BoundUse))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(row.NCCLMaxDiff))
+	all, err := r.Comm.AllGather(ctx, b)
+	if err != nil {
+		return row, err
+	}
+	for _, x := range all {
+		if len(x) != len(b) {
+			return row, fmt.Errorf("benchmarks: a rank sent %d bytes of results, want %d", len(x), len(b))
+		}
+		for i, t := range times {
+			*t = max(*t, time.Duration(binary.LittleEndian.Uint64(x[8*i:])))
+		}
+		row.BoundUse = max(row.BoundUse, math.Float64frombits(binary.LittleEndian.Uint64(x[8*len(times):])))
+		row.NCCLMaxDiff = max(row.NCCLMaxDiff, math.Float64frombits(binary.LittleEndian.Uint64(x[8*len(times)+8:])))
+	}
+	return row, nil
+}
+
+// maxAbs returns the largest magnitude among the first count elements of a
+// buffer of dt (NaN if any element is NaN).
+func maxAbs(dt dtype.DType, b []byte, count int) float64 {
+	m := 0.0
+	for i := 0; i < count; i++ {
+		v := math.Abs(dt.Get(b, i))
+		if math.IsNaN(v) {
+			return v
+		}
+		m = max(m, v)
+	}
+	return m
+}
+
+// WriteGemmCSV writes the rows as CSV (times in microseconds).
+func WriteGemmCSV(w io.Writer, rows []GemmRow, world int, dt dtype.DType) error {
+	if _, err := fmt.Fprintln(w, "M,N,K,k_local,world,dtype,gemm_us,gemm_tflops,rs_us,gemm_nccl_us,gemm_rs_us,overlap_us,"+
+		"gemm_single_us,gemm_in_overlap_us,gemm_slowdown,picks,bound_use,max_abs_diff_vs_nccl"); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if _, err := fmt.Fprintf(w, "%d,%d,%d,%d,%d,%v,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.3f,%v,%.4f,%g\n",
+			r.Shape.M, r.Shape.N, r.Shape.K, r.KLocal, world, dt, us(r.Gemm), r.TFLOPS(), us(r.RS), us(r.GemmNCCL),
+			us(r.Sequential), us(r.Overlap), us(r.GemmAlone), us(r.GemmInOverlap), r.Slowdown(), r.Picks, r.BoundUse, r.NCCLMaxDiff); err != nil {
+			return err
+		}
+	}
+	return nil
+}

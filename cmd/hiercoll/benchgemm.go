@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"os"
+
+	"github.com/seed12530e24/hiercoll/benchmarks"
+	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/gemmrs"
+)
+
+// runBenchGemm is `hiercoll bench-gemm`: the row-parallel linear layer's
+// GEMM + ReduceScatter2D, overlapped and not, beside GEMM + NCCL, as a
+// table (and CSV).
+func runBenchGemm(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bench-gemm", flag.ContinueOnError)
+	var w worldFlags
+	w.register(fs)
+	dt := fs.String("dtype", "bf16", "element type of A, B and C: bf16, fp16 or fp32")
+	shapes := fs.String("shapes", "", "MxNxK shapes, comma-separated, K split over the ranks "+
+		"(default 8192x8192x28672,8192x8192x8192,4096x8192x28672 on GPUs; tiny ones on the CPU)")
+	mode := fs.String("mode", "auto", "the path Run takes: auto, overlap or sequential (both are timed either way)")
+	gemmSMs := fs.Int("gemm-sms", 0, "SMs the overlapped GEMM targets via cublasSetSmCountTarget (0: all)")
+	iters := fs.Int("iters", 0, "calls per timed measurement (0: 20 on GPUs, 2 on the CPU)")
+	reps := fs.Int("reps", 3, "measurements of each path; the best is kept")
+	samples := fs.Int("samples", 0, "output elements per rank checked against the exact sum (0: 64 on GPUs, all of small outputs)")
+	csvPath := fs.String("csv", "", "write the table as CSV to this file")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	d, err := dtype.Parse(*dt)
+	if err != nil {
+		return usageError{err}
+	}
+	m, err := gemmrs.ParseMode(*mode)
+	if err != nil {
+		return usageError{err}
+	}
+	var list []benchmarks.GemmShape
+	if *shapes != "" {
+		if list, err = benchmarks.ParseGemmShapes(*shapes); err != nil {
+			return usageError{err}
+		}
+	}
+	cfg, err := w.config()
+	if err != nil {
+		return err
+	}
+	return runWorld(ctx, &w, func(wh where) benchmarks.Job {
+		return func(ctx context.Context, r worldRank) error {
+			var rows []benchmarks.GemmRow
+			opts := benchmarks.GemmOptions{
+				Shapes: list, DType: d, Mode: m, GemmSMs: *gemmSMs, Config: cfg,
+				Iters: *iters, Reps: *reps, Samples: *samples,
+				Out: benchmarks.Printer{W: os.Stdout}, Status: os.Stderr, Title: wh.title, Rows: &rows,
+			}
+			if err := benchmarks.GemmBench(opts)(ctx, r); err != nil {
+				return err
+			}
+			if r.Comm.Rank() != 0 || *csvPath == "" {
+				return nil
+			}
+			f, err := os.Create(*csvPath)
+			if err != nil {
+				return err
+			}
+			return errors.Join(benchmarks.WriteGemmCSV(f, rows, r.Comm.Size(), d), f.Close())
+		}
+	})
+}

@@ -1,0 +1,13 @@
+package gemmrs
+
+import "github.com/seed12530e24/hiercoll/device"
+
+// SetTestHooks perturbs g's producer (see hooks): order rearranges the
+// overlapped GEMM's blocks, beforeBlock runs before each block's GEMM is
+// enqueued, and signals, when set, takes over raising the signals.
+func SetTestHooks(g *GemmRS, order func([]int) []int, beforeBlock func(gemm device.Stream, d int) error,
+	signals func(gemmDone device.Event, raise func(s device.Stream, d int) error) error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.hooks = &hooks{order: order, beforeBlock: beforeBlock, signals: signals}
+}

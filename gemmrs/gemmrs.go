@@ -1,0 +1,464 @@
+// Package gemmrs is the row-parallel linear layer's output path: every rank
+// multiplies its A [M, K_local] by its B [K_local, N] (bf16, fp16 or fp32,
+// fp32 accumulation) and the [M, N] products are reduce-scattered over the
+// ranks with ReduceScatter2D, giving each rank its [M/world, N] block of
+// the sum. The GEMM and the communication overlap through signal words:
+//
+//	caller's stream s ──record──▶ GEMM stream: for d in ConsumptionOrder():
+//	                                  C[rows of d] = A[rows of d] · B   (Matmul)
+//	                                  signal[d] = call's value          (write-value)
+//	s: ReduceScatter2D(C → out)        each scatter copy of destination d waits,
+//	                                  on the device, for signal[d]
+//	s waits for the GEMM stream
+//
+// so the copy engines scatter the blocks already computed while the GEMM
+// computes the next ones, in the order the scatter consumes them. C is a
+// buffer the GemmRS owns ([MaxM, N]); the signals are rs2d's GEMM signal
+// words, whose values grow with every call (rs2d.Context.SignalValue), so
+// nothing is reset between calls and a failed call leaves nothing a later
+// call could mistake for its own.
+//
+// For small problems the overlap cannot win (each block's GEMM is too short
+// to hide a copy, and splitting the GEMM costs efficiency): Mode Auto then
+// runs the GEMM whole and the reduce-scatter after it on the caller's
+// stream (Sequential). ModeFor says which a call of M rows takes, LastMode
+// which the last call took.
+//
+//	g, err := gemmrs.New(ctx, comm, dev, gemmrs.Config{MaxM: 8192, N: 8192, KLocal: 7168, DType: dtype.BF16})
+//	defer g.Close()
+//	err = g.Run(ctx, a, b, out, stream) // enqueued; stream.Synchronize(ctx) to wait
+//
+// The device must implement device.Matmul (the CPU backend does; the CUDA
+// backend through cuBLAS, loaded at run time).
+package gemmrs
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/seed12530e24/hiercoll/bootstrap"
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/rs2d"
+)
+
+// Tensor is a row-major matrix in device memory (rs2d's).
+type Tensor = rs2d.Tensor
+
+// Mode is how a call runs.
+type Mode int
+
+// The modes.
+const (
+	// Auto picks Overlap or Sequential per call (see ModeFor).
+	Auto Mode = iota
+	// Overlap computes C block by block on the GEMM stream, raising each
+	// block's signal, while the reduce-scatter scatters the blocks done.
+	Overlap
+	// Sequential computes C whole on the caller's stream, then
+	// reduce-scatters it.
+	Sequential
+)
+
+func (m Mode) String() string {
+	switch m {
+	case Auto:
+		return "auto"
+	case Overlap:
+		return "overlap"
+	case Sequential:
+		return "sequential"
+	}
+	return fmt.Sprintf("mode(%d)", int(m))
+}
+
+// ParseMode accepts the names String prints.
+func ParseMode(s string) (Mode, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "auto", "":
+		return Auto, nil
+	case "overlap", "overlapped":
+		return Overlap, nil
+	case "sequential", "seq":
+		return Sequential, nil
+	}
+	return Auto, fmt.Errorf("gemmrs: unknown mode %q (want auto, overlap or sequential)", s)
+}
+
+// Defaults of Auto's thresholds.
+const (
+	// DefaultAutoMinFLOP is the per-rank GEMM work (2·M·N·K_local) below
+	// which Auto runs Sequential: smaller GEMMs are too short to hide the
+	// communication (Triton-distributed's users saw GEMM+RS lose to
+	// matmul + NCCL under about 1e11 FLOP).
+	DefaultAutoMinFLOP = 1e11
+	// DefaultAutoMinRowsPerRank is the M/world below which Auto runs
+	// Sequential: a block's GEMM that small runs far below the GPU's rate.
+	DefaultAutoMinRowsPerRank = 128
+)
+
+// Config describes a GemmRS. MaxM, N, KLocal and DType are required.
+type Config struct {
+	// MaxM is the largest M a call may use; C and the reduce-scatter's
+	// buffers are sized for it. It must be divisible by the world size.
+	MaxM int
+	// N is the number of columns of B, C and the output.
+	N int
+	// KLocal is this rank's share of the reduction dimension: A is
+	// [M, KLocal], B is [KLocal, N]. Every rank uses the same KLocal.
+	KLocal int
+	// DType is the element type of A, B and the output: BF16, F16 or F32.
+	DType dtype.DType
+
+	// ReductionSMs bounds the SMs of the reduce-scatter's intra-node
+	// reduce kernels, which run beside the GEMM (rs2d's default: 16).
+	ReductionSMs int
+	// GemmSMs asks the overlapped GEMM to target at most this many SMs,
+	// leaving the rest to the reduce kernels (0: all). Best effort: the
+	// CUDA backend passes it to cublasSetSmCountTarget where cuBLAS has it
+	// (cuda.Device.BLAS reports whether); without it only the reduction
+	// side is bounded. Sequential GEMMs use every SM.
+	GemmSMs int
+	// Mode is how Run runs (Auto by default).
+	Mode Mode
+	// AutoMinFLOP and AutoMinRowsPerRank are Auto's thresholds
+	// (0: DefaultAutoMinFLOP, DefaultAutoMinRowsPerRank).
+	AutoMinFLOP        float64
+	AutoMinRowsPerRank int
+
+	// ReduceScatter holds the remaining rs2d settings (Chunks,
+	// CopyStreams, FinalSMs, Transport, Timeout). Its MaxM, N, DType,
+	// OverlapWithGEMM and ReductionSMs are set from this Config.
+	ReduceScatter rs2d.Config
+}
+
+func (c Config) validate(world int) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("gemmrs: %s: %w", fmt.Sprintf(format, args...), device.ErrInvalidArgument)
+	}
+	switch {
+	case c.MaxM <= 0 || c.N <= 0 || c.KLocal <= 0:
+		return bad("MaxM=%d, N=%d and KLocal=%d must be positive", c.MaxM, c.N, c.KLocal)
+	case c.MaxM%world != 0:
+		return bad("MaxM=%d is not divisible by world size %d", c.MaxM, world)
+	case c.ReductionSMs < 0 || c.GemmSMs < 0 || c.AutoMinFLOP < 0 || c.AutoMinRowsPerRank < 0:
+		return bad("negative SM budget or Auto threshold")
+	case c.Mode != Auto && c.Mode != Overlap && c.Mode != Sequential:
+		return bad("unknown mode %v", c.Mode)
+	}
+	switch c.DType {
+	case dtype.BF16, dtype.F16, dtype.F32:
+	default:
+		return fmt.Errorf("gemmrs: DType %v: the GEMM takes bf16, fp16 or fp32: %w", c.DType, device.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// GemmRS owns what one rank needs for GEMM + ReduceScatter2D: the
+// ReduceScatter2D context (built with OverlapWithGEMM), the C buffer, the
+// GEMM stream and the events joining it to the caller's stream. Calls on
+// one GemmRS are serialised.
+type GemmRS struct {
+	cfg   Config
+	comm  bootstrap.Comm
+	dev   device.Device
+	mm    device.Matmul
+	world int
+
+	rs         *rs2d.Context
+	order      []int      // rs.ConsumptionOrder(): the GEMM's block order
+	cBuf       device.Ptr // [MaxM, N]
+	gemmStream device.Stream
+	// ready joins the caller's stream into the GEMM stream (A and B are
+	// ready); gemmDone joins the GEMM stream back. gemmStart and gemmEnd
+	// time the GEMM part of the last call.
+	ready, gemmDone, gemmStart, gemmEnd device.Event
+
+	mu     sync.Mutex
+	closed bool
+	broken error // a call failed after raising signals: the context cannot go on
+	last   Mode  // the mode of the last call (Auto: none yet)
+	timed  bool  // gemmStart and gemmEnd were recorded by the last call
+	hooks  *hooks
+}
+
+// hooks let tests perturb the producer (export_test.go).
+type hooks struct {
+	// order rearranges the overlapped GEMM's block order.
+	order func([]int) []int
+	// beforeBlock is called before block d's GEMM is enqueued on the GEMM
+	// stream (to enqueue a delay there).
+	beforeBlock func(gemm device.Stream, d int) error
+	// signals, when set, replaces the GEMM stream's signal writes: it must
+	// arrange for raise(s, d) on streams of its own for every block d, each
+	// after gemmDone.
+	signals func(gemmDone device.Event, raise func(s device.Stream, d int) error) error
+}
+
+// New creates a GemmRS on every rank of comm (collective: every rank calls
+// it with the same Config). Before the collective ReduceScatter2D context is
+// built, each rank checks that its device can multiply (a 2×2 product
+// against its known answer, which also loads cuBLAS on the CUDA backend) and
+// the ranks agree on the outcome, so a rank without a GEMM fails New
+// everywhere instead of hanging its peers later.
+func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config) (*GemmRS, error) {
+	world := comm.Size()
+	if err := cfg.validate(world); err != nil {
+		return nil, err
+	}
+	if cfg.AutoMinFLOP == 0 {
+		cfg.AutoMinFLOP = DefaultAutoMinFLOP
+	}
+	if cfg.AutoMinRowsPerRank == 0 {
+		cfg.AutoMinRowsPerRank = DefaultAutoMinRowsPerRank
+	}
+	rsCfg := cfg.ReduceScatter
+	rsCfg.MaxM, rsCfg.N, rsCfg.DType = cfg.MaxM, cfg.N, cfg.DType
+	rsCfg.OverlapWithGEMM = true
+	rsCfg.ReductionSMs = cfg.ReductionSMs
+	if _, ok := ctx.Deadline(); !ok {
+		timeout := rsCfg.Timeout
+		if timeout <= 0 {
+			timeout = time.Minute
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+
+	g := &GemmRS{cfg: cfg, comm: comm, dev: dev, world: world}
+	local := g.prepare(ctx)
+	if err := agree(ctx, comm, local); err != nil {
+		return nil, errors.Join(err, g.release())
+	}
+	rs, err := rs2d.New(ctx, comm, dev, rsCfg)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("gemmrs: %w", err), g.release())
+	}
+	g.rs = rs
+	g.cfg.ReduceScatter = rs.Config()
+	g.order = rs.ConsumptionOrder()
+	return g, nil
+}
+
+// prepare takes this rank's own resources and checks its GEMM.
+func (g *GemmRS) prepare(ctx context.Context) error {
+	var err error
+	if g.mm, err = device.MatmulOf(g.dev); err != nil {
+		return err
+	}
+	if g.gemmStream, err = g.dev.NewStream(device.Normal); err != nil {
+		return err
+	}
+	for _, e := range []*device.Event{&g.ready, &g.gemmDone, &g.gemmStart, &g.gemmEnd} {
+		if *e, err = g.dev.NewEvent(); err != nil {
+			return err
+		}
+	}
+	if err := selfTest(ctx, g.dev, g.mm, g.gemmStream, g.cfg.DType); err != nil {
+		return err
+	}
+	size := (int64(g.cfg.MaxM)*int64(g.cfg.N)*int64(g.cfg.DType.Size()) + 3) &^ 3 // whole words, for PoisonC
+	if g.cBuf, err = g.dev.Alloc(size); err != nil {
+		return fmt.Errorf("C buffer of %d bytes: %w", size, err)
+	}
+	return nil
+}
+
+// selfTest multiplies [[1 2] [3 4]] by [[5 6] [7 8]] on s and checks the
+// row-major product [[19 22] [43 50]] (exact in every supported dtype): a
+// backend that swapped or transposed operands fails here, not in a
+// collective.
+func selfTest(ctx context.Context, dev device.Device, mm device.Matmul, s device.Stream, dt dtype.DType) (err error) {
+	es := dt.Size()
+	scratch, err := dev.Alloc(int64(12 * es))
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, dev.Free(scratch)) }()
+	host := make([]byte, 12*es)
+	for i, v := range []float64{1, 2, 3, 4, 5, 6, 7, 8} {
+		dt.Put(host, i, v)
+	}
+	if err := dev.CopyToDevice(scratch, host[:8*es]); err != nil {
+		return err
+	}
+	spec := device.GemmSpec{M: 2, N: 2, K: 2, A: scratch, B: scratch.Add(int64(4 * es)), C: scratch.Add(int64(8 * es)), DType: dt}
+	if err := mm.Gemm(s, spec); err != nil {
+		return err
+	}
+	if err := s.Synchronize(ctx); err != nil {
+		return err
+	}
+	if err := dev.CopyToHost(host[8*es:], spec.C); err != nil {
+		return err
+	}
+	var got []float64
+	for i := 8; i < 12; i++ {
+		got = append(got, dt.Get(host, i))
+	}
+	if want := []float64{19, 22, 43, 50}; fmt.Sprint(got) != fmt.Sprint(want) {
+		return fmt.Errorf("the device's GEMM self-test computed %v for [[1 2] [3 4]]·[[5 6] [7 8]], want %v (row-major)", got, want)
+	}
+	return nil
+}
+
+// agree shares each rank's local outcome and fails on every rank if any
+// rank failed, naming the ranks and their reasons.
+func agree(ctx context.Context, comm bootstrap.Comm, local error) error {
+	msg := []byte{}
+	if local != nil {
+		msg = []byte(local.Error())
+		if len(msg) > 4096 {
+			msg = msg[:4096]
+		}
+	}
+	all, err := comm.AllGather(ctx, msg)
+	if err != nil {
+		return errors.Join(local, fmt.Errorf("gemmrs: agreeing on the GEMM check: %w", err))
+	}
+	var failed []string
+	for q, m := range all {
+		if len(m) > 0 {
+			failed = append(failed, fmt.Sprintf("rank %d: %s", q, m))
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	sentinel := device.ErrPeer
+	if local != nil {
+		sentinel = local
+	}
+	return fmt.Errorf("gemmrs: the GEMM is not usable on every rank (%s): %w", strings.Join(failed, "; "), sentinel)
+}
+
+// Config returns the configuration in effect (defaults filled in).
+func (g *GemmRS) Config() Config { return g.cfg }
+
+// ModeFor returns the mode a call of m rows runs in: Config.Mode unless it
+// is Auto, which picks Sequential on one rank, when M/world is below
+// AutoMinRowsPerRank or the per-rank GEMM (2·M·N·KLocal FLOP) is below
+// AutoMinFLOP, and Overlap otherwise. Every rank picks the same.
+func (g *GemmRS) ModeFor(m int) Mode {
+	if g.cfg.Mode != Auto {
+		return g.cfg.Mode
+	}
+	flop := 2 * float64(m) * float64(g.cfg.N) * float64(g.cfg.KLocal)
+	if g.world == 1 || m/g.world < g.cfg.AutoMinRowsPerRank || flop < g.cfg.AutoMinFLOP {
+		return Sequential
+	}
+	return Overlap
+}
+
+// LastMode returns the mode the last call ran in (Auto before any call).
+func (g *GemmRS) LastMode() Mode {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.last
+}
+
+// CBuffer is the [MaxM, N] buffer the GEMM writes; a call of M rows uses its
+// first M rows. It stays owned by the GemmRS.
+func (g *GemmRS) CBuffer() Tensor {
+	return Tensor{Ptr: g.cBuf, Rows: g.cfg.MaxM, Cols: g.cfg.N, DType: g.cfg.DType}
+}
+
+// ConsumptionOrder is the order in which the overlapped GEMM computes the
+// destination ranks' blocks (the reduce-scatter's consumption order).
+func (g *GemmRS) ConsumptionOrder() []int { return append([]int(nil), g.order...) }
+
+// Trace turns the reduce-scatter's stage tracing on or off (rs2d.Trace).
+func (g *GemmRS) Trace(on bool) error { return g.rs.Trace(on) }
+
+// LastStages returns the reduce-scatter's stage ends of the last traced
+// call (rs2d.LastStages); synchronize its stream first.
+func (g *GemmRS) LastStages() (rs2d.Stages, error) { return g.rs.LastStages() }
+
+// LastGemmTime returns how long the GEMM part of the last call took on the
+// device: on the GEMM stream from the start of its first block to the end
+// of its last for Overlap (so it includes any slowdown from the
+// communication beside it), on the caller's stream for Sequential and Gemm.
+// The call must have completed (synchronize its stream first).
+func (g *GemmRS) LastGemmTime() (time.Duration, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.timed {
+		return 0, fmt.Errorf("gemmrs: no call to time yet: %w", device.ErrInvalidArgument)
+	}
+	return g.gemmEnd.Since(g.gemmStart)
+}
+
+// Close releases the GemmRS. It is collective (the reduce-scatter context's
+// Close is): every rank calls it. Work still queued is waited for, bounded
+// by the reduce-scatter's timeout.
+func (g *GemmRS) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil
+	}
+	g.closed = true
+	var errs []error
+	timeout := g.cfg.ReduceScatter.Timeout
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if g.gemmStream != nil {
+		if err := g.gemmStream.Synchronize(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("gemmrs: close: draining the GEMM stream: %w", err))
+		}
+	}
+	if g.rs != nil {
+		errs = append(errs, g.rs.Close())
+		g.rs = nil
+	}
+	return errors.Join(append(errs, g.release())...)
+}
+
+// release frees what prepare took.
+func (g *GemmRS) release() error {
+	var errs []error
+	if g.cBuf != 0 {
+		errs = append(errs, g.dev.Free(g.cBuf))
+		g.cBuf = 0
+	}
+	for _, e := range []*device.Event{&g.ready, &g.gemmDone, &g.gemmStart, &g.gemmEnd} {
+		if *e != nil {
+			errs = append(errs, (*e).Close())
+			*e = nil
+		}
+	}
+	if g.gemmStream != nil {
+		errs = append(errs, g.gemmStream.Close())
+		g.gemmStream = nil
+	}
+	return errors.Join(errs...)
+}
+
+// nanWord is a 32-bit pattern of two NaNs of dt (one for fp32), for
+// poisoning buffers with Memset32.
+func nanWord(dt dtype.DType) uint32 {
+	switch dt {
+	case dtype.BF16:
+		return 0x7fc17fc1
+	case dtype.F16:
+		return 0x7e017e01
+	}
+	return binary.LittleEndian.Uint32([]byte{0x01, 0x00, 0xc0, 0x7f})
+}
+
+// PoisonC enqueues on s the filling of the first m rows of C with NaNs, so
+// that a call that reads C before the GEMM wrote it shows as NaN in the
+// output (for checks).
+func (g *GemmRS) PoisonC(s device.Stream, m int) error {
+	bytes := int64(m) * int64(g.cfg.N) * int64(g.cfg.DType.Size())
+	return g.dev.Memset32(s, g.cBuf, nanWord(g.cfg.DType), (bytes+3)/4) // C is allocated in whole words
+}

@@ -1,0 +1,6 @@
+//go:build !race
+
+package gemmrs_test
+
+// raceDetector reports whether the tests run under the race detector.
+const raceDetector = false
