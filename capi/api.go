@@ -27,6 +27,7 @@ func initFromEnv() (int64, error) {
 	if process.handle != 0 {
 		return process.handle, nil
 	}
+	syncEnviron()
 	w, err := world.Process(context.Background())
 	if err != nil {
 		return 0, fmt.Errorf("hiercoll: joining the job: %w", err)

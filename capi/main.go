@@ -33,5 +33,3 @@ import "C"
 
 // abiVersion is HC_ABI_VERSION of hiercoll.h, the header this library implements.
 const abiVersion = C.HC_ABI_VERSION
-
-func main() {}
