@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p build
 go build -trimpath -o build/hiercoll ./cmd/hiercoll
-for pkg in device/cuda native/nccl native/nvshmem rs2d; do
+for pkg in device/cuda native/nccl native/nvshmem rs2d internode; do
 	go test -c -trimpath -o "build/$(echo "$pkg" | tr / _).test" "./$pkg"
 done
 ls -l build

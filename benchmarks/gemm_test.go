@@ -1,0 +1,99 @@
+package benchmarks_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed12530e24/hiercoll/benchmarks"
+	"github.com/seed12530e24/hiercoll/bootstrap"
+	"github.com/seed12530e24/hiercoll/device/sim"
+	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/gemmrs"
+	"github.com/seed12530e24/hiercoll/rs2d"
+	"github.com/seed12530e24/hiercoll/world"
+)
+
+// TestGemmBenchOnSim runs the GEMM + reduce-scatter benchmark job end to end
+// on simulated worlds: every path runs, the overlapped output passes its
+// checks, the table and CSV come out, and nothing is left behind.
+func TestGemmBenchOnSim(t *testing.T) {
+	for _, shape := range []bootstrap.Shape{{Nodes: 1, LocalSize: 2}, {Nodes: 2, LocalSize: 2}} {
+		for _, dt := range []dtype.DType{dtype.BF16, dtype.F16} {
+			t.Run(shape.String()+"/"+dt.String(), func(t *testing.T) {
+				before := sim.Live()
+				w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
+				require.NoError(t, err)
+				ws := shape.World()
+				var out, status bytes.Buffer
+				var rows []benchmarks.GemmRow
+				opts := benchmarks.GemmOptions{
+					Shapes: []benchmarks.GemmShape{{M: 16 * ws, N: 24, K: 8 * ws}, {M: 4 * ws, N: 7, K: 3 * ws}},
+					DType:  dt, Mode: gemmrs.Overlap, GemmSMs: 2, Iters: 2, Reps: 1,
+					Config: rs2d.Config{Timeout: 20 * time.Second},
+					Out:    benchmarks.Printer{W: &out}, Status: &status, Title: "test world", Rows: &rows,
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				require.NoError(t, w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+					return benchmarks.GemmBench(opts)(ctx, r)
+				}))
+				require.NoError(t, w.Close())
+				require.Equal(t, before, sim.Live(), "simulated resources left behind")
+
+				require.Len(t, rows, 2)
+				for _, row := range rows {
+					require.Equal(t, gemmrs.Overlap, row.Picks)
+					require.Positive(t, row.Gemm)
+					require.Positive(t, row.RS)
+					require.Positive(t, row.Sequential)
+					require.Positive(t, row.Overlap)
+					require.Positive(t, row.GemmInOverlap)
+					require.Zero(t, row.GemmNCCL, "no NCCL on the CPU backend")
+					require.False(t, row.NCCLChecked)
+					require.Greater(t, row.BoundUse, 0.0)
+					require.LessOrEqual(t, row.BoundUse, 1.0)
+				}
+				text := out.String()
+				require.Contains(t, text, "NCCL: not run")
+				require.Contains(t, text, "ok ")
+				require.Equal(t, 2, strings.Count(text, "% of bound"), text)
+
+				var csv bytes.Buffer
+				require.NoError(t, benchmarks.WriteGemmCSV(&csv, rows, ws, dt))
+				lines := strings.Split(strings.TrimSpace(csv.String()), "\n")
+				require.Len(t, lines, 3)
+				require.True(t, strings.HasPrefix(lines[1], "32,24,16,8,2,") || strings.HasPrefix(lines[1], "64,24,32,8,4,"), lines[1])
+			})
+		}
+	}
+}
+
+func TestGemmBenchRejectsIndivisibleK(t *testing.T) {
+	w, err := world.Sim(bootstrap.Shape{Nodes: 1, LocalSize: 2}, world.SimOptions{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, w.Close()) }()
+	opts := benchmarks.GemmOptions{Shapes: []benchmarks.GemmShape{{M: 4, N: 4, K: 3}}, DType: dtype.BF16}
+	err = w.Run(context.Background(), func(ctx context.Context, r world.Rank) error { return benchmarks.GemmBench(opts)(ctx, r) })
+	require.ErrorContains(t, err, "K=3 must be divisible")
+}
+
+func TestParseGemmShapes(t *testing.T) {
+	got, err := benchmarks.ParseGemmShapes("8192x8192x28672, 4096X8192x8192")
+	require.NoError(t, err)
+	require.Equal(t, []benchmarks.GemmShape{{8192, 8192, 28672}, {4096, 8192, 8192}}, got)
+	require.Equal(t, "8192x8192x28672", got[0].String())
+	for _, bad := range []string{"8192x8192", "0x1x1", "ax1x1", ""} {
+		_, err := benchmarks.ParseGemmShapes(bad)
+		require.Error(t, err, bad)
+	}
+	require.Len(t, benchmarks.DefaultGemmShapes(true, 4), 3)
+	for _, s := range benchmarks.DefaultGemmShapes(false, 8) {
+		require.Zero(t, s.M%8)
+		require.Zero(t, s.K%8)
+	}
+}

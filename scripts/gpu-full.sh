@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The full GPU check on a multi-GPU machine, in one call (after
+# scripts/gpu-build.sh and scripts/build-capi.sh built $BIN elsewhere):
+# correctness on every world shape and transport, the benchmark beside NCCL
+# with the engines' variants, the torch check, and the C ABI from Python.
+# Everything is logged to $OUT/full.log; CSVs beside it.
+#   BIN=build scripts/gpu-full.sh [sections...]   sections: verify bench rail torch gemm
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-gpu-out}; mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
+BIN=${BIN:-build}
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+export HIERCOLL_CACHE_DIR=${HIERCOLL_CACHE_DIR:-/tmp/hiercoll-cache}
+H=$BIN/hiercoll
+log=$OUT/full.log
+sections=${*:-verify bench rail torch}
+ngpu=$(nvidia-smi -L | wc -l)
+run() { echo "### $*" | tee -a "$log"; local t0=$SECONDS; timeout "${STEP_TIMEOUT:-150}" "$@" >>"$log" 2>&1; local rc=$?
+	echo "### exit $rc after $((SECONDS - t0))s" | tee -a "$log"; }
+has() { [[ " $sections " == *" $1 "* ]]; }
+{ date -u; nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv; } >>"$log" 2>&1
+if has verify; then
+	run $H verify --calls 2 --repeat 1000 --timeout 60s
+	run $H verify --engine copy --calls 1 --repeat 100
+	if [ "$ngpu" -ge 4 ]; then
+		run $H verify --nodes 2 --calls 2 --repeat 200
+		run $H verify --nodes 4 --calls 1 --repeat 100
+	fi
+fi
+if has bench; then
+	run $H bench --sizes 1M,2M,4M,8M,32M,128M,512M,2G --engine sm --push-sms 32,64 --reduction-sms 16,32 --csv "$OUT/bench-1x$ngpu.csv" --png "$OUT/bench-1x$ngpu.png"
+	run $H bench --sizes 8M,128M,2G --engine copy --csv "$OUT/bench-1x$ngpu-copy.csv"
+	[ "$ngpu" -ge 4 ] && run env CUDA_VISIBLE_DEVICES=0,1 $H bench --sizes 1M,8M,32M,128M,512M,2G --engine sm --push-sms 32,64 --csv "$OUT/bench-1x2.csv"
+fi
+if has rail && [ "$ngpu" -ge 4 ]; then
+	run $BIN/internode.test -test.v -test.count=1 -test.timeout=200s -test.run TestRailOverProcesses
+	for t in nvshmem nccl; do run $H verify --nodes 2 --transport $t --calls 1 --repeat 50; done
+	for t in ipc nvshmem nccl; do run $H bench --nodes 2 --transport $t --sizes 8M,32M,128M,512M --csv "$OUT/bench-2x2-$t.csv"; done
+fi
+if has torch; then
+	export HIERCOLL_LIB=$PWD/$BIN/libhiercoll.so PYTHONPATH=$PWD/python
+	run torchrun --nproc-per-node "$ngpu" benchmarks/torch/check_rs.py
+	run python3 -m pytest -q python/tests
+fi
+if has gemm; then
+	run $H bench-gemm
+fi
+grep -E "^###|PASS|FAIL|rank 0\] +[0-9]|variant|speedup|Error|error:" "$log" | grep -v "ok  " | tail -n 120
