@@ -28,9 +28,9 @@ if has verify; then
 	fi
 fi
 if has bench; then
-	run $H bench --sizes 1M,2M,4M,8M,32M,128M,512M,2G --engine sm --push-sms 32,64 --reduction-sms 16,32 --csv "$OUT/bench-1x$ngpu.csv" --png "$OUT/bench-1x$ngpu.png"
-	run $H bench --sizes 8M,128M,2G --engine copy --csv "$OUT/bench-1x$ngpu-copy.csv"
-	[ "$ngpu" -ge 4 ] && run env CUDA_VISIBLE_DEVICES=0,1 $H bench --sizes 1M,8M,32M,128M,512M,2G --engine sm --push-sms 32,64 --csv "$OUT/bench-1x2.csv"
+	run $H bench --sizes ${SIZES:-1M,2M,4M,8M,32M,128M,512M,2G} --engine sm --push-sms ${PUSH_SMS:-32,64} --reduction-sms ${RED_SMS:-16,32} --csv "$OUT/bench-1x$ngpu.csv" --png "$OUT/bench-1x$ngpu.png"
+	[ -n "${WITH_COPY:-}" ] && run $H bench --sizes 8M,128M,2G --engine copy --csv "$OUT/bench-1x$ngpu-copy.csv"
+	[ "$ngpu" -ge 4 ] && run env CUDA_VISIBLE_DEVICES=0,1 $H bench --sizes ${SIZES:-1M,2M,4M,8M,32M,128M,512M,2G} --engine sm --push-sms ${PUSH_SMS:-32,64} --reduction-sms ${RED_SMS:-16,32} --csv "$OUT/bench-1x2.csv"
 fi
 if has rail && [ "$ngpu" -ge 4 ]; then
 	run $BIN/internode.test -test.v -test.count=1 -test.timeout=200s -test.run TestRailOverProcesses
@@ -41,8 +41,11 @@ if has torch; then
 	export HIERCOLL_LIB=$PWD/$BIN/libhiercoll.so PYTHONPATH=$PWD/python
 	run torchrun --nproc-per-node "$ngpu" benchmarks/torch/check_rs.py
 	run python3 -m pytest -q python/tests
+	run torchrun --nproc-per-node "$ngpu" -m pytest -q python/tests/test_hiercoll.py
 fi
 if has gemm; then
-	run $H bench-gemm
+	run bash -c "cd device/cuda && exec ../../$BIN/device_cuda.test -test.v -test.count=1 -test.run 'Gemm|BLAS' -test.skip TestBLASAgainstFakeDriver"
+	run $H bench-gemm --csv "$OUT/gemm-1x$ngpu.csv"
+	[ "$ngpu" -ge 4 ] && run env CUDA_VISIBLE_DEVICES=0,1 $H bench-gemm --csv "$OUT/gemm-1x2.csv"
 fi
 grep -E "^###|PASS|FAIL|rank 0\] +[0-9]|variant|speedup|Error|error:" "$log" | grep -v "ok  " | tail -n 120
