@@ -24,7 +24,8 @@ type Config struct {
 	// the caller's stream alone.
 	OverlapWithGEMM bool
 	// ReductionSMs bounds the SMs (thread blocks / CPU workers) the intra-node
-	// reduce kernels use while they overlap other work. Default 16.
+	// reduce kernels use while they overlap other work. Default 16 with the
+	// copy engine, 32 with the SM engine.
 	ReductionSMs int
 	// FinalSMs bounds the SMs of the final cross-node reduce. Default: all.
 	FinalSMs int
@@ -90,12 +91,7 @@ func ParseEngine(s string) (Engine, error) {
 }
 
 func (c Config) withDefaults(info device.Info, lws int) Config {
-	if c.ReductionSMs <= 0 {
-		c.ReductionSMs = defaultReductionSMs
-	}
-	if info.SMs > 0 {
-		c.ReductionSMs = min(c.ReductionSMs, info.SMs)
-	}
+
 	if c.FinalSMs <= 0 {
 		c.FinalSMs = max(info.SMs, c.ReductionSMs)
 	}
@@ -110,6 +106,17 @@ func (c Config) withDefaults(info device.Info, lws int) Config {
 		if c.OverlapWithGEMM {
 			c.Engine = EngineCopy
 		}
+	}
+	if c.ReductionSMs <= 0 {
+		// Beside a GEMM the reduction takes few SMs; alone (the SM engine)
+		// it keeps up with the pushes at twice that (measured on H200s).
+		c.ReductionSMs = defaultReductionSMs
+		if c.Engine == EngineSM {
+			c.ReductionSMs = 2 * defaultReductionSMs
+		}
+	}
+	if info.SMs > 0 {
+		c.ReductionSMs = min(c.ReductionSMs, info.SMs)
 	}
 	if c.CopyStreams <= 0 {
 		c.CopyStreams = 1

@@ -159,6 +159,11 @@ func TestGemmOrderedOnStream(t *testing.T) {
 	c.g.A, c.g.B, c.g.C = alloc(t, d, int64(len(c.a))), alloc(t, d, int64(len(c.b))), alloc(t, d, 64*64*2)
 	require.NoError(t, d.CopyToDevice(c.g.A, stale.a))
 	require.NoError(t, d.CopyToDevice(c.g.B, stale.b))
+	// cuBLAS initialises a handle lazily on its first call on a stream, and
+	// that initialisation waits for the stream: do it before blocking it
+	// (on an H200, a first call behind the blocked wait never returned).
+	require.NoError(t, d.Gemm(s, c.g))
+	syncStream(t, s)
 	require.NoError(t, d.WaitValue32(s, device.Word{Addr: gate, Label: "gate"}, device.GEQ, 1))
 	require.NoError(t, d.Gemm(s, c.g))
 	ev, err := d.NewEvent()

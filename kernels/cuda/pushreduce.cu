@@ -42,6 +42,9 @@ __device__ __forceinline__ u32 ld_acquire_sys(const u32* p) {
 __device__ __forceinline__ void st_release_sys(u32* p, u32 v) {
   asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
+__device__ __forceinline__ void add_relaxed_sys(u32* p, u32 v) {
+  asm volatile("red.relaxed.sys.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
 __device__ __forceinline__ void add_release_sys(u32* p, u32 v) {
   asm volatile("red.release.sys.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
@@ -176,13 +179,13 @@ __device__ __forceinline__ void push_reduce(const typename T::E* __restrict__ in
     }
     // Advance the counters of the chunk slots this call does not use too,
     // so every slot's target stays the same running total of push blocks.
-    if (threadIdx.x == 0) {
-      for (int c = chunks; c < max_chunks; c++) {
-        for (int i = 1; i < lws; i++) {
-          const int p = (lr + i) % lws;
-          add_release_sys((u32*)((char*)peers[p] + counters_off) + lr * max_chunks + c, 1);
-        }
-      }
+    // These slots carry no data: relaxed atomics, one per thread, in flight
+    // together (a release each would cost a system fence and a round trip).
+    const int unused = (max_chunks - chunks) * (lws - 1);
+    for (int k = threadIdx.x; k < unused; k += blockDim.x) {
+      const int c = chunks + k / (lws - 1);
+      const int p = (lr + 1 + k % (lws - 1)) % lws;
+      add_relaxed_sys((u32*)((char*)peers[p] + counters_off) + lr * max_chunks + c, 1);
     }
     return;
   }

@@ -154,7 +154,7 @@ class TorchGPUTest(unittest.TestCase):
                 (ValueError, "shape", lambda: rs.reduce_scatter(x.reshape(-1))),
                 (ValueError, "max_m", lambda: rs.reduce_scatter(torch.zeros(2 * m, n, dtype=torch.bfloat16, device=self.dev))),
                 (ValueError, "contiguous", lambda: rs.reduce_scatter(torch.zeros(n, m, dtype=torch.bfloat16, device=self.dev).t())),
-                (ValueError, "shape", lambda: rs.reduce_scatter(x, torch.empty(m, n, dtype=torch.bfloat16, device=self.dev))),
+                (ValueError, "shape", lambda: rs.reduce_scatter(x, torch.empty(m // w + 1, n, dtype=torch.bfloat16, device=self.dev))),
                 (TypeError, "torch.int32", lambda: rs.reduce_scatter(x, torch.empty(m // w, n, dtype=torch.int32, device=self.dev))),
                 # Caught by the library: the output inside the input.
                 (hiercoll.InvalidArgumentError, "overlaps", lambda: rs.reduce_scatter(x, x[: m // w])),
