@@ -166,6 +166,10 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, vcfg rs2d.C
 	defer func() { err = errors.Join(err, rs.Close()) }()
 	eff := rs.Config()
 	name := VariantName(eff)
+	if plan := rs.PlanFor(ms[len(ms)-1]); plan.InterNodeBytes > 0 {
+		p.Printf("  bytes per rank to other nodes: hiercoll %.3f x size ((nnodes-1)/world); a flat ring sends %.3f x size ((world-1)/world) to its neighbour, across the node boundary on the boundary ranks\n",
+			float64(plan.InterNodeBytes)/float64(int64(ms[len(ms)-1])*rowBytes), float64(plan.FlatRingBytes)/float64(int64(ms[len(ms)-1])*rowBytes))
+	}
 	p.Printf("variant %q: engine %v, push SMs %d, reduction SMs %d, copy streams %d, chunks %d (0: by size), transport %s\n",
 		name, eff.Engine, eff.PushSMs, eff.ReductionSMs, eff.CopyStreams, eff.Chunks, rs.Transport())
 	p.Printf("%12s %12s %6s %10s %8s %8s %10s %8s %8s %7s %9s\n",
