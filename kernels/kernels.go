@@ -3,11 +3,14 @@
 // disk) and as Go functions of the same effect, which the CPU backend runs and
 // the tests use as the reference.
 //
-// The reduce kernel is the only arithmetic of a reduce-scatter: it sums k row
-// blocks lying at a fixed stride (the blocks the peers scattered into this
-// rank's buffer, or the blocks the other nodes sent) into one. Launch it with
-// Reduce(dt) and the arguments (dst, src device.Ptr, stride int64, blocks
-// int32, count int64), stride and count in elements.
+// The reduce kernel sums k row blocks lying at a fixed stride (the blocks the
+// peers copied into this rank's buffer, or the blocks the other nodes sent)
+// into one, the own block read from its own address: LaunchReduce. The
+// push-reduce kernel does a whole node step in one launch: push blocks store
+// this rank's rows into the peers' scatter buffers and count arrivals with
+// release atomics, reduce blocks wait for the counts and sum:
+// LaunchPushReduce. Both accumulate in fp32 (exact for int32) in block order,
+// so every backend and both kernels give the same bits.
 package kernels
 
 import (

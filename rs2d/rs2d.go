@@ -5,16 +5,18 @@
 //
 // One call, on rank (node, localRank), enqueued on the caller's stream:
 //
-//	announce readiness to the node peers          (ready words, epoch e)
 //	for n in 0..nnodes-1: cur = (node+n+1) % nnodes   (node swizzle; own node last)
-//	    scatter my rows for cur's ranks to my node peers (copy engine, rank swizzle,
-//	        optionally after each destination's GEMM signal), chunk by chunk
-//	    reduce the lws blocks I received for cur         (reduction stream, bounded SMs)
+//	    reduce-scatter inside the node the rows destined to cur's ranks:
+//	      SM engine (default): one push-reduce kernel: push my rows to my node
+//	        peers (rank swizzle, chunk by chunk, counted arrivals), reduce what
+//	        they pushed to me (own block straight from the input)
+//	      copy engine (with OverlapWithGEMM): copy-engine copies to the peers,
+//	        each after the destination's GEMM signal, then a reduce kernel on
+//	        a high-priority stream with a bounded SM budget
 //	    cur != node: send the reduced block to my rail peer on node cur (p2p stream)
 //	wait for the blocks from every other node; reduce the nnodes blocks → output
 //
-// Every wait is a stream wait on a 32-bit word whose expected value grows with
-// each call, so the next call needs no reset and a failed call leaves nothing
+// Every wait is on a 32-bit word whose expected value grows with each call, so the next call needs no reset and a failed call leaves nothing
 // that a later one could mistake for its own signal.
 //
 //	rs, err := rs2d.New(ctx, comm, dev, rs2d.Config{MaxM: 8192, N: 4096, DType: dtype.BF16})
