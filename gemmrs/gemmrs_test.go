@@ -24,16 +24,7 @@ import (
 	"github.com/seed12530e24/hiercoll/world"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		if live := sim.Live(); live != (sim.Counts{}) {
-			fmt.Fprintf(os.Stderr, "leak: simulated resources still alive after all tests: %+v\n", live)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(sim.RunTests(m)) }
 
 // problem is one call's inputs on every rank (each rank's A_r and B_r
 // differ) and the fp64 reference of every rank's output.

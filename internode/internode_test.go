@@ -24,16 +24,7 @@ import (
 )
 
 // TestMain fails the run when a test left simulated resources alive.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		if live := sim.Live(); live != (sim.Counts{}) {
-			fmt.Fprintf(os.Stderr, "leak: simulated resources still alive after all tests: %+v\n", live)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(sim.RunTests(m)) }
 
 func testCtx(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)

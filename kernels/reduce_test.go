@@ -20,16 +20,7 @@ import (
 	"github.com/seed12530e24/hiercoll/kernels"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		if live := sim.Live(); live != (sim.Counts{}) {
-			fmt.Fprintf(os.Stderr, "leak: simulated resources still alive after all tests: %+v\n", live)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(sim.RunTests(m)) }
 
 func newRNG(t *testing.T) *rand.Rand {
 	seed := rand.Uint64()

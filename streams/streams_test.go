@@ -17,16 +17,7 @@ import (
 	"github.com/seed12530e24/hiercoll/streams"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		if live := sim.Live(); live != (sim.Counts{}) {
-			fmt.Fprintf(os.Stderr, "leak: simulated resources still alive after all tests: %+v\n", live)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(sim.RunTests(m)) }
 
 // rig is a simulated GPU with a buffer of words and helpers to gate streams
 // on them.

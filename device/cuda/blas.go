@@ -10,6 +10,7 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/native/dl"
 )
 
 // This file is the Matmul capability of the CUDA backend: device.Matmul over
@@ -190,7 +191,7 @@ func blasCandidates() []blasCandidate {
 		dirs = append(dirs, filepath.Join(home, "lib64"))
 	}
 	dirs = append(dirs, "/usr/local/cuda/lib64")
-	for _, sp := range sitePackages() {
+	for _, sp := range dl.SitePackages() {
 		dirs = append(dirs, filepath.Join(sp, "nvidia", "cu13", "lib"), filepath.Join(sp, "nvidia", "cublas", "lib"))
 	}
 	for _, dir := range dirs {
@@ -219,57 +220,6 @@ func withLt(p string) blasCandidate {
 		}
 	}
 	return c
-}
-
-// sitePackagesGlobs are the usual places Python keeps installed packages
-// (where the PyTorch wheels put cuBLAS); $VAR entries are skipped when the
-// variable is empty.
-var sitePackagesGlobs = []string{
-	"$VIRTUAL_ENV/lib/python3*/site-packages",
-	"$CONDA_PREFIX/lib/python3*/site-packages",
-	"$HOME/.local/lib/python3*/site-packages",
-	"/usr/local/lib/python3*/site-packages",
-	"/usr/local/lib/python3*/dist-packages",
-	"/usr/lib/python3*/site-packages",
-	"/usr/lib/python3/dist-packages",
-	"/opt/conda/lib/python3*/site-packages",
-	"/opt/*/.venv/lib/python3*/site-packages",
-	"/opt/*/venv/lib/python3*/site-packages",
-}
-
-// sitePackages returns the $PYTHONPATH entries and the existing directories
-// matching sitePackagesGlobs, each once, without running Python.
-func sitePackages() []string {
-	var dirs []string
-	seen := map[string]bool{}
-	add := func(d string) {
-		d = filepath.Clean(d)
-		if fi, err := os.Stat(d); err != nil || !fi.IsDir() || seen[d] {
-			return
-		}
-		seen[d] = true
-		dirs = append(dirs, d)
-	}
-	for _, d := range filepath.SplitList(os.Getenv("PYTHONPATH")) {
-		if d != "" {
-			add(d)
-		}
-	}
-	for _, pattern := range sitePackagesGlobs {
-		if strings.HasPrefix(pattern, "$") {
-			name, rest, _ := strings.Cut(pattern[1:], "/")
-			v := os.Getenv(name)
-			if v == "" {
-				continue
-			}
-			pattern = filepath.Join(v, rest)
-		}
-		matches, _ := filepath.Glob(pattern)
-		for _, m := range matches {
-			add(m)
-		}
-	}
-	return dirs
 }
 
 // blasState is the process's cuBLAS (a successful load is kept, a failed

@@ -9,6 +9,7 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/native/dl"
 )
 
 // mockBLAS records the calls the binding makes and answers with set
@@ -212,7 +213,7 @@ func TestBLASCandidates(t *testing.T) {
 
 	sp := t.TempDir()
 	t.Setenv("PYTHONPATH", sp)
-	require.Contains(t, sitePackages(), sp)
+	require.Contains(t, dl.SitePackages(), sp)
 }
 
 func TestOpenBLASWithoutLibrary(t *testing.T) {

@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -240,4 +241,18 @@ func Live() Counts {
 		Streams: live.streams.Load(),
 		Events:  live.events.Load(),
 	}
+}
+
+// RunTests runs a package's tests (m is the *testing.M of a TestMain) and
+// turns a passing run into a failing one when simulated resources are still
+// alive afterwards: tests must close what they open.
+//
+//	func TestMain(m *testing.M) { os.Exit(sim.RunTests(m)) }
+func RunTests(m interface{ Run() int }) int {
+	code := m.Run()
+	if live := Live(); code == 0 && live != (Counts{}) {
+		fmt.Fprintf(os.Stderr, "leak: simulated resources still alive after all tests: %+v\n", live)
+		return 1
+	}
+	return code
 }

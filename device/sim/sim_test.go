@@ -19,16 +19,7 @@ import (
 
 // TestMain fails the run when a test left a simulated device, allocation,
 // peer view, stream or event alive.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		if live := Live(); live != (Counts{}) {
-			fmt.Fprintf(os.Stderr, "leak: simulated resources still alive after all tests: %+v\n", live)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(RunTests(m)) }
 
 // passTimeout bounds waits that are meant to be released: long enough never
 // to fire on a loaded machine, short enough that a bug fails the test fast.

@@ -5,6 +5,7 @@ package nccl
 /*
 #include <stdlib.h>
 #include <string.h>
+#cgo CFLAGS: -I${SRCDIR}/../dl
 #include "cuctx.h"
 
 typedef struct { char internal[128]; } hc_ncclUniqueId;

@@ -14,6 +14,7 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internal/gputest"
 	"github.com/seed12530e24/hiercoll/native/dl"
 )
 
@@ -54,17 +55,17 @@ func TestCommArgumentChecks(t *testing.T) {
 }
 
 // gpuSetup loads NCCL and device memory on device 0, or skips with the reason.
-func gpuSetup(t *testing.T) (*Lib, *devMem) {
+func gpuSetup(t *testing.T) (*Lib, *gputest.Mem) {
 	t.Helper()
 	lib, err := Load()
 	if err != nil {
 		t.Skipf("no NCCL here: %v", err)
 	}
-	mem, err := openDevMem(0)
+	mem, err := gputest.Open(0)
 	if err != nil {
 		t.Skipf("no CUDA device here: %v", err)
 	}
-	t.Cleanup(func() { require.NoError(t, mem.close()) })
+	t.Cleanup(func() { require.NoError(t, mem.Close()) })
 	return lib, mem
 }
 
@@ -102,38 +103,38 @@ func TestGPUSingleRankCollectives(t *testing.T) {
 			t.Run(fmt.Sprintf("%v/%d", d, n), func(t *testing.T) {
 				in := randomInput(d, n, rng)
 				size := int64(len(in))
-				send, err := mem.alloc(size)
+				send, err := mem.Alloc(size)
 				require.NoError(t, err)
-				defer func() { require.NoError(t, mem.free(send)) }()
-				recv, err := mem.alloc(size)
+				defer func() { require.NoError(t, mem.Free(send)) }()
+				recv, err := mem.Alloc(size)
 				require.NoError(t, err)
-				defer func() { require.NoError(t, mem.free(recv)) }()
-				require.NoError(t, mem.toDevice(send, in))
+				defer func() { require.NoError(t, mem.Free(recv)) }()
+				require.NoError(t, mem.ToDevice(send, in))
 				out := make([]byte, size)
 
 				// With one rank, reduce-scatter and all-reduce are copies.
 				require.NoError(t, comm.ReduceScatter(send, recv, int64(n), d, 0))
-				require.NoError(t, mem.sync())
-				require.NoError(t, mem.toHost(out, recv))
+				require.NoError(t, mem.Sync())
+				require.NoError(t, mem.ToHost(out, recv))
 				require.True(t, bytes.Equal(in, out), "reduce-scatter of one rank equals its input")
 
 				clear(out)
-				require.NoError(t, mem.toDevice(recv, out))
+				require.NoError(t, mem.ToDevice(recv, out))
 				require.NoError(t, comm.AllReduce(send, recv, int64(n), d, 0))
-				require.NoError(t, mem.sync())
-				require.NoError(t, mem.toHost(out, recv))
+				require.NoError(t, mem.Sync())
+				require.NoError(t, mem.ToHost(out, recv))
 				require.True(t, bytes.Equal(in, out), "all-reduce of one rank equals its input")
 
 				clear(out)
-				require.NoError(t, mem.toDevice(recv, out))
+				require.NoError(t, mem.ToDevice(recv, out))
 				require.NoError(t, comm.Group(func() error {
 					if err := comm.Send(send, int64(n), d, 0, 0); err != nil {
 						return err
 					}
 					return comm.Recv(recv, int64(n), d, 0, 0)
 				}))
-				require.NoError(t, mem.sync())
-				require.NoError(t, mem.toHost(out, recv))
+				require.NoError(t, mem.Sync())
+				require.NoError(t, mem.ToHost(out, recv))
 				require.True(t, bytes.Equal(in, out), "a send to oneself arrives")
 			})
 		}

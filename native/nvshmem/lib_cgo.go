@@ -8,6 +8,7 @@ package nvshmem
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#cgo CFLAGS: -I${SRCDIR}/../dl
 #include "cuctx.h"
 
 // nvshmemx_uniqueid_t, nvshmemx_uniqueid_args_t, nvshmemx_init_args_t (v2)

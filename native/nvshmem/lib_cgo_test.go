@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/internal/gputest"
 	"github.com/seed12530e24/hiercoll/native/dl"
 )
 
@@ -103,11 +104,11 @@ func TestGPUSinglePE(t *testing.T) {
 	if err != nil {
 		t.Skipf("no NVSHMEM here: %v", err)
 	}
-	mem, err := openDevMem(0)
+	mem, err := gputest.Open(0)
 	if err != nil {
 		t.Skipf("no CUDA device here: %v", err)
 	}
-	defer func() { require.NoError(t, mem.close()) }()
+	defer func() { require.NoError(t, mem.Close()) }()
 	if maj, min, patch, err := lib.Version(); err == nil {
 		t.Logf("NVSHMEM %d.%d.%d from %s (plugin %q)", maj, min, patch, lib.File(), lib.plugin)
 	}
@@ -147,9 +148,9 @@ func TestGPUSinglePE(t *testing.T) {
 	for i := range in {
 		in[i] = byte(i*7 + 3)
 	}
-	require.NoError(t, mem.toDevice(src, in))
-	require.NoError(t, mem.toDevice(dst, make([]byte, n)))
-	require.NoError(t, mem.toDevice(sig, make([]byte, 16)))
+	require.NoError(t, mem.ToDevice(src, in))
+	require.NoError(t, mem.ToDevice(dst, make([]byte, n)))
+	require.NoError(t, mem.ToDevice(sig, make([]byte, 16)))
 
 	require.NoError(t, lib.PutSignalOnStream(dst, src, n/2, sig, 1, SignalSet, 0, 0))
 	require.NoError(t, lib.SignalWaitUntilOnStream(sig, CmpEQ, 1, 0))
@@ -157,13 +158,13 @@ func TestGPUSinglePE(t *testing.T) {
 	require.NoError(t, lib.PutSignalOnStream(dst, src, 0, sig.Add(8), 5, SignalAdd, 0, 0))
 	require.NoError(t, lib.SignalWaitUntilOnStream(sig.Add(8), CmpGE, 5, 0))
 	require.NoError(t, lib.BarrierAllOnStream(0))
-	require.NoError(t, mem.sync())
+	require.NoError(t, mem.Sync())
 
 	out := make([]byte, n)
-	require.NoError(t, mem.toHost(out, dst))
+	require.NoError(t, mem.ToHost(out, dst))
 	require.True(t, bytes.Equal(in, out), "the puts arrived")
 	words := make([]byte, 16)
-	require.NoError(t, mem.toHost(words, sig))
+	require.NoError(t, mem.ToHost(words, sig))
 	require.Equal(t, uint64(1), binary.LittleEndian.Uint64(words[0:]))
 	require.Equal(t, uint64(5), binary.LittleEndian.Uint64(words[8:]))
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/native/dl"
 )
 
 // SignalOp is how a put-with-signal updates the signal word
@@ -262,80 +263,11 @@ func pluginEnv(dir string, lookup func(string) (string, bool), set func(k, v str
 
 // candidates lists the libraries Load tries, in order, and the site-packages
 // directories searched for the wheel's copy.
-func candidates() (libs, searched []string) {
-	if p := os.Getenv(EnvLib); p != "" {
-		libs = append(libs, p)
-	}
-	libs = append(libs, soname)
-	searched = SitePackages()
-	for _, dir := range searched {
-		p := filepath.Join(dir, wheelPath)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-			libs = append(libs, p)
-		}
-	}
-	return libs, searched
-}
+func candidates() (libs, searched []string) { return dl.Candidates(EnvLib, soname, wheelPath) }
 
-// sitePackagesGlobs are the usual places Python keeps installed packages;
-// $VAR entries are expanded and skipped when the variable is empty.
-var sitePackagesGlobs = []string{
-	"$VIRTUAL_ENV/lib/python3*/site-packages",
-	"$CONDA_PREFIX/lib/python3*/site-packages",
-	"$HOME/.local/lib/python3*/site-packages",
-	"/usr/local/lib/python3*/site-packages",
-	"/usr/local/lib/python3*/dist-packages",
-	"/usr/local/lib64/python3*/site-packages",
-	"/usr/lib/python3*/site-packages",
-	"/usr/lib/python3*/dist-packages",
-	"/usr/lib/python3/dist-packages",
-	"/usr/lib64/python3*/site-packages",
-	"/opt/conda/lib/python3*/site-packages",
-	"/opt/*/.venv/lib/python3*/site-packages",
-	"/opt/*/venv/lib/python3*/site-packages",
-	"/opt/*/lib/python3*/site-packages",
-}
-
-// SitePackages returns the Python package directories found on this machine
-// by globbing the usual prefixes (no Python is run): the entries of
-// $PYTHONPATH, then the active virtual or conda environment, the user's and
-// the system's site-packages and dist-packages, and virtual environments
-// under /opt. Each directory appears once, in that order.
-func SitePackages() []string {
-	var dirs []string
-	seen := map[string]bool{}
-	add := func(d string) {
-		d = filepath.Clean(d)
-		if seen[d] {
-			return
-		}
-		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-			return
-		}
-		seen[d] = true
-		dirs = append(dirs, d)
-	}
-	for _, d := range filepath.SplitList(os.Getenv("PYTHONPATH")) {
-		if d != "" {
-			add(d)
-		}
-	}
-	for _, pattern := range sitePackagesGlobs {
-		if strings.HasPrefix(pattern, "$") {
-			name, rest, _ := strings.Cut(pattern[1:], "/")
-			v := os.Getenv(name)
-			if v == "" {
-				continue
-			}
-			pattern = filepath.Join(v, rest)
-		}
-		matches, _ := filepath.Glob(pattern) // only ErrBadPattern, impossible here
-		for _, m := range matches {
-			add(m)
-		}
-	}
-	return dirs
-}
+// SitePackages returns the Python package directories searched for the
+// wheel's copy of the library (see dl.SitePackages).
+func SitePackages() []string { return dl.SitePackages() }
 
 // errNotLoaded reports a library that could not be loaded, naming what was tried.
 func errNotLoaded(libs, searched []string, cause error) error {

@@ -1,9 +1,11 @@
-// The CUDA driver calls this package makes around NVSHMEM: retaining a device's
-// primary context and making it current on the calling thread for the length
-// of one C call. Resolved with dlsym from libcuda.so.1; the names have no _v2
+// The CUDA driver calls the native loaders (native/nccl, native/nvshmem) make
+// around a library's calls: retaining a device's primary context and making
+// it current on the calling thread for the length of one C call. Included by
+// their cgo preambles with -I${SRCDIR}/../dl; every function is static, so
+// each package gets its own copy. Resolved with dlsym from libcuda.so.1; the names have no _v2
 // variants except cuDevicePrimaryCtxRelease_v2.
-#ifndef HIERCOLL_NVSHMEM_CUCTX_H
-#define HIERCOLL_NVSHMEM_CUCTX_H
+#ifndef HIERCOLL_CUCTX_H
+#define HIERCOLL_CUCTX_H
 
 #include <stddef.h>
 #include <stdint.h>
