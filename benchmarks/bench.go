@@ -107,18 +107,12 @@ func bench(ctx context.Context, r world.Rank, o BenchOptions) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, buf.free()) }()
-	s, err := r.Dev.NewStream(device.Normal)
+	rg, err := newRig(r.Dev)
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, s.Close()) }()
-	var t0, t1 device.Event
-	for _, e := range []*device.Event{&t0, &t1} {
-		if *e, err = r.Dev.NewEvent(); err != nil {
-			return err
-		}
-		defer func() { err = errors.Join(err, (*e).Close()) }()
-	}
+	defer func() { err = errors.Join(err, rg.close()) }()
+	s, t0, t1 := rg.s, rg.t0, rg.t1
 	if err := fillRandom(r, buf, maxM, o.N, o.DType); err != nil {
 		return err
 	}

@@ -148,18 +148,12 @@ func gemmBench(ctx context.Context, r world.Rank, o GemmOptions) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, ref.Close()) }()
-	s, err := r.Dev.NewStream(device.Normal)
+	rg, err := newRig(r.Dev)
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, s.Close()) }()
-	var t0, t1 device.Event
-	for _, e := range []*device.Event{&t0, &t1} {
-		if *e, err = r.Dev.NewEvent(); err != nil {
-			return err
-		}
-		defer func() { err = errors.Join(err, (*e).Close()) }()
-	}
+	defer func() { err = errors.Join(err, rg.close()) }()
+	s, t0, t1 := rg.s, rg.t0, rg.t1
 	seed, err := agreeSeed(ctx, r)
 	if err != nil {
 		return err

@@ -128,6 +128,37 @@ func (b *buffers) free() error {
 	return errors.Join(errs...)
 }
 
+// rig is the stream a timed job enqueues on and the two events that time it.
+type rig struct {
+	s      device.Stream
+	t0, t1 device.Event
+}
+
+func newRig(dev device.Device) (*rig, error) {
+	g := &rig{}
+	var err error
+	if g.s, err = dev.NewStream(device.Normal); err != nil {
+		return nil, err
+	}
+	if g.t0, err = dev.NewEvent(); err == nil {
+		g.t1, err = dev.NewEvent()
+	}
+	if err != nil {
+		return nil, errors.Join(err, g.close())
+	}
+	return g, nil
+}
+
+func (g *rig) close() error {
+	var errs []error
+	for _, e := range []device.Event{g.t0, g.t1} {
+		if e != nil {
+			errs = append(errs, e.Close())
+		}
+	}
+	return errors.Join(append(errs, g.s.Close())...)
+}
+
 // Printer writes only on rank 0.
 type Printer struct {
 	W    io.Writer

@@ -33,13 +33,16 @@ if has bench; then
 	[ "$ngpu" -ge 4 ] && run env CUDA_VISIBLE_DEVICES=0,1 $H bench --sizes ${SIZES:-1M,2M,4M,8M,32M,128M,512M,2G} --engine sm --push-sms ${PUSH_SMS:-32,64} --reduction-sms ${RED_SMS:-16,32} --csv "$OUT/bench-1x2.csv"
 fi
 if has rail && [ "$ngpu" -ge 4 ]; then
+	run $BIN/native_nccl.test -test.count=1
+	run $BIN/native_nvshmem.test -test.count=1
 	run $BIN/internode.test -test.v -test.count=1 -test.timeout=200s -test.run TestRailOverProcesses
 	for t in nvshmem nccl; do run $H verify --nodes 2 --transport $t --calls 1 --repeat 50; done
-	for t in ipc nvshmem nccl; do run $H bench --nodes 2 --transport $t --sizes 8M,32M,128M,512M --csv "$OUT/bench-2x2-$t.csv"; done
+	[ -n "${RAIL_BENCH:-1}" ] && for t in ipc nvshmem nccl; do run $H bench --nodes 2 --transport $t --sizes 8M,32M,128M,512M --csv "$OUT/bench-2x2-$t.csv"; done
 fi
 if has torch; then
 	export HIERCOLL_LIB=$PWD/$BIN/libhiercoll.so PYTHONPATH=$PWD/python
 	run torchrun --nproc-per-node "$ngpu" benchmarks/torch/check_rs.py
+	[ "$ngpu" -ge 4 ] && run env CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc-per-node 2 benchmarks/torch/check_rs.py
 	run python3 -m pytest -q python/tests
 	run torchrun --nproc-per-node "$ngpu" -m pytest -q python/tests/test_hiercoll.py
 fi
