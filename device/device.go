@@ -178,6 +178,10 @@ var (
 	ErrClosed          = errors.New("closed")
 )
 
+// StreamSynchronize is TimeoutError.What when a host wait on a stream ran out
+// of time: the stream's work is still running on the device.
+const StreamSynchronize = "stream synchronize"
+
 // TimeoutError is a wait that did not complete in time: it names what was
 // waited on, and where, so that a missing rank can be identified.
 type TimeoutError struct {

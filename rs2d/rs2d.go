@@ -472,16 +472,25 @@ func (c *Context) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
 	defer cancel()
 	var errs []error
+	stuck := false
 	if c.streams != nil {
 		for _, s := range c.streams.All() {
 			if err := s.Synchronize(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("rs2d: close: draining: %w", err))
+				var te *device.TimeoutError
+				stuck = errors.As(err, &te) && te.What == device.StreamSynchronize
 				break
 			}
 		}
 	}
 	if err := c.comm.Barrier(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("rs2d: close: %w", err))
+	}
+	if stuck {
+		// Work is still running on the device (waiting for a rank that is
+		// gone): freeing its memory would wait for it forever. Leave it to
+		// the end of the process and say so.
+		return errors.Join(append(errs, fmt.Errorf("rs2d: close: device work of this context is stuck; its buffers stay allocated: %w", device.ErrTimeout))...)
 	}
 	return errors.Join(append(errs, c.release())...)
 }

@@ -49,7 +49,7 @@ func (s *stream) Synchronize(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return waitDone(ctx, s.name, "stream synchronize", func() (bool, error) {
+	return waitDone(ctx, s.name, device.StreamSynchronize, func() (bool, error) {
 		done, err := s.dev.queryStream(st.h)
 		if err != nil {
 			return false, fmt.Errorf("cuda: %s: %w", s.name, err)

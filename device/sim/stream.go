@@ -159,7 +159,7 @@ func (s *stream) Synchronize(ctx context.Context) error {
 		case <-progress:
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return &device.TimeoutError{Stream: s.name, What: "stream synchronize", After: time.Since(start)}
+				return &device.TimeoutError{Stream: s.name, What: device.StreamSynchronize, After: time.Since(start)}
 			}
 			return fmt.Errorf("sim: %s: synchronize: %w", s.name, ctx.Err())
 		}
