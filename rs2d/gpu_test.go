@@ -1,0 +1,91 @@
+package rs2d_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/launch"
+	"github.com/seed12530e24/hiercoll/rs2d"
+	"github.com/seed12530e24/hiercoll/world"
+)
+
+const envDieChild = "HIERCOLL_RS2D_DIE_CHILD"
+
+// On GPUs, one process per GPU: the last rank exits right after joining the
+// context, as a killed rank would. Every other rank's call must fail with a
+// timeout when its stream is synchronized (not hang), and Close must return.
+func TestGPURankDiesMidRun(t *testing.T) {
+	if engine := os.Getenv(envDieChild); engine != "" {
+		dieChild(t, engine)
+		return
+	}
+	n := world.GPUs()
+	if n < 2 {
+		t.Skipf("needs 2 GPUs (the CUDA driver sees %d)", n)
+	}
+	for _, engine := range []string{"sm", "copy"} {
+		t.Run(engine, func(t *testing.T) {
+			var out bytes.Buffer
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			err := launch.Run(ctx, launch.Spec{
+				NProc:   n,
+				Command: []string{os.Args[0], "-test.run=^TestGPURankDiesMidRun$", "-test.v"},
+				Env:     []string{envDieChild + "=" + engine},
+				Stdout:  &out, Stderr: &out,
+			})
+			t.Log(out.String())
+			require.NoError(t, err)
+			for r := 0; r < n-1; r++ {
+				require.Contains(t, out.String(), fmt.Sprintf("[rank %d] SURVIVOR OK", r))
+			}
+		})
+	}
+}
+
+func dieChild(t *testing.T, engineName string) {
+	engine, err := rs2d.ParseEngine(engineName)
+	require.NoError(t, err)
+	ctx := context.Background()
+	w, err := world.Process(ctx)
+	require.NoError(t, err)
+	r := w.Ranks[0]
+	const rowsPer, n = 64, 1024
+	m := rowsPer * r.Comm.Size()
+	rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dtype.BF16, Engine: engine, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	if r.Comm.Rank() == r.Comm.Size()-1 {
+		os.Exit(0) // gone without a word, as a killed process
+	}
+	in, err := r.Dev.Alloc(int64(m * n * 2))
+	require.NoError(t, err)
+	out, err := r.Dev.Alloc(int64(rowsPer * n * 2))
+	require.NoError(t, err)
+	s, err := r.Dev.NewStream(device.Normal)
+	require.NoError(t, err)
+	start := time.Now()
+	require.NoError(t, rs.ReduceScatter(ctx,
+		rs2d.Tensor{Ptr: in, Rows: m, Cols: n, DType: dtype.BF16},
+		rs2d.Tensor{Ptr: out, Rows: rowsPer, Cols: n, DType: dtype.BF16}, s))
+	syncCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err = s.Synchronize(syncCtx)
+	require.Error(t, err)
+	require.True(t, errors.Is(err, device.ErrTimeout), "want a timeout, got %v", err)
+	took := time.Since(start)
+	closeErr := rs.Close() // must return, with the stuck work reported
+	t.Logf("synchronize: %v after %v; close: %v", err, took.Round(time.Millisecond), closeErr)
+	require.Less(t, took, 15*time.Second)
+	fmt.Printf("SURVIVOR OK (%s)\n", strings.Split(err.Error(), "\n")[0])
+	os.Exit(0) // the stuck kernel goes with the process
+}
