@@ -22,6 +22,7 @@ has() { [[ " $sections " == *" $1 "* ]]; }
 if has verify; then
 	run $H verify --calls 2 --repeat 1000 --timeout 60s
 	run $H verify --engine copy --calls 1 --repeat 100
+	run $BIN/rs2d.test -test.count=1 -test.run TestGPURankDiesMidRun
 	if [ "$ngpu" -ge 4 ]; then
 		run $H verify --nodes 2 --calls 2 --repeat 200
 		run $H verify --nodes 4 --calls 1 --repeat 100
