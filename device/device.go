@@ -178,9 +178,20 @@ var (
 	ErrClosed          = errors.New("closed")
 )
 
-// StreamSynchronize is TimeoutError.What when a host wait on a stream ran out
-// of time: the stream's work is still running on the device.
-const StreamSynchronize = "stream synchronize"
+// StreamSynchronize and EventSynchronize are TimeoutError.What when a host
+// wait on a stream or an event ran out of time: the work is still running on
+// the device.
+const (
+	StreamSynchronize = "stream synchronize"
+	EventSynchronize  = "event synchronize"
+)
+
+// Stuck reports whether err is a host wait that ran out of time while the
+// device work it waited for was still running (not work that failed).
+func Stuck(err error) bool {
+	var te *TimeoutError
+	return errors.As(err, &te) && (te.What == StreamSynchronize || te.What == EventSynchronize)
+}
 
 // TimeoutError is a wait that did not complete in time: it names what was
 // waited on, and where, so that a missing rank can be identified.

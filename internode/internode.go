@@ -106,6 +106,13 @@ type Transport interface {
 	Close() error
 }
 
+// WaitReleaser is implemented by transports whose waits are on words in this
+// rank's memory, which the host can overwrite to end them when a peer is gone
+// (see intranode.Stage.ReleaseWaits).
+type WaitReleaser interface {
+	ReleaseWaits(s device.Stream, epoch uint32) error
+}
+
 // Endpoint is what a transport is built from.
 type Endpoint struct {
 	Dev        device.Device

@@ -79,3 +79,10 @@ func (t *ipc) Wait(s device.Stream, epoch uint32) error {
 }
 
 func (t *ipc) Close() error { return t.heap.Close() }
+
+// ReleaseWaits enqueues on s the write of a value past every epoch into this
+// rank's arrival words, ending any wait on them (see
+// intranode.Stage.ReleaseWaits).
+func (t *ipc) ReleaseWaits(s device.Stream, epoch uint32) error {
+	return t.ep.Dev.Memset32(s, t.heap.Word(t.ep.Place.Rank, t.arrived, 0), epoch+1<<30, int64(t.arrived.Words))
+}

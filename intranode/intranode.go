@@ -320,3 +320,27 @@ func (st *Stage) PushReduce(s device.Stream, step Step, grid SMGrid) error {
 	}
 	return nil
 }
+
+// ReleaseWaits enqueues on s (a stream of its own, not one that is stuck)
+// the writes of values past every target into this rank's own ready,
+// arrival, counter and GEMM-signal words, so that every wait on them (stream
+// wait-values, the push-reduce kernel's spins) ends.
+// It is the way out when a peer is gone and work is stuck waiting for it:
+// the results are garbage, and the stage must not be used again.
+func (st *Stage) ReleaseWaits(s device.Stream, epoch uint32) error {
+	const ahead = 1 << 30 // satisfies a cyclic >= for any target up to 2^30 behind
+	for _, w := range []struct {
+		pad symm.Pad
+		v   uint32
+	}{
+		{st.buf.Ready, epoch + ahead},
+		{st.buf.Gemm, epoch + ahead},
+		{st.buf.Arrived, st.seq + ahead},
+		{st.buf.Counters, st.pushed + ahead},
+	} {
+		if err := st.dev.Memset32(s, st.buf.Heap.Word(st.place.Rank, w.pad, 0), w.v, int64(w.pad.Words)); err != nil {
+			return fmt.Errorf("intranode: releasing the waits on %s: %w", w.pad.Name, err)
+		}
+	}
+	return nil
+}

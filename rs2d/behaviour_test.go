@@ -352,3 +352,67 @@ func TestBadInputRejectedBeforeWork(t *testing.T) {
 	})
 	require.NoError(t, err)
 }
+
+// Work stuck waiting for a rank that is gone: Close ends the waits on this
+// rank's own signal words, the work drains, everything is released (the
+// package's leak check holds) and Close returns within its bound.
+func TestCloseReleasesStuckWaits(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(engine.String(), func(t *testing.T) {
+			shape := bootstrap.Shape{Nodes: 1, LocalSize: 3}
+			// Device waits outlast the context's bound: the stream stays stuck.
+			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
+			require.NoError(t, err)
+			defer w.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			const bound = 300 * time.Millisecond
+			survivorsClosed := make(chan struct{})
+			var closedCount sync.WaitGroup
+			closedCount.Add(2)
+			go func() { closedCount.Wait(); close(survivorsClosed) }()
+			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+				rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: 6, N: 8, DType: dtype.F32, Engine: engine, Timeout: bound})
+				if err != nil {
+					return err
+				}
+				if r.Comm.Rank() == 2 { // gone: never calls, closes only at the very end
+					<-survivorsClosed
+					_ = rs.Close()
+					return nil
+				}
+				defer closedCount.Done()
+				in, out, free := rankBuffers(t, r.Dev, 6, 8, 3, dtype.F32)
+				defer free()
+				s, err := r.Dev.NewStream(device.Normal)
+				if err != nil {
+					return err
+				}
+				defer s.Close()
+				if err := rs.ReduceScatter(ctx, in, out, s); err != nil {
+					return err
+				}
+				short, cancel := context.WithTimeout(ctx, bound)
+				defer cancel()
+				if err := s.Synchronize(short); !device.Stuck(err) {
+					return fmt.Errorf("synchronize: %v, want the host bound to run out on stuck work", err)
+				}
+				start := time.Now()
+				closeErr := rs.Close()
+				if closeErr == nil || !errors.Is(closeErr, device.ErrTimeout) {
+					return fmt.Errorf("close: %v, want the timeout reported", closeErr)
+				}
+				if took := time.Since(start); took > 4*bound+time.Second {
+					return fmt.Errorf("close took %v", took)
+				}
+				drained, cancel2 := context.WithTimeout(ctx, 5*time.Second)
+				defer cancel2()
+				if err := s.Synchronize(drained); device.Stuck(err) {
+					return fmt.Errorf("the caller's stream is still stuck after Close: %v", err)
+				}
+				return nil
+			})
+			require.NoError(t, err)
+		})
+	}
+}

@@ -57,7 +57,8 @@ type Context struct {
 	streams   *streams.Set
 
 	mu     sync.Mutex
-	epoch  uint32 // calls made so far (the epoch of the last call)
+	epoch  uint32       // calls made so far (the epoch of the last call)
+	done   device.Event // the end of the last call, on the caller's stream
 	closed bool
 	tracer *tracer // stage events, when tracing
 }
@@ -102,6 +103,9 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 	// Streams first: the transport is the last collective step, so no rank
 	// can give up after it and leave the others in a collective release.
 	if c.streams, err = streams.NewSet(dev, cfg.CopyStreams); err != nil {
+		return fail(fmt.Errorf("rs2d: %w", err))
+	}
+	if c.done, err = dev.NewEvent(); err != nil {
 		return fail(fmt.Errorf("rs2d: %w", err))
 	}
 	if shape.Nodes > 1 {
@@ -373,6 +377,9 @@ func (c *Context) finish(out Tensor, s device.Stream, epoch uint32, rpr int) err
 			return err
 		}
 	}
+	if err := c.done.Record(s); err != nil {
+		return err
+	}
 	return c.mark(func(t *tracer) device.Event { return t.end }, s)
 }
 
@@ -460,8 +467,14 @@ func (c *Context) ConsumptionOrder() []int {
 
 // Close releases the context after a barrier with the other ranks, so no
 // peer still writes into this rank's buffers. It is collective; a rank that
-// never arrives makes it return an error after Config.Timeout, with the
-// resources released anyway.
+// never arrives makes it return an error after Config.Timeout.
+//
+// When this rank's own work is stuck on the device (waiting for a rank that
+// is gone), Close ends the waits by writing values past every target into
+// this rank's own signal words, lets the work drain (with garbage results:
+// the call already failed), and then releases everything. Only if the work
+// still does not drain are the buffers left allocated, with an error saying
+// so, rather than Close hanging in a free that waits for the device.
 func (c *Context) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -472,31 +485,65 @@ func (c *Context) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
 	defer cancel()
 	var errs []error
-	stuck := false
-	if c.streams != nil {
-		for _, s := range c.streams.All() {
-			if err := s.Synchronize(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("rs2d: close: draining: %w", err))
-				var te *device.TimeoutError
-				stuck = errors.As(err, &te) && te.What == device.StreamSynchronize
-				break
+	if err := c.drain(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("rs2d: close: draining: %w", err))
+		if device.Stuck(err) {
+			again, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
+			defer cancel()
+			if err := c.releaseWaits(again); err != nil {
+				errs = append(errs, err)
+			}
+			if err := c.drain(again); device.Stuck(err) {
+				return errors.Join(append(errs, fmt.Errorf("rs2d: close: device work of this context is stuck; its buffers stay allocated: %w", err))...)
 			}
 		}
 	}
 	if err := c.comm.Barrier(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("rs2d: close: %w", err))
 	}
-	if stuck {
-		// Work is still running on the device (waiting for a rank that is
-		// gone): freeing its memory would wait for it forever. Leave it to
-		// the end of the process and say so.
-		return errors.Join(append(errs, fmt.Errorf("rs2d: close: device work of this context is stuck; its buffers stay allocated: %w", device.ErrTimeout))...)
-	}
 	return errors.Join(append(errs, c.release())...)
+}
+
+// drain waits for the context's streams and the end of its last call.
+func (c *Context) drain(ctx context.Context) error {
+	if c.streams != nil {
+		for _, s := range c.streams.All() {
+			if err := s.Synchronize(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	if c.done != nil {
+		return c.done.Synchronize(ctx)
+	}
+	return nil
+}
+
+// releaseWaits ends every wait on this rank's own signal words, with writes
+// on a stream of its own (the context's streams may be the stuck ones).
+func (c *Context) releaseWaits(ctx context.Context) (err error) {
+	s, err := c.dev.NewStream(device.High)
+	if err != nil {
+		return fmt.Errorf("rs2d: close: releasing stuck waits: %w", err)
+	}
+	defer func() { err = errors.Join(err, s.Close()) }()
+	errs := []error{c.intra.ReleaseWaits(s, c.epoch)}
+	if r, ok := c.rail.(internode.WaitReleaser); ok {
+		errs = append(errs, r.ReleaseWaits(s, c.epoch))
+	}
+	errs = append(errs, s.Synchronize(ctx))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("rs2d: close: releasing stuck waits: %w", err)
+	}
+	return nil
 }
 
 func (c *Context) release() error {
 	errs := []error{c.closeTracer()}
+	if c.done != nil {
+		errs = append(errs, c.done.Close())
+		c.done = nil
+	}
 	if c.streams != nil {
 		errs = append(errs, c.streams.Close())
 		c.streams = nil

@@ -145,7 +145,7 @@ func (e *event) Synchronize(ctx context.Context) error {
 	if err := e.open(); err != nil {
 		return err
 	}
-	return waitDone(ctx, e.recordedOn(), "event synchronize", e.query)
+	return waitDone(ctx, e.recordedOn(), device.EventSynchronize, e.query)
 }
 
 // Done implements device.Event with cuEventQuery. A failure of the recorded

@@ -247,7 +247,7 @@ func (e *event) Synchronize(ctx context.Context) error {
 		return rec.err
 	case <-ctx.Done():
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return &device.TimeoutError{Stream: rec.stream, What: "event synchronize", After: time.Since(start)}
+			return &device.TimeoutError{Stream: rec.stream, What: device.EventSynchronize, After: time.Since(start)}
 		}
 		return ctx.Err()
 	}
