@@ -500,7 +500,7 @@ func checkBuffers(op string, dt dtype.DType, count int64, bufs ...device.Ptr) (D
 // statusError turns what a trampoline reported into an error.
 func statusError(call string, st *C.hc_status) error {
 	if st.cuCall != nil {
-		return &CUDAError{Call: C.GoString(st.cuCall), Code: int(st.cu), Name: C.GoString(&st.cuName[0])}
+		return &CUDAError{Lib: "nccl", Call: C.GoString(st.cuCall), Code: int(st.cu), Name: C.GoString(&st.cuName[0])}
 	}
 	if st.res != 0 {
 		return &Error{Call: call, Code: Result(st.res), Text: C.GoString(&st.text[0]), Detail: C.GoString(&st.detail[0])}

@@ -135,30 +135,9 @@ func (e *Error) Is(target error) bool {
 	return false
 }
 
-// CUDAError is a CUDA driver call this package made around NCCL (retaining
-// the device's primary context, making it current) that failed.
-type CUDAError struct {
-	Call string // e.g. "cuDevicePrimaryCtxRetain"
-	Code int    // CUresult
-	Name string // cuGetErrorName, e.g. "CUDA_ERROR_INVALID_DEVICE"
-}
-
-func (e *CUDAError) Error() string {
-	return fmt.Sprintf("nccl: %s: CUDA error %d (%s)", e.Call, e.Code, e.Name)
-}
-
-// Is matches CUDA_ERROR_NO_DEVICE and CUDA_ERROR_STUB_LIBRARY to
-// device.ErrNotSupported and CUDA_ERROR_INVALID_DEVICE to
-// device.ErrInvalidArgument.
-func (e *CUDAError) Is(target error) bool {
-	switch target {
-	case device.ErrNotSupported:
-		return e.Code == 100 || e.Code == 34 // CUDA_ERROR_NO_DEVICE, CUDA_ERROR_STUB_LIBRARY
-	case device.ErrInvalidArgument:
-		return e.Code == 101 // CUDA_ERROR_INVALID_DEVICE
-	}
-	return false
-}
+// CUDAError is a CUDA driver call this package made around NCCL
+// (retaining the device's primary context, making it current) that failed.
+type CUDAError = dl.CUDAError
 
 // DecodeVersion splits an NCCL version code (ncclGetVersion) into its parts:
 // 22803 is 2.28.3; codes before 2.9 were X*1000+Y*100+Z.

@@ -684,7 +684,7 @@ func (l *Lib) liveBytesLocked() int64 {
 // statusError turns what a trampoline reported into an error.
 func statusError(st *C.hc_status) error {
 	if st.cuCall != nil {
-		return &CUDAError{Call: C.GoString(st.cuCall), Code: int(st.cu), Name: C.GoString(&st.cuName[0])}
+		return &CUDAError{Lib: "nvshmem", Call: C.GoString(st.cuCall), Code: int(st.cu), Name: C.GoString(&st.cuName[0])}
 	}
 	if st.res != 0 {
 		return &Error{Call: C.GoString(&st.text[0]), Code: int(st.res)}

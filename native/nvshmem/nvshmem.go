@@ -176,28 +176,7 @@ func (e *Error) Is(target error) bool {
 
 // CUDAError is a CUDA driver call this package made around NVSHMEM
 // (retaining the device's primary context, making it current) that failed.
-type CUDAError struct {
-	Call string // e.g. "cuDevicePrimaryCtxRetain"
-	Code int    // CUresult
-	Name string // cuGetErrorName, e.g. "CUDA_ERROR_INVALID_DEVICE"
-}
-
-func (e *CUDAError) Error() string {
-	return fmt.Sprintf("nvshmem: %s: CUDA error %d (%s)", e.Call, e.Code, e.Name)
-}
-
-// Is matches CUDA_ERROR_NO_DEVICE and CUDA_ERROR_STUB_LIBRARY to
-// device.ErrNotSupported and CUDA_ERROR_INVALID_DEVICE to
-// device.ErrInvalidArgument.
-func (e *CUDAError) Is(target error) bool {
-	switch target {
-	case device.ErrNotSupported:
-		return e.Code == 100 || e.Code == 34
-	case device.ErrInvalidArgument:
-		return e.Code == 101
-	}
-	return false
-}
+type CUDAError = dl.CUDAError
 
 // The environment variables this package reads or sets.
 const (
