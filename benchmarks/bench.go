@@ -140,10 +140,14 @@ func bench(ctx context.Context, r world.Rank, o BenchOptions) (err error) {
 
 // VariantName describes the settings of a benchmark variant.
 func VariantName(c rs2d.Config) string {
+	name := fmt.Sprintf("ce cs%d red%d ch%d", c.CopyStreams, c.ReductionSMs, c.Chunks)
 	if c.Engine == rs2d.EngineSM {
-		return fmt.Sprintf("sm push%d red%d ch%d", c.PushSMs, c.ReductionSMs, c.Chunks)
+		name = fmt.Sprintf("sm push%d red%d ch%d g%d", c.PushSMs, c.ReductionSMs, c.Chunks, c.PushGroup)
 	}
-	return fmt.Sprintf("ce cs%d red%d ch%d", c.CopyStreams, c.ReductionSMs, c.Chunks)
+	if c.RailLanes > 0 {
+		name += fmt.Sprintf(" lanes%d", c.RailLanes)
+	}
+	return name
 }
 
 func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, vcfg rs2d.Config, ref *Reference, buf *buffers,
@@ -164,8 +168,8 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, vcfg rs2d.C
 		p.Printf("  bytes per rank to other nodes: hiercoll %.3f x size ((nnodes-1)/world); a flat ring sends %.3f x size ((world-1)/world) to its neighbour, across the node boundary on the boundary ranks\n",
 			float64(plan.InterNodeBytes)/float64(int64(ms[len(ms)-1])*rowBytes), float64(plan.FlatRingBytes)/float64(int64(ms[len(ms)-1])*rowBytes))
 	}
-	p.Printf("variant %q: engine %v, push SMs %d, reduction SMs %d, copy streams %d, chunks %d (0: by size), transport %s\n",
-		name, eff.Engine, eff.PushSMs, eff.ReductionSMs, eff.CopyStreams, eff.Chunks, rs.Transport())
+	p.Printf("variant %q: engine %v, push SMs %d, reduction SMs %d, push group %d, copy streams %d, chunks %d (0: by size), transport %s\n",
+		name, eff.Engine, eff.PushSMs, eff.ReductionSMs, eff.PushGroup, eff.CopyStreams, eff.Chunks, rs.Transport())
 	p.Printf("%12s %12s %6s %10s %8s %8s %10s %8s %8s %7s %9s\n",
 		"size(B)", "count", "type", "time(us)", "algbw", "busbw", "nccl(us)", "algbw", "busbw", "speedup", "maxerr")
 	for i, m := range ms {

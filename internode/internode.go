@@ -16,8 +16,9 @@
 //     one to close finalises it (nvshmem.go).
 //   - NCCL: two-sided: at each node step one NCCL group sends the block to
 //     node `to` and receives, into the receive buffer, the block that node
-//     RailSource(node, to) sends here at the same step; one communicator per
-//     rail (nccl.go).
+//     RailSource(node, to) sends here at the same step; Lanes communicators
+//     per rail carry a share of each block each, on streams of their own
+//     (nccl.go).
 //
 // NCCL and NVSHMEM are loaded at run time and need the CUDA backend; on the
 // CPU backend, or where the library is missing, New fails with an error
@@ -123,6 +124,9 @@ type Endpoint struct {
 	// elements of a type, so the NCCL transport needs it (and blocks whose
 	// size is a multiple of it); the others move bytes and ignore it.
 	DType dtype.DType
+	// Lanes is, for NCCL, the communicators per rail that carry each block
+	// in parallel (0: DefaultNCCLLanes); the others ignore it.
+	Lanes int
 }
 
 // New builds a transport of kind k. It is collective over the whole job:

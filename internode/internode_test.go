@@ -70,24 +70,33 @@ func placeOf(shape bootstrap.Shape, rank int) symm.Place {
 	return symm.Place{Shape: shape, Rank: rank, Node: rank / shape.LocalSize, LocalRank: rank % shape.LocalSize}
 }
 
-// Every rank contributes to the id all-gather; only node 0's ranks bring an
-// id, and each rank takes its rail root's.
-func TestRailRootIDPerRail(t *testing.T) {
+// Every rank contributes to the id all-gather; only node 0's ranks bring
+// ids (one per lane), and each rank takes its rail root's, lane by lane.
+func TestRailRootIDsPerRail(t *testing.T) {
 	shape := bootstrap.Shape{Nodes: 3, LocalSize: 4}
+	const lanes = 3
 	ids := make([][]byte, shape.World())
 	for r := 0; r < shape.LocalSize; r++ {
-		ids[r] = bytes.Repeat([]byte{byte(r + 1)}, nccl.UniqueIDSize)
+		for lane := 0; lane < lanes; lane++ {
+			ids[r] = append(ids[r], bytes.Repeat([]byte{byte(16*r + lane + 1)}, nccl.UniqueIDSize)...)
+		}
 	}
 	for r := range ids {
-		id, err := railRootID(ids, placeOf(shape, r))
+		got, err := railRootIDs(ids, placeOf(shape, r), lanes)
 		require.NoError(t, err)
-		require.Equal(t, ids[r%shape.LocalSize], id[:], "rank %d", r)
+		require.Len(t, got, lanes)
+		for lane, id := range got {
+			root := r % shape.LocalSize
+			require.Equal(t, ids[root][lane*nccl.UniqueIDSize:(lane+1)*nccl.UniqueIDSize], id[:], "rank %d lane %d", r, lane)
+		}
 	}
+	_, err := railRootIDs(ids, placeOf(shape, 6), lanes+1) // fewer ids than lanes
+	require.ErrorIs(t, err, device.ErrPeer)
 	ids[2] = ids[2][:10]
-	_, err := railRootID(ids, placeOf(shape, 6)) // rail 2
+	_, err = railRootIDs(ids, placeOf(shape, 6), lanes) // rail 2
 	require.ErrorIs(t, err, device.ErrPeer)
 	require.ErrorContains(t, err, "rank 2")
-	_, err = railRootID(ids, placeOf(shape, 5)) // rail 1 is unaffected
+	_, err = railRootIDs(ids, placeOf(shape, 5), lanes) // rail 1 is unaffected
 	require.NoError(t, err)
 }
 
@@ -96,6 +105,9 @@ func TestCheckNCCLEndpoint(t *testing.T) {
 	require.ErrorIs(t, checkNCCLEndpoint(Endpoint{BlockBytes: 1022, DType: dtype.F32}), device.ErrInvalidArgument)
 	require.ErrorIs(t, checkNCCLEndpoint(Endpoint{BlockBytes: 0, DType: dtype.BF16}), device.ErrInvalidArgument)
 	require.NoError(t, checkNCCLEndpoint(Endpoint{BlockBytes: 1022, DType: dtype.BF16}))
+	require.ErrorIs(t, checkNCCLEndpoint(Endpoint{BlockBytes: 1024, DType: dtype.BF16, Lanes: -1}), device.ErrInvalidArgument)
+	require.ErrorIs(t, checkNCCLEndpoint(Endpoint{BlockBytes: 1024, DType: dtype.BF16, Lanes: MaxNCCLLanes + 1}), device.ErrInvalidArgument)
+	require.NoError(t, checkNCCLEndpoint(Endpoint{BlockBytes: 1024, DType: dtype.BF16, Lanes: MaxNCCLLanes}))
 }
 
 // fakeTransport is a candidate for pick's tests.

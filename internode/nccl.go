@@ -11,25 +11,47 @@ import (
 )
 
 // ncclRail is the rail stage over NCCL point-to-point. Each rail (the ranks
-// with one local rank, one per node) has a communicator of its own, in which
-// a rank's NCCL rank is its node id. Send is two-sided: one NCCL group on the
-// stream sends the block to node `to` and receives, straight into the
-// receive buffer, the block that node RailSource(node, to) sends here at the
-// same node step. NCCL's own flow control stands in for arrival words, and
-// since a receive is posted only when this rank reaches that step, the two
-// parity sets are more than NCCL needs; they keep RecvBuf's contract the
-// same as the other transports'.
+// with one local rank, one per node) has Lanes communicators of its own, in
+// which a rank's NCCL rank is its node id. Send is two-sided: on every lane,
+// one NCCL group sends the lane's share of the block to node `to` and
+// receives, straight into the receive buffer, the share of the block that
+// node RailSource(node, to) sends here at the same node step. The lanes run
+// on streams of their own, forked from and joined back into Send's stream:
+// each communicator has its own connections and proxy, so across hosts
+// (NCCL's network transports) the lanes carry a block in parallel where one
+// communicator's point-to-point moves a fraction of what the network takes.
+// NCCL's own flow control stands in for arrival words, and since a receive
+// is posted only when this rank reaches that step, the two parity sets are
+// more than NCCL needs; they keep RecvBuf's contract the same as the other
+// transports'.
 //
-// A receive is complete when the stream that ran its group gets past it, so
-// Send records an event there per source node and Wait makes its stream wait
-// on those events (free when, as in rs2d, the waiting stream has already
-// joined the sending one).
+// A receive is complete when Send's stream gets past the join, so Send
+// records an event there per source node and Wait makes its stream wait on
+// those events (free when, as in rs2d, the waiting stream has already joined
+// the sending one).
 type ncclRail struct {
 	ep      Endpoint
-	comm    *nccl.Comm
-	recv    [2]device.Ptr  // by parity: nnodes × BlockBytes each, from ep.Dev.Alloc
-	arrived []device.Event // by source node (nil for this node): recorded after its receive
+	comms   []*nccl.Comm    // one per lane
+	lanes   []device.Stream // one per lane
+	forked  device.Event    // Send's stream, before the lanes start
+	landed  []device.Event  // by lane: its share of the current send done
+	recv    [2]device.Ptr   // by parity: nnodes × BlockBytes each, from ep.Dev.Alloc
+	arrived []device.Event  // by source node (nil for this node): recorded after its receive
 	closed  bool
+}
+
+// DefaultNCCLLanes is the NCCL transport's communicators per rail when
+// Endpoint.Lanes is 0.
+const DefaultNCCLLanes = 4
+
+// MaxNCCLLanes bounds Endpoint.Lanes.
+const MaxNCCLLanes = 16
+
+func ncclLanes(ep Endpoint) int {
+	if ep.Lanes <= 0 {
+		return DefaultNCCLLanes
+	}
+	return ep.Lanes
 }
 
 // newNCCL builds the transport on every rank (collective; all ranks succeed
@@ -37,9 +59,10 @@ type ncclRail struct {
 func newNCCL(ctx context.Context, ep Endpoint) (*ncclRail, error) {
 	place := ep.Place
 	// Step 1: every rank checks that it can run NCCL, and the rail roots
-	// (the ranks of node 0) create their rails' unique ids. The all-gather
-	// that agrees on it carries the ids: every rank contributes, and each
-	// picks its rail root's.
+	// (the ranks of node 0) create their rails' unique ids, one per lane.
+	// The all-gather that agrees on it carries the ids: every rank
+	// contributes, and each picks its rail root's.
+	lanes := ncclLanes(ep)
 	var lib *nccl.Lib
 	var id []byte
 	err := func() error {
@@ -55,11 +78,13 @@ func newNCCL(ctx context.Context, ep Endpoint) (*ncclRail, error) {
 		}
 		lib = l
 		if place.Node == 0 {
-			u, err := lib.UniqueID()
-			if err != nil {
-				return fmt.Errorf("rank %d: creating the unique id of rail %d: %w", place.Rank, place.LocalRank, err)
+			for range lanes {
+				u, err := lib.UniqueID()
+				if err != nil {
+					return fmt.Errorf("rank %d: creating the unique ids of rail %d: %w", place.Rank, place.LocalRank, err)
+				}
+				id = append(id, u[:]...)
 			}
-			id = u[:]
 		}
 		return nil
 	}()
@@ -68,27 +93,30 @@ func newNCCL(ctx context.Context, ep Endpoint) (*ncclRail, error) {
 		return nil, fmt.Errorf("internode: nccl: %w", err)
 	}
 
-	// Step 2: join the rail's communicator and allocate the receive
+	// Step 2: join the rail's communicators and allocate the receive
 	// buffers, then agree again: a rank that could not join (or whose peers
 	// never joined, which the bound on the join turns into an error) takes
 	// every rank down with it instead of leaving it waiting.
 	t := &ncclRail{ep: ep}
 	err = func() error {
-		rootID, err := railRootID(ids, place)
+		rootIDs, err := railRootIDs(ids, place, lanes)
 		if err != nil {
 			return err
 		}
 		ordinal := ep.Dev.Info().Ordinal
-		what := fmt.Sprintf("ncclCommInitRank (rail %d: rank %d of %d, device %d)", place.LocalRank, place.Node, place.Shape.Nodes, ordinal)
-		t.comm, err = bounded(ctx, what, func() (*nccl.Comm, error) {
-			return lib.InitRank(place.Shape.Nodes, rootID, place.Node, ordinal)
-		}, func(c *nccl.Comm, _ error) {
-			if c != nil {
-				_ = c.Abort()
+		for lane, rootID := range rootIDs {
+			what := fmt.Sprintf("ncclCommInitRank (rail %d lane %d: rank %d of %d, device %d)", place.LocalRank, lane, place.Node, place.Shape.Nodes, ordinal)
+			comm, err := bounded(ctx, what, func() (*nccl.Comm, error) {
+				return lib.InitRank(place.Shape.Nodes, rootID, place.Node, ordinal)
+			}, func(c *nccl.Comm, _ error) {
+				if c != nil {
+					_ = c.Abort()
+				}
+			})
+			if err != nil {
+				return fmt.Errorf("rank %d: joining the communicator of rail %d, lane %d: %w", place.Rank, place.LocalRank, lane, err)
 			}
-		})
-		if err != nil {
-			return fmt.Errorf("rank %d: joining the communicator of rail %d: %w", place.Rank, place.LocalRank, err)
+			t.comms = append(t.comms, comm)
 		}
 		return t.allocate()
 	}()
@@ -101,6 +129,9 @@ func newNCCL(ctx context.Context, ep Endpoint) (*ncclRail, error) {
 // checkNCCLEndpoint refuses what NCCL could not count: it moves elements of
 // a type, so blocks are counted in ep.DType. (newNCCL names the transport.)
 func checkNCCLEndpoint(ep Endpoint) error {
+	if ep.Lanes < 0 || ep.Lanes > MaxNCCLLanes {
+		return fmt.Errorf("Endpoint.Lanes %d: want 0 (default %d) to %d: %w", ep.Lanes, DefaultNCCLLanes, MaxNCCLLanes, device.ErrInvalidArgument)
+	}
 	if !ep.DType.Valid() {
 		return fmt.Errorf("Endpoint.DType %v is not an element type NCCL can count blocks in: %w", ep.DType, device.ErrInvalidArgument)
 	}
@@ -111,21 +142,24 @@ func checkNCCLEndpoint(ep Endpoint) error {
 	return nil
 }
 
-// railRootID picks this rank's rail's unique id out of everyone's
-// contributions (by world rank): the one from the rail's rank on node 0.
-func railRootID(ids [][]byte, place symm.Place) ([nccl.UniqueIDSize]byte, error) {
-	var id [nccl.UniqueIDSize]byte
+// railRootIDs picks this rank's rail's unique ids (one per lane) out of
+// everyone's contributions (by world rank): the ones from the rail's rank on
+// node 0.
+func railRootIDs(ids [][]byte, place symm.Place, lanes int) ([][nccl.UniqueIDSize]byte, error) {
 	root := place.RailPeer(0)
-	if root >= len(ids) || len(ids[root]) != len(id) {
+	if want := lanes * nccl.UniqueIDSize; root >= len(ids) || len(ids[root]) != want {
 		n := -1
 		if root < len(ids) {
 			n = len(ids[root])
 		}
-		return id, fmt.Errorf("rank %d, the root of rail %d, sent a unique id of %d bytes, want %d: %w",
-			root, place.LocalRank, n, len(id), device.ErrPeer)
+		return nil, fmt.Errorf("rank %d, the root of rail %d, sent %d bytes of unique ids, want %d (%d lanes): %w",
+			root, place.LocalRank, n, want, lanes, device.ErrPeer)
 	}
-	copy(id[:], ids[root])
-	return id, nil
+	out := make([][nccl.UniqueIDSize]byte, lanes)
+	for i := range out {
+		copy(out[i][:], ids[root][i*nccl.UniqueIDSize:])
+	}
+	return out, nil
 }
 
 func (t *ncclRail) allocate() error {
@@ -148,6 +182,22 @@ func (t *ncclRail) allocate() error {
 		}
 		t.arrived[n] = e
 	}
+	var err error
+	if t.forked, err = t.ep.Dev.NewEvent(); err != nil {
+		return fmt.Errorf("rank %d: rail fork event: %w", t.ep.Place.Rank, err)
+	}
+	for range t.comms {
+		s, err := t.ep.Dev.NewStream(device.Normal)
+		if err != nil {
+			return fmt.Errorf("rank %d: rail lane stream: %w", t.ep.Place.Rank, err)
+		}
+		t.lanes = append(t.lanes, s)
+		e, err := t.ep.Dev.NewEvent()
+		if err != nil {
+			return fmt.Errorf("rank %d: rail lane event: %w", t.ep.Place.Rank, err)
+		}
+		t.landed = append(t.landed, e)
+	}
 	return nil
 }
 
@@ -156,20 +206,24 @@ func (t *ncclRail) allocate() error {
 // not), then the events and the buffers.
 func (t *ncclRail) release(abort bool) error {
 	var errs []error
-	if t.comm != nil {
+	for _, c := range t.comms {
 		if abort {
-			errs = append(errs, t.comm.Abort())
+			errs = append(errs, c.Abort())
 		} else {
-			errs = append(errs, t.comm.Destroy())
+			errs = append(errs, c.Destroy())
 		}
-		t.comm = nil
 	}
-	for _, e := range t.arrived {
+	t.comms = nil
+	for _, e := range append(append(t.arrived, t.landed...), t.forked) {
 		if e != nil {
 			errs = append(errs, e.Close())
 		}
 	}
-	t.arrived = nil
+	t.arrived, t.landed, t.forked = nil, nil, nil
+	for _, s := range t.lanes {
+		errs = append(errs, s.Close())
+	}
+	t.lanes = nil
 	for i, p := range t.recv {
 		if p != 0 {
 			errs = append(errs, t.ep.Dev.Free(p))
@@ -183,10 +237,11 @@ func (t *ncclRail) Kind() Kind { return NCCL }
 
 func (t *ncclRail) RecvBuf(epoch uint32) device.Ptr { return t.recv[Parity(epoch)] }
 
-// Send runs one NCCL group on s: n bytes at src to node to, and n bytes from
-// node RailSource(node, to) into its block of the receive buffer. Every rank
-// of the rail makes the same calls with the same n, so each send meets its
-// receive at the same node step.
+// Send runs, on every lane's stream (forked from s, joined back into it),
+// one NCCL group: the lane's share of the n bytes at src to node to, and the
+// same share of the block from node RailSource(node, to) into the receive
+// buffer. Every rank of the rail makes the same calls with the same n, so
+// each send meets its receive at the same node step and lane.
 func (t *ncclRail) Send(s device.Stream, to int, src device.Ptr, n int64, epoch uint32) error {
 	if t.closed {
 		return fmt.Errorf("internode: nccl: send on a closed transport: %w", device.ErrClosed)
@@ -202,19 +257,57 @@ func (t *ncclRail) Send(s device.Stream, to int, src device.Ptr, n int64, epoch 
 	from := RailSource(place.Node, to, place.Shape.Nodes)
 	dst := t.RecvBuf(epoch).Add(int64(from) * t.ep.BlockBytes)
 	if n > 0 {
-		h := s.Handle()
-		err := t.comm.Group(func() error {
-			if err := t.comm.Send(src, n/es, t.ep.DType, to, h); err != nil {
-				return err
-			}
-			return t.comm.Recv(dst, n/es, t.ep.DType, from, h)
-		})
-		if err != nil {
+		if err := t.sendLanes(s, to, from, src, dst, n/es); err != nil {
 			return fmt.Errorf("internode: nccl: rank %d: sending to node %d, receiving from node %d: %w", place.Rank, to, from, err)
 		}
 	}
 	if e := t.arrived[from]; e != nil {
 		return e.Record(s)
+	}
+	return nil
+}
+
+// sendLanes splits count elements over the lanes (in whole 16-byte
+// pieces where it can, the last lane taking the rest) and runs each lane's
+// group on its stream between the fork from s and the join back.
+func (t *ncclRail) sendLanes(s device.Stream, to, from int, src, dst device.Ptr, count int64) error {
+	es := int64(t.ep.DType.Size())
+	align := max(1, 16/es)
+	per := (count + int64(len(t.comms)) - 1) / int64(len(t.comms))
+	per = (per + align - 1) / align * align
+	if err := t.forked.Record(s); err != nil {
+		return err
+	}
+	var used []int
+	for lane, comm := range t.comms {
+		lo := min(int64(lane)*per, count)
+		hi := min(lo+per, count)
+		if hi == lo {
+			break
+		}
+		ls := t.lanes[lane]
+		if err := ls.WaitEvent(t.forked); err != nil {
+			return err
+		}
+		h := ls.Handle()
+		err := comm.Group(func() error {
+			if err := comm.Send(src.Add(lo*es), hi-lo, t.ep.DType, to, h); err != nil {
+				return err
+			}
+			return comm.Recv(dst.Add(lo*es), hi-lo, t.ep.DType, from, h)
+		})
+		if err != nil {
+			return fmt.Errorf("lane %d: %w", lane, err)
+		}
+		if err := t.landed[lane].Record(ls); err != nil {
+			return err
+		}
+		used = append(used, lane)
+	}
+	for _, lane := range used {
+		if err := s.WaitEvent(t.landed[lane]); err != nil {
+			return err
+		}
 	}
 	return nil
 }

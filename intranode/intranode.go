@@ -285,9 +285,11 @@ func (st *Stage) GemmSignal(dest int) device.Ptr {
 }
 
 // SMGrid is the thread blocks of a push-reduce: push and reduce blocks, each
-// no more than there are 16-byte vectors to move per chunk and peer.
+// no more than there are 16-byte vectors to move per chunk and peer; and the
+// order of the pushes: Group chunks to one peer before the next.
 type SMGrid struct {
 	PushBlocks, ReduceBlocks int
+	Group                    int
 }
 
 // PushReduce enqueues one node step on s with the SM engine: a single kernel
@@ -310,6 +312,7 @@ func (st *Stage) PushReduce(s device.Stream, step Step, grid SMGrid) error {
 		Rank:         st.place.LocalRank,
 		Count:        count,
 		Chunks:       max(1, min(step.Chunks, kernels.MaxPushChunks)),
+		Group:        max(1, grid.Group),
 		PushBlocks:   grid.PushBlocks,
 		ReduceBlocks: grid.ReduceBlocks,
 		Epoch:        step.Epoch,

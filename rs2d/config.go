@@ -27,7 +27,10 @@ type Config struct {
 	// reduce kernels use while they overlap other work. Default 16 with the
 	// copy engine, 32 with the SM engine.
 	ReductionSMs int
-	// FinalSMs bounds the SMs of the final cross-node reduce. Default: all.
+	// FinalSMs bounds the SMs of the reductions that end a call, when
+	// nothing else needs the SMs: the final cross-node reduce, and with
+	// OverlapWithGEMM the own node's step (it runs after the own GEMM
+	// block, the last one a producer computes). Default: all.
 	FinalSMs int
 	// Chunks splits each node step so its reduction overlaps its scatter.
 	// 0 picks by size.
@@ -43,11 +46,23 @@ type Config struct {
 	// PushSMs bounds the SMs that store to peers with the SM engine.
 	// Default 32.
 	PushSMs int
+	// PushGroup is, with the SM engine, how many chunks go to one peer
+	// before the next peer's: 1 cycles the peers every chunk (the
+	// reduction starts earliest); Chunks sends a peer its whole block
+	// before the next, so that every GPU receives from one peer at a time.
+	// 0 picks (see DefaultPushGroup).
+	PushGroup int
 	// Transport selects the inter-node transport (Auto by default).
 	Transport internode.Kind
+	// RailLanes is, with the NCCL transport, how many communicators per
+	// rail carry each block in parallel (0: internode.DefaultNCCLLanes).
+	RailLanes int
 	// Timeout bounds host-side waits of New and Close. Default 60s.
 	Timeout time.Duration
 }
+
+// DefaultPushGroup is PushGroup's default.
+const DefaultPushGroup = 1
 
 const (
 	defaultReductionSMs = 16
@@ -98,6 +113,9 @@ func (c Config) withDefaults(info device.Info, lws int) Config {
 	if c.PushSMs <= 0 {
 		c.PushSMs = defaultPushSMs
 	}
+	if c.PushGroup <= 0 {
+		c.PushGroup = DefaultPushGroup
+	}
 	if info.SMs > 0 {
 		c.PushSMs = min(c.PushSMs, info.SMs)
 	}
@@ -138,8 +156,8 @@ func (c Config) validate(world int) error {
 		return fmt.Errorf("rs2d: DType %v is not one of bf16, fp16, fp32, int32: %w", c.DType, device.ErrInvalidArgument)
 	case c.MaxM%world != 0:
 		return fmt.Errorf("rs2d: MaxM=%d is not divisible by world size %d: %w", c.MaxM, world, device.ErrInvalidArgument)
-	case c.Chunks < 0 || c.CopyStreams < 0 || c.ReductionSMs < 0 || c.FinalSMs < 0 || c.PushSMs < 0:
-		return fmt.Errorf("rs2d: negative Chunks, CopyStreams or SM budget: %w", device.ErrInvalidArgument)
+	case c.Chunks < 0 || c.CopyStreams < 0 || c.ReductionSMs < 0 || c.FinalSMs < 0 || c.PushSMs < 0 || c.PushGroup < 0:
+		return fmt.Errorf("rs2d: negative Chunks, CopyStreams, PushGroup or SM budget: %w", device.ErrInvalidArgument)
 	case c.Engine < EngineAuto || c.Engine > EngineSM:
 		return fmt.Errorf("rs2d: engine %v: %w", c.Engine, device.ErrInvalidArgument)
 	case c.Engine == EngineSM && c.OverlapWithGEMM:

@@ -109,7 +109,7 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 		return fail(fmt.Errorf("rs2d: %w", err))
 	}
 	if shape.Nodes > 1 {
-		ep := internode.Endpoint{Dev: dev, Comm: comm, Place: place, BlockBytes: c.blockStride(), DType: cfg.DType}
+		ep := internode.Endpoint{Dev: dev, Comm: comm, Place: place, BlockBytes: c.blockStride(), DType: cfg.DType, Lanes: cfg.RailLanes}
 		if c.rail, err = internode.New(ctx, cfg.Transport, ep); err != nil {
 			return fail(fmt.Errorf("rs2d: %w", err))
 		}
@@ -250,6 +250,7 @@ func (c *Context) smGrid(count int64, chunks int) intranode.SMGrid {
 	return intranode.SMGrid{
 		PushBlocks:   max(1, min(kernelBlocksPerSM*c.cfg.PushSMs, need)),
 		ReduceBlocks: max(1, min(kernelBlocksPerSM*c.cfg.ReductionSMs, need)),
+		Group:        max(1, min(c.cfg.PushGroup, chunks)),
 	}
 }
 
@@ -275,6 +276,12 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch uint32) error {
 	for n := 0; n < shape.Nodes; n++ {
 		cur := (place.Node + n + 1) % shape.Nodes
 		step := intranode.Step{Node: cur, Input: in.Ptr, RowsPer: rpr, Chunks: c.chunks(rpr), Epoch: epoch, Grid: grid, ReduceTo: c.reduceTo(out, cur, epoch)}
+		if c.cfg.OverlapWithGEMM && cur == place.Node {
+			// This step reduces after the own GEMM block, the last one in
+			// consumption order: the producer is done and the SMs are free,
+			// so the reduction that ends the call takes FinalSMs.
+			step.Grid = c.cfg.FinalSMs * kernelBlocksPerSM
+		}
 		seqs, err := c.intra.Scatter(set.Copy, step, n == 0)
 		if err != nil {
 			return err

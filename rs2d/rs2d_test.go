@@ -166,13 +166,13 @@ func TestReduceScatterShapesAndDtypes(t *testing.T) {
 // next; more chunks than rows, uneven chunks, several copy streams.
 func TestReduceScatterChunksAndStreams(t *testing.T) {
 	for _, engine := range engines {
-		for _, c := range []struct{ chunks, copyStreams, rowsPer, n int }{
-			{3, 1, 10, 33}, {4, 3, 8, 64}, {7, 2, 3, 5}, {32, 1, 2, 100}, {2, 3, 1, 4096},
+		for _, c := range []struct{ chunks, copyStreams, group, rowsPer, n int }{
+			{3, 1, 0, 10, 33}, {4, 3, 4, 8, 64}, {7, 2, 3, 3, 5}, {32, 1, 32, 2, 100}, {32, 1, 5, 2, 100}, {2, 3, 1, 1, 4096},
 		} {
-			t.Run(fmt.Sprintf("%v/chunks%d/streams%d", engine, c.chunks, c.copyStreams), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%v/chunks%d/streams%d/group%d", engine, c.chunks, c.copyStreams, c.group), func(t *testing.T) {
 				t.Parallel()
 				runWorld(t, runSpec{shape: bootstrap.Shape{Nodes: 2, LocalSize: 4}, dt: dtype.I32, rowsPer: c.rowsPer, n: c.n, calls: 3,
-					cfg: rs2d.Config{Engine: engine, Chunks: c.chunks, CopyStreams: c.copyStreams}})
+					cfg: rs2d.Config{Engine: engine, Chunks: c.chunks, CopyStreams: c.copyStreams, PushGroup: c.group}})
 			})
 		}
 	}

@@ -28,6 +28,8 @@ type worldFlags struct {
 
 	reductionSMs string
 	pushSMs      string
+	pushGroup    string
+	railLanes    string
 	chunks       string
 	copyStreams  string
 	engines      string
@@ -41,10 +43,12 @@ func (w *worldFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&w.timeout, "timeout", 2*time.Minute, "bound on every wait")
 	fs.StringVar(&w.reductionSMs, "reduction-sms", "0", "SMs for the intra-node reduce (0: default); bench takes a list")
 	fs.StringVar(&w.pushSMs, "push-sms", "0", "SMs storing to peers with the SM engine (0: default); bench takes a list")
+	fs.StringVar(&w.pushGroup, "push-group", "0", "SM engine: chunks pushed to one peer before the next (0: default); bench takes a list")
 	fs.StringVar(&w.chunks, "chunks", "0", "chunks per node step (0: by size); bench takes a list")
 	fs.StringVar(&w.engines, "engine", "auto", "intra-node engine: auto, sm, copy; bench takes a list")
 	fs.StringVar(&w.copyStreams, "copy-streams", "0", "copy-engine streams for the scatter (0: default); bench takes a list")
 	fs.StringVar(&w.transport, "transport", "auto", "inter-node transport: auto, ipc, nccl, nvshmem")
+	fs.StringVar(&w.railLanes, "rail-lanes", "0", "NCCL transport: communicators per rail (0: default); bench takes a list")
 }
 
 // config is the first of the variants.
@@ -62,34 +66,47 @@ func (w *worldFlags) variants() ([]rs2d.Config, error) {
 	if err != nil {
 		return nil, usageError{err}
 	}
-	sms, err1 := intList("reduction-sms", w.reductionSMs)
-	chunks, err2 := intList("chunks", w.chunks)
-	copies, err3 := intList("copy-streams", w.copyStreams)
-	pushes, err4 := intList("push-sms", w.pushSMs)
+	var errs []error
+	ints := func(name, value string) []int {
+		v, err := intList(name, value)
+		errs = append(errs, err)
+		return v
+	}
+	sms := ints("reduction-sms", w.reductionSMs)
+	chunks := ints("chunks", w.chunks)
+	copies := ints("copy-streams", w.copyStreams)
+	pushes := ints("push-sms", w.pushSMs)
+	groups := ints("push-group", w.pushGroup)
+	lanes := ints("rail-lanes", w.railLanes)
 	var engines []rs2d.Engine
 	for _, name := range strings.Split(w.engines, ",") {
 		e, err := rs2d.ParseEngine(strings.TrimSpace(name))
-		if err != nil {
-			err4 = errors.Join(err4, err)
-		}
+		errs = append(errs, err)
 		engines = append(engines, e)
 	}
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
+	if err := errors.Join(errs...); err != nil {
 		return nil, usageError{err}
 	}
-	var out []rs2d.Config
-	for _, e := range engines {
-		for _, cs := range copies {
-			for _, ch := range chunks {
-				for _, sm := range sms {
-					for _, ps := range pushes {
-						out = append(out, rs2d.Config{Engine: e, ReductionSMs: sm, PushSMs: ps, Chunks: ch, CopyStreams: cs,
-							Transport: kind, Timeout: w.timeout})
-					}
-				}
+	// Every combination, the engine varying slowest.
+	out := []rs2d.Config{{Transport: kind, Timeout: w.timeout}}
+	vary := func(n int, set func(c *rs2d.Config, i int)) {
+		var next []rs2d.Config
+		for _, c := range out {
+			for i := 0; i < n; i++ {
+				v := c
+				set(&v, i)
+				next = append(next, v)
 			}
 		}
+		out = next
 	}
+	vary(len(engines), func(c *rs2d.Config, i int) { c.Engine = engines[i] })
+	vary(len(copies), func(c *rs2d.Config, i int) { c.CopyStreams = copies[i] })
+	vary(len(chunks), func(c *rs2d.Config, i int) { c.Chunks = chunks[i] })
+	vary(len(sms), func(c *rs2d.Config, i int) { c.ReductionSMs = sms[i] })
+	vary(len(pushes), func(c *rs2d.Config, i int) { c.PushSMs = pushes[i] })
+	vary(len(groups), func(c *rs2d.Config, i int) { c.PushGroup = groups[i] })
+	vary(len(lanes), func(c *rs2d.Config, i int) { c.RailLanes = lanes[i] })
 	return out, nil
 }
 

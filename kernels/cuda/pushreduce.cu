@@ -2,10 +2,15 @@
 // launch, with SMs doing the scatter (the copy engine's rate halves when a
 // GPU sends and receives at once; SM stores keep ~360 GB/s each way).
 //
-// Blocks [0, push_blocks) push: for each chunk, for each node peer in
-// rank-swizzle order, they store this rank's rows for that peer straight into
-// the peer's scatter buffer (slot = this rank's local rank), then raise the
-// peer's arrival counter for (this rank, chunk) by one with a release atomic.
+// Blocks [0, push_blocks) push: chunks are taken `group` at a time; for each
+// group, for each node peer in rank-swizzle order, for each chunk of the
+// group, they store this rank's rows for that peer straight into the peer's
+// scatter buffer (slot = this rank's local rank), then raise the peer's
+// arrival counter for (this rank, chunk) by one with a release atomic.
+// group = 1 cycles the peers every chunk (the reduction starts earliest);
+// group = chunks sends everything to one peer before the next, so that, with
+// every rank at the same phase, each GPU receives from one peer at a time
+// (the ring pattern NVLink carries fastest).
 // Blocks [push_blocks, gridDim.x) reduce: for each chunk they wait until
 // every peer's counter for the chunk reached its target, then sum the lws
 // blocks (the own block read from the input) into out.
@@ -123,7 +128,7 @@ template <class T>
 __device__ __forceinline__ void push_reduce(const typename T::E* __restrict__ in, typename T::E* __restrict__ out,
                                             const u64* __restrict__ peers, long long scatter_off, long long counters_off,
                                             long long ready_off, int lws, int lr, long long count, int chunks,
-                                            int push_blocks, u32 epoch, u32 target, int max_chunks) {
+                                            int push_blocks, int group, u32 epoch, u32 target, int max_chunks) {
   typedef typename T::E E;
   typedef typename T::A A;
   const int V = T::V;
@@ -146,34 +151,37 @@ __device__ __forceinline__ void push_reduce(const typename T::E* __restrict__ in
     __syncthreads();
     const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const long long nthreads = (long long)push_blocks * blockDim.x;
-    for (int c = 0; c < chunks; c++) {
-      long long lo, hi;
-      chunk_range(count, chunks, c, unit, &lo, &hi);
+    for (int g0 = 0; g0 < chunks; g0 += group) {
+      const int g1 = g0 + group < chunks ? g0 + group : chunks;
       for (int i = 1; i < lws; i++) {
         const int p = (lr + i) % lws;
-        const E* src = in + (long long)p * count;
-        E* dst = (E*)((char*)peers[p] + scatter_off) + (long long)lr * count;
-        if (vec) {
-          const pvec4* s = (const pvec4*)(src + lo);
-          pvec4* d = (pvec4*)(dst + lo);
-          const long long n = (hi - lo) / V;
-          long long v = tid;
-          for (; v + 3 * nthreads < n; v += 4 * nthreads) {
-            const pvec4 a = s[v], b = s[v + nthreads], e = s[v + 2 * nthreads], f = s[v + 3 * nthreads];
-            d[v] = a; d[v + nthreads] = b; d[v + 2 * nthreads] = e; d[v + 3 * nthreads] = f;
+        for (int c = g0; c < g1; c++) {
+          long long lo, hi;
+          chunk_range(count, chunks, c, unit, &lo, &hi);
+          const E* src = in + (long long)p * count;
+          E* dst = (E*)((char*)peers[p] + scatter_off) + (long long)lr * count;
+          if (vec) {
+            const pvec4* s = (const pvec4*)(src + lo);
+            pvec4* d = (pvec4*)(dst + lo);
+            const long long n = (hi - lo) / V;
+            long long v = tid;
+            for (; v + 3 * nthreads < n; v += 4 * nthreads) {
+              const pvec4 a = s[v], b = s[v + nthreads], e = s[v + 2 * nthreads], f = s[v + 3 * nthreads];
+              d[v] = a; d[v + nthreads] = b; d[v + 2 * nthreads] = e; d[v + 3 * nthreads] = f;
+            }
+            for (; v < n; v += nthreads) d[v] = s[v];
+          } else {
+            for (long long x = lo + tid; x < hi; x += nthreads) dst[x] = src[x];
           }
-          for (; v < n; v += nthreads) d[v] = s[v];
-        } else {
-          for (long long x = lo + tid; x < hi; x += nthreads) dst[x] = src[x];
-        }
-        // The barrier orders every thread's stores before thread 0's release
-        // atomic, which publishes them all (release is cumulative): one
-        // system-scope fence per block and chunk, not one per thread.
-        __syncthreads();
-        if (threadIdx.x == 0) {
-          u32* counter = (u32*)((char*)peers[p] + counters_off) + lr * max_chunks + c;
-          __threadfence_system();
-          add_release_sys(counter, 1);
+          // The barrier orders every thread's stores before thread 0's release
+          // atomic, which publishes them all (release is cumulative): one
+          // system-scope fence per block and chunk, not one per thread.
+          __syncthreads();
+          if (threadIdx.x == 0) {
+            u32* counter = (u32*)((char*)peers[p] + counters_off) + lr * max_chunks + c;
+            __threadfence_system();
+            add_release_sys(counter, 1);
+          }
         }
       }
     }
@@ -237,9 +245,9 @@ __device__ __forceinline__ void push_reduce(const typename T::E* __restrict__ in
 #define HC_PUSH_REDUCE(name, T, E)                                                                                   \
   extern "C" __global__ void name(const E* in, E* out, const u64* peers, long long scatter_off,                      \
                                   long long counters_off, long long ready_off, int lws, int lr, long long count,      \
-                                  int chunks, int push_blocks, u32 epoch, u32 target, int max_chunks) {              \
-    push_reduce<T>(in, out, peers, scatter_off, counters_off, ready_off, lws, lr, count, chunks, push_blocks, epoch, \
-                   target, max_chunks);                                                                              \
+                                  int chunks, int push_blocks, int group, u32 epoch, u32 target, int max_chunks) {   \
+    push_reduce<T>(in, out, peers, scatter_off, counters_off, ready_off, lws, lr, count, chunks, push_blocks, group,  \
+                   epoch, target, max_chunks);                                                                       \
   }
 
 HC_PUSH_REDUCE(hc_push_reduce_bf16, PBF16, u16)
