@@ -5,6 +5,8 @@
 # with the engines' variants, the torch check, and the C ABI from Python.
 # Everything is logged to $OUT/full.log; CSVs beside it.
 #   BIN=build scripts/gpu-full.sh [sections...]   sections: verify bench rail torch gemm
+# Knobs (env): SIZES, PUSH_SMS, RED_SMS, PUSH_GROUP, RAIL_LANES (lists), WITH_COPY=1,
+# RAIL_BENCH= (empty: skip the rail benchmarks), STEP_TIMEOUT (s per step).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
@@ -29,16 +31,19 @@ if has verify; then
 	fi
 fi
 if has bench; then
-	run $H bench --sizes ${SIZES:-1M,2M,4M,8M,32M,128M,512M,2G} --engine sm --push-sms ${PUSH_SMS:-32,64} --reduction-sms ${RED_SMS:-16,32} --csv "$OUT/bench-1x$ngpu.csv" --png "$OUT/bench-1x$ngpu.png"
+	run $H bench --sizes ${SIZES:-1M,2M,4M,8M,32M,128M,512M,2G} --engine sm --push-sms ${PUSH_SMS:-32,64} --reduction-sms ${RED_SMS:-16,32} --push-group ${PUSH_GROUP:-0} --csv "$OUT/bench-1x$ngpu.csv" --png "$OUT/bench-1x$ngpu.png"
 	[ -n "${WITH_COPY:-}" ] && run $H bench --sizes 8M,128M,2G --engine copy --csv "$OUT/bench-1x$ngpu-copy.csv"
-	[ "$ngpu" -ge 4 ] && run env CUDA_VISIBLE_DEVICES=0,1 $H bench --sizes ${SIZES:-1M,2M,4M,8M,32M,128M,512M,2G} --engine sm --push-sms ${PUSH_SMS:-32,64} --reduction-sms ${RED_SMS:-16,32} --csv "$OUT/bench-1x2.csv"
+	[ "$ngpu" -ge 4 ] && run env CUDA_VISIBLE_DEVICES=0,1 $H bench --sizes ${SIZES:-1M,2M,4M,8M,32M,128M,512M,2G} --engine sm --push-sms ${PUSH_SMS:-32,64} --reduction-sms ${RED_SMS:-16,32} --push-group ${PUSH_GROUP:-0} --csv "$OUT/bench-1x2.csv"
 fi
 if has rail && [ "$ngpu" -ge 4 ]; then
 	run $BIN/native_nccl.test -test.count=1
 	run $BIN/native_nvshmem.test -test.count=1
 	run $BIN/internode.test -test.v -test.count=1 -test.timeout=200s -test.run TestRailOverProcesses
 	for t in nvshmem nccl; do run $H verify --nodes 2 --transport $t --calls 1 --repeat 50; done
-	[ -n "${RAIL_BENCH:-1}" ] && for t in ipc nvshmem nccl; do run $H bench --nodes 2 --transport $t --sizes 8M,32M,128M,512M --csv "$OUT/bench-2x2-$t.csv"; done
+	if [ "${RAIL_BENCH-1}" != "" ]; then
+		for t in ipc nvshmem; do run $H bench --nodes 2 --transport $t --sizes 8M,32M,128M,512M --csv "$OUT/bench-2x2-$t.csv"; done
+		run $H bench --nodes 2 --transport nccl --rail-lanes ${RAIL_LANES:-0} --sizes 8M,32M,128M,512M --csv "$OUT/bench-2x2-nccl.csv"
+	fi
 fi
 if has torch; then
 	export HIERCOLL_LIB=$PWD/$BIN/libhiercoll.so PYTHONPATH=$PWD/python
