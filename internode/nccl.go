@@ -42,7 +42,7 @@ type ncclRail struct {
 
 // DefaultNCCLLanes is the NCCL transport's communicators per rail when
 // Endpoint.Lanes is 0.
-const DefaultNCCLLanes = 4
+const DefaultNCCLLanes = 8
 
 // MaxNCCLLanes bounds Endpoint.Lanes.
 const MaxNCCLLanes = 16

@@ -73,17 +73,25 @@ func dieChild(t *testing.T, engineName string) {
 	require.NoError(t, err)
 	s, err := r.Dev.NewStream(device.Normal)
 	require.NoError(t, err)
+	// Progress goes to stdout at once, so that a hang shows where it is.
 	start := time.Now()
+	progress := func(format string, args ...any) {
+		fmt.Printf("%v: %s\n", time.Since(start).Round(time.Millisecond), fmt.Sprintf(format, args...))
+	}
 	require.NoError(t, rs.ReduceScatter(ctx,
 		rs2d.Tensor{Ptr: in, Rows: m, Cols: n, DType: dtype.BF16},
 		rs2d.Tensor{Ptr: out, Rows: rowsPer, Cols: n, DType: dtype.BF16}, s))
+	progress("call enqueued")
 	syncCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	err = s.Synchronize(syncCtx)
+	took := time.Since(start)
+	progress("synchronize returned: %v", err)
 	require.Error(t, err)
 	require.True(t, errors.Is(err, device.ErrTimeout), "want a timeout, got %v", err)
-	took := time.Since(start)
+	rs2d.SetCloseStep(func(step string) { progress("close: %s", step) })
 	closeErr := rs.Close() // must return, with the stuck work reported
+	progress("close returned: %v", closeErr)
 	t.Logf("synchronize: %v after %v; close: %v", err, took.Round(time.Millisecond), closeErr)
 	require.Less(t, took, 15*time.Second)
 	fmt.Printf("SURVIVOR OK (%s)\n", strings.Split(err.Error(), "\n")[0])

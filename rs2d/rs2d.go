@@ -492,24 +492,32 @@ func (c *Context) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
 	defer cancel()
 	var errs []error
+	closeStep("drain")
 	if err := c.drain(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("rs2d: close: draining: %w", err))
 		if device.Stuck(err) {
 			again, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
 			defer cancel()
+			closeStep("release waits")
 			if err := c.releaseWaits(again); err != nil {
 				errs = append(errs, err)
 			}
+			closeStep("drain again")
 			if err := c.drain(again); device.Stuck(err) {
 				return errors.Join(append(errs, fmt.Errorf("rs2d: close: device work of this context is stuck; its buffers stay allocated: %w", err))...)
 			}
 		}
 	}
+	closeStep("barrier")
 	if err := c.comm.Barrier(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("rs2d: close: %w", err))
 	}
+	closeStep("release")
 	return errors.Join(append(errs, c.release())...)
 }
+
+// closeStep, when set (by tests), hears each step of Close as it starts.
+var closeStep = func(string) {}
 
 // drain waits for the context's streams and the end of its last call.
 func (c *Context) drain(ctx context.Context) error {

@@ -1,0 +1,12 @@
+package rs2d
+
+// SetCloseStep makes Close report each of its steps to f as it starts
+// (nil: silence); it returns the previous setting.
+func SetCloseStep(f func(string)) func(string) {
+	old := closeStep
+	if f == nil {
+		f = func(string) {}
+	}
+	closeStep = f
+	return old
+}
