@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +58,18 @@ func dieChild(t *testing.T, engineName string) {
 	engine, err := rs2d.ParseEngine(engineName)
 	require.NoError(t, err)
 	ctx := context.Background()
+	// Progress goes to stdout at once, so that a hang shows where it is;
+	// a watchdog prints every goroutine's stack (the driver call a hang is
+	// in) if the child is still here long after it should have finished.
+	begin := time.Now()
+	progress := func(format string, args ...any) {
+		fmt.Printf("%v: %s\n", time.Since(begin).Round(time.Millisecond), fmt.Sprintf(format, args...))
+	}
+	watchdog := time.AfterFunc(45*time.Second, func() {
+		buf := make([]byte, 1<<20)
+		progress("WATCHDOG: still running; goroutines:\n%s", buf[:runtime.Stack(buf, true)])
+	})
+	defer watchdog.Stop()
 	w, err := world.Process(ctx)
 	require.NoError(t, err)
 	r := w.Ranks[0]
@@ -64,6 +77,7 @@ func dieChild(t *testing.T, engineName string) {
 	m := rowsPer * r.Comm.Size()
 	rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dtype.BF16, Engine: engine, Timeout: 5 * time.Second})
 	require.NoError(t, err)
+	progress("context made")
 	if r.Comm.Rank() == r.Comm.Size()-1 {
 		os.Exit(0) // gone without a word, as a killed process
 	}
@@ -73,11 +87,8 @@ func dieChild(t *testing.T, engineName string) {
 	require.NoError(t, err)
 	s, err := r.Dev.NewStream(device.Normal)
 	require.NoError(t, err)
-	// Progress goes to stdout at once, so that a hang shows where it is.
+	progress("buffers ready")
 	start := time.Now()
-	progress := func(format string, args ...any) {
-		fmt.Printf("%v: %s\n", time.Since(start).Round(time.Millisecond), fmt.Sprintf(format, args...))
-	}
 	require.NoError(t, rs.ReduceScatter(ctx,
 		rs2d.Tensor{Ptr: in, Rows: m, Cols: n, DType: dtype.BF16},
 		rs2d.Tensor{Ptr: out, Rows: rowsPer, Cols: n, DType: dtype.BF16}, s))
