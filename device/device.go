@@ -122,6 +122,11 @@ type Device interface {
 	WriteValue32(s Stream, addr Ptr, v uint32) error
 	// Launch enqueues kernel k on s with grid blocks.
 	Launch(s Stream, k *Kernel, grid int, args ...any) error
+	// Prepare makes k ready to launch (compiled, loaded) without enqueueing
+	// anything. Loading a module may wait for work already queued on the
+	// device, such as a stream waiting for a peer that is gone, so a
+	// collective prepares its kernels before it enqueues any wait.
+	Prepare(k *Kernel) error
 
 	// Info reports what this device is and can do.
 	Info() Info

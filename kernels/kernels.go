@@ -52,6 +52,26 @@ func Reduce(dt dtype.DType) (*device.Kernel, error) {
 	return k, nil
 }
 
+// Prepare loads on dev the kernels a collective of dt launches: the reduce,
+// and with pushReduce the push-reduce. A collective calls it before it
+// enqueues anything, since loading a module can wait for queued work (see
+// device.Device.Prepare).
+func Prepare(dev device.Device, dt dtype.DType, pushReduce bool) error {
+	ks := []*device.Kernel{reduceKernels[dt]}
+	if pushReduce {
+		ks = append(ks, pushReduceKernels[dt])
+	}
+	for _, k := range ks {
+		if k == nil {
+			return fmt.Errorf("kernels: no kernels for %v: %w", dt, device.ErrNotSupported)
+		}
+		if err := dev.Prepare(k); err != nil {
+			return fmt.Errorf("kernels: preparing %s: %w", k.Name, err)
+		}
+	}
+	return nil
+}
+
 // Blocks says where the blocks a reduce sums lie: Count elements each, block
 // k at Src + k*Stride elements, except block Self (-1: none), read from
 // SelfSrc.

@@ -416,3 +416,75 @@ func TestCloseReleasesStuckWaits(t *testing.T) {
 		})
 	}
 }
+
+// prepareChecker passes everything on to its device and records the
+// launches of kernels that were not prepared first.
+type prepareChecker struct {
+	device.Device
+	mu       sync.Mutex
+	prepared map[*device.Kernel]bool
+	launched int
+	late     []string
+}
+
+func (p *prepareChecker) Prepare(k *device.Kernel) error {
+	p.mu.Lock()
+	p.prepared[k] = true
+	p.mu.Unlock()
+	return p.Device.Prepare(k)
+}
+
+func (p *prepareChecker) Launch(s device.Stream, k *device.Kernel, grid int, args ...any) error {
+	p.mu.Lock()
+	p.launched++
+	if !p.prepared[k] {
+		p.late = append(p.late, k.Name)
+	}
+	p.mu.Unlock()
+	return p.Device.Launch(s, k, grid, args...)
+}
+
+// Every kernel a call launches was prepared when the context was made: on
+// CUDA, loading a module at the first launch blocked behind a stream that was
+// already waiting for a peer that had exited (the dying-rank test on H200s).
+func TestKernelsArePreparedBeforeTheFirstCall(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(engine.String(), func(t *testing.T) {
+			t.Parallel()
+			shape := bootstrap.Shape{Nodes: 2, LocalSize: 2} // the final cross-node reduce too
+			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
+			require.NoError(t, err)
+			defer w.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			checkers := make([]*prepareChecker, shape.World())
+			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+				dev := &prepareChecker{Device: r.Dev, prepared: map[*device.Kernel]bool{}}
+				checkers[r.Comm.Rank()] = dev
+				const rowsPer, n = 3, 40
+				m := rowsPer * shape.World()
+				rs, err := rs2d.New(ctx, r.Comm, dev, rs2d.Config{MaxM: m, N: n, DType: dtype.BF16, Engine: engine})
+				if err != nil {
+					return err
+				}
+				defer rs.Close()
+				in, out, free := rankBuffers(t, dev, m, n, shape.World(), dtype.BF16)
+				defer free()
+				s, err := dev.NewStream(device.Normal)
+				if err != nil {
+					return err
+				}
+				defer s.Close()
+				if err := rs.ReduceScatter(ctx, in, out, s); err != nil {
+					return err
+				}
+				return s.Synchronize(ctx)
+			})
+			require.NoError(t, err)
+			for rank, c := range checkers {
+				require.Positive(t, c.launched, "rank %d launched no kernel", rank)
+				require.Empty(t, c.late, "rank %d launched kernels it had not prepared", rank)
+			}
+		})
+	}
+}

@@ -33,7 +33,7 @@ type Config struct {
 	// block, the last one a producer computes). Default: all.
 	FinalSMs int
 	// Chunks splits each node step so its reduction overlaps its scatter.
-	// 0 picks by size.
+	// 0 picks by size (1 with OverlapWithGEMM).
 	Chunks int
 	// CopyStreams is the number of copy-engine streams the scatter uses
 	// (1: one peer at a time; lws-1: every peer at once). 0 picks.

@@ -548,9 +548,23 @@ func (d *Device) WriteValue32(s device.Stream, addr device.Ptr, v uint32) error 
 	return d.check(r, "cuStreamWriteValue32_v2(%v = %d, %s)", addr, v, st.name)
 }
 
+// Prepare implements device.Device: it compiles (or finds in the disk
+// cache) and loads k's module and looks k up, as Launch would on first use.
+// cuModuleLoadData can wait for work already queued on the device (seen on
+// H200s: it blocked behind a stream waiting for a peer that had exited), so
+// this is done before anything that could wait is enqueued.
+func (d *Device) Prepare(k *device.Kernel) error {
+	if k == nil || k.Module == nil || k.Name == "" {
+		return fmt.Errorf("cuda: %s: prepare of a kernel without a module or name: %w", d.name, device.ErrInvalidArgument)
+	}
+	_, err := d.function(k)
+	return err
+}
+
 // Launch implements device.Device with cuLaunchKernel: grid×1×1 blocks of
 // k.Block threads, no dynamic shared memory. The kernel's module is
-// compiled (or found in the disk cache) and loaded on first use.
+// compiled (or found in the disk cache) and loaded on first use (see
+// Prepare).
 func (d *Device) Launch(s device.Stream, k *device.Kernel, grid int, args ...any) error {
 	st, err := d.own(s)
 	if err != nil {

@@ -284,6 +284,15 @@ func (d *Device) WriteValue32(s device.Stream, addr device.Ptr, v uint32) error 
 	}})
 }
 
+// Prepare implements device.Device: there is nothing to load, only a host
+// implementation to find.
+func (d *Device) Prepare(k *device.Kernel) error {
+	if k == nil || k.Host == nil {
+		return fmt.Errorf("sim: kernel without a host implementation: %w", device.ErrNotSupported)
+	}
+	return nil
+}
+
 // Launch implements device.Device by running the kernel's HostFunc.
 func (d *Device) Launch(s device.Stream, k *device.Kernel, grid int, args ...any) error {
 	st, err := d.own(s)
