@@ -21,9 +21,10 @@
 // starts after the previous call's kernels finished, in stream order).
 //
 // Counters and ready words live in each rank's signal pad and only grow:
-// every push block adds one to every chunk slot of every peer per call (the
-// slots a call does not use included), so each counter's target is the
-// running total of push blocks over the calls, the same for every slot.
+// every push block adds one to every used chunk slot of every peer per call,
+// and block 0 adds push_blocks to the slots the call does not use, so each
+// counter's target is the running total of push blocks over the calls, the
+// same for every slot.
 // Waits compare cyclically ((int)(value - target) >= 0): no reset is ever
 // needed. All blocks must be co-resident only per rank pair in the same
 // block order, which holds for grids no larger than the GPU.
@@ -186,14 +187,15 @@ __device__ __forceinline__ void push_reduce(const typename T::E* __restrict__ in
       }
     }
     // Advance the counters of the chunk slots this call does not use too,
-    // so every slot's target stays the same running total of push blocks.
-    // These slots carry no data: relaxed atomics, one per thread, in flight
-    // together (a release each would cost a system fence and a round trip).
+    // so every slot's target stays the same running total of push blocks:
+    // block 0 adds all push_blocks at once. These slots carry no data:
+    // relaxed atomics, one per thread, in flight together (one per block
+    // and slot was ~3000 remote atomics per call at 1 MiB on 4 GPUs).
     const int unused = (max_chunks - chunks) * (lws - 1);
-    for (int k = threadIdx.x; k < unused; k += blockDim.x) {
+    for (int k = threadIdx.x; blockIdx.x == 0 && k < unused; k += blockDim.x) {
       const int c = chunks + k / (lws - 1);
       const int p = (lr + 1 + k % (lws - 1)) % lws;
-      add_relaxed_sys((u32*)((char*)peers[p] + counters_off) + lr * max_chunks + c, 1);
+      add_relaxed_sys((u32*)((char*)peers[p] + counters_off) + lr * max_chunks + c, (u32)push_blocks);
     }
     return;
   }
