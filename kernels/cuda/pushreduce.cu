@@ -5,8 +5,9 @@
 // Blocks [0, push_blocks) push: chunks are taken `group` at a time; for each
 // group, for each node peer in rank-swizzle order, for each chunk of the
 // group, they store this rank's rows for that peer straight into the peer's
-// scatter buffer (slot = this rank's local rank), then raise the peer's
-// arrival counter for (this rank, chunk) by one with a release atomic.
+// scatter buffer (slot = this rank's local rank); once a chunk is stored to
+// the last peer, they raise every peer's arrival counter for (this rank,
+// chunk) by one with a release atomic.
 // group = 1 cycles the peers every chunk (the reduction starts earliest);
 // group = chunks sends everything to one peer before the next, so that, with
 // every rank at the same phase, each GPU receives from one peer at a time
@@ -174,14 +175,20 @@ __device__ __forceinline__ void push_reduce(const typename T::E* __restrict__ in
           } else {
             for (long long x = lo + tid; x < hi; x += nthreads) dst[x] = src[x];
           }
-          // The barrier orders every thread's stores before thread 0's release
-          // atomic, which publishes them all (release is cumulative): one
-          // system-scope fence per block and chunk, not one per thread.
-          __syncthreads();
-          if (threadIdx.x == 0) {
-            u32* counter = (u32*)((char*)peers[p] + counters_off) + lr * max_chunks + c;
-            __threadfence_system();
-            add_release_sys(counter, 1);
+          // Chunk c is published to every peer at once, after its store to
+          // the last peer of the sweep (the reduction of a chunk needs every
+          // peer's anyway): the barrier orders every thread's stores before
+          // the fence and release atomic of the lws-1 threads that raise the
+          // peers' counters, which publish them all (release is cumulative).
+          // One system-scope fence per block and chunk on the critical path,
+          // not one per thread, nor one per peer.
+          if (i == lws - 1) {
+            __syncthreads();
+            if (threadIdx.x < lws - 1) {
+              const int q = (lr + 1 + threadIdx.x) % lws;
+              __threadfence_system();
+              add_release_sys((u32*)((char*)peers[q] + counters_off) + lr * max_chunks + c, 1);
+            }
           }
         }
       }
