@@ -589,3 +589,9 @@ func TestReduceOwnLastBlockNeedsNoSlotInSrc(t *testing.T) {
 		requireSameBits(t, dt, want, download(t, d, dst, int(count*es)))
 	}
 }
+
+// The host sizes push-reduce grids at two blocks of PushReduceBlock threads
+// per SM; the kernel's launch bounds must promise exactly that.
+func TestPushReduceLaunchBoundsMatchTheBlock(t *testing.T) {
+	require.Contains(t, kernels.PushReduceModule.Source, fmt.Sprintf("__launch_bounds__(%d, 2)", kernels.PushReduceBlock))
+}

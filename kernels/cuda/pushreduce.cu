@@ -28,7 +28,9 @@
 // same for every slot.
 // Waits compare cyclically ((int)(value - target) >= 0): no reset is ever
 // needed. All blocks must be co-resident only per rank pair in the same
-// block order, which holds for grids no larger than the GPU.
+// block order, which holds for grids no larger than the GPU: the host sizes
+// grids at two blocks of 512 threads per SM of its budgets, which the
+// launch bounds below guarantee fit (at most 64 registers per thread).
 //
 // Self-contained for NVRTC (no #include).
 
@@ -251,12 +253,13 @@ __device__ __forceinline__ void push_reduce(const typename T::E* __restrict__ in
   }
 }
 
-#define HC_PUSH_REDUCE(name, T, E)                                                                                   \
-  extern "C" __global__ void name(const E* in, E* out, const u64* peers, long long scatter_off,                      \
-                                  long long counters_off, long long ready_off, int lws, int lr, long long count,      \
-                                  int chunks, int push_blocks, int group, u32 epoch, u32 target, int max_chunks) {   \
-    push_reduce<T>(in, out, peers, scatter_off, counters_off, ready_off, lws, lr, count, chunks, push_blocks, group,  \
-                   epoch, target, max_chunks);                                                                       \
+#define HC_PUSH_REDUCE(name, T, E)                                                                            \
+  extern "C" __global__ void __launch_bounds__(512, 2)                                                    \
+      name(const E* in, E* out, const u64* peers, long long scatter_off, long long counters_off,        \
+           long long ready_off, int lws, int lr, long long count, int chunks, int push_blocks, int group, \
+           u32 epoch, u32 target, int max_chunks) {                                                      \
+    push_reduce<T>(in, out, peers, scatter_off, counters_off, ready_off, lws, lr, count, chunks,          \
+                   push_blocks, group, epoch, target, max_chunks);                                        \
   }
 
 HC_PUSH_REDUCE(hc_push_reduce_bf16, PBF16, u16)
