@@ -54,9 +54,6 @@ __device__ __forceinline__ void st_release_sys(u32* p, u32 v) {
 __device__ __forceinline__ void add_relaxed_sys(u32* p, u32 v) {
   asm volatile("red.relaxed.sys.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
-__device__ __forceinline__ void add_release_sys(u32* p, u32 v) {
-  asm volatile("red.release.sys.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
 // Loads of data other GPUs wrote: through L2, never a stale L1 line.
 __device__ __forceinline__ pvec4 ld_cg_vec(const pvec4* p) {
   pvec4 v;
@@ -119,6 +116,23 @@ struct PI32 {
   static __device__ __forceinline__ pvec4 pack(const u32* a) { pvec4 v; v.x = a[0]; v.y = a[1]; v.z = a[2]; v.w = a[3]; return v; }
 };
 
+// publish_chunk raises every peer's arrival counter for (lr, c) once the
+// block's threads stored chunk c to every peer: after the barrier, each of
+// lws-1 threads fences at system scope and adds one with a relaxed atomic
+// (a fence followed by a strong write is a release pattern; the barrier puts
+// every thread's stores before the fence). Kept out of line so that the
+// copy loops are compiled as they are without it.
+__device__ __noinline__ void publish_chunk(const u64* __restrict__ peers, long long counters_off, int lws, int lr, int c,
+                                           int max_chunks) {
+  __syncthreads();
+  if (threadIdx.x < lws - 1) {
+    int q = lr + 1 + threadIdx.x;
+    if (q >= lws) q -= lws;
+    __threadfence_system();
+    add_relaxed_sys((u32*)((char*)peers[q] + counters_off) + lr * max_chunks + c, 1);
+  }
+}
+
 // Where each chunk of a block starts and ends (elements), chunks of equal
 // size rounded to whole vectors (the last takes the rest).
 __device__ __forceinline__ void chunk_range(long long count, int chunks, int c, int vec, long long* lo, long long* hi) {
@@ -179,19 +193,9 @@ __device__ __forceinline__ void push_reduce(const typename T::E* __restrict__ in
           }
           // Chunk c is published to every peer at once, after its store to
           // the last peer of the sweep (the reduction of a chunk needs every
-          // peer's anyway): the barrier orders every thread's stores before
-          // the fence and release atomic of the lws-1 threads that raise the
-          // peers' counters, which publish them all (release is cumulative).
-          // One system-scope fence per block and chunk on the critical path,
-          // not one per thread, nor one per peer.
-          if (i == lws - 1) {
-            __syncthreads();
-            if (threadIdx.x < lws - 1) {
-              const int q = (lr + 1 + threadIdx.x) % lws;
-              __threadfence_system();
-              add_release_sys((u32*)((char*)peers[q] + counters_off) + lr * max_chunks + c, 1);
-            }
-          }
+          // peer's anyway): one system fence per block and chunk on the
+          // critical path, not one per thread, nor one per peer.
+          if (i == lws - 1) publish_chunk(peers, counters_off, lws, lr, c, max_chunks);
         }
       }
     }
