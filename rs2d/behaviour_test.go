@@ -293,6 +293,9 @@ func TestBadInputRejectedBeforeWork(t *testing.T) {
 			{MaxM: 4, N: 0, DType: dtype.F32},                         // no columns
 			{MaxM: 4, N: 4},                                           // no dtype
 			{MaxM: 4, N: 4, DType: dtype.F32, Engine: rs2d.Engine(9)}, // no such engine
+			{MaxM: 4, N: 4, DType: dtype.F32, PushGroup: -1},          // negative push group
+			{MaxM: 4, N: 4, DType: dtype.F32, RailLanes: -1},          // negative lanes
+			{MaxM: 4, N: 4, DType: dtype.F32, RailLanes: 17},          // more lanes than MaxNCCLLanes
 		} {
 			if _, err := rs2d.New(ctx, r.Comm, r.Dev, cfg); !errors.Is(err, device.ErrInvalidArgument) {
 				return fmt.Errorf("New(%+v) = %v, want an invalid-argument error", cfg, err)

@@ -158,6 +158,8 @@ func (c Config) validate(world int) error {
 		return fmt.Errorf("rs2d: MaxM=%d is not divisible by world size %d: %w", c.MaxM, world, device.ErrInvalidArgument)
 	case c.Chunks < 0 || c.CopyStreams < 0 || c.ReductionSMs < 0 || c.FinalSMs < 0 || c.PushSMs < 0 || c.PushGroup < 0:
 		return fmt.Errorf("rs2d: negative Chunks, CopyStreams, PushGroup or SM budget: %w", device.ErrInvalidArgument)
+	case c.RailLanes < 0 || c.RailLanes > internode.MaxNCCLLanes:
+		return fmt.Errorf("rs2d: RailLanes=%d: want 0 (default %d) to %d: %w", c.RailLanes, internode.DefaultNCCLLanes, internode.MaxNCCLLanes, device.ErrInvalidArgument)
 	case c.Engine < EngineAuto || c.Engine > EngineSM:
 		return fmt.Errorf("rs2d: engine %v: %w", c.Engine, device.ErrInvalidArgument)
 	case c.Engine == EngineSM && c.OverlapWithGEMM:
