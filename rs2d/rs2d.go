@@ -256,7 +256,8 @@ func (c *Context) chunks(rowsPerRank int) int {
 
 // smGrid sizes the push-reduce kernel for blocks of count elements in
 // chunks: the configured SM budgets, two blocks per SM, but no more blocks
-// than there are 16-byte vectors per chunk for a block's threads.
+// than there are 16-byte vectors per chunk for a block's threads; and sets
+// its push order (PushGroup chunks to one peer before the next).
 func (c *Context) smGrid(count int64, chunks int) intranode.SMGrid {
 	vectors := count * int64(c.cfg.DType.Size()) / 16 / int64(chunks)
 	need := int(max(1, (vectors+kernels.PushReduceBlock-1)/kernels.PushReduceBlock))
