@@ -201,43 +201,25 @@ func load(libs, searched []string) (*Lib, error) {
 		_ = nlib.Close()
 		return nil, fmt.Errorf("nccl: %s: %w: %w", nlib.Path, device.ErrNotSupported, err)
 	}
-	syms := []struct {
-		lib      *dl.Library
-		name     string
-		dst      **[0]byte
-		optional bool
-	}{
-		{nlib, "ncclGetVersion", &t.getVersion, false},
-		{nlib, "ncclGetUniqueId", &t.getUniqueId, false},
-		{nlib, "ncclCommInitRank", &t.commInitRank, false},
-		{nlib, "ncclCommDestroy", &t.commDestroy, false},
-		{nlib, "ncclCommAbort", &t.commAbort, false},
-		{nlib, "ncclCommGetAsyncError", &t.commGetAsyncError, false},
-		{nlib, "ncclReduceScatter", &t.reduceScatter, false},
-		{nlib, "ncclAllReduce", &t.allReduce, false},
-		{nlib, "ncclSend", &t.send, false},
-		{nlib, "ncclRecv", &t.recv, false},
-		{nlib, "ncclGroupStart", &t.groupStart, false},
-		{nlib, "ncclGroupEnd", &t.groupEnd, false},
-		{nlib, "ncclGetErrorString", &t.getErrorString, false},
-		{nlib, "ncclGetLastError", &t.getLastError, true},
-		{cuda, "cuInit", &t.cu.init, false},
-		{cuda, "cuDeviceGet", &t.cu.deviceGet, false},
-		{cuda, "cuDevicePrimaryCtxRetain", &t.cu.primaryCtxRetain, false},
-		{cuda, "cuDevicePrimaryCtxRelease_v2", &t.cu.primaryCtxRelease, false},
-		{cuda, "cuCtxGetCurrent", &t.cu.ctxGetCurrent, false},
-		{cuda, "cuCtxSetCurrent", &t.cu.ctxSetCurrent, false},
-		{cuda, "cuGetErrorName", &t.cu.getErrorName, false},
+	syms := []dl.Symbol{
+		{Lib: nlib, Name: "ncclGetVersion", Dst: &t.getVersion},
+		{Lib: nlib, Name: "ncclGetUniqueId", Dst: &t.getUniqueId},
+		{Lib: nlib, Name: "ncclCommInitRank", Dst: &t.commInitRank},
+		{Lib: nlib, Name: "ncclCommDestroy", Dst: &t.commDestroy},
+		{Lib: nlib, Name: "ncclCommAbort", Dst: &t.commAbort},
+		{Lib: nlib, Name: "ncclCommGetAsyncError", Dst: &t.commGetAsyncError},
+		{Lib: nlib, Name: "ncclReduceScatter", Dst: &t.reduceScatter},
+		{Lib: nlib, Name: "ncclAllReduce", Dst: &t.allReduce},
+		{Lib: nlib, Name: "ncclSend", Dst: &t.send},
+		{Lib: nlib, Name: "ncclRecv", Dst: &t.recv},
+		{Lib: nlib, Name: "ncclGroupStart", Dst: &t.groupStart},
+		{Lib: nlib, Name: "ncclGroupEnd", Dst: &t.groupEnd},
+		{Lib: nlib, Name: "ncclGetErrorString", Dst: &t.getErrorString},
+		{Lib: nlib, Name: "ncclGetLastError", Dst: &t.getLastError, Optional: true},
 	}
-	for _, s := range syms {
-		p, err := s.lib.Sym(s.name)
-		if err != nil {
-			if s.optional {
-				continue
-			}
-			return fail(err)
-		}
-		*s.dst = (*[0]byte)(p)
+	syms = append(syms, dl.DriverSymbols(cuda, unsafe.Pointer(&t.cu))...)
+	if _, err := dl.Resolve(syms); err != nil {
+		return fail(err)
 	}
 	return &Lib{path: nlib.Path, nccl: nlib, cuda: cuda, t: t}, nil
 }

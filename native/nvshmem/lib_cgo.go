@@ -291,50 +291,29 @@ func load(libs, searched []string) (*Lib, error) {
 		_ = slib.Close()
 		return nil, fmt.Errorf("nvshmem: %s: %w: %w", slib.Path, device.ErrNotSupported, err)
 	}
-	syms := []struct {
-		lib      *dl.Library
-		name     string
-		dst      **[0]byte
-		optional bool
-	}{
-		{slib, "nvshmemx_get_uniqueid", &t.getUniqueId, false},
-		{slib, "nvshmemx_set_attr_uniqueid_args", &t.setAttrUniqueIdArgs, false},
-		{slib, "nvshmemx_hostlib_init_attr", &t.hostlibInitAttr, false},
-		{slib, "nvshmemx_hostlib_finalize", &t.hostlibFinalize, false},
-		{slib, "nvshmemx_init_status", &t.initStatus, false},
-		{slib, "nvshmem_my_pe", &t.myPE, false},
-		{slib, "nvshmem_n_pes", &t.nPEs, false},
-		{slib, "nvshmem_team_my_pe", &t.teamMyPE, false},
-		{slib, "nvshmem_team_n_pes", &t.teamNPEs, false},
-		{slib, "nvshmem_malloc", &t.malloc, false},
-		{slib, "nvshmem_free", &t.free, false},
-		{slib, "nvshmem_ptr", &t.ptr, false},
-		{slib, "nvshmemx_putmem_on_stream", &t.putmemOnStream, false},
-		{slib, "nvshmemx_putmem_signal_on_stream", &t.putmemSignalOnStream, false},
-		{slib, "nvshmemx_signal_wait_until_on_stream", &t.signalWaitUntilOnStream, false},
-		{slib, "nvshmemx_barrier_all_on_stream", &t.barrierAllOnStream, false},
-		{slib, "nvshmemx_vendor_get_version_info", &t.vendorVersion, true},
-		{cuda, "cuInit", &t.cu.init, false},
-		{cuda, "cuDeviceGet", &t.cu.deviceGet, false},
-		{cuda, "cuDevicePrimaryCtxRetain", &t.cu.primaryCtxRetain, false},
-		{cuda, "cuDevicePrimaryCtxRelease_v2", &t.cu.primaryCtxRelease, false},
-		{cuda, "cuCtxGetCurrent", &t.cu.ctxGetCurrent, false},
-		{cuda, "cuCtxSetCurrent", &t.cu.ctxSetCurrent, false},
-		{cuda, "cuGetErrorName", &t.cu.getErrorName, false},
+	syms := []dl.Symbol{
+		{Lib: slib, Name: "nvshmemx_get_uniqueid", Dst: &t.getUniqueId},
+		{Lib: slib, Name: "nvshmemx_set_attr_uniqueid_args", Dst: &t.setAttrUniqueIdArgs},
+		{Lib: slib, Name: "nvshmemx_hostlib_init_attr", Dst: &t.hostlibInitAttr},
+		{Lib: slib, Name: "nvshmemx_hostlib_finalize", Dst: &t.hostlibFinalize},
+		{Lib: slib, Name: "nvshmemx_init_status", Dst: &t.initStatus},
+		{Lib: slib, Name: "nvshmem_my_pe", Dst: &t.myPE},
+		{Lib: slib, Name: "nvshmem_n_pes", Dst: &t.nPEs},
+		{Lib: slib, Name: "nvshmem_team_my_pe", Dst: &t.teamMyPE},
+		{Lib: slib, Name: "nvshmem_team_n_pes", Dst: &t.teamNPEs},
+		{Lib: slib, Name: "nvshmem_malloc", Dst: &t.malloc},
+		{Lib: slib, Name: "nvshmem_free", Dst: &t.free},
+		{Lib: slib, Name: "nvshmem_ptr", Dst: &t.ptr},
+		{Lib: slib, Name: "nvshmemx_putmem_on_stream", Dst: &t.putmemOnStream},
+		{Lib: slib, Name: "nvshmemx_putmem_signal_on_stream", Dst: &t.putmemSignalOnStream},
+		{Lib: slib, Name: "nvshmemx_signal_wait_until_on_stream", Dst: &t.signalWaitUntilOnStream},
+		{Lib: slib, Name: "nvshmemx_barrier_all_on_stream", Dst: &t.barrierAllOnStream},
+		{Lib: slib, Name: "nvshmemx_vendor_get_version_info", Dst: &t.vendorVersion, Optional: true},
 	}
-	var anchor unsafe.Pointer
-	for _, s := range syms {
-		p, err := s.lib.Sym(s.name)
-		if err != nil {
-			if s.optional {
-				continue
-			}
-			return fail(err)
-		}
-		*s.dst = (*[0]byte)(p)
-		if anchor == nil {
-			anchor = p
-		}
+	syms = append(syms, dl.DriverSymbols(cuda, unsafe.Pointer(&t.cu))...)
+	anchor, err := dl.Resolve(syms)
+	if err != nil {
+		return fail(err)
 	}
 	l := &Lib{path: slib.Path, lib: slib, cuda: cuda, t: t}
 	var buf [4096]C.char
