@@ -5,18 +5,23 @@
 // the sum. The GEMM and the communication overlap through signal words:
 //
 //	caller's stream s ──record──▶ GEMM stream: for d in ConsumptionOrder():
-//	                                  C[rows of d] = A[rows of d] · B   (Matmul)
-//	                                  signal[d] = call's value          (write-value)
-//	s: ReduceScatter2D(C → out)        each scatter copy of destination d waits,
-//	                                  on the device, for signal[d]
+//	                                  d on a node peer: wait for the peer's ready word,
+//	                                    peer's buffer[my rows for d] = A[rows of d] · B,
+//	                                    peer's placed word = call's value
+//	                                  otherwise: C[rows of d] = A[rows of d] · B,
+//	                                    signal[d] = call's value
+//	s: ReduceScatter2D, placed         each reduction waits, on the device, for
+//	                                  its placed words and signal
 //	s waits for the GEMM stream
 //
-// so the copy engines scatter the blocks already computed while the GEMM
-// computes the next ones, in the order the scatter consumes them. C is a
-// buffer the GemmRS owns ([MaxM, N]); the signals are rs2d's GEMM signal
-// words, whose values grow with every call (rs2d.Context.SignalValue), so
-// nothing is reset between calls and a failed call leaves nothing a later
-// call could mistake for its own.
+// so the GEMM's own stores carry the rows to the node peers while it
+// computes the next blocks, in the order the reductions consume them, and
+// the copy engine is not used at all inside a node. With Config.CopyScatter
+// every block goes to C instead and the copy engine copies each peer's
+// block after its signal. C is a buffer the GemmRS owns ([MaxM, N]); the
+// signals are rs2d's signal words, whose values grow with every call
+// (rs2d.Context.SignalValue), so nothing is reset between calls and a
+// failed call leaves nothing a later call could mistake for its own.
 //
 // For small problems the overlap cannot win (each block's GEMM is too short
 // to hide a copy, and splitting the GEMM costs efficiency): Mode Auto then
@@ -126,6 +131,12 @@ type Config struct {
 	GemmSMs int
 	// Mode is how Run runs (Auto by default).
 	Mode Mode
+	// CopyScatter makes the overlapped path write every block into C and
+	// copy the peers' blocks to them with the copy engine as each is
+	// raised. By default the GEMM of a node peer's block writes it straight
+	// into that peer's buffer (rs2d.Context.ReduceScatterPlaced): no copy
+	// engine, no second pass over the rows.
+	CopyScatter bool
 	// AutoMinFLOP and AutoMinRowsPerRank are Auto's thresholds
 	// (0: DefaultAutoMinFLOP, DefaultAutoMinRowsPerRank).
 	AutoMinFLOP        float64
@@ -241,6 +252,7 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 		return nil, errors.Join(fmt.Errorf("gemmrs: %w", err), g.release())
 	}
 	g.rs = rs
+	rs.AttachProducer(g.gemmStream) // it waits for the peers' ready flags
 	g.cfg.ReduceScatter = rs.Config()
 	g.order = rs.ConsumptionOrder()
 	return g, nil
@@ -411,14 +423,15 @@ func (g *GemmRS) Close() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if g.gemmStream != nil {
+	if g.rs != nil {
+		// It drains the GEMM stream too (attached), ending its waits on
+		// the peers' ready flags if they are stuck.
+		errs = append(errs, g.rs.Close())
+		g.rs = nil
+	} else if g.gemmStream != nil {
 		if err := g.gemmStream.Synchronize(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("gemmrs: close: draining the GEMM stream: %w", err))
 		}
-	}
-	if g.rs != nil {
-		errs = append(errs, g.rs.Close())
-		g.rs = nil
 	}
 	return errors.Join(append(errs, g.release())...)
 }
@@ -455,10 +468,28 @@ func nanWord(dt dtype.DType) uint32 {
 	return binary.LittleEndian.Uint32([]byte{0x01, 0x00, 0xc0, 0x7f})
 }
 
-// PoisonC enqueues on s the filling of the first m rows of C with NaNs, so
-// that a call that reads C before the GEMM wrote it shows as NaN in the
-// output (for checks).
+// PoisonC enqueues on s the filling with NaNs of the first m rows of C and
+// of the rows this rank receives from its node peers in a call of m rows,
+// so that a call that reads rows before the GEMM wrote them shows as NaN
+// in the output (for checks). Enqueue it on the stream of the next call.
 func (g *GemmRS) PoisonC(s device.Stream, m int) error {
 	bytes := int64(m) * int64(g.cfg.N) * int64(g.cfg.DType.Size())
-	return g.dev.Memset32(s, g.cBuf, nanWord(g.cfg.DType), (bytes+3)/4) // C is allocated in whole words
+	if err := g.dev.Memset32(s, g.cBuf, nanWord(g.cfg.DType), (bytes+3)/4); err != nil { // C is allocated in whole words
+		return err
+	}
+	return g.rs.PoisonReceive(s, m, nanWord(g.cfg.DType))
+}
+
+// InC reports whether an Overlap call leaves the rows for rank dest in C:
+// all of them with CopyScatter; with placement only those of the ranks
+// that share this rank's local rank (the node peers' rows went to them).
+func (g *GemmRS) InC(dest int) bool {
+	return g.cfg.CopyScatter || g.localDest(dest)
+}
+
+// localDest reports whether rank dest has this rank's local rank: its rows
+// stay in C for this rank's own reductions.
+func (g *GemmRS) localDest(dest int) bool {
+	p := g.rs.Place()
+	return dest%p.Shape.LocalSize == p.LocalRank
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/rs2d"
 )
 
 // Run enqueues on s out = (Σ over ranks of A·B)[this rank's M/world rows],
@@ -177,18 +178,40 @@ func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b, c, out Tensor, s devi
 		order = g.hooks.order(append([]int(nil), order...))
 	}
 	separateSignals := g.hooks != nil && g.hooks.signals != nil
+	sig := g.rs.NextSignals()
+	if sig.Value != v {
+		return fmt.Errorf("the reduce-scatter's next signal value is %d, not %d: %w", sig.Value, v, device.ErrInvalidArgument)
+	}
+	targets := make([]rs2d.Target, g.world)
+	for d := range targets {
+		t, err := sig.Target(d, a.Rows)
+		if err != nil {
+			return err
+		}
+		if g.cfg.CopyScatter {
+			t = rs2d.Target{Dest: d, Local: true} // every block to C, signalled
+		}
+		targets[d] = t
+	}
 	for _, d := range order {
 		if g.hooks != nil && g.hooks.beforeBlock != nil {
 			if err := g.hooks.beforeBlock(gs, d); err != nil {
 				return err
 			}
 		}
-		if err := g.mm.Gemm(gs, g.blockSpec(a, b, d, rowsPer, g.cfg.GemmSMs)); err != nil {
+		spec := g.blockSpec(a, b, d, rowsPer, g.cfg.GemmSMs)
+		if t := targets[d]; !t.Local {
+			if err := sig.WaitReady(gs, t); err != nil {
+				return err
+			}
+			spec.C = t.Rows
+		}
+		if err := g.mm.Gemm(gs, spec); err != nil {
 			return fmt.Errorf("GEMM of the block for rank %d: %w", d, err)
 		}
 		if !separateSignals {
 			*raised = true
-			if err := g.raise(gs, d, v); err != nil {
+			if err := sig.RaisePlaced(gs, targets[d]); err != nil {
 				return err
 			}
 		}
@@ -202,11 +225,15 @@ func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b, c, out Tensor, s devi
 	}
 	if separateSignals {
 		*raised = true
-		if err := g.hooks.signals(g.gemmDone, func(st device.Stream, d int) error { return g.raise(st, d, v) }); err != nil {
+		if err := g.hooks.signals(g.gemmDone, func(st device.Stream, d int) error { return sig.RaisePlaced(st, targets[d]) }); err != nil {
 			return err
 		}
 	}
-	if err := g.reduceScatter(ctx, c, out, s, v); err != nil {
+	call := g.rs.ReduceScatterPlaced
+	if g.cfg.CopyScatter {
+		call = g.rs.ReduceScatter
+	}
+	if err := g.reduceScatterWith(ctx, call, c, out, s, v); err != nil {
 		return err
 	}
 	return s.WaitEvent(g.gemmDone)
@@ -273,7 +300,14 @@ func (g *GemmRS) raiseAll(s device.Stream, v uint32, raised *bool) error {
 
 // reduceScatter runs the reduce-scatter call whose signals carry v.
 func (g *GemmRS) reduceScatter(ctx context.Context, in, out Tensor, s device.Stream, v uint32) error {
-	if err := g.rs.ReduceScatter(ctx, in, out, s); err != nil {
+	return g.reduceScatterWith(ctx, g.rs.ReduceScatter, in, out, s, v)
+}
+
+// reduceScatterWith runs call (rs.ReduceScatter or ReduceScatterPlaced),
+// whose signals carry v.
+func (g *GemmRS) reduceScatterWith(ctx context.Context, call func(context.Context, Tensor, Tensor, device.Stream) error,
+	in, out Tensor, s device.Stream, v uint32) error {
+	if err := call(ctx, in, out, s); err != nil {
 		return err
 	}
 	// The call just enqueued waited for v; the next waits for its

@@ -16,9 +16,17 @@
 //   - arrived[src] = seq: src's block of the (step, chunk) numbered seq landed.
 //   - gemm[dest]  = epoch: a GEMM producer finished the rows for rank dest
 //     (only with OverlapWithGEMM).
+//   - placed[node*lws+src] = epoch: src's producer stored its rows for this
+//     rank's node step `node` straight into this rank's scatter buffer
+//     (placed steps, below).
 //
 // The node step's rows are split into chunks so that the reduction of chunk c
 // overlaps the scatter of chunk c+1.
+//
+// A placed step moves no rows at all: the producer (a GEMM writing its
+// output tile by tile) stores each peer's rows straight into that peer's
+// scatter buffer, at Target, and raises the peer's placed word; the step is
+// only the reduction, which waits for the placed words.
 //
 // Two engines move the rows. The copy engine (Scatter + Reduce) uses no SMs,
 // which suits overlap with a GEMM that holds them. The SM engine (PushReduce)
@@ -56,6 +64,7 @@ type Buffers struct {
 	Ready      symm.Pad    // lws words, by source local rank
 	Arrived    symm.Pad    // lws words, by source local rank
 	Gemm       symm.Pad    // world words, by destination rank (GEMM overlap)
+	Placed     symm.Pad    // nnodes × lws words, by node step and source local rank (placed steps)
 	Counters   symm.Pad    // SM engine: lws × kernels.MaxPushChunks arrival counters
 	PeerTable  symm.Region // SM engine: lws heap base addresses as mapped here
 }
@@ -67,6 +76,7 @@ func (b *Buffers) AddTo(l *symm.Layout, place symm.Place, scatter int64) {
 	b.Ready = l.AddPad("ready", lws)
 	b.Arrived = l.AddPad("arrived", lws)
 	b.Gemm = l.AddPad("gemm signals", world)
+	b.Placed = l.AddPad("placed", place.Shape.Nodes*lws)
 	b.Counters = l.AddPad("arrival counters", lws*kernels.MaxPushChunks)
 	b.PeerTable = l.Add("peer table", int64(lws)*8)
 	b.ScatterBuf = l.Add("scatter", scatter)
@@ -111,6 +121,10 @@ type Step struct {
 	Epoch    uint32     // the call's epoch
 	ReduceTo device.Ptr // where the node-reduced M_per_rank × N block goes
 	Grid     int        // reduce kernel blocks
+	// Placed: the peers' producers stored their rows into this rank's
+	// scatter buffer themselves (see Target); Reduce waits for their
+	// placed words instead of arrivals, in one chunk.
+	Placed bool
 }
 
 func (st *Stage) lws() int { return st.place.Shape.LocalSize }
@@ -234,8 +248,9 @@ func (st *Stage) waitGemm(s device.Stream, step Step, peer int) error {
 }
 
 // Reduce enqueues on r, for each chunk, a wait for the lws-1 peer blocks of
-// the chunk and the reduce kernel that sums them and the own block (from the
-// input) into step.ReduceTo.
+// the chunk (their arrivals, or for a placed step their placed words) and
+// the reduce kernel that sums them and the own block (from the input) into
+// step.ReduceTo.
 func (st *Stage) Reduce(r device.Stream, step Step, seqs []uint32) error {
 	lws, lr := st.lws(), st.place.LocalRank
 	rowBytes := st.rowBytes()
@@ -245,6 +260,10 @@ func (st *Stage) Reduce(r device.Stream, step Step, seqs []uint32) error {
 	if err := st.waitGemm(r, step, lr); err != nil {
 		return err
 	}
+	if step.Placed {
+		// One chunk, waited for by epoch on the placed words.
+		seqs, step.Chunks = []uint32{step.Epoch}, 1
+	}
 	for c, seq := range seqs {
 		for src := 0; src < lws; src++ {
 			if src == lr {
@@ -253,6 +272,13 @@ func (st *Stage) Reduce(r device.Stream, step Step, seqs []uint32) error {
 			w := device.Word{
 				Addr:  st.buf.Heap.Word(me, st.buf.Arrived, src),
 				Label: fmt.Sprintf("arrival of rank %d's block (node %d, local rank %d)", st.place.NodePeer(src), st.place.Node, src),
+			}
+			if step.Placed {
+				w = device.Word{
+					Addr: st.buf.Heap.Word(me, st.buf.Placed, step.Node*lws+src),
+					Label: fmt.Sprintf("rank %d's rows for node step %d placed by its producer (node %d, local rank %d)",
+						st.place.NodePeer(src), step.Node, st.place.Node, src),
+				}
 			}
 			if err := st.dev.WaitValue32(r, w, device.GEQ, seq); err != nil {
 				return err
@@ -276,6 +302,44 @@ func (st *Stage) Reduce(r device.Stream, step Step, seqs []uint32) error {
 		}
 	}
 	return nil
+}
+
+// Target is where a placed step's producer on this rank puts its rows for
+// local rank peer (not this rank) in node step node, for calls of rowsPer
+// rows per rank.
+type Target struct {
+	// Rows is the first of the rowsPer rows (row stride: the columns), in
+	// the peer's scatter buffer as mapped here.
+	Rows device.Ptr
+	// Ready is this rank's ready word for the peer: wait for it to reach
+	// the call's epoch before writing Rows (the peer has finished reading
+	// its buffer in earlier calls).
+	Ready device.Word
+	// Placed is the peer's placed word for this rank and node step: write
+	// the call's epoch there after Rows are written.
+	Placed device.Ptr
+}
+
+// Target returns the target of this rank's rows for local rank peer in node
+// step node.
+func (st *Stage) Target(node, peer, rowsPer int) Target {
+	lws, me := st.lws(), st.place.LocalRank
+	rank := st.place.NodePeer(peer)
+	row := int64(node*lws*rowsPer + me*rowsPer)
+	return Target{
+		Rows: st.buf.Heap.At(rank, st.buf.ScatterBuf).Add(row * st.rowBytes()),
+		Ready: device.Word{
+			Addr:  st.buf.Heap.Word(st.place.Rank, st.buf.Ready, peer),
+			Label: fmt.Sprintf("ready flag of rank %d (node %d, local rank %d)", rank, st.place.Node, peer),
+		},
+		Placed: st.buf.Heap.Word(rank, st.buf.Placed, node*lws+me),
+	}
+}
+
+// ReceiveRows is this rank's scatter buffer: where its node peers place or
+// copy their rows, rows × columns elements for calls of rows rows.
+func (st *Stage) ReceiveRows() device.Ptr {
+	return st.buf.Heap.Local().Add(st.buf.ScatterBuf.Off)
 }
 
 // GemmSignal is the address of the GEMM signal word for destination rank
@@ -326,7 +390,7 @@ func (st *Stage) PushReduce(s device.Stream, step Step, grid SMGrid) error {
 
 // ReleaseWaits enqueues on s (a stream of its own, not one that is stuck)
 // the writes of values past every target into this rank's own ready,
-// arrival, counter and GEMM-signal words, so that every wait on them (stream
+// arrival, counter, GEMM-signal and placed words, so that every wait on them (stream
 // wait-values, the push-reduce kernel's spins) ends.
 // It is the way out when a peer is gone and work is stuck waiting for it:
 // the results are garbage, and the stage must not be used again.
@@ -338,6 +402,7 @@ func (st *Stage) ReleaseWaits(s device.Stream, epoch uint32) error {
 	}{
 		{st.buf.Ready, epoch + ahead},
 		{st.buf.Gemm, epoch + ahead},
+		{st.buf.Placed, epoch + ahead},
 		{st.buf.Arrived, st.seq + ahead},
 		{st.buf.Counters, st.pushed + ahead},
 	} {

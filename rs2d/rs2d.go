@@ -56,11 +56,12 @@ type Context struct {
 	rail      internode.Transport // nil on one node
 	streams   *streams.Set
 
-	mu     sync.Mutex
-	epoch  uint32       // calls made so far (the epoch of the last call)
-	done   device.Event // the end of the last call, on the caller's stream
-	closed bool
-	tracer *tracer // stage events, when tracing
+	mu        sync.Mutex
+	producers []device.Stream // streams that wait on this context's words (AttachProducer)
+	epoch     uint32          // calls made so far (the epoch of the last call)
+	done      device.Event    // the end of the last call, on the caller's stream
+	closed    bool
+	tracer    *tracer // stage events, when tracing
 }
 
 // New creates a context on every rank of comm (collective: every rank calls
@@ -184,6 +185,23 @@ func (c *Context) check(in, out Tensor) error {
 // arrives) surface when s is synchronized, as a device.ErrTimeout that names
 // the missing rank.
 func (c *Context) ReduceScatter(ctx context.Context, in, out Tensor, s device.Stream) error {
+	return c.call(ctx, in, out, s, false)
+}
+
+// ReduceScatterPlaced is ReduceScatter for a producer that stores each node
+// peer's rows straight into the peer's buffer instead of into in: for every
+// destination rank whose local rank differs from this rank's, the producer
+// waits for the Target's ready word, writes the rows at Target.Rows and
+// raises Target.Placed (Signals.Target, WaitReady, RaisePlaced); the rows
+// for ranks of this rank's local rank stay in in, released by their GEMM
+// signals as with ReduceScatter. Nothing is copied: the call only reduces
+// (and, across nodes, sends the node-reduced blocks). The peers' rows in in
+// are not read.
+func (c *Context) ReduceScatterPlaced(ctx context.Context, in, out Tensor, s device.Stream) error {
+	return c.call(ctx, in, out, s, true)
+}
+
+func (c *Context) call(ctx context.Context, in, out Tensor, s device.Stream, placed bool) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("rs2d: %w", err)
 	}
@@ -199,7 +217,7 @@ func (c *Context) ReduceScatter(ctx context.Context, in, out Tensor, s device.St
 	if c.epoch == 0 { // 0 is what the pads start at: skip it when wrapping
 		c.epoch++
 	}
-	if err := c.enqueue(in, out, s, c.epoch); err != nil {
+	if err := c.enqueue(in, out, s, c.epoch, placed); err != nil {
 		return fmt.Errorf("rs2d: call %d: %w", c.epoch, err)
 	}
 	return nil
@@ -268,7 +286,7 @@ func (c *Context) smGrid(count int64, chunks int) intranode.SMGrid {
 	}
 }
 
-func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch uint32) error {
+func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch uint32, placed bool) error {
 	shape, place, set := c.place.Shape, c.place, c.streams
 	rpr := in.Rows / shape.World()
 	rowBytes := int64(c.cfg.N) * int64(c.cfg.DType.Size())
@@ -278,7 +296,7 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch uint32) error {
 	if err := c.mark(func(t *tracer) device.Event { return t.start }, s); err != nil {
 		return err
 	}
-	if c.cfg.Engine == EngineSM {
+	if c.cfg.Engine == EngineSM && !placed {
 		return c.enqueueSM(in, out, s, epoch)
 	}
 	if err := c.intra.Announce(s, epoch); err != nil {
@@ -289,16 +307,20 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch uint32) error {
 	}
 	for n := 0; n < shape.Nodes; n++ {
 		cur := (place.Node + n + 1) % shape.Nodes
-		step := intranode.Step{Node: cur, Input: in.Ptr, RowsPer: rpr, Chunks: c.chunks(rpr), Epoch: epoch, Grid: grid, ReduceTo: c.reduceTo(out, cur, epoch)}
+		step := intranode.Step{Node: cur, Input: in.Ptr, RowsPer: rpr, Chunks: c.chunks(rpr), Epoch: epoch, Grid: grid,
+			ReduceTo: c.reduceTo(out, cur, epoch), Placed: placed}
 		if c.cfg.OverlapWithGEMM && cur == place.Node {
 			// This step reduces after the own GEMM block, the last one in
 			// consumption order: the producer is done and the SMs are free,
 			// so the reduction that ends the call takes FinalSMs.
 			step.Grid = c.cfg.FinalSMs * kernelBlocksPerSM
 		}
-		seqs, err := c.intra.Scatter(set.Copy, step, n == 0)
-		if err != nil {
-			return err
+		var seqs []uint32
+		if !placed {
+			var err error
+			if seqs, err = c.intra.Scatter(set.Copy, step, n == 0); err != nil {
+				return err
+			}
 		}
 		if err := c.intra.Reduce(set.Reduction, step, seqs); err != nil {
 			return err
@@ -471,6 +493,62 @@ func (g Signals) Raise(s device.Stream, dest int) error {
 	return g.c.dev.WriteValue32(s, addr, g.Value)
 }
 
+// Target is where the producer of a placed call (ReduceScatterPlaced) puts
+// its rows for rank dest in a call of m rows. Local reports rows that stay
+// in the call's input (dest has this rank's local rank: it reduces them
+// itself); raise their GEMM signal with Raise. Otherwise wait for Ready
+// (WaitReady), write the m/world rows at Rows, then RaisePlaced.
+func (g Signals) Target(dest, m int) (Target, error) {
+	shape, place := g.c.place.Shape, g.c.place
+	switch {
+	case dest < 0 || dest >= shape.World():
+		return Target{}, fmt.Errorf("rs2d: target for rank %d of %d: %w", dest, shape.World(), device.ErrInvalidArgument)
+	case m <= 0 || m > g.c.cfg.MaxM || m%shape.World() != 0:
+		return Target{}, fmt.Errorf("rs2d: target for M=%d: want a positive multiple of %d up to MaxM=%d: %w", m, shape.World(), g.c.cfg.MaxM, device.ErrInvalidArgument)
+	}
+	node, lr := dest/shape.LocalSize, dest%shape.LocalSize
+	if lr == place.LocalRank {
+		return Target{Dest: dest, Local: true}, nil
+	}
+	return Target{Dest: dest, Target: g.c.intra.Target(node, lr, m/shape.World())}, nil
+}
+
+// Target is one destination's rows in a placed call (Signals.Target).
+type Target struct {
+	Dest  int
+	Local bool
+	intranode.Target
+}
+
+// WaitReady enqueues on s the wait for t's peer to be ready for the rows.
+func (g Signals) WaitReady(s device.Stream, t Target) error {
+	if t.Local {
+		return nil
+	}
+	return g.c.dev.WaitValue32(s, t.Ready, device.GEQ, g.Value)
+}
+
+// RaisePlaced enqueues on s the write that tells t's peer its rows are in
+// place (after them on s); for a Local target, the GEMM signal of t.Dest.
+func (g Signals) RaisePlaced(s device.Stream, t Target) error {
+	if t.Local {
+		return g.Raise(s, t.Dest)
+	}
+	return g.c.dev.WriteValue32(s, t.Placed, g.Value)
+}
+
+// PoisonReceive enqueues on s the filling with the 32-bit word w of the
+// rows of this rank's scatter buffer that a call of m rows receives into,
+// so that a check sees any block that never arrived. Enqueue it on the
+// stream of the next call, before the call.
+func (c *Context) PoisonReceive(s device.Stream, m int, w uint32) error {
+	if m <= 0 || m > c.cfg.MaxM {
+		return fmt.Errorf("rs2d: poison %d rows of %d: %w", m, c.cfg.MaxM, device.ErrInvalidArgument)
+	}
+	bytes := int64(m) * int64(c.cfg.N) * int64(c.cfg.DType.Size())
+	return c.dev.Memset32(s, c.intra.ReceiveRows(), w, bytes/4)
+}
+
 // ConsumptionOrder is the order in which the scatter consumes destination
 // ranks' row blocks (node swizzle, then rank swizzle): a GEMM producer that
 // computes blocks in this order lets communication start earliest.
@@ -533,13 +611,26 @@ func (c *Context) Close() error {
 // closeStep, when set (by tests), hears each step of Close as it starts.
 var closeStep = func(string) {}
 
-// drain waits for the context's streams and the end of its last call.
+// AttachProducer makes Close treat s, a producer's stream that waits on
+// this context's words (placed calls wait for the peers' ready flags), as
+// one of its own: Close drains it, and ends its waits when it is stuck,
+// before the buffers go. s must outlive the context.
+func (c *Context) AttachProducer(s device.Stream) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.producers = append(c.producers, s)
+}
+
+// drain waits for the context's streams, its producers' and the end of its
+// last call.
 func (c *Context) drain(ctx context.Context) error {
+	var all []device.Stream
 	if c.streams != nil {
-		for _, s := range c.streams.All() {
-			if err := s.Synchronize(ctx); err != nil {
-				return err
-			}
+		all = c.streams.All()
+	}
+	for _, s := range append(all, c.producers...) {
+		if err := s.Synchronize(ctx); err != nil {
+			return err
 		}
 	}
 	if c.done != nil {

@@ -55,6 +55,12 @@ fi
 if has gemm; then
 	run bash -c "cd device/cuda && exec ../../$BIN/device_cuda.test -test.v -test.count=1 -test.run 'Gemm|BLAS' -test.skip TestBLASAgainstFakeDriver"
 	run $H bench-gemm --csv "$OUT/gemm-1x$ngpu.csv"
-	[ "$ngpu" -ge 4 ] && run env CUDA_VISIBLE_DEVICES=0,1 $H bench-gemm --csv "$OUT/gemm-1x2.csv"
+	run $H bench-gemm --copy-scatter --csv "$OUT/gemm-1x$ngpu-copy-scatter.csv"
+	run torchrun --nproc-per-node "$ngpu" benchmarks/torch/gemm_baseline.py
+	if [ "$ngpu" -ge 4 ]; then
+		run env CUDA_VISIBLE_DEVICES=0,1 $H bench-gemm --csv "$OUT/gemm-1x2.csv"
+		run env CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc-per-node 2 benchmarks/torch/gemm_baseline.py
+		run $H bench-gemm --nodes 2 --shapes 8192x8192x28672,8192x8192x8192 --csv "$OUT/gemm-2x2.csv"
+	fi
 fi
 grep -E "^###|PASS|FAIL|rank 0\] +[0-9]|variant|speedup|Error|error:" "$log" | grep -v "ok  " | tail -n 120
