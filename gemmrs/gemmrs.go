@@ -195,8 +195,20 @@ type GemmRS struct {
 	broken error // a call failed after raising signals: the context cannot go on
 	last   Mode  // the mode of the last call (Auto: none yet)
 	timed  bool  // gemmStart and gemmEnd were recorded by the last call
+	warm   map[warmKey]bool
 	hooks  *hooks
 }
+
+// warmKey is a kind of block GEMM, as far as cuBLAS's choice of kernel can
+// tell: its rows and the alignment of its C.
+type warmKey struct {
+	rows  int
+	align int64
+}
+
+// warmAlign bounds the alignments warmKey tells apart (symm.Align: every
+// target's buffer starts on it).
+const warmAlign = 256
 
 // hooks let tests perturb the producer (export_test.go).
 type hooks struct {
@@ -276,6 +288,7 @@ func (g *GemmRS) prepare(ctx context.Context) error {
 		return err
 	}
 	size := (int64(g.cfg.MaxM)*int64(g.cfg.N)*int64(g.cfg.DType.Size()) + 3) &^ 3 // whole words, for PoisonC
+	size += warmAlign                                                             // room for warm-up GEMMs at any alignment
 	if g.cBuf, err = g.dev.Alloc(size); err != nil {
 		return fmt.Errorf("C buffer of %d bytes: %w", size, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/rs2d"
@@ -170,9 +171,6 @@ func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b, c, out Tensor, s devi
 	if err := gs.WaitEvent(g.ready); err != nil {
 		return err
 	}
-	if err := g.gemmStart.Record(gs); err != nil {
-		return err
-	}
 	order := g.order
 	if g.hooks != nil && g.hooks.order != nil {
 		order = g.hooks.order(append([]int(nil), order...))
@@ -192,6 +190,12 @@ func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b, c, out Tensor, s devi
 			t = rs2d.Target{Dest: d, Local: true} // every block to C, signalled
 		}
 		targets[d] = t
+	}
+	if err := g.warmUp(ctx, a, b, targets, rowsPer); err != nil {
+		return err
+	}
+	if err := g.gemmStart.Record(gs); err != nil {
+		return err
 	}
 	for _, d := range order {
 		if g.hooks != nil && g.hooks.beforeBlock != nil {
@@ -237,6 +241,53 @@ func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b, c, out Tensor, s devi
 		return err
 	}
 	return s.WaitEvent(g.gemmDone)
+}
+
+// warmUp runs, when blocks go to node peers, each kind of block GEMM of
+// the call that has not run before once into C, and waits for it. cuBLAS
+// loads a GEMM's kernel at its first use (CUDA's lazy loading), and a
+// module load waits for work queued on the device: a first block GEMM
+// enqueued behind the wait for a peer's ready flag held the host in the
+// load while the peer waited for this rank's call to announce itself, on
+// every rank at once (a deadlock, seen on H200s). The GEMM stream must
+// already wait for the caller's stream (A and B).
+func (g *GemmRS) warmUp(ctx context.Context, a, b Tensor, targets []rs2d.Target, rowsPer int) error {
+	placed := false
+	for _, t := range targets {
+		placed = placed || !t.Local
+	}
+	if !placed {
+		return nil // nothing waits on the GEMM stream before its GEMMs
+	}
+	if g.warm == nil {
+		g.warm = map[warmKey]bool{}
+	}
+	var ran []warmKey
+	for d, t := range targets {
+		spec := g.blockSpec(a, b, d, rowsPer, g.cfg.GemmSMs)
+		if !t.Local {
+			spec.C = t.Rows
+		}
+		key := warmKey{rows: rowsPer, align: int64(spec.C) % warmAlign}
+		if g.warm[key] || slices.Contains(ran, key) {
+			continue
+		}
+		spec.C = g.cBuf.Add(key.align)
+		if err := g.mm.Gemm(g.gemmStream, spec); err != nil {
+			return fmt.Errorf("warm-up GEMM of %d rows: %w", rowsPer, err)
+		}
+		ran = append(ran, key)
+	}
+	if len(ran) == 0 {
+		return nil
+	}
+	if err := g.gemmStream.Synchronize(ctx); err != nil {
+		return fmt.Errorf("warm-up GEMM of %d rows: %w", rowsPer, err)
+	}
+	for _, k := range ran {
+		g.warm[k] = true
+	}
+	return nil
 }
 
 // enqueueSequential: the whole GEMM on s, every signal raised after it on
