@@ -68,9 +68,9 @@ type GemmOptions struct {
 	Mode gemmrs.Mode
 	// GemmSMs is the SM target of the overlapped GEMM (0: all).
 	GemmSMs int
-	// CopyScatter makes the overlapped path copy the blocks to the node
-	// peers with the copy engine instead of the GEMM storing them there.
-	CopyScatter bool
+	// Placed makes the overlapped GEMM store the node peers' blocks
+	// straight into their buffers instead of the copy engine copying them.
+	Placed bool
 	// Config tunes the reduce-scatter (ReductionSMs, Chunks, CopyStreams,
 	// Transport, Timeout).
 	Config rs2d.Config
@@ -174,10 +174,10 @@ func gemmBench(ctx context.Context, r world.Rank, o GemmOptions) (err error) {
 	} else {
 		p.Printf("  GEMM: %s backend's Matmul, fp32 accumulation\n", r.Dev.Info().Backend)
 	}
-	if o.CopyScatter {
-		p.Printf("  overlapped path: every block into C, copied to the node peers by the copy engine after its signal\n")
-	} else {
+	if o.Placed {
 		p.Printf("  overlapped path: the GEMM of a node peer's block stores it straight into the peer's buffer\n")
+	} else {
+		p.Printf("  overlapped path: every block into C, copied to the node peers by the copy engine after its signal\n")
 	}
 	if ref == nil {
 		p.Printf("  NCCL: not run (%s)\n", why)
@@ -311,7 +311,7 @@ func gemmShape(ctx context.Context, r world.Rank, o GemmOptions, shape GemmShape
 	status.Printf("bench-gemm: %v: setting up...\n", shape)
 	g, err := gemmrs.New(ctx, r.Comm, r.Dev, gemmrs.Config{
 		MaxM: shape.M, N: shape.N, KLocal: kl, DType: dt, Mode: o.Mode,
-		ReductionSMs: o.Config.ReductionSMs, GemmSMs: o.GemmSMs, CopyScatter: o.CopyScatter, ReduceScatter: o.Config,
+		ReductionSMs: o.Config.ReductionSMs, GemmSMs: o.GemmSMs, Placed: o.Placed, ReduceScatter: o.Config,
 	})
 	if err != nil {
 		return row, err

@@ -5,21 +5,19 @@
 // the sum. The GEMM and the communication overlap through signal words:
 //
 //	caller's stream s ──record──▶ GEMM stream: for d in ConsumptionOrder():
-//	                                  d on a node peer: wait for the peer's ready word,
-//	                                    peer's buffer[my rows for d] = A[rows of d] · B,
-//	                                    peer's placed word = call's value
-//	                                  otherwise: C[rows of d] = A[rows of d] · B,
-//	                                    signal[d] = call's value
-//	s: ReduceScatter2D, placed         each reduction waits, on the device, for
-//	                                  its placed words and signal
+//	                                  C[rows of d] = A[rows of d] · B   (Matmul)
+//	                                  signal[d] = call's value          (write-value)
+//	s: ReduceScatter2D(C → out)        each scatter copy of destination d waits,
+//	                                  on the device, for signal[d]
 //	s waits for the GEMM stream
 //
-// so the GEMM's own stores carry the rows to the node peers while it
-// computes the next blocks, in the order the reductions consume them, and
-// the copy engine is not used at all inside a node. With Config.CopyScatter
-// every block goes to C instead and the copy engine copies each peer's
-// block after its signal. C is a buffer the GemmRS owns ([MaxM, N]); the
-// signals are rs2d's signal words, whose values grow with every call
+// so the copy engines scatter the blocks already computed while the GEMM
+// computes the next ones, in the order the scatter consumes them. With
+// Config.Placed the GEMM of a node peer's block writes it straight into the
+// peer's buffer instead, after the peer's ready word, and raises the peer's
+// placed word (rs2d.Context.ReduceScatterPlaced): no copy engine inside a
+// node. C is a buffer the GemmRS owns ([MaxM, N]); the signals are rs2d's
+// signal words, whose values grow with every call
 // (rs2d.Context.SignalValue), so nothing is reset between calls and a
 // failed call leaves nothing a later call could mistake for its own.
 //
@@ -131,12 +129,13 @@ type Config struct {
 	GemmSMs int
 	// Mode is how Run runs (Auto by default).
 	Mode Mode
-	// CopyScatter makes the overlapped path write every block into C and
-	// copy the peers' blocks to them with the copy engine as each is
-	// raised. By default the GEMM of a node peer's block writes it straight
-	// into that peer's buffer (rs2d.Context.ReduceScatterPlaced): no copy
-	// engine, no second pass over the rows.
-	CopyScatter bool
+	// Placed makes the overlapped GEMM of a node peer's block write it
+	// straight into that peer's buffer (rs2d.Context.ReduceScatterPlaced)
+	// instead of into C for the copy engine to scatter. Off by default:
+	// cuBLAS's stores to a peer over NVLink slow the GEMM more than the
+	// copy engine does (4 H200s, 8192×8192×28672: 1.486 ms placed, 1.358
+	// ms copied; benchmarks/RESULTS.md).
+	Placed bool
 	// AutoMinFLOP and AutoMinRowsPerRank are Auto's thresholds
 	// (0: DefaultAutoMinFLOP, DefaultAutoMinRowsPerRank).
 	AutoMinFLOP        float64
@@ -494,10 +493,10 @@ func (g *GemmRS) PoisonC(s device.Stream, m int) error {
 }
 
 // InC reports whether an Overlap call leaves the rows for rank dest in C:
-// all of them with CopyScatter; with placement only those of the ranks
-// that share this rank's local rank (the node peers' rows went to them).
+// all of them by default; with Placed only those of the ranks that share
+// this rank's local rank (the node peers' rows went to them).
 func (g *GemmRS) InC(dest int) bool {
-	return g.cfg.CopyScatter || g.localDest(dest)
+	return !g.cfg.Placed || g.localDest(dest)
 }
 
 // localDest reports whether rank dest has this rank's local rank: its rows

@@ -209,8 +209,8 @@ func TestOverlapAndSequentialMatchReference(t *testing.T) {
 	for _, shape := range worlds {
 		for _, dt := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32} {
 			for i, size := range []struct{ rowsPer, n, k int }{{8, 17, 16}, {16, 32, 64}, {64, 9, 33}, {1, 1, 1}} {
-				copyScatter := i%2 == 1 // half the sizes copy the blocks with the copy engine
-				t.Run(fmt.Sprintf("%v/%v/rows%d/n%d/k%d/copy-scatter=%v", shape, dt, size.rowsPer, size.n, size.k, copyScatter), func(t *testing.T) {
+				placed := i%2 == 1 // half the sizes place the peers' blocks with the GEMM
+				t.Run(fmt.Sprintf("%v/%v/rows%d/n%d/k%d/placed=%v", shape, dt, size.rowsPer, size.n, size.k, placed), func(t *testing.T) {
 					t.Parallel()
 					ws := shape.World()
 					m := size.rowsPer * ws
@@ -220,7 +220,7 @@ func TestOverlapAndSequentialMatchReference(t *testing.T) {
 					worst := 0.0
 					err := w.Run(testCtx(t), func(ctx context.Context, r world.Rank) (err error) {
 						cfg := baseConfig(dt, m, size.n, size.k)
-						cfg.CopyScatter = copyScatter
+						cfg.Placed = placed
 						g, err := gemmrs.New(ctx, r.Comm, r.Dev, cfg)
 						if err != nil {
 							return err
@@ -302,10 +302,10 @@ func (gt *gates) release(rng *rand.Rand, call uint32, maxPause time.Duration) er
 // raised not by the GEMM stream but by a goroutine per rank, on a side
 // stream of its own, in another shuffled order with random pauses;
 // withEarly, that goroutine raises them at once, without waiting for the
-// GEMM (a broken producer). copyScatter picks the overlapped path's
-// scatter (rows into C and the copy engine, or the GEMM placing them). It
+// GEMM (a broken producer). placed picks the overlapped path's scatter
+// (the GEMM placing the rows in the peers, or C and the copy engine). It
 // returns each rank's error.
-func perturbedRun(t *testing.T, shape bootstrap.Shape, sideSignals, early, copyScatter bool) error {
+func perturbedRun(t *testing.T, shape bootstrap.Shape, sideSignals, early, placed bool) error {
 	const dt = dtype.BF16
 	ws := shape.World()
 	m, n, k := 16*ws, 24, 32
@@ -315,7 +315,7 @@ func perturbedRun(t *testing.T, shape bootstrap.Shape, sideSignals, early, copyS
 		rank := r.Comm.Rank()
 		rng := rand.New(rand.NewPCG(uint64(rank), rand.Uint64()))
 		cfg := baseConfig(dt, m, n, k)
-		cfg.CopyScatter = copyScatter
+		cfg.Placed = placed
 		g, err := gemmrs.New(ctx, r.Comm, r.Dev, cfg)
 		if err != nil {
 			return err
@@ -413,10 +413,10 @@ func perturbedRun(t *testing.T, shape bootstrap.Shape, sideSignals, early, copyS
 func TestPerturbedProducerStillExact(t *testing.T) {
 	for _, shape := range []bootstrap.Shape{{Nodes: 1, LocalSize: 2}, {Nodes: 2, LocalSize: 2}, {Nodes: 1, LocalSize: 4}} {
 		for _, side := range []bool{false, true} {
-			for _, copyScatter := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%v/side-signals=%v/copy-scatter=%v", shape, side, copyScatter), func(t *testing.T) {
+			for _, placed := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%v/side-signals=%v/placed=%v", shape, side, placed), func(t *testing.T) {
 					t.Parallel()
-					require.NoError(t, perturbedRun(t, shape, side, false, copyScatter))
+					require.NoError(t, perturbedRun(t, shape, side, false, placed))
 				})
 			}
 		}
@@ -431,9 +431,9 @@ func TestEarlySignalsAreCaught(t *testing.T) {
 	if raceDetector {
 		t.Skip("the broken producer races with the scatter on purpose, which the race detector reports")
 	}
-	for _, copyScatter := range []bool{false, true} {
-		t.Run(fmt.Sprintf("copy-scatter=%v", copyScatter), func(t *testing.T) {
-			err := perturbedRun(t, bootstrap.Shape{Nodes: 1, LocalSize: 2}, true, true, copyScatter)
+	for _, placed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("placed=%v", placed), func(t *testing.T) {
+			err := perturbedRun(t, bootstrap.Shape{Nodes: 1, LocalSize: 2}, true, true, placed)
 			require.Error(t, err)
 			require.Contains(t, err.Error(), "NaN")
 		})
@@ -523,6 +523,12 @@ func TestFailedCallThenFreshContext(t *testing.T) {
 // ready flags (their calls never started): Close ends the wait, says so,
 // and still releases everything.
 func TestBrokenAfterPartialEnqueue(t *testing.T) {
+	for _, placed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("placed=%v", placed), func(t *testing.T) { brokenAfterPartialEnqueue(t, placed) })
+	}
+}
+
+func brokenAfterPartialEnqueue(t *testing.T, placed bool) {
 	const dt = dtype.BF16
 	shape := bootstrap.Shape{Nodes: 1, LocalSize: 2}
 	m, n, k := 4, 4, 4
@@ -530,7 +536,9 @@ func TestBrokenAfterPartialEnqueue(t *testing.T) {
 	w := simWorld(t, shape, 5*time.Second)
 	boom := errors.New("boom")
 	err := w.Run(testCtx(t), func(ctx context.Context, r world.Rank) (err error) {
-		g, err := gemmrs.New(ctx, r.Comm, r.Dev, baseConfig(dt, m, n, k))
+		cfg := baseConfig(dt, m, n, k)
+		cfg.Placed = placed
+		g, err := gemmrs.New(ctx, r.Comm, r.Dev, cfg)
 		if err != nil {
 			return err
 		}

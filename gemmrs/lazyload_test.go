@@ -83,7 +83,9 @@ func TestFirstGemmNotBehindPeerWaits(t *testing.T) {
 			return err
 		}
 		dev := &lazyLoader{Device: r.Dev, mm: mm, loaded: map[[2]int64]bool{}}
-		g, err := gemmrs.New(ctx, r.Comm, dev, baseConfig(dt, maxM, n, k))
+		cfg := baseConfig(dt, maxM, n, k)
+		cfg.Placed = true
+		g, err := gemmrs.New(ctx, r.Comm, dev, cfg)
 		if err != nil {
 			return err
 		}

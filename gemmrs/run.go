@@ -186,7 +186,7 @@ func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b, c, out Tensor, s devi
 		if err != nil {
 			return err
 		}
-		if g.cfg.CopyScatter {
+		if !g.cfg.Placed {
 			t = rs2d.Target{Dest: d, Local: true} // every block to C, signalled
 		}
 		targets[d] = t
@@ -233,9 +233,9 @@ func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b, c, out Tensor, s devi
 			return err
 		}
 	}
-	call := g.rs.ReduceScatterPlaced
-	if g.cfg.CopyScatter {
-		call = g.rs.ReduceScatter
+	call := g.rs.ReduceScatter
+	if g.cfg.Placed {
+		call = g.rs.ReduceScatterPlaced
 	}
 	if err := g.reduceScatterWith(ctx, call, c, out, s, v); err != nil {
 		return err

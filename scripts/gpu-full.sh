@@ -55,7 +55,7 @@ fi
 if has gemm; then
 	run bash -c "cd device/cuda && exec ../../$BIN/device_cuda.test -test.v -test.count=1 -test.run 'Gemm|BLAS' -test.skip TestBLASAgainstFakeDriver"
 	run $H bench-gemm --csv "$OUT/gemm-1x$ngpu.csv"
-	run $H bench-gemm --copy-scatter --csv "$OUT/gemm-1x$ngpu-copy-scatter.csv"
+	run $H bench-gemm --placed --csv "$OUT/gemm-1x$ngpu-placed.csv"
 	run torchrun --nproc-per-node "$ngpu" benchmarks/torch/gemm_baseline.py
 	if [ "$ngpu" -ge 4 ]; then
 		run env CUDA_VISIBLE_DEVICES=0,1 $H bench-gemm --csv "$OUT/gemm-1x2.csv"

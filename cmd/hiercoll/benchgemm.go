@@ -23,8 +23,8 @@ func runBenchGemm(ctx context.Context, args []string) error {
 		"(default 8192x8192x28672,8192x8192x8192,4096x8192x28672 on GPUs; tiny ones on the CPU)")
 	mode := fs.String("mode", "auto", "the path Run takes: auto, overlap or sequential (both are timed either way)")
 	gemmSMs := fs.Int("gemm-sms", 0, "SMs the overlapped GEMM targets via cublasSetSmCountTarget (0: all)")
-	copyScatter := fs.Bool("copy-scatter", false, "overlapped path: copy each finished block to its node peer with the copy engine "+
-		"(default: the GEMM stores a peer's block straight into the peer's buffer)")
+	placed := fs.Bool("placed", false, "overlapped path: the GEMM stores a node peer's block straight into the peer's buffer "+
+		"(default: into C, then the copy engine copies it)")
 	iters := fs.Int("iters", 0, "calls per timed measurement (0: 20 on GPUs, 2 on the CPU)")
 	reps := fs.Int("reps", 3, "measurements of each path; the best is kept")
 	samples := fs.Int("samples", 0, "output elements per rank checked against the exact sum (0: 64 on GPUs, all of small outputs)")
@@ -54,7 +54,7 @@ func runBenchGemm(ctx context.Context, args []string) error {
 		return func(ctx context.Context, r worldRank) error {
 			var rows []benchmarks.GemmRow
 			opts := benchmarks.GemmOptions{
-				Shapes: list, DType: d, Mode: m, GemmSMs: *gemmSMs, CopyScatter: *copyScatter, Config: cfg,
+				Shapes: list, DType: d, Mode: m, GemmSMs: *gemmSMs, Placed: *placed, Config: cfg,
 				Iters: *iters, Reps: *reps, Samples: *samples,
 				Out: benchmarks.Printer{W: os.Stdout}, Status: os.Stderr, Title: wh.title, Rows: &rows,
 			}
