@@ -13,6 +13,8 @@
 //	      copy engine (with OverlapWithGEMM): copy-engine copies to the peers,
 //	        each after the destination's GEMM signal, then a reduce kernel on
 //	        a high-priority stream with a bounded SM budget
+//	      placed (ReduceScatterPlaced): the producer stored the rows in the
+//	        peers itself; only the reduce kernel, after the placed words
 //	    cur != node: send the reduced block to my rail peer on node cur (p2p stream)
 //	wait for the blocks from every other node; reduce the nnodes blocks → output
 //
@@ -196,7 +198,11 @@ func (c *Context) ReduceScatter(ctx context.Context, in, out Tensor, s device.St
 // for ranks of this rank's local rank stay in in, released by their GEMM
 // signals as with ReduceScatter. Nothing is copied: the call only reduces
 // (and, across nodes, sends the node-reduced blocks). The peers' rows in in
-// are not read.
+// are not read. The producer must run on a stream of its own, not on s nor
+// ordered before the call on s: a peer's ready word is written when the
+// peer's call starts (gemmrs's GEMM stream is such a producer). Its first
+// use of a lazily loaded kernel must not come after such a wait (module
+// loads wait for queued work; see gemmrs's warm-up).
 func (c *Context) ReduceScatterPlaced(ctx context.Context, in, out Tensor, s device.Stream) error {
 	return c.call(ctx, in, out, s, true)
 }
