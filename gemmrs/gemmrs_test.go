@@ -632,12 +632,7 @@ func TestValidation(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		defer func() {
-			cerr := g.Close()
-			if cerr != nil && !strings.Contains(cerr.Error(), "ready flag") {
-				err = errors.Join(err, cerr)
-			}
-		}()
+		defer func() { err = errors.Join(err, g.Close()) }()
 		rb, err := newRankBufs(r.Dev, dt, m, n, k, 2)
 		if err != nil {
 			return err
