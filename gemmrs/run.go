@@ -27,14 +27,10 @@ func (g *GemmRS) Run(ctx context.Context, a, b, out Tensor, s device.Stream) err
 // RunMode is Run in the given mode (Auto: ModeFor(M)). Both modes raise the
 // same signals for the reduce-scatter, so ranks may even differ in mode.
 func (g *GemmRS) RunMode(ctx context.Context, mode Mode, a, b, out Tensor, s device.Stream) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("gemmrs: %w", err)
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if err := g.usable(); err != nil {
+	if err := g.lockUsable(ctx); err != nil {
 		return err
 	}
+	defer g.mu.Unlock()
 	if err := g.checkGemm(a, b); err != nil {
 		return err
 	}
@@ -89,14 +85,10 @@ func (g *GemmRS) joinBack(s device.Stream) error {
 // callers that reduce-scatter C themselves (ReduceScatter, or another
 // library). LastGemmTime then times it.
 func (g *GemmRS) Gemm(ctx context.Context, a, b Tensor, s device.Stream) (Tensor, error) {
-	if err := ctx.Err(); err != nil {
-		return Tensor{}, fmt.Errorf("gemmrs: %w", err)
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if err := g.usable(); err != nil {
+	if err := g.lockUsable(ctx); err != nil {
 		return Tensor{}, err
 	}
+	defer g.mu.Unlock()
 	if err := g.checkGemm(a, b); err != nil {
 		return Tensor{}, err
 	}
@@ -111,14 +103,10 @@ func (g *GemmRS) Gemm(ctx context.Context, a, b Tensor, s device.Stream) (Tensor
 // Gemm, or any other) into out on s, without a GEMM: it raises every signal
 // on s, then runs the call.
 func (g *GemmRS) ReduceScatter(ctx context.Context, in, out Tensor, s device.Stream) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("gemmrs: %w", err)
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if err := g.usable(); err != nil {
+	if err := g.lockUsable(ctx); err != nil {
 		return err
 	}
+	defer g.mu.Unlock()
 	if err := g.checkRS(in, out); err != nil {
 		return err
 	}
@@ -130,6 +118,20 @@ func (g *GemmRS) ReduceScatter(ctx context.Context, in, out Tensor, s device.Str
 	}
 	if err != nil {
 		return g.fail("reduce-scatter", raised, err)
+	}
+	return nil
+}
+
+// lockUsable starts a call: ctx must be live; it takes g.mu (the caller
+// unlocks it) and checks the GemmRS can be used, unlocking again if not.
+func (g *GemmRS) lockUsable(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("gemmrs: %w", err)
+	}
+	g.mu.Lock()
+	if err := g.usable(); err != nil {
+		g.mu.Unlock()
+		return err
 	}
 	return nil
 }
@@ -182,14 +184,14 @@ func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b, c, out Tensor, s devi
 	}
 	targets := make([]rs2d.Target, g.world)
 	for d := range targets {
-		t, err := sig.Target(d, a.Rows)
-		if err != nil {
-			return err
+		targets[d] = rs2d.Target{Dest: d, Local: true} // into C, then its signal
+		if g.cfg.Placed {
+			t, err := sig.Target(d, a.Rows)
+			if err != nil {
+				return err
+			}
+			targets[d] = t
 		}
-		if !g.cfg.Placed {
-			t = rs2d.Target{Dest: d, Local: true} // every block to C, signalled
-		}
-		targets[d] = t
 	}
 	if err := g.warmUp(ctx, a, b, targets, rowsPer); err != nil {
 		return err
