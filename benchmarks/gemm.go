@@ -99,10 +99,41 @@ type GemmRow struct {
 	// separate calls (median): whole on an idle GPU, and block by block on
 	// the GEMM stream of the overlapped path beside the communication.
 	GemmAlone, GemmInOverlap time.Duration
-	Picks                    gemmrs.Mode // the path Run takes for this M
-	BoundUse                 float64     // largest sampled error / gemmrs.Tolerance (any rank)
-	NCCLChecked              bool
-	NCCLMaxDiff              float64 // largest |overlap − (GEMM + NCCL)| over every element
+	// Stages is where the reduce-scatter of an overlapped call stood, from
+	// the call's start, the last of Iters traced calls back to back (the
+	// slowest rank's, stage by stage): the last copy landed, the node's
+	// reduce finished, the rail finished, the call finished.
+	Stages rs2d.Stages
+	// BlockEnds is when each block's GEMM ended in that call, from the
+	// start of the GEMM (in the order computed; the slowest rank's).
+	BlockEnds   []time.Duration
+	Picks       gemmrs.Mode // the path Run takes for this M
+	BoundUse    float64     // largest sampled error / gemmrs.Tolerance (any rank)
+	NCCLChecked bool
+	NCCLMaxDiff float64 // largest |overlap − (GEMM + NCCL)| over every element
+}
+
+// TraceLine describes the traced overlapped call (us from its start, the
+// slowest rank's): when its GEMM blocks ended; for its scatter to the node
+// peers, in order, when each copy was free to start (its GEMM signal seen)
+// and when it landed, and when the peers' ready flags were seen; when the
+// node reduce, the rail and the whole call finished.
+func (r GemmRow) TraceLine() string {
+	var ends, copies, ready []string
+	for _, d := range r.BlockEnds {
+		ends = append(ends, fmt.Sprintf("%.0f", us(d)))
+	}
+	st := r.Stages
+	for _, p := range st.Peers {
+		copies = append(copies, fmt.Sprintf("%.0f→%.0f", us(p.Signal), us(p.Landed)))
+		ready = append(ready, fmt.Sprintf("%.0f", us(p.Ready)))
+	}
+	line := fmt.Sprintf("traced call (us): GEMM blocks end %s | copies, signal seen→landed: %s | ready flags seen %s | node reduce %.0f",
+		strings.Join(ends, " "), strings.Join(copies, " "), strings.Join(ready, " "), us(st.IntraReduce))
+	if st.InterNode > 0 {
+		line += fmt.Sprintf(" | rail %.0f", us(st.InterNode))
+	}
+	return line + fmt.Sprintf(" | call %.0f", us(st.Total))
 }
 
 // Slowdown is GemmInOverlap / GemmAlone.
@@ -209,6 +240,7 @@ func gemmBench(ctx context.Context, r world.Rank, o GemmOptions) (err error) {
 			shape, row.KLocal, us(row.Gemm), row.TFLOPS(), us(row.RS), usOrDash(row.GemmNCCL), us(row.Sequential), us(row.Overlap),
 			vs(row.GemmNCCL, row.Overlap), vs(row.Sequential, row.Overlap), us(row.GemmAlone), us(row.GemmInOverlap), row.Slowdown(),
 			row.Picks, checkText)
+		p.Printf("%-18s %s\n", "", row.TraceLine())
 	}
 	p.Printf("  vs nccl = (gemm+nccl)/overlap, vs seq = (gemm+rs)/overlap, slow = gemm@ovl/gemm1; picks = the path Run takes (--mode %v)\n", o.Mode)
 	if o.Rows != nil && r.Comm.Rank() == 0 {
@@ -484,7 +516,34 @@ func gemmShape(ctx context.Context, r world.Rank, o GemmOptions, shape GemmShape
 	if row.GemmInOverlap, err = single(runOverlap); err != nil {
 		return row, err
 	}
+	if row.Stages, row.BlockEnds, err = tracedCall(ctx, g, s, max(o.Iters, 3), runOverlap); err != nil {
+		return row, err
+	}
 	return slowestGemmRow(ctx, r, row)
+}
+
+// tracedCall runs calls overlapped calls back to back with tracing on and
+// returns the last one's reduce-scatter stages and GEMM block ends: a call
+// in the steady state, started when the previous one ended (a lone call's
+// stages would mostly show how far apart the ranks' hosts started).
+func tracedCall(ctx context.Context, g *gemmrs.GemmRS, s device.Stream, calls int, run func() error) (st rs2d.Stages, ends []time.Duration, err error) {
+	if err := g.Trace(true); err != nil {
+		return st, nil, errors.Join(err, g.Trace(false))
+	}
+	defer func() { err = errors.Join(err, g.Trace(false)) }()
+	for i := 0; i < calls; i++ {
+		if err := run(); err != nil {
+			return st, nil, err
+		}
+	}
+	if err := s.Synchronize(ctx); err != nil {
+		return st, nil, err
+	}
+	if st, err = g.LastStages(); err != nil {
+		return st, nil, err
+	}
+	ends, err = g.LastBlockEnds()
+	return st, ends, err
 }
 
 // checkSamples compares sampled output elements (every element of small
@@ -585,7 +644,15 @@ func agreeChecks(ctx context.Context, r world.Rank, local error) error {
 // slowestGemmRow replaces the row's times by the slowest rank's and its
 // error measures by the largest.
 func slowestGemmRow(ctx context.Context, r world.Rank, row GemmRow) (GemmRow, error) {
-	times := []*time.Duration{&row.Gemm, &row.RS, &row.GemmNCCL, &row.Sequential, &row.Overlap, &row.GemmAlone, &row.GemmInOverlap}
+	times := []*time.Duration{&row.Gemm, &row.RS, &row.GemmNCCL, &row.Sequential, &row.Overlap, &row.GemmAlone, &row.GemmInOverlap,
+		&row.Stages.Scatter, &row.Stages.IntraReduce, &row.Stages.InterNode, &row.Stages.Total}
+	for i := range row.Stages.Peers {
+		p := &row.Stages.Peers[i]
+		times = append(times, &p.Ready, &p.Signal, &p.Landed)
+	}
+	for i := range row.BlockEnds {
+		times = append(times, &row.BlockEnds[i])
+	}
 	var b []byte
 	for _, t := range times {
 		b = binary.LittleEndian.AppendUint64(b, uint64(*t))

@@ -57,11 +57,17 @@ func TestGemmBenchOnSim(t *testing.T) {
 					require.False(t, row.NCCLChecked)
 					require.Greater(t, row.BoundUse, 0.0)
 					require.LessOrEqual(t, row.BoundUse, 1.0)
+					// The traced call: every block's end, and a copy to each
+					// node peer of the last node step.
+					require.Len(t, row.BlockEnds, ws)
+					require.Len(t, row.Stages.Peers, shape.LocalSize-1)
+					require.Positive(t, row.Stages.Total)
 				}
 				text := out.String()
 				require.Contains(t, text, "NCCL: not run")
 				require.Contains(t, text, "ok ")
 				require.Equal(t, 2, strings.Count(text, "% of bound"), text)
+				require.Equal(t, 2, strings.Count(text, "traced call (us): GEMM blocks end"), text)
 
 				var csv bytes.Buffer
 				require.NoError(t, benchmarks.WriteGemmCSV(&csv, rows, ws, dt))

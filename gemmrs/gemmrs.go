@@ -188,6 +188,10 @@ type GemmRS struct {
 	// ready); gemmDone joins the GEMM stream back. gemmStart and gemmEnd
 	// time the GEMM part of the last call.
 	ready, gemmDone, gemmStart, gemmEnd device.Event
+	// blockEnds, while tracing, are recorded after each block of an
+	// overlapped call, in the order computed (nil when not tracing).
+	blockEnds []device.Event
+	traced    int // blocks recorded by the last traced call
 
 	mu     sync.Mutex
 	closed bool
@@ -397,12 +401,53 @@ func (g *GemmRS) CBuffer() Tensor {
 // destination ranks' blocks (the reduce-scatter's consumption order).
 func (g *GemmRS) ConsumptionOrder() []int { return append([]int(nil), g.order...) }
 
-// Trace turns the reduce-scatter's stage tracing on or off (rs2d.Trace).
-func (g *GemmRS) Trace(on bool) error { return g.rs.Trace(on) }
+// Trace turns stage tracing on or off for later calls: the reduce-scatter's
+// (rs2d.Trace) and the end of each block of an overlapped call's GEMM
+// (LastBlockEnds).
+func (g *GemmRS) Trace(on bool) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var errs []error
+	for _, e := range g.blockEnds {
+		errs = append(errs, e.Close())
+	}
+	g.blockEnds, g.traced = nil, 0
+	if on {
+		for range g.world {
+			e, err := g.dev.NewEvent()
+			if err != nil {
+				errs = append(errs, err)
+				break
+			}
+			g.blockEnds = append(g.blockEnds, e)
+		}
+	}
+	return errors.Join(append(errs, g.rs.Trace(on))...)
+}
 
 // LastStages returns the reduce-scatter's stage ends of the last traced
 // call (rs2d.LastStages); synchronize its stream first.
 func (g *GemmRS) LastStages() (rs2d.Stages, error) { return g.rs.LastStages() }
+
+// LastBlockEnds returns, for the last traced overlapped call, when each
+// block's GEMM ended (in the order computed, ConsumptionOrder), from the
+// start of its first block. Synchronize the call's stream first.
+func (g *GemmRS) LastBlockEnds() ([]time.Duration, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.traced == 0 {
+		return nil, fmt.Errorf("gemmrs: no traced overlapped call to report: %w", device.ErrInvalidArgument)
+	}
+	ends := make([]time.Duration, g.traced)
+	for i, e := range g.blockEnds[:g.traced] {
+		d, err := e.Since(g.gemmStart)
+		if err != nil {
+			return nil, err
+		}
+		ends[i] = d
+	}
+	return ends, nil
+}
 
 // LastGemmTime returns how long the GEMM part of the last call took on the
 // device: on the GEMM stream from the start of its first block to the end
@@ -461,6 +506,10 @@ func (g *GemmRS) release() error {
 			*e = nil
 		}
 	}
+	for _, e := range g.blockEnds {
+		errs = append(errs, e.Close())
+	}
+	g.blockEnds = nil
 	if g.gemmStream != nil {
 		errs = append(errs, g.gemmStream.Close())
 		g.gemmStream = nil

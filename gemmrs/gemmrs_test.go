@@ -720,3 +720,67 @@ func TestModeFor(t *testing.T) {
 	_, err = gemmrs.ParseMode("fused")
 	require.Error(t, err)
 }
+
+// A traced overlapped call reports when each of its world blocks ended, in
+// the order computed, within the GEMM's own time; the output is still
+// exact. Without tracing there is nothing to report.
+func TestTraceReportsEachBlock(t *testing.T) {
+	shape := bootstrap.Shape{Nodes: 1, LocalSize: 2}
+	w := simWorld(t, shape, 10*time.Second)
+	ws, m, n, k, dt := shape.World(), 8, 8, 8, dtype.F32
+	ps := newProblems(dt, ws, m, n, k)
+	err := w.Run(testCtx(t), func(ctx context.Context, r world.Rank) error {
+		rank := r.Comm.Rank()
+		g, err := gemmrs.New(ctx, r.Comm, r.Dev, baseConfig(dt, m, n, k))
+		if err != nil {
+			return err
+		}
+		defer g.Close()
+		rb, err := newRankBufs(r.Dev, dt, m, n, k, ws)
+		if err != nil {
+			return err
+		}
+		defer rb.close()
+		if _, err := g.LastBlockEnds(); err == nil {
+			return fmt.Errorf("LastBlockEnds before any traced call: no error")
+		}
+		if err := g.Trace(true); err != nil {
+			return err
+		}
+		p := ps.get(0)
+		got, err := runCall(ctx, g, rb, ps, p, rank, gemmrs.Overlap)
+		if err != nil {
+			return err
+		}
+		if _, err := ps.compare(p, rank, shape.Nodes, got); err != nil {
+			return err
+		}
+		ends, err := g.LastBlockEnds()
+		if err != nil {
+			return err
+		}
+		total, err := g.LastGemmTime()
+		if err != nil {
+			return err
+		}
+		if len(ends) != ws {
+			return fmt.Errorf("rank %d: %d block ends %v, want %d", rank, len(ends), ends, ws)
+		}
+		for i, e := range ends {
+			if e <= 0 || e > total || (i > 0 && e < ends[i-1]) {
+				return fmt.Errorf("rank %d: block ends %v out of order or outside the GEMM's %v", rank, ends, total)
+			}
+		}
+		if err := g.Trace(false); err != nil {
+			return err
+		}
+		if _, err := runCall(ctx, g, rb, ps, ps.get(1), rank, gemmrs.Overlap); err != nil {
+			return err
+		}
+		if _, err := g.LastBlockEnds(); err == nil {
+			return fmt.Errorf("LastBlockEnds after tracing was turned off: no error")
+		}
+		return nil
+	})
+	require.NoError(t, err)
+}

@@ -199,6 +199,7 @@ func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b, c, out Tensor, s devi
 	if err := g.gemmStart.Record(gs); err != nil {
 		return err
 	}
+	traced := 0
 	for _, d := range order {
 		if g.hooks != nil && g.hooks.beforeBlock != nil {
 			if err := g.hooks.beforeBlock(gs, d); err != nil {
@@ -215,6 +216,12 @@ func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b, c, out Tensor, s devi
 		if err := g.mm.Gemm(gs, spec); err != nil {
 			return fmt.Errorf("GEMM of the block for rank %d: %w", d, err)
 		}
+		if traced < len(g.blockEnds) {
+			if err := g.blockEnds[traced].Record(gs); err != nil {
+				return err
+			}
+			traced++
+		}
 		if !separateSignals {
 			*raised = true
 			if err := sig.RaisePlaced(gs, targets[d]); err != nil {
@@ -225,7 +232,7 @@ func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b, c, out Tensor, s devi
 	if err := g.gemmEnd.Record(gs); err != nil {
 		return err
 	}
-	g.timed = true
+	g.timed, g.traced = true, traced
 	if err := g.gemmDone.Record(gs); err != nil {
 		return err
 	}

@@ -125,7 +125,23 @@ type Step struct {
 	// scatter buffer themselves (see Target); Reduce waits for their
 	// placed words instead of arrivals, in one chunk.
 	Placed bool
+	// Trace, when set, is called on the copy stream of each node peer's
+	// rows as the scatter passes a point (so the caller can record an event
+	// there): Ready after the wait for the peer's ready flag (first step
+	// only), Signal after the wait for the GEMM signal (with overlap),
+	// Landed after the peer's last copy and its arrival signal.
+	Trace func(s device.Stream, peer int, at TracePoint) error
 }
+
+// TracePoint is a point of a peer's scatter that Step.Trace reports.
+type TracePoint int
+
+// The trace points, in the order a peer's scatter passes them.
+const (
+	Ready TracePoint = iota
+	Signal
+	Landed
+)
 
 func (st *Stage) lws() int { return st.place.Shape.LocalSize }
 
@@ -185,6 +201,12 @@ func (st *Stage) Scatter(copies []device.Stream, step Step, first bool) ([]uint3
 		arrived := st.buf.Heap.Word(st.place.NodePeer(peer), st.buf.Arrived, me)
 		return st.dev.WriteValue32(s, arrived, seqs[c])
 	}
+	trace := func(s device.Stream, peer int, at TracePoint) error {
+		if step.Trace == nil || peer == me {
+			return nil
+		}
+		return step.Trace(s, peer, at)
+	}
 	gate := func(s device.Stream, peer int) error {
 		if peer == me {
 			return nil // nothing is copied to self; Reduce waits for the own GEMM signal
@@ -197,8 +219,17 @@ func (st *Stage) Scatter(copies []device.Stream, step Step, first bool) ([]uint3
 			if err := st.dev.WaitValue32(s, w, device.GEQ, step.Epoch); err != nil {
 				return err
 			}
+			if err := trace(s, peer, Ready); err != nil {
+				return err
+			}
 		}
-		return st.waitGemm(s, step, peer)
+		if !st.overlap {
+			return nil
+		}
+		if err := st.waitGemm(s, step, peer); err != nil {
+			return err
+		}
+		return trace(s, peer, Signal)
 	}
 
 	if st.overlap {
@@ -212,6 +243,9 @@ func (st *Stage) Scatter(copies []device.Stream, step Step, first bool) ([]uint3
 				if err := copyChunk(s, peer, c); err != nil {
 					return nil, err
 				}
+			}
+			if err := trace(s, peer, Landed); err != nil {
+				return nil, err
 			}
 		}
 		return seqs, nil
@@ -228,6 +262,11 @@ func (st *Stage) Scatter(copies []device.Stream, step Step, first bool) ([]uint3
 			if err := copyChunk(copies[i%len(copies)], peer, c); err != nil {
 				return nil, err
 			}
+		}
+	}
+	for i, peer := range order {
+		if err := trace(copies[i%len(copies)], peer, Landed); err != nil {
+			return nil, err
 		}
 	}
 	return seqs, nil

@@ -302,6 +302,7 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch uint32, placed 
 	if err := c.mark(func(t *tracer) device.Event { return t.start }, s); err != nil {
 		return err
 	}
+	c.startTrace()
 	if c.cfg.Engine == EngineSM && !placed {
 		return c.enqueueSM(in, out, s, epoch)
 	}
@@ -314,7 +315,7 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch uint32, placed 
 	for n := 0; n < shape.Nodes; n++ {
 		cur := (place.Node + n + 1) % shape.Nodes
 		step := intranode.Step{Node: cur, Input: in.Ptr, RowsPer: rpr, Chunks: c.chunks(rpr), Epoch: epoch, Grid: grid,
-			ReduceTo: c.reduceTo(out, cur, epoch), Placed: placed}
+			ReduceTo: c.reduceTo(out, cur, epoch), Placed: placed, Trace: c.peerTracer()}
 		if c.cfg.OverlapWithGEMM && cur == place.Node {
 			// This step reduces after the own GEMM block, the last one in
 			// consumption order: the producer is done and the SMs are free,

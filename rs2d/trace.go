@@ -3,19 +3,33 @@ package rs2d
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/intranode"
 )
 
 // Stages is when each stage of the last traced call finished, measured from
 // the start of the call on the device (stages overlap, so these are end
 // times, not durations).
 type Stages struct {
-	Scatter     time.Duration // the last copy-engine copy landed
+	Scatter time.Duration // the last copy-engine copy landed
+	// Peers follows each node peer's rows through the copy-engine scatter
+	// (not the SM engine's), in the order they are scattered.
+	Peers       []PeerStages
 	IntraReduce time.Duration // the last intra-node reduce finished
 	InterNode   time.Duration // the last rail send finished (0 on one node)
 	Total       time.Duration // the final reduce finished: the whole call
+}
+
+// PeerStages is when the copy-engine scatter of one node peer's rows passed
+// its points, from the start of the call: its ready flag (first node step
+// only; 0 otherwise), its GEMM signal (with OverlapWithGEMM, 0 without), and
+// its last copy landing. With several node steps, the last step's.
+type PeerStages struct {
+	LocalRank             int
+	Ready, Signal, Landed time.Duration
 }
 
 // tracer holds the events of a traced call.
@@ -24,6 +38,12 @@ type tracer struct {
 	scatter                 []device.Event // one per copy stream
 	used                    int            // scatter events recorded by the last call
 	recorded                bool
+	// points[p][at] is the event of node peer p's trace point at;
+	// passed[p][at] says the last call recorded it; peerOrder is the order
+	// the peers were first scattered to in the last call.
+	points    [][3]device.Event
+	passed    [][3]bool
+	peerOrder []int
 }
 
 // Trace turns stage tracing on or off for later calls. A traced call records
@@ -45,6 +65,13 @@ func (c *Context) Trace(on bool) error {
 	for i := range t.scatter {
 		events = append(events, &t.scatter[i])
 	}
+	lws := c.place.Shape.LocalSize
+	t.points, t.passed = make([][3]device.Event, lws), make([][3]bool, lws)
+	for p := range t.points {
+		for at := range t.points[p] {
+			events = append(events, &t.points[p][at])
+		}
+	}
 	for _, e := range events {
 		ev, err := c.dev.NewEvent()
 		if err != nil {
@@ -64,7 +91,11 @@ func (c *Context) closeTracer() error {
 	}
 	c.tracer = nil
 	var errs []error
-	for _, e := range append([]device.Event{t.start, t.reduce, t.p2p, t.end}, t.scatter...) {
+	all := append([]device.Event{t.start, t.reduce, t.p2p, t.end}, t.scatter...)
+	for _, pts := range t.points {
+		all = append(all, pts[:]...)
+	}
+	for _, e := range all {
 		if e != nil {
 			errs = append(errs, e.Close())
 		}
@@ -78,6 +109,30 @@ func (c *Context) mark(pick func(*tracer) device.Event, s device.Stream) error {
 		return nil
 	}
 	return pick(c.tracer).Record(s)
+}
+
+// startTrace resets what the last traced call recorded of the peers.
+func (c *Context) startTrace() {
+	if t := c.tracer; t != nil {
+		t.passed = make([][3]bool, len(t.points))
+		t.peerOrder = t.peerOrder[:0]
+	}
+}
+
+// peerTracer returns, when tracing, the intranode.Step.Trace hook that
+// records the peers' trace points.
+func (c *Context) peerTracer() func(device.Stream, int, intranode.TracePoint) error {
+	t := c.tracer
+	if t == nil {
+		return nil
+	}
+	return func(s device.Stream, p int, at intranode.TracePoint) error {
+		if !slices.Contains(t.peerOrder, p) {
+			t.peerOrder = append(t.peerOrder, p)
+		}
+		t.passed[p][at] = true
+		return t.points[p][at].Record(s)
+	}
 }
 
 // markScatter records the end of the scatter on the streams that carried it
@@ -114,6 +169,15 @@ func (c *Context) LastStages() (Stages, error) {
 	}
 	for _, e := range t.scatter[:t.used] {
 		st.Scatter = max(st.Scatter, since(e))
+	}
+	for _, p := range t.peerOrder {
+		ps := PeerStages{LocalRank: p}
+		for at, d := range []*time.Duration{&ps.Ready, &ps.Signal, &ps.Landed} {
+			if t.passed[p][at] {
+				*d = since(t.points[p][at])
+			}
+		}
+		st.Peers = append(st.Peers, ps)
 	}
 	st.IntraReduce = since(t.reduce)
 	if c.place.Shape.Nodes > 1 {

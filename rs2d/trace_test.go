@@ -1,0 +1,111 @@
+package rs2d_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed12530e24/hiercoll/bootstrap"
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/device/sim"
+	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/intranode"
+	"github.com/seed12530e24/hiercoll/rs2d"
+	"github.com/seed12530e24/hiercoll/world"
+)
+
+// A traced call follows each node peer's rows through the copy-engine
+// scatter: in the rank swizzle's order, each copy free to start only after
+// the peer's ready flag and (with GEMM overlap) the producer's signal, and
+// landing after that. The producer raises its signals gap apart, so the
+// signals seen must be spread at least that far.
+func TestTraceFollowsEachPeer(t *testing.T) {
+	const gap = 20 * time.Millisecond
+	for _, overlap := range []bool{false, true} {
+		t.Run(fmt.Sprintf("overlap=%v", overlap), func(t *testing.T) {
+			shape := bootstrap.Shape{Nodes: 1, LocalSize: 4}
+			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
+			require.NoError(t, err)
+			defer w.Close()
+			ws, rowsPer, n, dt := shape.World(), 3, 16, dtype.F32
+			m := rowsPer * ws
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+				rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dt, Engine: rs2d.EngineCopy,
+					OverlapWithGEMM: overlap, Timeout: 20 * time.Second})
+				if err != nil {
+					return err
+				}
+				defer rs.Close()
+				if _, err := rs.LastStages(); err == nil {
+					return fmt.Errorf("LastStages before any traced call: no error")
+				}
+				in, out, free := rankBuffers(t, r.Dev, m, n, ws, dt)
+				defer free()
+				s, err := r.Dev.NewStream(device.Normal)
+				if err != nil {
+					return err
+				}
+				defer s.Close()
+				producer, err := r.Dev.NewStream(device.Normal)
+				if err != nil {
+					return err
+				}
+				defer producer.Close()
+				if err := rs.Trace(true); err != nil {
+					return err
+				}
+				sig := rs.NextSignals()
+				if err := rs.ReduceScatter(ctx, in, out, s); err != nil {
+					return err
+				}
+				if overlap {
+					for _, dest := range rs.ConsumptionOrder() {
+						time.Sleep(gap)
+						if err := sig.Raise(producer, dest); err != nil {
+							return err
+						}
+					}
+				}
+				if err := s.Synchronize(ctx); err != nil {
+					return err
+				}
+				st, err := rs.LastStages()
+				if err != nil {
+					return err
+				}
+				return checkPeerStages(st, r.Comm.LocalRank(), shape.LocalSize, overlap, gap)
+			})
+			require.NoError(t, err)
+		})
+	}
+}
+
+func checkPeerStages(st rs2d.Stages, me, lws int, overlap bool, gap time.Duration) error {
+	order := intranode.RankSwizzle(me, lws)
+	order = order[:len(order)-1] // the own block is not copied
+	if len(st.Peers) != len(order) {
+		return fmt.Errorf("local rank %d: %d traced peers (%+v), want %d", me, len(st.Peers), st.Peers, len(order))
+	}
+	for i, p := range st.Peers {
+		switch {
+		case p.LocalRank != order[i]:
+			return fmt.Errorf("local rank %d: peer %d traced is local rank %d, want %d (order %v)", me, i, p.LocalRank, order[i], order)
+		case p.Ready <= 0 || p.Landed < p.Ready:
+			return fmt.Errorf("local rank %d: peer %d: ready flag seen at %v, landed at %v", me, p.LocalRank, p.Ready, p.Landed)
+		case !overlap && p.Signal != 0:
+			return fmt.Errorf("local rank %d: peer %d: a GEMM signal seen at %v without overlap", me, p.LocalRank, p.Signal)
+		case overlap && (p.Signal < p.Ready || p.Landed < p.Signal):
+			return fmt.Errorf("local rank %d: peer %d: ready %v, signal %v, landed %v out of order", me, p.LocalRank, p.Ready, p.Signal, p.Landed)
+		case overlap && i > 0 && p.Signal-st.Peers[i-1].Signal < gap/2:
+			return fmt.Errorf("local rank %d: signals seen %v and %v apart, raised %v apart", me, st.Peers[i-1].Signal, p.Signal, gap)
+		case st.Scatter < p.Landed || st.Total < st.IntraReduce:
+			return fmt.Errorf("local rank %d: peer landed %v, scatter %v; reduce %v, call %v", me, p.Landed, st.Scatter, st.IntraReduce, st.Total)
+		}
+	}
+	return nil
+}
