@@ -106,7 +106,11 @@ type GemmRow struct {
 	Stages rs2d.Stages
 	// BlockEnds is when each block's GEMM ended in that call, from the
 	// start of the GEMM (in the order computed; the slowest rank's).
-	BlockEnds   []time.Duration
+	BlockEnds []time.Duration
+	// HostEnqueue is the host's time per overlapped call to enqueue it
+	// (Run's wall time, back to back, the slowest rank's): calls that
+	// take longer than this on the device never wait for the host.
+	HostEnqueue time.Duration
 	Picks       gemmrs.Mode // the path Run takes for this M
 	BoundUse    float64     // largest sampled error / gemmrs.Tolerance (any rank)
 	NCCLChecked bool
@@ -115,8 +119,8 @@ type GemmRow struct {
 
 // TraceLine describes the traced overlapped call (us from its start, the
 // slowest rank's): when its GEMM blocks ended; for its scatter to the node
-// peers, in order, when each copy was free to start (its GEMM signal seen)
-// and when it landed, and when the peers' ready flags were seen; when the
+// peers, in order, when each copy was free to start (its GEMM signal and
+// permit seen) and when it landed, and when the peers' ready flags were seen; when the
 // node reduce, the rail and the whole call finished.
 func (r GemmRow) TraceLine() string {
 	var ends, copies, ready []string
@@ -125,15 +129,16 @@ func (r GemmRow) TraceLine() string {
 	}
 	st := r.Stages
 	for _, p := range st.Peers {
-		copies = append(copies, fmt.Sprintf("%.0f→%.0f", us(p.Signal), us(p.Landed)))
+		start := max(p.Signal, p.Permit)
+		copies = append(copies, fmt.Sprintf("%.0f→%.0f", us(start), us(p.Landed)))
 		ready = append(ready, fmt.Sprintf("%.0f", us(p.Ready)))
 	}
-	line := fmt.Sprintf("traced call (us): GEMM blocks end %s | copies, signal seen→landed: %s | ready flags seen %s | node reduce %.0f",
+	line := fmt.Sprintf("traced call (us): GEMM blocks end %s | copies, free to start→landed: %s | ready flags seen %s | node reduce %.0f",
 		strings.Join(ends, " "), strings.Join(copies, " "), strings.Join(ready, " "), us(st.IntraReduce))
 	if st.InterNode > 0 {
 		line += fmt.Sprintf(" | rail %.0f", us(st.InterNode))
 	}
-	return line + fmt.Sprintf(" | call %.0f", us(st.Total))
+	return line + fmt.Sprintf(" | call %.0f | host enqueue %.0f per call", us(st.Total), us(r.HostEnqueue))
 }
 
 // Slowdown is GemmInOverlap / GemmAlone.
@@ -516,34 +521,38 @@ func gemmShape(ctx context.Context, r world.Rank, o GemmOptions, shape GemmShape
 	if row.GemmInOverlap, err = single(runOverlap); err != nil {
 		return row, err
 	}
-	if row.Stages, row.BlockEnds, err = tracedCall(ctx, g, s, max(o.Iters, 3), runOverlap); err != nil {
+	if row.Stages, row.BlockEnds, row.HostEnqueue, err = tracedCall(ctx, g, s, max(o.Iters, 3), runOverlap); err != nil {
 		return row, err
 	}
 	return slowestGemmRow(ctx, r, row)
 }
 
 // tracedCall runs calls overlapped calls back to back with tracing on and
-// returns the last one's reduce-scatter stages and GEMM block ends: a call
-// in the steady state, started when the previous one ended (a lone call's
-// stages would mostly show how far apart the ranks' hosts started).
-func tracedCall(ctx context.Context, g *gemmrs.GemmRS, s device.Stream, calls int, run func() error) (st rs2d.Stages, ends []time.Duration, err error) {
+// returns the last one's reduce-scatter stages and GEMM block ends (a call
+// in the steady state, started when the previous one ended: a lone call's
+// stages would mostly show how far apart the ranks' hosts started), and the
+// host's mean time to enqueue a call.
+func tracedCall(ctx context.Context, g *gemmrs.GemmRS, s device.Stream, calls int, run func() error) (
+	st rs2d.Stages, ends []time.Duration, enqueue time.Duration, err error) {
 	if err := g.Trace(true); err != nil {
-		return st, nil, errors.Join(err, g.Trace(false))
+		return st, nil, 0, errors.Join(err, g.Trace(false))
 	}
 	defer func() { err = errors.Join(err, g.Trace(false)) }()
+	start := time.Now()
 	for i := 0; i < calls; i++ {
 		if err := run(); err != nil {
-			return st, nil, err
+			return st, nil, 0, err
 		}
 	}
+	enqueue = time.Since(start) / time.Duration(calls)
 	if err := s.Synchronize(ctx); err != nil {
-		return st, nil, err
+		return st, nil, 0, err
 	}
 	if st, err = g.LastStages(); err != nil {
-		return st, nil, err
+		return st, nil, 0, err
 	}
 	ends, err = g.LastBlockEnds()
-	return st, ends, err
+	return st, ends, enqueue, err
 }
 
 // checkSamples compares sampled output elements (every element of small
@@ -645,10 +654,10 @@ func agreeChecks(ctx context.Context, r world.Rank, local error) error {
 // error measures by the largest.
 func slowestGemmRow(ctx context.Context, r world.Rank, row GemmRow) (GemmRow, error) {
 	times := []*time.Duration{&row.Gemm, &row.RS, &row.GemmNCCL, &row.Sequential, &row.Overlap, &row.GemmAlone, &row.GemmInOverlap,
-		&row.Stages.Scatter, &row.Stages.IntraReduce, &row.Stages.InterNode, &row.Stages.Total}
+		&row.Stages.Scatter, &row.Stages.IntraReduce, &row.Stages.InterNode, &row.Stages.Total, &row.HostEnqueue}
 	for i := range row.Stages.Peers {
 		p := &row.Stages.Peers[i]
-		times = append(times, &p.Ready, &p.Signal, &p.Landed)
+		times = append(times, &p.Ready, &p.Signal, &p.Permit, &p.Landed)
 	}
 	for i := range row.BlockEnds {
 		times = append(times, &row.BlockEnds[i])

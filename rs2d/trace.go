@@ -25,11 +25,12 @@ type Stages struct {
 
 // PeerStages is when the copy-engine scatter of one node peer's rows passed
 // its points, from the start of the call: its ready flag (first node step
-// only; 0 otherwise), its GEMM signal (with OverlapWithGEMM, 0 without), and
-// its last copy landing. With several node steps, the last step's.
+// only; 0 otherwise), its GEMM signal and its permit (with OverlapWithGEMM;
+// the first peer needs no permit), and its last copy landing. With several
+// node steps, the last step's. 0: not passed.
 type PeerStages struct {
-	LocalRank             int
-	Ready, Signal, Landed time.Duration
+	LocalRank                     int
+	Ready, Signal, Permit, Landed time.Duration
 }
 
 // tracer holds the events of a traced call.
@@ -41,8 +42,8 @@ type tracer struct {
 	// points[p][at] is the event of node peer p's trace point at;
 	// passed[p][at] says the last call recorded it; peerOrder is the order
 	// the peers were first scattered to in the last call.
-	points    [][3]device.Event
-	passed    [][3]bool
+	points    [][intranode.NumTracePoints]device.Event
+	passed    [][intranode.NumTracePoints]bool
 	peerOrder []int
 }
 
@@ -66,7 +67,7 @@ func (c *Context) Trace(on bool) error {
 		events = append(events, &t.scatter[i])
 	}
 	lws := c.place.Shape.LocalSize
-	t.points, t.passed = make([][3]device.Event, lws), make([][3]bool, lws)
+	t.points, t.passed = make([][intranode.NumTracePoints]device.Event, lws), make([][intranode.NumTracePoints]bool, lws)
 	for p := range t.points {
 		for at := range t.points[p] {
 			events = append(events, &t.points[p][at])
@@ -114,7 +115,7 @@ func (c *Context) mark(pick func(*tracer) device.Event, s device.Stream) error {
 // startTrace resets what the last traced call recorded of the peers.
 func (c *Context) startTrace() {
 	if t := c.tracer; t != nil {
-		t.passed = make([][3]bool, len(t.points))
+		t.passed = make([][intranode.NumTracePoints]bool, len(t.points))
 		t.peerOrder = t.peerOrder[:0]
 	}
 }
@@ -172,7 +173,7 @@ func (c *Context) LastStages() (Stages, error) {
 	}
 	for _, p := range t.peerOrder {
 		ps := PeerStages{LocalRank: p}
-		for at, d := range []*time.Duration{&ps.Ready, &ps.Signal, &ps.Landed} {
+		for at, d := range []*time.Duration{&ps.Ready, &ps.Signal, &ps.Permit, &ps.Landed} {
 			if t.passed[p][at] {
 				*d = since(t.points[p][at])
 			}

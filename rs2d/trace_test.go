@@ -99,8 +99,10 @@ func checkPeerStages(st rs2d.Stages, me, lws int, overlap bool, gap time.Duratio
 			return fmt.Errorf("local rank %d: peer %d: ready flag seen at %v, landed at %v", me, p.LocalRank, p.Ready, p.Landed)
 		case !overlap && p.Signal != 0:
 			return fmt.Errorf("local rank %d: peer %d: a GEMM signal seen at %v without overlap", me, p.LocalRank, p.Signal)
-		case overlap && (p.Signal < p.Ready || p.Landed < p.Signal):
-			return fmt.Errorf("local rank %d: peer %d: ready %v, signal %v, landed %v out of order", me, p.LocalRank, p.Ready, p.Signal, p.Landed)
+		case overlap && (p.Signal < p.Ready || p.Landed < p.Signal || p.Landed < p.Permit):
+			return fmt.Errorf("local rank %d: peer %d: ready %v, signal %v, permit %v, landed %v out of order", me, p.LocalRank, p.Ready, p.Signal, p.Permit, p.Landed)
+		case (i == 0 || !overlap) && p.Permit != 0, overlap && i > 0 && p.Permit == 0:
+			return fmt.Errorf("local rank %d: peer %d (%d-th): permit seen at %v (overlap %v)", me, p.LocalRank, i, p.Permit, overlap)
 		case overlap && i > 0 && p.Signal-st.Peers[i-1].Signal < gap/2:
 			return fmt.Errorf("local rank %d: signals seen %v and %v apart, raised %v apart", me, st.Peers[i-1].Signal, p.Signal, gap)
 		case st.Scatter < p.Landed || st.Total < st.IntraReduce:
@@ -108,4 +110,81 @@ func checkPeerStages(st rs2d.Stages, me, lws int, overlap bool, gap time.Duratio
 		}
 	}
 	return nil
+}
+
+// Pacing: with GEMM overlap, a copy to the peer two or more places ahead
+// waits until that peer has received the block of the sender one place
+// behind it. Rank 0's producer holds its first block (for rank 1) back, so
+// rank 3, whose second copy goes to rank 1, must not start it before rank
+// 0's block landed there, although its own signal came long before.
+func TestPacingHoldsTheNextSender(t *testing.T) {
+	const hold = 150 * time.Millisecond
+	shape := bootstrap.Shape{Nodes: 1, LocalSize: 4}
+	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
+	require.NoError(t, err)
+	defer w.Close()
+	ws, rowsPer, n, dt := shape.World(), 2, 8, dtype.F32
+	m := rowsPer * ws
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+		rank := r.Comm.Rank()
+		rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true, Timeout: 20 * time.Second})
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		in, out, free := rankBuffers(t, r.Dev, m, n, ws, dt)
+		defer free()
+		s, err := r.Dev.NewStream(device.Normal)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		producer, err := r.Dev.NewStream(device.Normal)
+		if err != nil {
+			return err
+		}
+		defer producer.Close()
+		if err := rs.Trace(true); err != nil {
+			return err
+		}
+		if err := r.Comm.Barrier(ctx); err != nil {
+			return err
+		}
+		sig := rs.NextSignals()
+		if err := rs.ReduceScatter(ctx, in, out, s); err != nil {
+			return err
+		}
+		for i, dest := range rs.ConsumptionOrder() {
+			if rank == 0 && i == 0 {
+				time.Sleep(hold)
+			}
+			if err := sig.Raise(producer, dest); err != nil {
+				return err
+			}
+		}
+		if err := s.Synchronize(ctx); err != nil {
+			return err
+		}
+		st, err := rs.LastStages()
+		if err != nil {
+			return err
+		}
+		if rank != 3 {
+			return nil
+		}
+		second := st.Peers[1]
+		switch {
+		case second.LocalRank != 1:
+			return fmt.Errorf("rank 3's second peer is %d, want 1", second.LocalRank)
+		case second.Signal > hold/2:
+			return fmt.Errorf("rank 3's signal for rank 1 seen at %v: its producer did not wait", second.Signal)
+		case second.Permit < hold*3/4:
+			return fmt.Errorf("rank 3's copy to rank 1 was free to start at %v (signal %v), before rank 0's held block (%v) could land",
+				second.Permit, second.Signal, hold)
+		}
+		return nil
+	})
+	require.NoError(t, err)
 }
