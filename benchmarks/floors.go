@@ -20,6 +20,12 @@ type FloorsOptions struct {
 	Iters int
 	Out   Printer
 	Title string
+	// BesideGemm adds the copy engine beside a bf16 GEMM on the other
+	// stream (world row blocks of Bytes each, N=8192, K=2048): the GEMM
+	// alone, the copies to rank+1, +2, ... alone, both at once, and each
+	// copy after its block's GEMM (the overlapped path's pattern, joined by
+	// events, with nothing else). Needs a device with device.Matmul.
+	BesideGemm bool
 }
 
 // Floors returns a job that measures the primitives ReduceScatter2D is built
@@ -48,7 +54,7 @@ func floors(ctx context.Context, r world.Rank, o FloorsOptions) (err error) {
 	n, me := r.Comm.Size(), r.Comm.Rank()
 	sms := r.Dev.Info().SMs
 	var l symm.Layout
-	pad := l.AddPad("floors signals", 2*n)
+	pad := l.AddPad("floors signals", 3*n)            // ping/pong and a local word in the first 2n, a device barrier in the last n
 	recv := l.Add("floors receive", int64(n)*o.Bytes) // one slot per sender
 	heap, err := symm.New(ctx, r.Comm, r.Dev, &l)
 	if err != nil {
@@ -222,6 +228,29 @@ func floors(ctx context.Context, r world.Rank, o FloorsOptions) (err error) {
 			}
 		}
 	}
+	if o.BesideGemm && n > 2 && mapped {
+		// align makes s0 wait until every rank's s0 got there: a device
+		// barrier, so that the ranks' copies start together.
+		epoch := uint32(0)
+		align := func() error {
+			epoch++
+			for q := 0; q < n; q++ {
+				if err := r.Dev.WriteValue32(s0, heap.Word(q, pad, 2*n+me), epoch); err != nil {
+					return err
+				}
+			}
+			for q := 0; q < n; q++ {
+				w := device.Word{Addr: heap.Word(me, pad, 2*n+q), Label: fmt.Sprintf("floors barrier word of rank %d", q)}
+				if err := r.Dev.WaitValue32(s0, w, device.GEQ, epoch); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if err := besideGemm(r, o, measure, align, src, slot, streams); err != nil {
+			return err
+		}
+	}
 	// The reduce kernel over n blocks (as in a 1×n node step), by SM budget:
 	// reads n blocks of Bytes/n and writes one.
 	blk := o.Bytes / int64(max(n, 2)) / 2 * 2
@@ -292,6 +321,9 @@ func floors(ctx context.Context, r world.Rank, o FloorsOptions) (err error) {
 		p.Printf("  %-58s %10.2f us each (device-timed, %d back to back)\n", name, us(d)/reps, reps)
 		return nil
 	}
+	// The latency steps move 64 KiB, or less where the buffers are smaller
+	// (src holds 4 × Bytes: the 4 reduce blocks read its first half).
+	small := min(int64(64<<10), o.Bytes/2) &^ 15
 	steps := []struct {
 		name string
 		fn   func() error
@@ -303,13 +335,178 @@ func floors(ctx context.Context, r world.Rank, o FloorsOptions) (err error) {
 			return s0.WaitEvent(t1)
 		}},
 		{"local write-value", func() error { return r.Dev.WriteValue32(s0, heap.Word(me, pad, 2*n-1), 1) }},
-		{"CE copy of 64 KiB (local)", func() error { return r.Dev.Copy(s0, src.Add(o.Bytes), src, 64<<10) }},
-		{"reduce kernel, 4 blocks of 64 KiB, 32 SMs", func() error {
-			return kernels.LaunchReduce(r.Dev, s0, dtype.BF16, 64, src.Add(3*o.Bytes), kernels.Blocks{Src: src, Stride: 32 << 10, N: 4, Count: 32 << 10, Self: -1})
+		{fmt.Sprintf("CE copy of %s (local)", mib(small)), func() error { return r.Dev.Copy(s0, src.Add(o.Bytes), src, small) }},
+		{fmt.Sprintf("reduce kernel, 4 blocks of %s, 32 SMs", mib(small)), func() error {
+			return kernels.LaunchReduce(r.Dev, s0, dtype.BF16, 64, src.Add(3*o.Bytes), kernels.Blocks{Src: src, Stride: small / 2, N: 4, Count: small / 2, Self: -1})
 		}},
 	}
 	for _, st := range steps {
 		if err := lat(st.name, st.fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// besideGemm measures the copy engine beside a GEMM (FloorsOptions.BesideGemm):
+// C [n·rows, 8192] = A [n·rows, 2048] · B [2048, 8192] in n row blocks of
+// Bytes each on streams[1], C being src; the copies move block (me+i) to
+// rank me+i on streams[0]. The last measurements start every iteration
+// with a device barrier (align, on streams[0], which the GEMM's stream then
+// waits for), so that the ranks move in step.
+func besideGemm(r world.Rank, o FloorsOptions, measure func(string, int64, bool, func() error) error, align func() error,
+	src device.Ptr, slot func(rank, from int) device.Ptr, streams []device.Stream) (err error) {
+	const cols, k = 8192, 2048
+	n, me := r.Comm.Size(), r.Comm.Rank()
+	if o.Bytes%(2*cols) != 0 {
+		return fmt.Errorf("floors: beside a GEMM, bytes per transfer must be a multiple of %d", 2*cols)
+	}
+	rows := int(o.Bytes / (2 * cols))
+	mm, err := device.MatmulOf(r.Dev)
+	if err != nil {
+		return err
+	}
+	a, err := r.Dev.Alloc(int64(n*rows*k) * 2)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, r.Dev.Free(a)) }()
+	b, err := r.Dev.Alloc(int64(k*cols) * 2)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, r.Dev.Free(b)) }()
+	for _, buf := range []struct {
+		p     device.Ptr
+		elems int
+	}{{a, n * rows * k}, {b, k * cols}} {
+		if err := r.Dev.Memset32(streams[1], buf.p, 0x3c003c00, int64(buf.elems/2)); err != nil { // bf16 pairs of 0.0078
+			return err
+		}
+	}
+	blockDone := make([]device.Event, n+1) // the last: the barrier passed, for the GEMM's stream
+	for i := range blockDone {
+		if blockDone[i], err = r.Dev.NewEvent(); err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, blockDone[i].Close()) }()
+	}
+	block := func(i int) device.GemmSpec { // the block of rank (me+i+1)%n, the own one last
+		d := (me + i + 1) % n
+		return device.GemmSpec{M: rows, N: cols, K: k, DType: dtype.BF16,
+			A: a.Add(int64(d*rows*k) * 2), B: b, C: src.Add(int64(d) * o.Bytes)}
+	}
+	copyTo := func(i int) error {
+		d := (me + i + 1) % n
+		return r.Dev.Copy(streams[0], slot(d, me), src.Add(int64(d)*o.Bytes), o.Bytes)
+	}
+	gemm := func(events bool) error {
+		for i := 0; i < n; i++ {
+			if err := mm.Gemm(streams[1], block(i)); err != nil {
+				return err
+			}
+			if events {
+				if err := blockDone[i].Record(streams[1]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	copies := func() error {
+		for i := 0; i < n-1; i++ {
+			if err := copyTo(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	moved := int64(n-1) * o.Bytes
+	label := fmt.Sprintf("%d blocks of %dx%dx%d bf16", n, rows, cols, k)
+	for _, m := range []struct {
+		name  string
+		bytes int64
+		fn    func() error
+	}{
+		{"GEMM alone, " + label, moved, func() error { return gemm(false) }},
+		{fmt.Sprintf("CE copies to rank+1..+%d in turn, alone", n-1), moved, copies},
+		{fmt.Sprintf("CE copies to rank+1..+%d in turn, a stream per peer, chained by events", n-1), moved, func() error {
+			for i := 0; i < n-1; i++ {
+				st := streams[1+i%(len(streams)-1)]
+				// After the previous copy (for the first: the previous
+				// iteration's last; an event never recorded is no wait).
+				if err := st.WaitEvent(blockDone[(i+n-2)%(n-1)]); err != nil {
+					return err
+				}
+				d := (me + i + 1) % n
+				if err := r.Dev.Copy(st, slot(d, me), src.Add(int64(d)*o.Bytes), o.Bytes); err != nil {
+					return err
+				}
+				if err := blockDone[i].Record(st); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{fmt.Sprintf("CE copies to rank+1, %d times in turn, alone", n-1), moved, func() error {
+			for i := 0; i < n-1; i++ {
+				if err := r.Dev.Copy(streams[0], slot((me+1)%n, me), src.Add(int64(i)*o.Bytes), o.Bytes); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{fmt.Sprintf("CE copies to rank+2, %d times in turn, alone", n-1), moved, func() error {
+			for i := 0; i < n-1; i++ {
+				if err := r.Dev.Copy(streams[0], slot((me+2)%n, me), src.Add(int64(i)*o.Bytes), o.Bytes); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"GEMM and those copies at once (GB/s: copies)", moved, func() error { return errors.Join(gemm(false), copies()) }},
+		{fmt.Sprintf("GEMM and %d copies to rank+1 at once", n-1), moved, func() error {
+			if err := gemm(false); err != nil {
+				return err
+			}
+			for i := 0; i < n-1; i++ {
+				if err := r.Dev.Copy(streams[0], slot((me+1)%n, me), src.Add(int64(i)*o.Bytes), o.Bytes); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"each copy after its block's GEMM (events)", moved, func() error {
+			if err := gemm(true); err != nil {
+				return err
+			}
+			for i := 0; i < n-1; i++ {
+				if err := streams[0].WaitEvent(blockDone[i]); err != nil {
+					return err
+				}
+				if err := copyTo(i); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+	} {
+		if err := measure(m.name, m.bytes, true, m.fn); err != nil {
+			return err
+		}
+		aligned := func() error {
+			if err := align(); err != nil {
+				return err
+			}
+			if err := blockDone[n].Record(streams[0]); err != nil { // the GEMM starts after the barrier too
+				return err
+			}
+			if err := streams[1].WaitEvent(blockDone[n]); err != nil {
+				return err
+			}
+			return m.fn()
+		}
+		if err := measure(m.name+", device barrier first", m.bytes, true, aligned); err != nil {
 			return err
 		}
 	}

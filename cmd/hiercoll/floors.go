@@ -14,10 +14,11 @@ func runFloors(ctx context.Context, args []string) error {
 	w.register(fs)
 	bytes := fs.Int64("bytes", 512<<20, "bytes per transfer")
 	iters := fs.Int("iters", 10, "timed iterations per measurement")
+	gemm := fs.Bool("beside-gemm", false, "also measure the copy engine beside a bf16 GEMM (row blocks of --bytes, N=8192, K=2048)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
 	return runWorld(ctx, &w, func(wh where) benchmarks.Job {
-		return benchmarks.Floors(benchmarks.FloorsOptions{Bytes: *bytes, Iters: *iters, Out: benchmarks.Printer{W: os.Stdout}, Title: wh.title})
+		return benchmarks.Floors(benchmarks.FloorsOptions{Bytes: *bytes, Iters: *iters, BesideGemm: *gemm, Out: benchmarks.Printer{W: os.Stdout}, Title: wh.title})
 	})
 }

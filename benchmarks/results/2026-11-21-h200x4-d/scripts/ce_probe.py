@@ -37,6 +37,8 @@ def main():
     ap.add_argument("--shapes", default="8192x8192x8192,8192x8192x28672")
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--mem", default="symm", help="symm (torch symmetric memory) or ipcraw (torch.empty mapped by the peers "
+                    "with cuIpcOpenMemHandle, pushes by cuMemcpyAsync: as hiercoll); ipcraw runs the push cases only")
     args = ap.parse_args()
     dist.init_process_group("nccl")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -48,12 +50,34 @@ def main():
         kl, rows = k // world, m // world
         a = torch.randn(m, kl, device=dev, dtype=torch.bfloat16)
         b = torch.randn(kl, n, device=dev, dtype=torch.bfloat16)
-        c = symm_mem.empty(m, n, device=dev, dtype=torch.bfloat16)
-        recv = symm_mem.empty(m, n, device=dev, dtype=torch.bfloat16)
-        hc = symm_mem.rendezvous(c, group.group_name)
-        hr = symm_mem.rendezvous(recv, group.group_name)
-        peer_c = {p: hc.get_buffer(p, (m, n), torch.bfloat16) for p in range(world)}
-        peer_r = {p: hr.get_buffer(p, (m, n), torch.bfloat16) for p in range(world)}
+        if args.mem == "symm":
+            c = symm_mem.empty(m, n, device=dev, dtype=torch.bfloat16)
+            recv = symm_mem.empty(m, n, device=dev, dtype=torch.bfloat16)
+            hc = symm_mem.rendezvous(c, group.group_name)
+            hr = symm_mem.rendezvous(recv, group.group_name)
+            peer_c = {p: hc.get_buffer(p, (m, n), torch.bfloat16) for p in range(world)}
+            peer_r = {p: hr.get_buffer(p, (m, n), torch.bfloat16) for p in range(world)}
+        else:
+            import ctypes
+            cu = ctypes.CDLL("libcuda.so.1")
+            c = torch.empty(m, n, device=dev, dtype=torch.bfloat16)
+            recv = torch.empty(m, n, device=dev, dtype=torch.bfloat16)
+            hc = hr = None
+
+            class Handle(ctypes.Structure):
+                _fields_ = [("reserved", ctypes.c_char * 64)]
+
+            base, size, h = ctypes.c_uint64(), ctypes.c_size_t(), Handle()
+            assert cu.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), ctypes.c_uint64(recv.data_ptr())) == 0
+            assert cu.cuIpcGetMemHandle(ctypes.byref(h), base) == 0
+            got = [None] * world
+            dist.all_gather_object(got, (bytes(bytearray(h)), recv.data_ptr() - base.value))
+            peer_ptr = {}
+            for p, (hb, off) in enumerate(got):
+                if p != rank:
+                    ptr = ctypes.c_uint64()
+                    assert cu.cuIpcOpenMemHandle_v2(ctypes.byref(ptr), Handle.from_buffer_copy(hb), 1) == 0
+                    peer_ptr[p] = ptr.value + off
         gs = [torch.cuda.Stream() for _ in range(2)]
         cs = [torch.cuda.Stream() for _ in range(world)]
         main_s = torch.cuda.current_stream()
@@ -70,6 +94,12 @@ def main():
 
         def push(d):
             # local C rows of d -> d's receive buffer, slot rank
+            if args.mem == "ipcraw":
+                nbytes = rows * n * 2
+                r_ = cu.cuMemcpyAsync(ctypes.c_uint64(peer_ptr[d] + rank * nbytes), ctypes.c_uint64(blk(c, d).data_ptr()),
+                                      ctypes.c_size_t(nbytes), ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+                assert r_ == 0, r_
+                return
             blk(peer_r[d], rank).copy_(blk(c, d))
 
         def pull(src):
@@ -128,12 +158,13 @@ def main():
 
         for ns in (1, 2):
             run(f"gemm {ns} stream(s)", together(gemm(ns), None))
-        for kind in ("push", "pull"):
+        kinds = ("push", "pull") if args.mem == "symm" else ("push",)
+        for kind in kinds:
             for ns in (1, world - 1):
-                run(f"{kind} alone, {ns} copy stream(s)", together(None, copies(kind, ns)))
-        for kind in ("push", "pull"):
+                run(f"{args.mem} {kind} alone, {ns} copy stream(s)", together(None, copies(kind, ns)))
+        for kind in kinds:
             for ns in (1, world - 1):
-                run(f"gemm + {kind}, {ns} copy str", together(gemm(1), copies(kind, ns)))
+                run(f"{args.mem} gemm + {kind}, {ns} copy str", together(gemm(1), copies(kind, ns)))
         del hc, hr
         dist.barrier()
     dist.destroy_process_group()
