@@ -35,46 +35,28 @@ func TestTraceFollowsEachPeer(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
-				rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dt, Engine: rs2d.EngineCopy,
-					OverlapWithGEMM: overlap, Timeout: 20 * time.Second})
+				tr, err := newTracedRank(ctx, t, r, rs2d.Config{MaxM: m, N: n, DType: dt, Engine: rs2d.EngineCopy,
+					OverlapWithGEMM: overlap, Timeout: 20 * time.Second}, ws)
 				if err != nil {
 					return err
 				}
-				defer rs.Close()
-				if _, err := rs.LastStages(); err == nil {
+				defer tr.close()
+				if _, err := tr.rs.LastStages(); err == nil {
 					return fmt.Errorf("LastStages before any traced call: no error")
 				}
-				in, out, free := rankBuffers(t, r.Dev, m, n, ws, dt)
-				defer free()
-				s, err := r.Dev.NewStream(device.Normal)
-				if err != nil {
-					return err
-				}
-				defer s.Close()
-				producer, err := r.Dev.NewStream(device.Normal)
-				if err != nil {
-					return err
-				}
-				defer producer.Close()
-				if err := rs.Trace(true); err != nil {
-					return err
-				}
-				sig := rs.NextSignals()
-				if err := rs.ReduceScatter(ctx, in, out, s); err != nil {
-					return err
-				}
+				var produce func(rs2d.Signals) error
 				if overlap {
-					for _, dest := range rs.ConsumptionOrder() {
-						time.Sleep(gap)
-						if err := sig.Raise(producer, dest); err != nil {
-							return err
+					produce = func(sig rs2d.Signals) error {
+						for _, dest := range tr.rs.ConsumptionOrder() {
+							time.Sleep(gap)
+							if err := sig.Raise(tr.producer, dest); err != nil {
+								return err
+							}
 						}
+						return nil
 					}
 				}
-				if err := s.Synchronize(ctx); err != nil {
-					return err
-				}
-				st, err := rs.LastStages()
+				st, err := tr.call(ctx, produce)
 				if err != nil {
 					return err
 				}
@@ -83,6 +65,63 @@ func TestTraceFollowsEachPeer(t *testing.T) {
 			require.NoError(t, err)
 		})
 	}
+}
+
+// tracedRank is one rank's context, with tracing on, its buffers, a stream
+// for the calls and one for the producer.
+type tracedRank struct {
+	rs          *rs2d.Context
+	in, out     rs2d.Tensor
+	s, producer device.Stream
+	close       func()
+}
+
+func newTracedRank(ctx context.Context, t *testing.T, r world.Rank, cfg rs2d.Config, ws int) (*tracedRank, error) {
+	rs, err := rs2d.New(ctx, r.Comm, r.Dev, cfg)
+	if err != nil {
+		return nil, err
+	}
+	tr := &tracedRank{rs: rs}
+	in, out, free := rankBuffers(t, r.Dev, cfg.MaxM, cfg.N, ws, cfg.DType)
+	tr.in, tr.out = in, out
+	tr.close = func() {
+		for _, st := range []device.Stream{tr.s, tr.producer} {
+			if st != nil {
+				_ = st.Close()
+			}
+		}
+		free()
+		_ = rs.Close()
+	}
+	for _, st := range []*device.Stream{&tr.s, &tr.producer} {
+		if *st, err = r.Dev.NewStream(device.Normal); err != nil {
+			tr.close()
+			return nil, err
+		}
+	}
+	if err := rs.Trace(true); err != nil {
+		tr.close()
+		return nil, err
+	}
+	return tr, nil
+}
+
+// call runs one traced call whose signals produce raises (with overlap)
+// and returns its stages.
+func (tr *tracedRank) call(ctx context.Context, produce func(rs2d.Signals) error) (rs2d.Stages, error) {
+	sig := tr.rs.NextSignals()
+	if err := tr.rs.ReduceScatter(ctx, tr.in, tr.out, tr.s); err != nil {
+		return rs2d.Stages{}, err
+	}
+	if produce != nil {
+		if err := produce(sig); err != nil {
+			return rs2d.Stages{}, err
+		}
+	}
+	if err := tr.s.Synchronize(ctx); err != nil {
+		return rs2d.Stages{}, err
+	}
+	return tr.rs.LastStages()
 }
 
 func checkPeerStages(st rs2d.Stages, me, lws int, overlap bool, gap time.Duration) error {
@@ -129,45 +168,25 @@ func TestPacingHoldsTheNextSender(t *testing.T) {
 	defer cancel()
 	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		rank := r.Comm.Rank()
-		rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true, Timeout: 20 * time.Second})
+		tr, err := newTracedRank(ctx, t, r, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true, Timeout: 20 * time.Second}, ws)
 		if err != nil {
 			return err
 		}
-		defer rs.Close()
-		in, out, free := rankBuffers(t, r.Dev, m, n, ws, dt)
-		defer free()
-		s, err := r.Dev.NewStream(device.Normal)
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		producer, err := r.Dev.NewStream(device.Normal)
-		if err != nil {
-			return err
-		}
-		defer producer.Close()
-		if err := rs.Trace(true); err != nil {
-			return err
-		}
+		defer tr.close()
 		if err := r.Comm.Barrier(ctx); err != nil {
 			return err
 		}
-		sig := rs.NextSignals()
-		if err := rs.ReduceScatter(ctx, in, out, s); err != nil {
-			return err
-		}
-		for i, dest := range rs.ConsumptionOrder() {
-			if rank == 0 && i == 0 {
-				time.Sleep(hold)
+		st, err := tr.call(ctx, func(sig rs2d.Signals) error {
+			for i, dest := range tr.rs.ConsumptionOrder() {
+				if rank == 0 && i == 0 {
+					time.Sleep(hold)
+				}
+				if err := sig.Raise(tr.producer, dest); err != nil {
+					return err
+				}
 			}
-			if err := sig.Raise(producer, dest); err != nil {
-				return err
-			}
-		}
-		if err := s.Synchronize(ctx); err != nil {
-			return err
-		}
-		st, err := rs.LastStages()
+			return nil
+		})
 		if err != nil {
 			return err
 		}
