@@ -464,6 +464,14 @@ func besideGemm(r world.Rank, o FloorsOptions, measure func(string, int64, bool,
 			}
 			return nil
 		}},
+		{fmt.Sprintf("CE copies to rank+%d, %d times in turn, alone", n-1, n-1), moved, func() error {
+			for i := 0; i < n-1; i++ {
+				if err := r.Dev.Copy(streams[0], slot((me+n-1)%n, me), src.Add(int64(i)*o.Bytes), o.Bytes); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
 		{"GEMM and those copies at once (GB/s: copies)", moved, func() error { return errors.Join(gemm(false), copies()) }},
 		{fmt.Sprintf("GEMM and %d copies to rank+1 at once", n-1), moved, func() error {
 			if err := gemm(false); err != nil {
