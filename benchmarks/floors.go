@@ -22,9 +22,11 @@ type FloorsOptions struct {
 	Title string
 	// BesideGemm adds the copy engine beside a bf16 GEMM on the other
 	// stream (world row blocks of Bytes each, N=8192, K=2048): the GEMM
-	// alone, the copies to rank+1, +2, ... alone, both at once, and each
-	// copy after its block's GEMM (the overlapped path's pattern, joined by
-	// events, with nothing else). Needs a device with device.Matmul.
+	// alone; the copies to rank+1, +2, ... in turn, on one stream or a
+	// stream per peer; world-1 copies to a single peer; GEMM and copies at
+	// once; each copy after its block's GEMM (the overlapped path's
+	// pattern, joined by events, with nothing else). Each also with a
+	// device barrier first. Needs a device with device.Matmul.
 	BesideGemm bool
 }
 
@@ -351,9 +353,9 @@ func floors(ctx context.Context, r world.Rank, o FloorsOptions) (err error) {
 // besideGemm measures the copy engine beside a GEMM (FloorsOptions.BesideGemm):
 // C [n·rows, 8192] = A [n·rows, 2048] · B [2048, 8192] in n row blocks of
 // Bytes each on streams[1], C being src; the copies move block (me+i) to
-// rank me+i on streams[0]. The last measurements start every iteration
-// with a device barrier (align, on streams[0], which the GEMM's stream then
-// waits for), so that the ranks move in step.
+// rank me+i on streams[0]. Each measurement runs twice: as is, and with
+// every iteration starting at a device barrier (align, on streams[0], which
+// the GEMM's stream then waits for), so that the ranks move in step.
 func besideGemm(r world.Rank, o FloorsOptions, measure func(string, int64, bool, func() error) error, align func() error,
 	src device.Ptr, slot func(rank, from int) device.Ptr, streams []device.Stream) (err error) {
 	const cols, k = 8192, 2048
@@ -384,21 +386,37 @@ func besideGemm(r world.Rank, o FloorsOptions, measure func(string, int64, bool,
 			return err
 		}
 	}
-	blockDone := make([]device.Event, n+1) // the last: the barrier passed, for the GEMM's stream
+	blockDone := make([]device.Event, n)
+	var barrierPassed device.Event // recorded on streams[0] after align, for the GEMM's stream
+	toMake := []*device.Event{&barrierPassed}
 	for i := range blockDone {
-		if blockDone[i], err = r.Dev.NewEvent(); err != nil {
+		toMake = append(toMake, &blockDone[i])
+	}
+	for _, e := range toMake {
+		if *e, err = r.Dev.NewEvent(); err != nil {
 			return err
 		}
-		defer func() { err = errors.Join(err, blockDone[i].Close()) }()
+		defer func() { err = errors.Join(err, (*e).Close()) }()
 	}
 	block := func(i int) device.GemmSpec { // the block of rank (me+i+1)%n, the own one last
 		d := (me + i + 1) % n
 		return device.GemmSpec{M: rows, N: cols, K: k, DType: dtype.BF16,
 			A: a.Add(int64(d*rows*k) * 2), B: b, C: src.Add(int64(d) * o.Bytes)}
 	}
-	copyTo := func(i int) error {
+	// copyOn enqueues on st the copy of block i (for rank me+i+1) to its rank.
+	copyOn := func(st device.Stream, i int) error {
 		d := (me + i + 1) % n
-		return r.Dev.Copy(streams[0], slot(d, me), src.Add(int64(d)*o.Bytes), o.Bytes)
+		return r.Dev.Copy(st, slot(d, me), src.Add(int64(d)*o.Bytes), o.Bytes)
+	}
+	// repeatTo enqueues on streams[0] n-1 copies of a block's size to rank
+	// me+step, from the first n-1 blocks.
+	repeatTo := func(step int) error {
+		for i := 0; i < n-1; i++ {
+			if err := r.Dev.Copy(streams[0], slot((me+step)%n, me), src.Add(int64(i)*o.Bytes), o.Bytes); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	gemm := func(events bool) error {
 		for i := 0; i < n; i++ {
@@ -415,7 +433,7 @@ func besideGemm(r world.Rank, o FloorsOptions, measure func(string, int64, bool,
 	}
 	copies := func() error {
 		for i := 0; i < n-1; i++ {
-			if err := copyTo(i); err != nil {
+			if err := copyOn(streams[0], i); err != nil {
 				return err
 			}
 		}
@@ -438,8 +456,7 @@ func besideGemm(r world.Rank, o FloorsOptions, measure func(string, int64, bool,
 				if err := st.WaitEvent(blockDone[(i+n-2)%(n-1)]); err != nil {
 					return err
 				}
-				d := (me + i + 1) % n
-				if err := r.Dev.Copy(st, slot(d, me), src.Add(int64(d)*o.Bytes), o.Bytes); err != nil {
+				if err := copyOn(st, i); err != nil {
 					return err
 				}
 				if err := blockDone[i].Record(st); err != nil {
@@ -448,42 +465,11 @@ func besideGemm(r world.Rank, o FloorsOptions, measure func(string, int64, bool,
 			}
 			return nil
 		}},
-		{fmt.Sprintf("CE copies to rank+1, %d times in turn, alone", n-1), moved, func() error {
-			for i := 0; i < n-1; i++ {
-				if err := r.Dev.Copy(streams[0], slot((me+1)%n, me), src.Add(int64(i)*o.Bytes), o.Bytes); err != nil {
-					return err
-				}
-			}
-			return nil
-		}},
-		{fmt.Sprintf("CE copies to rank+2, %d times in turn, alone", n-1), moved, func() error {
-			for i := 0; i < n-1; i++ {
-				if err := r.Dev.Copy(streams[0], slot((me+2)%n, me), src.Add(int64(i)*o.Bytes), o.Bytes); err != nil {
-					return err
-				}
-			}
-			return nil
-		}},
-		{fmt.Sprintf("CE copies to rank+%d, %d times in turn, alone", n-1, n-1), moved, func() error {
-			for i := 0; i < n-1; i++ {
-				if err := r.Dev.Copy(streams[0], slot((me+n-1)%n, me), src.Add(int64(i)*o.Bytes), o.Bytes); err != nil {
-					return err
-				}
-			}
-			return nil
-		}},
+		{fmt.Sprintf("CE copies to rank+1, %d times in turn, alone", n-1), moved, func() error { return repeatTo(1) }},
+		{fmt.Sprintf("CE copies to rank+2, %d times in turn, alone", n-1), moved, func() error { return repeatTo(2) }},
+		{fmt.Sprintf("CE copies to rank+%d, %d times in turn, alone", n-1, n-1), moved, func() error { return repeatTo(n - 1) }},
 		{"GEMM and those copies at once (GB/s: copies)", moved, func() error { return errors.Join(gemm(false), copies()) }},
-		{fmt.Sprintf("GEMM and %d copies to rank+1 at once", n-1), moved, func() error {
-			if err := gemm(false); err != nil {
-				return err
-			}
-			for i := 0; i < n-1; i++ {
-				if err := r.Dev.Copy(streams[0], slot((me+1)%n, me), src.Add(int64(i)*o.Bytes), o.Bytes); err != nil {
-					return err
-				}
-			}
-			return nil
-		}},
+		{fmt.Sprintf("GEMM and %d copies to rank+1 at once", n-1), moved, func() error { return errors.Join(gemm(false), repeatTo(1)) }},
 		{"each copy after its block's GEMM (events)", moved, func() error {
 			if err := gemm(true); err != nil {
 				return err
@@ -492,7 +478,7 @@ func besideGemm(r world.Rank, o FloorsOptions, measure func(string, int64, bool,
 				if err := streams[0].WaitEvent(blockDone[i]); err != nil {
 					return err
 				}
-				if err := copyTo(i); err != nil {
+				if err := copyOn(streams[0], i); err != nil {
 					return err
 				}
 			}
@@ -506,10 +492,10 @@ func besideGemm(r world.Rank, o FloorsOptions, measure func(string, int64, bool,
 			if err := align(); err != nil {
 				return err
 			}
-			if err := blockDone[n].Record(streams[0]); err != nil { // the GEMM starts after the barrier too
+			if err := barrierPassed.Record(streams[0]); err != nil { // the GEMM starts after the barrier too
 				return err
 			}
-			if err := streams[1].WaitEvent(blockDone[n]); err != nil {
+			if err := streams[1].WaitEvent(barrierPassed); err != nil {
 				return err
 			}
 			return m.fn()

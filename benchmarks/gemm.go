@@ -120,8 +120,9 @@ type GemmRow struct {
 // TraceLine describes the traced overlapped call (us from its start, the
 // slowest rank's): when its GEMM blocks ended; for its scatter to the node
 // peers, in order, when each copy was free to start (its GEMM signal and
-// permit seen) and when it landed, and when the peers' ready flags were seen; when the
-// node reduce, the rail and the whole call finished.
+// permit seen) and when it landed, and when the peers' ready flags were
+// seen; when the node reduce, the rail and the whole call finished; and the
+// host's enqueue time per call.
 func (r GemmRow) TraceLine() string {
 	var ends, copies, ready []string
 	for _, d := range r.BlockEnds {

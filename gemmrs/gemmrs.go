@@ -407,11 +407,7 @@ func (g *GemmRS) ConsumptionOrder() []int { return append([]int(nil), g.order...
 func (g *GemmRS) Trace(on bool) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	var errs []error
-	for _, e := range g.blockEnds {
-		errs = append(errs, e.Close())
-	}
-	g.blockEnds, g.traced = nil, 0
+	errs := []error{g.closeBlockEnds()}
 	if on {
 		for range g.world {
 			e, err := g.dev.NewEvent()
@@ -423,6 +419,16 @@ func (g *GemmRS) Trace(on bool) error {
 		}
 	}
 	return errors.Join(append(errs, g.rs.Trace(on))...)
+}
+
+// closeBlockEnds closes the block-end events and forgets the traced call.
+func (g *GemmRS) closeBlockEnds() error {
+	var errs []error
+	for _, e := range g.blockEnds {
+		errs = append(errs, e.Close())
+	}
+	g.blockEnds, g.traced = nil, 0
+	return errors.Join(errs...)
 }
 
 // LastStages returns the reduce-scatter's stage ends of the last traced
@@ -506,10 +512,7 @@ func (g *GemmRS) release() error {
 			*e = nil
 		}
 	}
-	for _, e := range g.blockEnds {
-		errs = append(errs, e.Close())
-	}
-	g.blockEnds = nil
+	errs = append(errs, g.closeBlockEnds())
 	if g.gemmStream != nil {
 		errs = append(errs, g.gemmStream.Close())
 		g.gemmStream = nil

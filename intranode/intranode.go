@@ -350,10 +350,7 @@ func (st *Stage) Reduce(r device.Stream, step Step, seqs []uint32) error {
 			if src == lr {
 				continue
 			}
-			w := device.Word{
-				Addr:  st.buf.Heap.Word(me, st.buf.Arrived, src),
-				Label: fmt.Sprintf("arrival of rank %d's block (node %d, local rank %d)", st.place.NodePeer(src), st.place.Node, src),
-			}
+			w := st.arrivalWord(src)
 			if step.Placed {
 				w = device.Word{
 					Addr: st.buf.Heap.Word(me, st.buf.Placed, step.Node*lws+src),
@@ -385,6 +382,14 @@ func (st *Stage) Reduce(r device.Stream, step Step, seqs []uint32) error {
 	return nil
 }
 
+// arrivalWord is this rank's arrival word for local rank src's blocks.
+func (st *Stage) arrivalWord(src int) device.Word {
+	return device.Word{
+		Addr:  st.buf.Heap.Word(st.place.Rank, st.buf.Arrived, src),
+		Label: fmt.Sprintf("arrival of rank %d's block (node %d, local rank %d)", st.place.NodePeer(src), st.place.Node, src),
+	}
+}
+
 // grantPermits enqueues on r, for the peers in the order they send to this
 // rank (the one sending first, then the next), the wait for each one's whole
 // block of the step (its arrival reaching last, the step's last arrival
@@ -394,11 +399,7 @@ func (st *Stage) grantPermits(r device.Stream, last uint32) error {
 	lws, lr := st.lws(), st.place.LocalRank
 	for i := 1; i < lws-1; i++ {
 		src, next := (lr-i+lws)%lws, (lr-i-1+lws)%lws
-		w := device.Word{
-			Addr:  st.buf.Heap.Word(st.place.Rank, st.buf.Arrived, src),
-			Label: fmt.Sprintf("arrival of rank %d's block (node %d, local rank %d)", st.place.NodePeer(src), st.place.Node, src),
-		}
-		if err := st.dev.WaitValue32(r, w, device.GEQ, last); err != nil {
+		if err := st.dev.WaitValue32(r, st.arrivalWord(src), device.GEQ, last); err != nil {
 			return err
 		}
 		permit := st.buf.Heap.Word(st.place.NodePeer(next), st.buf.Permits, lr)
