@@ -71,6 +71,8 @@ type GemmOptions struct {
 	// Placed makes the overlapped GEMM store the node peers' blocks
 	// straight into their buffers instead of the copy engine copying them.
 	Placed bool
+	// Split is gemmrs.Config.SplitFirstBlock (auto by default).
+	Split gemmrs.Split
 	// Config tunes the reduce-scatter (ReductionSMs, Chunks, CopyStreams,
 	// Transport, Timeout).
 	Config rs2d.Config
@@ -112,6 +114,7 @@ type GemmRow struct {
 	// take longer than this on the device never wait for the host.
 	HostEnqueue time.Duration
 	Picks       gemmrs.Mode // the path Run takes for this M
+	Split       bool        // the overlapped GEMM computed its first block in two halves
 	BoundUse    float64     // largest sampled error / gemmrs.Tolerance (any rank)
 	NCCLChecked bool
 	NCCLMaxDiff float64 // largest |overlap − (GEMM + NCCL)| over every element
@@ -131,11 +134,19 @@ func (r GemmRow) TraceLine() string {
 	st := r.Stages
 	for _, p := range st.Peers {
 		start := max(p.Signal, p.Permit)
-		copies = append(copies, fmt.Sprintf("%.0f→%.0f", us(start), us(p.Landed)))
+		c := fmt.Sprintf("%.0f→%.0f", us(start), us(p.Landed))
+		if p.Early > 0 {
+			c = fmt.Sprintf("(first half landed %.0f) ", us(p.Early)) + c
+		}
+		copies = append(copies, c)
 		ready = append(ready, fmt.Sprintf("%.0f", us(p.Ready)))
 	}
-	line := fmt.Sprintf("traced call (us): GEMM blocks end %s | copies, free to start→landed: %s | ready flags seen %s | node reduce %.0f",
-		strings.Join(ends, " "), strings.Join(copies, " "), strings.Join(ready, " "), us(st.IntraReduce))
+	split := ""
+	if r.Split {
+		split = " (the first in two halves)"
+	}
+	line := fmt.Sprintf("traced call (us): GEMM blocks end %s%s | copies, free to start→landed: %s | ready flags seen %s | node reduce %.0f",
+		strings.Join(ends, " "), split, strings.Join(copies, " "), strings.Join(ready, " "), us(st.IntraReduce))
 	if st.InterNode > 0 {
 		line += fmt.Sprintf(" | rail %.0f", us(st.InterNode))
 	}
@@ -349,13 +360,14 @@ func gemmShape(ctx context.Context, r world.Rank, o GemmOptions, shape GemmShape
 	status.Printf("bench-gemm: %v: setting up...\n", shape)
 	g, err := gemmrs.New(ctx, r.Comm, r.Dev, gemmrs.Config{
 		MaxM: shape.M, N: shape.N, KLocal: kl, DType: dt, Mode: o.Mode,
-		ReductionSMs: o.Config.ReductionSMs, GemmSMs: o.GemmSMs, Placed: o.Placed, ReduceScatter: o.Config,
+		ReductionSMs: o.Config.ReductionSMs, GemmSMs: o.GemmSMs, Placed: o.Placed, SplitFirstBlock: o.Split, ReduceScatter: o.Config,
 	})
 	if err != nil {
 		return row, err
 	}
 	defer func() { err = errors.Join(err, g.Close()) }()
 	row.Picks = g.ModeFor(shape.M)
+	row.Split = g.Config().SplitFirstBlock == gemmrs.SplitOn
 
 	es := int64(dt.Size())
 	var aPtr, bPtr, outPtr, refPtr device.Ptr
@@ -658,7 +670,8 @@ func slowestGemmRow(ctx context.Context, r world.Rank, row GemmRow) (GemmRow, er
 		&row.Stages.Scatter, &row.Stages.IntraReduce, &row.Stages.InterNode, &row.Stages.Total, &row.HostEnqueue}
 	for i := range row.Stages.Peers {
 		p := &row.Stages.Peers[i]
-		times = append(times, &p.Ready, &p.Signal, &p.Permit, &p.Landed)
+		pts := p.Points()
+		times = append(times, pts[:]...)
 	}
 	for i := range row.BlockEnds {
 		times = append(times, &row.BlockEnds[i])

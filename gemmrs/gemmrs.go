@@ -136,6 +136,12 @@ type Config struct {
 	// copy engine does (4 H200s, 8192×8192×28672: 1.486 ms placed, 1.358
 	// ms copied; benchmarks/RESULTS.md).
 	Placed bool
+	// SplitFirstBlock is whether the overlapped GEMM (copied, not Placed)
+	// computes the first block in consumption order in two halves and
+	// raises the block's early signal between them, so that the copy
+	// engine starts half a block sooner (rs2d.Config.SplitFirstBlock).
+	// SplitAuto by default; New resolves it to SplitOn or SplitOff.
+	SplitFirstBlock Split
 	// AutoMinFLOP and AutoMinRowsPerRank are Auto's thresholds
 	// (0: DefaultAutoMinFLOP, DefaultAutoMinRowsPerRank).
 	AutoMinFLOP        float64
@@ -145,6 +151,45 @@ type Config struct {
 	// CopyStreams, FinalSMs, Transport, Timeout). Its MaxM, N, DType,
 	// OverlapWithGEMM and ReductionSMs are set from this Config.
 	ReduceScatter rs2d.Config
+}
+
+// Split is a choice of Config.SplitFirstBlock.
+type Split int
+
+const (
+	// SplitAuto splits when KLocal < SplitAutoMaxKLocal and the call is
+	// not Placed.
+	SplitAuto Split = iota
+	SplitOff
+	SplitOn
+)
+
+// SplitAutoMaxKLocal bounds the KLocal that SplitAuto splits at. The cost
+// of a block's GEMM grows with KLocal and the cost of its copy does not:
+// below this the copies, not the GEMM, set the pace of an overlapped call,
+// and starting them sooner is what shortens it.
+const SplitAutoMaxKLocal = 4096
+
+func (s Split) String() string {
+	switch s {
+	case SplitAuto:
+		return "auto"
+	case SplitOff:
+		return "off"
+	case SplitOn:
+		return "on"
+	}
+	return fmt.Sprintf("Split(%d)", int(s))
+}
+
+// ParseSplit parses auto, on or off.
+func ParseSplit(s string) (Split, error) {
+	for _, v := range []Split{SplitAuto, SplitOff, SplitOn} {
+		if s == v.String() {
+			return v, nil
+		}
+	}
+	return SplitAuto, fmt.Errorf("gemmrs: split %q: want auto, on or off: %w", s, device.ErrInvalidArgument)
 }
 
 func (c Config) validate(world int) error {
@@ -160,6 +205,10 @@ func (c Config) validate(world int) error {
 		return bad("negative SM budget or Auto threshold")
 	case c.Mode != Auto && c.Mode != Overlap && c.Mode != Sequential:
 		return bad("unknown mode %v", c.Mode)
+	case c.SplitFirstBlock < SplitAuto || c.SplitFirstBlock > SplitOn:
+		return bad("unknown SplitFirstBlock %v", c.SplitFirstBlock)
+	case c.SplitFirstBlock == SplitOn && c.Placed:
+		return bad("SplitFirstBlock on with Placed: a placed GEMM stores its blocks into the peers itself")
 	}
 	switch c.DType {
 	case dtype.BF16, dtype.F16, dtype.F32:
@@ -247,6 +296,13 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 	rsCfg.MaxM, rsCfg.N, rsCfg.DType = cfg.MaxM, cfg.N, cfg.DType
 	rsCfg.OverlapWithGEMM = true
 	rsCfg.ReductionSMs = cfg.ReductionSMs
+	if cfg.SplitFirstBlock == SplitAuto {
+		cfg.SplitFirstBlock = SplitOff
+		if cfg.KLocal < SplitAutoMaxKLocal && !cfg.Placed {
+			cfg.SplitFirstBlock = SplitOn
+		}
+	}
+	rsCfg.SplitFirstBlock = cfg.SplitFirstBlock == SplitOn
 	if _, ok := ctx.Deadline(); !ok {
 		timeout := rsCfg.Timeout
 		if timeout <= 0 {

@@ -209,8 +209,12 @@ func TestOverlapAndSequentialMatchReference(t *testing.T) {
 	for _, shape := range worlds {
 		for _, dt := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32} {
 			for i, size := range []struct{ rowsPer, n, k int }{{8, 17, 16}, {16, 32, 64}, {64, 9, 33}, {1, 1, 1}} {
-				placed := i%2 == 1 // half the sizes place the peers' blocks with the GEMM
-				t.Run(fmt.Sprintf("%v/%v/rows%d/n%d/k%d/placed=%v", shape, dt, size.rowsPer, size.n, size.k, placed), func(t *testing.T) {
+				placed := i%2 == 1        // half the sizes place the peers' blocks with the GEMM
+				split := gemmrs.SplitAuto // the first block in halves (KLocal is small) ...
+				if i == 2 {
+					split = gemmrs.SplitOff // ... but for one size of the copied ones
+				}
+				t.Run(fmt.Sprintf("%v/%v/rows%d/n%d/k%d/placed=%v/split=%v", shape, dt, size.rowsPer, size.n, size.k, placed, split), func(t *testing.T) {
 					t.Parallel()
 					ws := shape.World()
 					m := size.rowsPer * ws
@@ -220,7 +224,7 @@ func TestOverlapAndSequentialMatchReference(t *testing.T) {
 					worst := 0.0
 					err := w.Run(testCtx(t), func(ctx context.Context, r world.Rank) (err error) {
 						cfg := baseConfig(dt, m, size.n, size.k)
-						cfg.Placed = placed
+						cfg.Placed, cfg.SplitFirstBlock = placed, split
 						g, err := gemmrs.New(ctx, r.Comm, r.Dev, cfg)
 						if err != nil {
 							return err
@@ -620,6 +624,12 @@ func TestValidation(t *testing.T) {
 		"int32":              baseConfig(dtype.I32, 4, 4, 4),
 		"mode":               func() gemmrs.Config { c := baseConfig(dtype.BF16, 4, 4, 4); c.Mode = 7; return c }(),
 		"negative SMs":       func() gemmrs.Config { c := baseConfig(dtype.BF16, 4, 4, 4); c.GemmSMs = -1; return c }(),
+		"split value":        func() gemmrs.Config { c := baseConfig(dtype.BF16, 4, 4, 4); c.SplitFirstBlock = 3; return c }(),
+		"split and placed": func() gemmrs.Config {
+			c := baseConfig(dtype.BF16, 4, 4, 4)
+			c.SplitFirstBlock, c.Placed = gemmrs.SplitOn, true
+			return c
+		}(),
 	} {
 		_, err := gemmrs.New(testCtx(t), w.Ranks[0].Comm, w.Ranks[0].Dev, cfg)
 		require.ErrorIs(t, err, device.ErrInvalidArgument, name)
@@ -678,6 +688,44 @@ func TestValidation(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, err)
+}
+
+// SplitAuto splits the first block for small KLocal only, and never for a
+// placed GEMM; New reports what it picked.
+func TestSplitAuto(t *testing.T) {
+	w := simWorld(t, bootstrap.Shape{Nodes: 1, LocalSize: 2}, 5*time.Second)
+	for _, c := range []struct {
+		kLocal int
+		placed bool
+		want   gemmrs.Split
+	}{
+		{gemmrs.SplitAutoMaxKLocal - 1, false, gemmrs.SplitOn},
+		{gemmrs.SplitAutoMaxKLocal, false, gemmrs.SplitOff},
+		{8, true, gemmrs.SplitOff},
+	} {
+		err := w.Run(testCtx(t), func(ctx context.Context, r world.Rank) (err error) {
+			cfg := baseConfig(dtype.BF16, 4, 4, c.kLocal)
+			cfg.Placed = c.placed
+			g, err := gemmrs.New(ctx, r.Comm, r.Dev, cfg)
+			if err != nil {
+				return err
+			}
+			defer func() { err = errors.Join(err, g.Close()) }()
+			if got := g.Config().SplitFirstBlock; got != c.want || g.Config().ReduceScatter.SplitFirstBlock != (c.want == gemmrs.SplitOn) {
+				return fmt.Errorf("KLocal %d, placed %v: split %v (reduce-scatter %v), want %v",
+					c.kLocal, c.placed, got, g.Config().ReduceScatter.SplitFirstBlock, c.want)
+			}
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	for _, s := range []gemmrs.Split{gemmrs.SplitAuto, gemmrs.SplitOff, gemmrs.SplitOn} {
+		got, err := gemmrs.ParseSplit(s.String())
+		require.NoError(t, err)
+		require.Equal(t, s, got)
+	}
+	_, err := gemmrs.ParseSplit("sometimes")
+	require.ErrorIs(t, err, device.ErrInvalidArgument)
 }
 
 func TestModeFor(t *testing.T) {

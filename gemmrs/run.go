@@ -199,6 +199,12 @@ func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b, c, out Tensor, s devi
 	if err := g.gemmStart.Record(gs); err != nil {
 		return err
 	}
+	// The first block the scatter consumes may go in two parts: its first
+	// early rows, their early signal, then the rest (SplitFirstBlock).
+	early := 0
+	if !g.cfg.Placed {
+		early = sig.EarlyRows(a.Rows)
+	}
 	traced := 0
 	for _, d := range order {
 		if g.hooks != nil && g.hooks.beforeBlock != nil {
@@ -212,6 +218,19 @@ func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b, c, out Tensor, s devi
 				return err
 			}
 			spec.C = t.Rows
+		}
+		if d == g.order[0] && early > 0 {
+			head, tail := splitRows(spec, early)
+			if err := g.mm.Gemm(gs, head); err != nil {
+				return fmt.Errorf("GEMM of the first %d rows of the block for rank %d: %w", early, d, err)
+			}
+			if !separateSignals {
+				*raised = true
+				if err := sig.RaiseEarly(gs, d); err != nil {
+					return err
+				}
+			}
+			spec = tail
 		}
 		if err := g.mm.Gemm(gs, spec); err != nil {
 			return fmt.Errorf("GEMM of the block for rank %d: %w", d, err)
@@ -238,7 +257,14 @@ func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b, c, out Tensor, s devi
 	}
 	if separateSignals {
 		*raised = true
-		if err := g.hooks.signals(g.gemmDone, func(st device.Stream, d int) error { return sig.RaisePlaced(st, targets[d]) }); err != nil {
+		if err := g.hooks.signals(g.gemmDone, func(st device.Stream, d int) error {
+			if d == g.order[0] && early > 0 {
+				if err := sig.RaiseEarly(st, d); err != nil {
+					return err
+				}
+			}
+			return sig.RaisePlaced(st, targets[d])
+		}); err != nil {
 			return err
 		}
 	}
@@ -338,6 +364,17 @@ func (g *GemmRS) blockSpec(a, b Tensor, d, rowsPer, sms int) device.GemmSpec {
 	}
 }
 
+// splitRows splits the GEMM of a block into its first rows and the rest.
+func splitRows(spec device.GemmSpec, rows int) (head, tail device.GemmSpec) {
+	spec = spec.Dense()
+	es := int64(spec.DType.Size())
+	head, tail = spec, spec
+	head.M, tail.M = rows, spec.M-rows
+	tail.A = spec.A.Add(int64(rows) * int64(spec.LDA) * es)
+	tail.C = spec.C.Add(int64(rows) * int64(spec.LDC) * es)
+	return head, tail
+}
+
 // raise enqueues on st the write of v into the GEMM signal word of
 // destination rank d.
 func (g *GemmRS) raise(st device.Stream, d int, v uint32) error {
@@ -348,9 +385,21 @@ func (g *GemmRS) raise(st device.Stream, d int, v uint32) error {
 	return g.dev.WriteValue32(st, addr, v)
 }
 
+// raiseAll enqueues on s the writes of v into every GEMM signal word, and
+// into the early signal word of the first block when the reduce-scatter
+// splits it.
 func (g *GemmRS) raiseAll(s device.Stream, v uint32, raised *bool) error {
+	*raised = true
+	if g.cfg.SplitFirstBlock == SplitOn {
+		addr, err := g.rs.EarlySignalAddr(g.order[0])
+		if err != nil {
+			return err
+		}
+		if err := g.dev.WriteValue32(s, addr, v); err != nil {
+			return err
+		}
+	}
 	for d := 0; d < g.world; d++ {
-		*raised = true
 		if err := g.raise(s, d, v); err != nil {
 			return err
 		}

@@ -20,21 +20,22 @@
 //     rank's node step `node` straight into this rank's scatter buffer
 //     (placed steps, below).
 //   - permit[dest] = seq (in the sender's pad): dest has received the block
-//     of the peer that sends to it one place earlier in the rank swizzle,
-//     for the step whose last arrival is numbered seq (pacing, below).
+//     of the rank that sends to it one step earlier (the sender's next local
+//     rank), for the step whose last arrival is numbered seq (pacing, below).
 //
 // Pacing. The ring order keeps each GPU receiving from one peer at a time
 // only while the ranks move in step; when they drift apart (one rank's
 // call started later, a copy waited for its GEMM block), two peers may send
 // to one GPU at once. With a GEMM producer (peer by peer), a rank's copy to
-// the peer i+1 places ahead therefore also waits for that peer's permit:
-// the peer grants it from its reduction stream once the block of the sender
-// i places behind it has arrived, so each GPU receives one block at a time.
-// Measured on 4 H200s (benchmarks/RESULTS.md, fourth session), it made the
-// copy-engine reduce-scatter of 8192×8192 bf16 without a GEMM 10–15%
-// faster, and left the overlapped call as it was: beside the GEMM, copies
-// to changing peers stay slower than copies to one peer for a reason not
-// yet found.
+// the peer i+1 places ahead therefore also waits for a permit from the rank
+// one place after it, which sends to that peer one step earlier: its copy
+// stream writes the permit right after that copy, so each GPU receives one
+// block at a time. Measured on 4 H200s (benchmarks/RESULTS.md), pacing made
+// the copy-engine reduce-scatter of 8192×8192 bf16 without a GEMM 10–15%
+// faster (fourth session, the permit then relayed by the receiver's
+// reduction stream). Written by the previous sender it takes one hop
+// instead of two and leaves the reduction stream nothing but its own waits;
+// no change in the overlapped call's time was measured (fifth session).
 //
 // The node step's rows are split into chunks so that the reduction of chunk c
 // overlaps the scatter of chunk c+1.
@@ -80,6 +81,7 @@ type Buffers struct {
 	Ready      symm.Pad    // lws words, by source local rank
 	Arrived    symm.Pad    // lws words, by source local rank
 	Gemm       symm.Pad    // world words, by destination rank (GEMM overlap)
+	Early      symm.Pad    // world words, by destination rank: the first part of its rows (GEMM overlap, Step.EarlyRows)
 	Placed     symm.Pad    // nnodes × lws words, by node step and source local rank (placed steps)
 	Permits    symm.Pad    // lws words, by receiving local rank (pacing, with GEMM overlap)
 	Counters   symm.Pad    // SM engine: lws × kernels.MaxPushChunks arrival counters
@@ -93,6 +95,7 @@ func (b *Buffers) AddTo(l *symm.Layout, place symm.Place, scatter int64) {
 	b.Ready = l.AddPad("ready", lws)
 	b.Arrived = l.AddPad("arrived", lws)
 	b.Gemm = l.AddPad("gemm signals", world)
+	b.Early = l.AddPad("early gemm signals", world)
 	b.Placed = l.AddPad("placed", place.Shape.Nodes*lws)
 	b.Permits = l.AddPad("permits", lws)
 	b.Counters = l.AddPad("arrival counters", lws*kernels.MaxPushChunks)
@@ -143,13 +146,19 @@ type Step struct {
 	// scatter buffer themselves (see Target); Reduce waits for their
 	// placed words instead of arrivals, in one chunk.
 	Placed bool
+	// EarlyRows, with overlap, splits the copy to the step's first peer:
+	// its first EarlyRows rows go as soon as the producer raises their
+	// early signal (EarlySignal), the rest after the block's own signal.
+	// The copy engine then starts a part of a block sooner. 0: no split.
+	EarlyRows int
 	// Trace, when set, is called on the copy stream of each node peer's
 	// rows as the scatter passes a point (so the caller can record an event
 	// there): Ready after the wait for the peer's ready flag (first step
-	// only), Signal after the wait for the GEMM signal (with overlap),
+	// only), Early after the copy of the early rows (the first peer, with
+	// EarlyRows), Signal after the wait for the GEMM signal (with overlap),
 	// Permit after the wait for the peer's permit (with overlap, every
-	// peer but the first), Landed after the peer's last copy and its
-	// arrival signal.
+	// peer but the first), Landed after the peer's last copy, its
+	// arrival signal and (with overlap) the permit it gives.
 	Trace func(s device.Stream, peer int, at TracePoint) error
 }
 
@@ -159,6 +168,7 @@ type TracePoint int
 // The trace points, in the order a peer's scatter passes them.
 const (
 	Ready TracePoint = iota
+	Early
 	Signal
 	Permit
 	Landed
@@ -195,8 +205,10 @@ func (st *Stage) Announce(s device.Stream, epoch uint32) error {
 // Scatter enqueues the copies of one node step on the copy streams: each
 // peer's rows, chunk by chunk, each chunk followed by its arrival signal. The
 // first copy to a peer in a call waits for the peer's ready flag; with GEMM
-// overlap it also waits for the GEMM signal of the destination rank. It
-// returns the arrival sequence numbers of the step's chunks.
+// overlap it also waits for the GEMM signal of the destination rank (and,
+// with step.EarlyRows, the first peer's early rows go ahead after their
+// early signal). It returns the arrival sequence numbers of the step's
+// chunks.
 func (st *Stage) Scatter(copies []device.Stream, step Step, first bool) ([]uint32, error) {
 	lws, me := st.lws(), st.place.LocalRank
 	seqs := make([]uint32, step.Chunks)
@@ -208,19 +220,29 @@ func (st *Stage) Scatter(copies []device.Stream, step Step, first bool) ([]uint3
 	rowsPerNode := step.RowsPer * lws
 	order := RankSwizzle(me, lws)
 
-	copyChunk := func(s device.Stream, peer, c int) error {
-		if peer == me {
-			return nil // the reduce reads the own block from the input
+	// copyRows enqueues on s the copy of rows [r0, r1) of peer's block.
+	copyRows := func(s device.Stream, peer, r0, r1 int) error {
+		if r1 <= r0 {
+			return nil
 		}
-		r0, r1 := chunkRows(step.RowsPer, step.Chunks, c)
 		destRank := step.Node*lws + peer
 		src := step.Input.Add(int64(destRank*step.RowsPer+r0) * rowBytes)
 		peerHeap := st.buf.Heap.At(st.place.NodePeer(peer), st.buf.ScatterBuf)
 		dst := peerHeap.Add(int64(step.Node*rowsPerNode+me*step.RowsPer+r0) * rowBytes)
-		if r1 > r0 {
-			if err := st.dev.Copy(s, dst, src, int64(r1-r0)*rowBytes); err != nil {
-				return fmt.Errorf("intranode: scatter to local rank %d: %w", peer, err)
-			}
+		if err := st.dev.Copy(s, dst, src, int64(r1-r0)*rowBytes); err != nil {
+			return fmt.Errorf("intranode: scatter to local rank %d: %w", peer, err)
+		}
+		return nil
+	}
+	// copyChunk copies chunk c of peer's block from row from on (the rows
+	// before it went ahead) and signals its arrival.
+	copyChunk := func(s device.Stream, peer, c, from int) error {
+		if peer == me {
+			return nil // the reduce reads the own block from the input
+		}
+		r0, r1 := chunkRows(step.RowsPer, step.Chunks, c)
+		if err := copyRows(s, peer, max(r0, from), r1); err != nil {
+			return err
 		}
 		arrived := st.buf.Heap.Word(st.place.NodePeer(peer), st.buf.Arrived, me)
 		return st.dev.WriteValue32(s, arrived, seqs[c])
@@ -231,7 +253,24 @@ func (st *Stage) Scatter(copies []device.Stream, step Step, first bool) ([]uint3
 		}
 		return step.Trace(s, peer, at)
 	}
-	gate := func(s device.Stream, peer int) error {
+	// early copies the first step.EarlyRows rows of peer's block once the
+	// producer raised their early signal.
+	early := func(s device.Stream, peer int) error {
+		w := device.Word{
+			Addr:  st.EarlySignal(step.Node*lws + peer),
+			Label: fmt.Sprintf("early GEMM signal for rank %d on rank %d", step.Node*lws+peer, st.place.Rank),
+		}
+		if err := st.dev.WaitValue32(s, w, device.GEQ, step.Epoch); err != nil {
+			return err
+		}
+		if err := copyRows(s, peer, 0, min(step.EarlyRows, step.RowsPer)); err != nil {
+			return err
+		}
+		return trace(s, peer, Early)
+	}
+	// gate makes s wait until peer's rows may go: its ready flag (first
+	// step), the early part sent ahead (split), the GEMM signal (overlap).
+	gate := func(s device.Stream, peer int, split bool) error {
 		if peer == me {
 			return nil // nothing is copied to self; Reduce waits for the own GEMM signal
 		}
@@ -250,6 +289,11 @@ func (st *Stage) Scatter(copies []device.Stream, step Step, first bool) ([]uint3
 		if !st.overlap {
 			return nil
 		}
+		if split {
+			if err := early(s, peer); err != nil {
+				return err
+			}
+		}
 		if err := st.waitGemm(s, step, peer); err != nil {
 			return err
 		}
@@ -261,13 +305,16 @@ func (st *Stage) Scatter(copies []device.Stream, step Step, first bool) ([]uint3
 		// peer after the first paced by its permit.
 		for i, peer := range order {
 			s := copies[i%len(copies)]
-			if err := gate(s, peer); err != nil {
+			split := i == 0 && step.EarlyRows > 0
+			if err := gate(s, peer, split); err != nil {
 				return nil, err
 			}
 			if i > 0 && peer != me {
+				next := (me + 1) % lws
 				w := device.Word{
-					Addr:  st.buf.Heap.Word(st.place.Rank, st.buf.Permits, peer),
-					Label: fmt.Sprintf("permit of rank %d (node %d, local rank %d) to send it node step %d's rows", st.place.NodePeer(peer), st.place.Node, peer, step.Node),
+					Addr: st.buf.Heap.Word(st.place.Rank, st.buf.Permits, peer),
+					Label: fmt.Sprintf("permit from rank %d (node %d, local rank %d) to send rank %d node step %d's rows",
+						st.place.NodePeer(next), st.place.Node, next, st.place.NodePeer(peer), step.Node),
 				}
 				if err := st.dev.WaitValue32(s, w, device.GEQ, seqs[len(seqs)-1]); err != nil {
 					return nil, err
@@ -276,9 +323,20 @@ func (st *Stage) Scatter(copies []device.Stream, step Step, first bool) ([]uint3
 					return nil, err
 				}
 			}
+			from := 0
+			if split {
+				from = step.EarlyRows
+			}
 			for c := 0; c < step.Chunks; c++ {
-				if err := copyChunk(s, peer, c); err != nil {
+				if err := copyChunk(s, peer, c, from); err != nil {
 					return nil, err
+				}
+			}
+			if i < lws-2 { // the rank one place before sends to peer next
+				prev := (me - 1 + lws) % lws
+				permit := st.buf.Heap.Word(st.place.NodePeer(prev), st.buf.Permits, peer)
+				if err := st.dev.WriteValue32(s, permit, seqs[len(seqs)-1]); err != nil {
+					return nil, fmt.Errorf("intranode: permit to local rank %d: %w", prev, err)
 				}
 			}
 			if err := trace(s, peer, Landed); err != nil {
@@ -290,13 +348,13 @@ func (st *Stage) Scatter(copies []device.Stream, step Step, first bool) ([]uint3
 	// Chunk by chunk, so the reduction of a chunk can start while the next is
 	// in flight.
 	for i, peer := range order {
-		if err := gate(copies[i%len(copies)], peer); err != nil {
+		if err := gate(copies[i%len(copies)], peer, false); err != nil {
 			return nil, err
 		}
 	}
 	for c := 0; c < step.Chunks; c++ {
 		for i, peer := range order {
-			if err := copyChunk(copies[i%len(copies)], peer, c); err != nil {
+			if err := copyChunk(copies[i%len(copies)], peer, c, 0); err != nil {
 				return nil, err
 			}
 		}
@@ -333,11 +391,6 @@ func (st *Stage) Reduce(r device.Stream, step Step, seqs []uint32) error {
 	rowsPerNode := step.RowsPer * lws
 	me := st.place.Rank
 	local := st.buf.Heap.Local()
-	if st.overlap && !step.Placed {
-		if err := st.grantPermits(r, seqs[len(seqs)-1]); err != nil {
-			return err
-		}
-	}
 	if err := st.waitGemm(r, step, lr); err != nil {
 		return err
 	}
@@ -390,26 +443,6 @@ func (st *Stage) arrivalWord(src int) device.Word {
 	}
 }
 
-// grantPermits enqueues on r, for the peers in the order they send to this
-// rank (the one sending first, then the next), the wait for each one's whole
-// block of the step (its arrival reaching last, the step's last arrival
-// number), and then the permit for the next sender to start. Enqueued
-// before the reduction's own waits, so that nothing but arrivals holds it.
-func (st *Stage) grantPermits(r device.Stream, last uint32) error {
-	lws, lr := st.lws(), st.place.LocalRank
-	for i := 1; i < lws-1; i++ {
-		src, next := (lr-i+lws)%lws, (lr-i-1+lws)%lws
-		if err := st.dev.WaitValue32(r, st.arrivalWord(src), device.GEQ, last); err != nil {
-			return err
-		}
-		permit := st.buf.Heap.Word(st.place.NodePeer(next), st.buf.Permits, lr)
-		if err := st.dev.WriteValue32(r, permit, last); err != nil {
-			return fmt.Errorf("intranode: permit to local rank %d: %w", next, err)
-		}
-	}
-	return nil
-}
-
 // Target is where a placed step's producer on this rank puts its rows for
 // local rank peer (not this rank) in node step node, for calls of rowsPer
 // rows per rank.
@@ -454,6 +487,13 @@ func (st *Stage) GemmSignal(dest int) device.Ptr {
 	return st.buf.Heap.Word(st.place.Rank, st.buf.Gemm, dest)
 }
 
+// EarlySignal is the address of the early GEMM signal word for destination
+// rank dest in this rank's pad: the first Step.EarlyRows rows of its block
+// are complete.
+func (st *Stage) EarlySignal(dest int) device.Ptr {
+	return st.buf.Heap.Word(st.place.Rank, st.buf.Early, dest)
+}
+
 // SMGrid is the thread blocks of a push-reduce: push and reduce blocks, each
 // no more than there are 16-byte vectors to move per chunk and peer; and the
 // order of the pushes: Group chunks to one peer before the next.
@@ -496,7 +536,7 @@ func (st *Stage) PushReduce(s device.Stream, step Step, grid SMGrid) error {
 
 // ReleaseWaits enqueues on s (a stream of its own, not one that is stuck)
 // the writes of values past every target into this rank's own ready,
-// arrival, counter, GEMM-signal and placed words, so that every wait on them (stream
+// arrival, counter, GEMM-signal (early ones too) and placed words, so that every wait on them (stream
 // wait-values, the push-reduce kernel's spins) ends.
 // It is the way out when a peer is gone and work is stuck waiting for it:
 // the results are garbage, and the stage must not be used again.
@@ -508,6 +548,7 @@ func (st *Stage) ReleaseWaits(s device.Stream, epoch uint32) error {
 	}{
 		{st.buf.Ready, epoch + ahead},
 		{st.buf.Gemm, epoch + ahead},
+		{st.buf.Early, epoch + ahead},
 		{st.buf.Placed, epoch + ahead},
 		{st.buf.Arrived, st.seq + ahead},
 		{st.buf.Permits, st.seq + ahead},

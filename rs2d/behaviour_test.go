@@ -35,10 +35,14 @@ func rankBuffers(t *testing.T, dev device.Device, m, n, world int, dt dtype.DTyp
 // GEMM overlap: each rank's producer writes the rows of each destination
 // rank in a random order, with random delays, and raises that rank's signal
 // only then. The input starts as garbage, so a scatter that copied a block
-// before its signal would be caught.
+// before its signal would be caught. One world also copies in chunks.
 func TestGEMMOverlapProducersInRandomOrder(t *testing.T) {
-	for _, shape := range []bootstrap.Shape{{Nodes: 1, LocalSize: 4}, {Nodes: 2, LocalSize: 2}, {Nodes: 3, LocalSize: 1}} {
-		t.Run(shape.String(), func(t *testing.T) {
+	for i, shape := range []bootstrap.Shape{{Nodes: 1, LocalSize: 4}, {Nodes: 2, LocalSize: 2}, {Nodes: 3, LocalSize: 1}, {Nodes: 1, LocalSize: 4}} {
+		chunks := 0
+		if i == 3 {
+			chunks = 3
+		}
+		t.Run(fmt.Sprintf("%v/chunks%d", shape, chunks), func(t *testing.T) {
 			t.Parallel()
 			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
 			require.NoError(t, err)
@@ -58,7 +62,7 @@ func TestGEMMOverlapProducersInRandomOrder(t *testing.T) {
 			defer cancel()
 			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 				rank := r.Comm.Rank()
-				rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true, Timeout: 20 * time.Second})
+				rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true, Chunks: chunks, Timeout: 20 * time.Second})
 				if err != nil {
 					return err
 				}
@@ -296,6 +300,7 @@ func TestBadInputRejectedBeforeWork(t *testing.T) {
 			{MaxM: 4, N: 4, DType: dtype.F32, PushGroup: -1},          // negative push group
 			{MaxM: 4, N: 4, DType: dtype.F32, RailLanes: -1},          // negative lanes
 			{MaxM: 4, N: 4, DType: dtype.F32, RailLanes: 17},          // more lanes than MaxNCCLLanes
+			{MaxM: 4, N: 4, DType: dtype.F32, SplitFirstBlock: true},  // an early signal without GEMM overlap
 		} {
 			if _, err := rs2d.New(ctx, r.Comm, r.Dev, cfg); !errors.Is(err, device.ErrInvalidArgument) {
 				return fmt.Errorf("New(%+v) = %v, want an invalid-argument error", cfg, err)

@@ -23,6 +23,14 @@ type Config struct {
 	// signal of its destination rank (see Context.SignalAddr), instead of for
 	// the caller's stream alone.
 	OverlapWithGEMM bool
+	// SplitFirstBlock, with OverlapWithGEMM, makes the copy engine send the
+	// first half of the first block in consumption order (EarlyRows rows)
+	// as soon as the producer raises that block's early signal
+	// (Signals.RaiseEarly, EarlySignalAddr), and the rest after its signal:
+	// the scatter starts half a block sooner, for producers whose blocks
+	// take less time than their copies. The producer must then raise both.
+	// Placed calls do not split.
+	SplitFirstBlock bool
 	// ReductionSMs bounds the SMs (thread blocks / CPU workers) the intra-node
 	// reduce kernels use while they overlap other work. Default 16 with the
 	// copy engine, 32 with the SM engine.
@@ -162,6 +170,8 @@ func (c Config) validate(world int) error {
 		return fmt.Errorf("rs2d: RailLanes=%d: want 0 (default %d) to %d: %w", c.RailLanes, internode.DefaultNCCLLanes, internode.MaxNCCLLanes, device.ErrInvalidArgument)
 	case c.Engine < EngineAuto || c.Engine > EngineSM:
 		return fmt.Errorf("rs2d: engine %v: %w", c.Engine, device.ErrInvalidArgument)
+	case c.SplitFirstBlock && !c.OverlapWithGEMM:
+		return fmt.Errorf("rs2d: SplitFirstBlock needs OverlapWithGEMM: %w", device.ErrInvalidArgument)
 	case c.Engine == EngineSM && c.OverlapWithGEMM:
 		return fmt.Errorf("rs2d: the SM engine does not wait for GEMM signals; use the copy engine (or Auto) with OverlapWithGEMM: %w", device.ErrNotSupported)
 	}

@@ -11,8 +11,10 @@
 //	        peers (rank swizzle, chunk by chunk, counted arrivals), reduce what
 //	        they pushed to me (own block straight from the input)
 //	      copy engine (with OverlapWithGEMM): copy-engine copies to the peers,
-//	        each after the destination's GEMM signal, then a reduce kernel on
-//	        a high-priority stream with a bounded SM budget
+//	        each after the destination's GEMM signal (with SplitFirstBlock, the
+//	        first block's first half after its early signal), paced so each
+//	        GPU receives one block at a time, then a reduce kernel on a
+//	        high-priority stream with a bounded SM budget
 //	      placed (ReduceScatterPlaced): the producer stored the rows in the
 //	        peers itself; only the reduce kernel, after the placed words
 //	    cur != node: send the reduced block to my rail peer on node cur (p2p stream)
@@ -316,6 +318,9 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch uint32, placed 
 		cur := (place.Node + n + 1) % shape.Nodes
 		step := intranode.Step{Node: cur, Input: in.Ptr, RowsPer: rpr, Chunks: c.chunks(rpr), Epoch: epoch, Grid: grid,
 			ReduceTo: c.reduceTo(out, cur, epoch), Placed: placed, Trace: c.peerTracer()}
+		if n == 0 && !placed {
+			step.EarlyRows = c.earlyRows(in.Rows)
+		}
 		if c.cfg.OverlapWithGEMM && cur == place.Node {
 			// This step reduces after the own GEMM block, the last one in
 			// consumption order: the producer is done and the SMs are free,
@@ -473,6 +478,27 @@ func (c *Context) SignalAddr(dest int) (device.Ptr, error) {
 	return c.intra.GemmSignal(dest), nil
 }
 
+// EarlySignalAddr is the device address of the early GEMM signal word for
+// destination rank dest (SplitFirstBlock), for a producer kernel of the
+// caller's own: raise it when the first Signals.EarlyRows rows of dest's
+// block are complete. Only the first block in consumption order has one.
+func (c *Context) EarlySignalAddr(dest int) (device.Ptr, error) {
+	if dest < 0 || dest >= c.place.Shape.World() {
+		return 0, fmt.Errorf("rs2d: early signal for rank %d of %d: %w", dest, c.place.Shape.World(), device.ErrInvalidArgument)
+	}
+	return c.intra.EarlySignal(dest), nil
+}
+
+// earlyRows is how many rows of the first block in consumption order go
+// ahead on its early signal in a (not placed) call of m rows: half of them
+// with SplitFirstBlock and node peers to send to, else 0.
+func (c *Context) earlyRows(m int) int {
+	if !c.cfg.SplitFirstBlock || c.place.Shape.LocalSize < 2 {
+		return 0
+	}
+	return m / c.place.Shape.World() / 2
+}
+
 // RaiseSignal enqueues on s the write that tells the next call's scatter that
 // the rows for rank dest are complete. Use it before that call is enqueued;
 // a producer that runs alongside the call takes NextSignals first.
@@ -494,6 +520,23 @@ func (c *Context) NextSignals() Signals { return Signals{c: c, Value: c.SignalVa
 // Raise enqueues on s the write of the signal of destination rank dest.
 func (g Signals) Raise(s device.Stream, dest int) error {
 	addr, err := g.c.SignalAddr(dest)
+	if err != nil {
+		return err
+	}
+	return g.c.dev.WriteValue32(s, addr, g.Value)
+}
+
+// EarlyRows is how many rows of the first block in consumption order
+// (ConsumptionOrder()[0]) a producer of a call of m rows should raise its
+// early signal after (RaiseEarly), before the rest of the block and its
+// signal: 0 when the context does not split it (SplitFirstBlock off, no node
+// peers, or a block of one row); placed calls never do.
+func (g Signals) EarlyRows(m int) int { return g.c.earlyRows(m) }
+
+// RaiseEarly enqueues on s the write of the early signal of destination
+// rank dest: the first EarlyRows rows of its block are complete.
+func (g Signals) RaiseEarly(s device.Stream, dest int) error {
+	addr, err := g.c.EarlySignalAddr(dest)
 	if err != nil {
 		return err
 	}

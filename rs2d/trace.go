@@ -25,12 +25,19 @@ type Stages struct {
 
 // PeerStages is when the copy-engine scatter of one node peer's rows passed
 // its points, from the start of the call: its ready flag (first node step
-// only; 0 otherwise), its GEMM signal and its permit (with OverlapWithGEMM;
+// only; 0 otherwise), the copy of its early rows (the first peer with
+// SplitFirstBlock), its GEMM signal and its permit (with OverlapWithGEMM;
 // the first peer needs no permit), and its last copy landing. With several
 // node steps, the last step's. 0: not passed.
 type PeerStages struct {
-	LocalRank                     int
-	Ready, Signal, Permit, Landed time.Duration
+	LocalRank                            int
+	Ready, Early, Signal, Permit, Landed time.Duration
+}
+
+// Points are the times of ps by intranode.TracePoint.
+func (ps *PeerStages) Points() [intranode.NumTracePoints]*time.Duration {
+	return [...]*time.Duration{intranode.Ready: &ps.Ready, intranode.Early: &ps.Early, intranode.Signal: &ps.Signal,
+		intranode.Permit: &ps.Permit, intranode.Landed: &ps.Landed}
 }
 
 // tracer holds the events of a traced call.
@@ -173,7 +180,7 @@ func (c *Context) LastStages() (Stages, error) {
 	}
 	for _, p := range t.peerOrder {
 		ps := PeerStages{LocalRank: p}
-		for at, d := range []*time.Duration{&ps.Ready, &ps.Signal, &ps.Permit, &ps.Landed} {
+		for at, d := range ps.Points() {
 			if t.passed[p][at] {
 				*d = since(t.points[p][at])
 			}

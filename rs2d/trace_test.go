@@ -3,6 +3,7 @@ package rs2d_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/device/sim"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internal/check"
 	"github.com/seed12530e24/hiercoll/intranode"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
@@ -202,6 +204,102 @@ func TestPacingHoldsTheNextSender(t *testing.T) {
 		case second.Permit < hold*3/4:
 			return fmt.Errorf("rank 3's copy to rank 1 was free to start at %v (signal %v), before rank 0's held block (%v) could land",
 				second.Permit, second.Signal, hold)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+}
+
+// SplitFirstBlock: the first half of the first block in consumption order
+// goes on its early signal, the rest only on the block's signal. Each
+// producer writes that block's first half, raises the early signal, holds
+// the rest back, then writes it and raises the block's signal (the others
+// come ready). The input starts as poison, so a half copied before its
+// signal shows in the result, checked bit for bit (int32) against the sum;
+// the trace shows the early half landed while the producer held the rest.
+func TestEarlyRowsGoAheadOfTheBlock(t *testing.T) {
+	const hold = 120 * time.Millisecond
+	shape := bootstrap.Shape{Nodes: 1, LocalSize: 4}
+	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
+	require.NoError(t, err)
+	defer w.Close()
+	ws, rowsPer, n, dt := shape.World(), 6, 8, dtype.I32
+	m := rowsPer * ws
+	rng := rand.New(rand.NewPCG(rand.Uint64(), 2))
+	inputs := make([][]byte, ws)
+	for r := range inputs {
+		inputs[r] = check.Random(rng, dt, m*n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+		rank := r.Comm.Rank()
+		tr, err := newTracedRank(ctx, t, r, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true, SplitFirstBlock: true,
+			Timeout: 20 * time.Second}, ws)
+		if err != nil {
+			return err
+		}
+		defer tr.close()
+		if err := r.Dev.CopyToDevice(tr.in.Ptr, check.Poison(dt, m*n)); err != nil {
+			return err
+		}
+		if err := r.Dev.CopyToDevice(tr.out.Ptr, check.Poison(dt, rowsPer*n)); err != nil {
+			return err
+		}
+		rowBytes := n * dt.Size()
+		write := func(dest, r0, r1 int) error {
+			off := (dest*rowsPer + r0) * rowBytes
+			return r.Dev.CopyToDevice(tr.in.Ptr.Add(int64(off)), inputs[rank][off:(dest*rowsPer+r1)*rowBytes])
+		}
+		order := tr.rs.ConsumptionOrder()
+		st, err := tr.call(ctx, func(sig rs2d.Signals) error {
+			half := sig.EarlyRows(m)
+			if half != rowsPer/2 {
+				return fmt.Errorf("EarlyRows(%d) = %d, want %d", m, half, rowsPer/2)
+			}
+			if err := write(order[0], 0, half); err != nil {
+				return err
+			}
+			if err := sig.RaiseEarly(tr.producer, order[0]); err != nil {
+				return err
+			}
+			time.Sleep(hold)
+			if err := write(order[0], half, rowsPer); err != nil {
+				return err
+			}
+			for _, dest := range order[1:] {
+				if err := write(dest, 0, rowsPer); err != nil {
+					return err
+				}
+			}
+			for _, dest := range order {
+				if err := sig.Raise(tr.producer, dest); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		got := make([]byte, rowsPer*rowBytes)
+		if err := r.Dev.CopyToHost(got, tr.out.Ptr); err != nil {
+			return err
+		}
+		if rep := check.ReduceScatter(dt, inputs, rank, rowsPer, n).Compare(got, 0); !rep.OK() {
+			return fmt.Errorf("rank %d: %v", rank, rep)
+		}
+		first := st.Peers[0]
+		switch {
+		case first.Early <= 0:
+			return fmt.Errorf("rank %d: the first peer's early rows never traced: %+v", rank, first)
+		case first.Signal-first.Early < hold/2:
+			return fmt.Errorf("rank %d: early rows landed at %v, the block's signal seen at %v: not ahead of the held rest", rank, first.Early, first.Signal)
+		}
+		for _, p := range st.Peers[1:] {
+			if p.Early != 0 {
+				return fmt.Errorf("rank %d: peer %d traced an early part: only the first block has one", rank, p.LocalRank)
+			}
 		}
 		return nil
 	})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"os"
+	"strconv"
 
 	"github.com/seed12530e24/hiercoll/benchmarks"
 	"github.com/seed12530e24/hiercoll/dtype"
@@ -25,6 +26,8 @@ func runBenchGemm(ctx context.Context, args []string) error {
 	gemmSMs := fs.Int("gemm-sms", 0, "SMs the overlapped GEMM targets via cublasSetSmCountTarget (0: all)")
 	placed := fs.Bool("placed", false, "overlapped path: the GEMM stores a node peer's block straight into the peer's buffer "+
 		"(default: into C, then the copy engine copies it)")
+	split := fs.String("split-first", "auto", "overlapped path: compute the first block in two halves so the copy engine starts sooner: "+
+		"auto (when K/world < "+strconv.Itoa(gemmrs.SplitAutoMaxKLocal)+"), on or off")
 	iters := fs.Int("iters", 0, "calls per timed measurement (0: 20 on GPUs, 2 on the CPU)")
 	reps := fs.Int("reps", 3, "measurements of each path; the best is kept")
 	samples := fs.Int("samples", 0, "output elements per rank checked against the exact sum (0: 64 on GPUs, all of small outputs)")
@@ -37,6 +40,10 @@ func runBenchGemm(ctx context.Context, args []string) error {
 		return usageError{err}
 	}
 	m, err := gemmrs.ParseMode(*mode)
+	if err != nil {
+		return usageError{err}
+	}
+	sp, err := gemmrs.ParseSplit(*split)
 	if err != nil {
 		return usageError{err}
 	}
@@ -54,7 +61,7 @@ func runBenchGemm(ctx context.Context, args []string) error {
 		return func(ctx context.Context, r worldRank) error {
 			var rows []benchmarks.GemmRow
 			opts := benchmarks.GemmOptions{
-				Shapes: list, DType: d, Mode: m, GemmSMs: *gemmSMs, Placed: *placed, Config: cfg,
+				Shapes: list, DType: d, Mode: m, GemmSMs: *gemmSMs, Placed: *placed, Split: sp, Config: cfg,
 				Iters: *iters, Reps: *reps, Samples: *samples,
 				Out: benchmarks.Printer{W: os.Stdout}, Status: os.Stderr, Title: wh.title, Rows: &rows,
 			}
