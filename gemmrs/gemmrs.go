@@ -157,8 +157,8 @@ type Config struct {
 type Split int
 
 const (
-	// SplitAuto splits when KLocal < SplitAutoMaxKLocal and the call is
-	// not Placed.
+	// SplitAuto splits when KLocal < SplitAutoMaxKLocal, on one node (with
+	// several, the rail sets the pace), and not Placed.
 	SplitAuto Split = iota
 	SplitOff
 	SplitOn
@@ -167,7 +167,10 @@ const (
 // SplitAutoMaxKLocal bounds the KLocal that SplitAuto splits at. The cost
 // of a block's GEMM grows with KLocal and the cost of its copy does not:
 // below this the copies, not the GEMM, set the pace of an overlapped call,
-// and starting them sooner is what shortens it.
+// and starting them sooner is what shortens it. Measured on 4 H200s, bf16
+// (benchmarks/RESULTS.md, fifth session): 8192×8192×8192 on 1×4 (KLocal
+// 2048) ~20 µs faster split; on 1×2 (KLocal 4096) and on 2×2 (KLocal
+// 2048, two nodes) not faster.
 const SplitAutoMaxKLocal = 4096
 
 func (s Split) String() string {
@@ -298,7 +301,7 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 	rsCfg.ReductionSMs = cfg.ReductionSMs
 	if cfg.SplitFirstBlock == SplitAuto {
 		cfg.SplitFirstBlock = SplitOff
-		if cfg.KLocal < SplitAutoMaxKLocal && !cfg.Placed {
+		if cfg.KLocal < SplitAutoMaxKLocal && !cfg.Placed && comm.LocalSize() == world {
 			cfg.SplitFirstBlock = SplitOn
 		}
 	}

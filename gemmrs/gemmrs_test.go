@@ -210,9 +210,12 @@ func TestOverlapAndSequentialMatchReference(t *testing.T) {
 		for _, dt := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32} {
 			for i, size := range []struct{ rowsPer, n, k int }{{8, 17, 16}, {16, 32, 64}, {64, 9, 33}, {1, 1, 1}} {
 				placed := i%2 == 1        // half the sizes place the peers' blocks with the GEMM
-				split := gemmrs.SplitAuto // the first block in halves (KLocal is small) ...
+				split := gemmrs.SplitOn // the first block in halves ...
 				if i == 2 {
 					split = gemmrs.SplitOff // ... but for one size of the copied ones
+				}
+				if placed {
+					split = gemmrs.SplitAuto // (off)
 				}
 				t.Run(fmt.Sprintf("%v/%v/rows%d/n%d/k%d/placed=%v/split=%v", shape, dt, size.rowsPer, size.n, size.k, placed, split), func(t *testing.T) {
 					t.Parallel()
@@ -690,21 +693,24 @@ func TestValidation(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// SplitAuto splits the first block for small KLocal only, and never for a
-// placed GEMM; New reports what it picked.
+// SplitAuto splits the first block for small KLocal on one node only, and
+// never for a placed GEMM; New reports what it picked.
 func TestSplitAuto(t *testing.T) {
-	w := simWorld(t, bootstrap.Shape{Nodes: 1, LocalSize: 2}, 5*time.Second)
+	one := simWorld(t, bootstrap.Shape{Nodes: 1, LocalSize: 2}, 5*time.Second)
+	two := simWorld(t, bootstrap.Shape{Nodes: 2, LocalSize: 2}, 5*time.Second)
 	for _, c := range []struct {
+		w      *world.World
 		kLocal int
 		placed bool
 		want   gemmrs.Split
 	}{
-		{gemmrs.SplitAutoMaxKLocal - 1, false, gemmrs.SplitOn},
-		{gemmrs.SplitAutoMaxKLocal, false, gemmrs.SplitOff},
-		{8, true, gemmrs.SplitOff},
+		{one, gemmrs.SplitAutoMaxKLocal - 1, false, gemmrs.SplitOn},
+		{one, gemmrs.SplitAutoMaxKLocal, false, gemmrs.SplitOff},
+		{one, 8, true, gemmrs.SplitOff},
+		{two, 8, false, gemmrs.SplitOff},
 	} {
-		err := w.Run(testCtx(t), func(ctx context.Context, r world.Rank) (err error) {
-			cfg := baseConfig(dtype.BF16, 4, 4, c.kLocal)
+		err := c.w.Run(testCtx(t), func(ctx context.Context, r world.Rank) (err error) {
+			cfg := baseConfig(dtype.BF16, 8, 4, c.kLocal)
 			cfg.Placed = c.placed
 			g, err := gemmrs.New(ctx, r.Comm, r.Dev, cfg)
 			if err != nil {
