@@ -209,7 +209,7 @@ func TestOverlapAndSequentialMatchReference(t *testing.T) {
 	for _, shape := range worlds {
 		for _, dt := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32} {
 			for i, size := range []struct{ rowsPer, n, k int }{{8, 17, 16}, {16, 32, 64}, {64, 9, 33}, {1, 1, 1}} {
-				placed := i%2 == 1        // half the sizes place the peers' blocks with the GEMM
+				placed := i%2 == 1      // half the sizes place the peers' blocks with the GEMM
 				split := gemmrs.SplitOn // the first block in halves ...
 				if i == 2 {
 					split = gemmrs.SplitOff // ... but for one size of the copied ones
