@@ -50,10 +50,10 @@ func TestWaitDone(t *testing.T) {
 		require.ErrorIs(t, waitDone(context.Background(), "s", "x", func() (bool, error) { return false, boom }), boom)
 	})
 	t.Run("deadline", func(t *testing.T) {
+		start := time.Now() // before the deadline is set, so that it is at least 30 ms after start
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 		defer cancel()
 		polls := 0
-		start := time.Now()
 		err := waitDone(ctx, "stream 1", "stream synchronize", func() (bool, error) { polls++; return false, nil })
 		took := time.Since(start)
 		var te *device.TimeoutError
