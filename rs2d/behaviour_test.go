@@ -363,7 +363,10 @@ func TestBadInputRejectedBeforeWork(t *testing.T) {
 
 // Work stuck waiting for a rank that is gone: Close ends the waits on this
 // rank's own signal words, the work drains, everything is released (the
-// package's leak check holds) and Close returns within its bound.
+// package's leak check holds) and Close returns within its bound. Rank 1
+// closes after rank 0 has: released, rank 0's copies into rank 1 resume,
+// and rank 1's released reduce must not read its buffer while they land
+// (garbage either way, but a data race in the simulated memory).
 func TestCloseReleasesStuckWaits(t *testing.T) {
 	for _, engine := range engines {
 		t.Run(engine.String(), func(t *testing.T) {
@@ -375,7 +378,7 @@ func TestCloseReleasesStuckWaits(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			const bound = 300 * time.Millisecond
-			survivorsClosed := make(chan struct{})
+			survivorsClosed, firstClosed := make(chan struct{}), make(chan struct{})
 			var closedCount sync.WaitGroup
 			closedCount.Add(2)
 			go func() { closedCount.Wait(); close(survivorsClosed) }()
@@ -405,8 +408,18 @@ func TestCloseReleasesStuckWaits(t *testing.T) {
 				if err := s.Synchronize(short); !device.Stuck(err) {
 					return fmt.Errorf("synchronize: %v, want the host bound to run out on stuck work", err)
 				}
+				if r.Comm.Rank() == 1 {
+					select {
+					case <-firstClosed:
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+				}
 				start := time.Now()
 				closeErr := rs.Close()
+				if r.Comm.Rank() == 0 {
+					close(firstClosed)
+				}
 				if closeErr == nil || !errors.Is(closeErr, device.ErrTimeout) {
 					return fmt.Errorf("close: %v, want the timeout reported", closeErr)
 				}
