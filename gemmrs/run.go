@@ -385,17 +385,23 @@ func (g *GemmRS) raise(st device.Stream, d int, v uint32) error {
 	return g.dev.WriteValue32(st, addr, v)
 }
 
+// raiseEarly enqueues on st the write of v into the early signal word of
+// the first block in consumption order.
+func (g *GemmRS) raiseEarly(st device.Stream, v uint32) error {
+	addr, err := g.rs.EarlySignalAddr(g.order[0])
+	if err != nil {
+		return err
+	}
+	return g.dev.WriteValue32(st, addr, v)
+}
+
 // raiseAll enqueues on s the writes of v into every GEMM signal word, and
-// into the early signal word of the first block when the reduce-scatter
-// splits it.
+// into the early one when the context splits first blocks (a call whose
+// blocks are one row does not wait for it; the write is harmless).
 func (g *GemmRS) raiseAll(s device.Stream, v uint32, raised *bool) error {
 	*raised = true
 	if g.cfg.SplitFirstBlock == SplitOn {
-		addr, err := g.rs.EarlySignalAddr(g.order[0])
-		if err != nil {
-			return err
-		}
-		if err := g.dev.WriteValue32(s, addr, v); err != nil {
+		if err := g.raiseEarly(s, v); err != nil {
 			return err
 		}
 	}
