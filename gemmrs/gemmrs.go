@@ -12,7 +12,10 @@
 //	s waits for the GEMM stream
 //
 // so the copy engines scatter the blocks already computed while the GEMM
-// computes the next ones, in the order the scatter consumes them. With
+// computes the next ones, in the order the scatter consumes them. Where the
+// copies set the pace (Config.SplitFirstBlock; by default KLocal < 4096 on
+// one node), the first block goes in two GEMMs with rs2d's early signal
+// between them, so its first half is on its way half a block sooner. With
 // Config.Placed the GEMM of a node peer's block writes it straight into the
 // peer's buffer instead, after the peer's ready word, and raises the peer's
 // placed word (rs2d.Context.ReduceScatterPlaced): no copy engine inside a
