@@ -256,11 +256,7 @@ func (st *Stage) Scatter(copies []device.Stream, step Step, first bool) ([]uint3
 	// early copies the first step.EarlyRows rows of peer's block once the
 	// producer raised their early signal.
 	early := func(s device.Stream, peer int) error {
-		w := device.Word{
-			Addr:  st.EarlySignal(step.Node*lws + peer),
-			Label: fmt.Sprintf("early GEMM signal for rank %d on rank %d", step.Node*lws+peer, st.place.Rank),
-		}
-		if err := st.dev.WaitValue32(s, w, device.GEQ, step.Epoch); err != nil {
+		if err := st.waitGemm(s, step, peer, true); err != nil {
 			return err
 		}
 		if err := copyRows(s, peer, 0, min(step.EarlyRows, step.RowsPer)); err != nil {
@@ -294,7 +290,7 @@ func (st *Stage) Scatter(copies []device.Stream, step Step, first bool) ([]uint3
 				return err
 			}
 		}
-		if err := st.waitGemm(s, step, peer); err != nil {
+		if err := st.waitGemm(s, step, peer, false); err != nil {
 			return err
 		}
 		return trace(s, peer, Signal)
@@ -368,16 +364,17 @@ func (st *Stage) Scatter(copies []device.Stream, step Step, first bool) ([]uint3
 }
 
 // waitGemm makes s wait, with GEMM overlap, until the producer finished the
-// rows of step.Node's local rank peer.
-func (st *Stage) waitGemm(s device.Stream, step Step, peer int) error {
+// rows of step.Node's local rank peer (early: their first step.EarlyRows).
+func (st *Stage) waitGemm(s device.Stream, step Step, peer int, early bool) error {
 	if !st.overlap {
 		return nil
 	}
 	dest := step.Node*st.lws() + peer
-	w := device.Word{
-		Addr:  st.GemmSignal(dest),
-		Label: fmt.Sprintf("GEMM signal for rank %d on rank %d", dest, st.place.Rank),
+	addr, what := st.GemmSignal(dest), "GEMM signal"
+	if early {
+		addr, what = st.EarlySignal(dest), "early GEMM signal"
 	}
+	w := device.Word{Addr: addr, Label: fmt.Sprintf("%s for rank %d on rank %d", what, dest, st.place.Rank)}
 	return st.dev.WaitValue32(s, w, device.GEQ, step.Epoch)
 }
 
@@ -391,7 +388,7 @@ func (st *Stage) Reduce(r device.Stream, step Step, seqs []uint32) error {
 	rowsPerNode := step.RowsPer * lws
 	me := st.place.Rank
 	local := st.buf.Heap.Local()
-	if err := st.waitGemm(r, step, lr); err != nil {
+	if err := st.waitGemm(r, step, lr, false); err != nil {
 		return err
 	}
 	if step.Placed {
