@@ -205,6 +205,7 @@ func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b, c, out Tensor, s devi
 	if !g.cfg.Placed {
 		early = sig.EarlyRows(a.Rows)
 	}
+	split := func(d int) bool { return d == g.order[0] && early > 0 }
 	traced := 0
 	for _, d := range order {
 		if g.hooks != nil && g.hooks.beforeBlock != nil {
@@ -219,7 +220,7 @@ func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b, c, out Tensor, s devi
 			}
 			spec.C = t.Rows
 		}
-		if d == g.order[0] && early > 0 {
+		if split(d) {
 			head, tail := splitRows(spec, early)
 			if err := g.mm.Gemm(gs, head); err != nil {
 				return fmt.Errorf("GEMM of the first %d rows of the block for rank %d: %w", early, d, err)
@@ -258,7 +259,7 @@ func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b, c, out Tensor, s devi
 	if separateSignals {
 		*raised = true
 		if err := g.hooks.signals(g.gemmDone, func(st device.Stream, d int) error {
-			if d == g.order[0] && early > 0 {
+			if split(d) {
 				if err := sig.RaiseEarly(st, d); err != nil {
 					return err
 				}
