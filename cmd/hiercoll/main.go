@@ -3,6 +3,7 @@
 //	hiercoll demo      one checked ReduceScatter2D with a short report
 //	hiercoll verify    a correctness sweep against the fp64 reference (and NCCL on GPUs)
 //	hiercoll bench     bus bandwidth beside NCCL's, as a table, CSV and PNG
+//	hiercoll bench-gemm  GEMM + reduce-scatter, overlapped against GEMM then NCCL (also: bench --gemm)
 //	hiercoll doctor    GPUs, links and the capabilities the library relies on
 //	hiercoll launch    start a multi-process job: launch --nproc N [--nodes K] -- cmd args...
 //
@@ -29,6 +30,7 @@ commands:
   verify   correctness sweep: every dtype, odd N, M_per_rank 1, many calls in a row
   bench    bus bandwidth of hiercoll beside NCCL (table, CSV, PNG)
   bench-gemm  GEMM + reduce-scatter: overlapped vs GEMM then NCCL/hiercoll, in one run
+           (also spelled "bench --gemm")
   doctor   GPUs, NVLink/P2P, driver attributes, NVRTC and NCCL versions
   floors   bandwidth and latency of the primitives (copy engine, SM copies, reduce, signals)
   launch   launch --nproc N [--nodes K] -- command args...   (torchrun-style)
@@ -50,7 +52,11 @@ func main() {
 	case "verify":
 		err = runVerify(ctx, args)
 	case "bench":
-		err = runBench(ctx, args)
+		if rest, gemm := gemmFlag(args); gemm {
+			err = runBenchGemm(ctx, rest)
+		} else {
+			err = runBench(ctx, args)
+		}
 	case "bench-gemm":
 		err = runBenchGemm(ctx, args)
 	case "doctor":
@@ -75,6 +81,24 @@ func main() {
 		fmt.Fprintf(os.Stderr, "hiercoll %s: %v\n", os.Args[1], err)
 		os.Exit(1)
 	}
+}
+
+// gemmFlag takes --gemm (or -gemm, --gemm=true) out of bench's arguments:
+// "bench --gemm" is bench-gemm. Arguments after "--" are left alone.
+func gemmFlag(args []string) (rest []string, gemm bool) {
+	for i, a := range args {
+		switch a {
+		case "--":
+			return append(rest, args[i:]...), gemm
+		case "--gemm", "-gemm", "--gemm=true", "-gemm=true":
+			gemm = true
+		case "--gemm=false", "-gemm=false":
+			gemm = false
+		default:
+			rest = append(rest, a)
+		}
+	}
+	return rest, gemm
 }
 
 // usageError is a mistake on the command line (exit status 2).
