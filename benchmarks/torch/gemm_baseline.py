@@ -11,7 +11,8 @@ For each M x N x K shape (K split over the ranks, bf16), the slowest rank's medi
   mm then rs    the two in a row
   async-TP      torch.ops.symm_mem.fused_matmul_reduce_scatter, where this torch build runs it
                 (with TORCH_SYMM_MEM_DISABLE_MULTICAST=1); otherwise the reason it did not run.
-Times come from CUDA events around `--iters` calls, best of `--reps` measurements.
+Times come from CUDA events around `--iters` calls, best of `--reps` measurements; within a measurement
+round the paths run in turn (a path timed first, on a GPU not yet at its power limit, reads fast).
 """
 
 import os
@@ -29,22 +30,31 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 
-def timed(fn, iters, reps):
-    """Best over reps of the mean device time per call of fn, in ms, as the slowest rank saw it."""
-    fn()
+def mean_ms(fn, iters):
+    """The mean device time per call of fn over iters calls, in ms, as the slowest rank saw it."""
+    dist.barrier()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iters):
+        fn()
+    end.record()
+    end.synchronize()
+    t = torch.tensor([start.elapsed_time(end) / iters], device="cuda")
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.item()
+
+
+def timed_in_turn(fns, iters, reps):
+    """Best over reps of mean_ms for each of fns, the functions measured in turn within each rep (as
+    `hiercoll bench-gemm` does): the GPUs run at their power limit, and a path measured first, on a
+    GPU still cool, would run faster than one measured after the others."""
+    for fn in fns:
+        fn()
     torch.cuda.synchronize()
-    best = float("inf")
+    best = [float("inf")] * len(fns)
     for _ in range(reps):
-        dist.barrier()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            fn()
-        end.record()
-        end.synchronize()
-        t = torch.tensor([start.elapsed_time(end) / iters], device="cuda")
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        best = min(best, t.item())
+        for i, fn in enumerate(fns):
+            best[i] = min(best[i], mean_ms(fn, iters))
     return best
 
 
@@ -81,7 +91,8 @@ def main():
     group = dist.group.WORLD
     if rank == 0:
         print(f"torch {torch.__version__}, NCCL {'.'.join(map(str, torch.cuda.nccl.version()))}, "
-              f"{world} x {torch.cuda.get_device_name()}, bf16; ms per call, slowest rank, best of {args.reps}")
+              f"{world} x {torch.cuda.get_device_name()}, bf16; ms per call, slowest rank, best of {args.reps}, "
+              "paths in turn")
         print(f"{'shape(MxNxK)':>18} {'mm':>8} {'mm blocks':>10} {'rs':>8} {'mm then rs':>11} {'async-TP':>9}")
     for shape in args.shapes.split(","):
         m, n, k = (int(x) for x in shape.lower().split("x"))
@@ -108,12 +119,11 @@ def main():
             mm()
             rs()
 
-        t_mm = timed(mm, args.iters, args.reps)
-        t_blocks = timed(mm_blocks, args.iters, args.reps)
-        t_rs = timed(rs, args.iters, args.reps)
-        t_mm_rs = timed(mm_rs, args.iters, args.reps)
         fused, why = fused_runner(a, b, group)
-        t_fused = timed(fused, args.iters, args.reps) if fused else None
+        fns = [mm, mm_blocks, rs, mm_rs] + ([fused] if fused else [])
+        times = timed_in_turn(fns, args.iters, args.reps)
+        t_mm, t_blocks, t_rs, t_mm_rs = times[:4]
+        t_fused = times[4] if fused else None
         if rank == 0:
             fused_s = f"{t_fused:9.3f}" if t_fused is not None else f"  n/a ({why})"
             print(f"{shape:>18} {t_mm:8.3f} {t_blocks:10.3f} {t_rs:8.3f} {t_mm_rs:11.3f} {fused_s}", flush=True)
