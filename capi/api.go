@@ -229,6 +229,15 @@ func raiseSignal(h int64, dest int, stream uint64) error {
 	return c.rs.RaiseSignal(s, dest)
 }
 
+func skipCall(h int64) error {
+	c, err := lookup[*rs2dObj](h, kindRS2D)
+	if err != nil {
+		return err
+	}
+	c.rs.SkipCall()
+	return nil
+}
+
 // consumptionOrder writes the order into order, which must hold the world.
 func consumptionOrder(h int64, order []int32) error {
 	c, err := lookup[*rs2dObj](h, kindRS2D)

@@ -238,3 +238,37 @@ func TestLastErrorBound(t *testing.T) {
 	_, ok := lastErrors.thread[-1]
 	require.False(t, ok, "the oldest message is dropped")
 }
+
+// A rejected call and hc_rs2d_skip_call pass over the next call's signal
+// value on a GEMM-overlap context, and leave a plain context alone.
+func TestSkipCall(t *testing.T) {
+	hs := simRanks(t, 1, 1)
+	h := hs[0]
+	for _, overlap := range []bool{true, false} {
+		ctx, err := createRS2D(h, 4, 4, 4, overlap, 0)
+		require.NoError(t, err)
+		step := uint32(0)
+		if overlap {
+			step = 2
+		}
+		v, err := signalValue(ctx)
+		require.NoError(t, err)
+		require.Equal(t, uint32(1), v)
+		require.NoError(t, skipCall(ctx))
+		v, err = signalValue(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1+step, v, "overlap %v: after skip_call", overlap)
+		in, err := allocMem(h, 64)
+		require.NoError(t, err)
+		out, err := allocMem(h, 64)
+		require.NoError(t, err)
+		require.Equal(t, codeInvalid, codeOf(reduceScatter(ctx, in, 5, out, 0)), "M above max_m")
+		v, err = signalValue(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1+2*step, v, "overlap %v: after a rejected call", overlap)
+		require.NoError(t, freeMem(h, in))
+		require.NoError(t, freeMem(h, out))
+		require.NoError(t, destroyRS2D(ctx))
+		require.Equal(t, codeOf(skipCall(ctx)), codeOf(badHandle(ctx, kindRS2D)), "skip_call on a destroyed context")
+	}
+}

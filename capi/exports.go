@@ -178,6 +178,12 @@ func hc_rs2d_raise_signal(ctx C.int64_t, dest C.int, stream C.uint64_t) (rc C.in
 	return result(raiseSignal(int64(ctx), int(dest), uint64(stream)))
 }
 
+//export hc_rs2d_skip_call
+func hc_rs2d_skip_call(ctx C.int64_t) (rc C.int) {
+	defer guard(&rc)
+	return result(skipCall(int64(ctx)))
+}
+
 //export hc_rs2d_consumption_order
 func hc_rs2d_consumption_order(ctx C.int64_t, order *C.int, n C.int) (rc C.int) {
 	defer guard(&rc)

@@ -57,7 +57,7 @@ extern "C" {
 #endif
 
 /* The ABI this header describes; hc_abi_version() returns the library's. */
-#define HC_ABI_VERSION 1
+#define HC_ABI_VERSION 2
 
 /* Return codes. */
 #define HC_OK 0
@@ -150,7 +150,12 @@ int hc_rs2d_destroy(int64_t ctx);
  */
 int hc_rs2d_reduce_scatter(int64_t ctx, uint64_t in_ptr, int64_t m, uint64_t out_ptr, uint64_t stream);
 
-/* The value a GEMM producer writes into a signal word to release the next call. */
+/*
+ * The value a GEMM producer writes into a signal word to release the next
+ * call. A call rejected before any work (HC_ERR_INVALID) passes over it, so
+ * that signals already raised for that call release nothing; the producer of
+ * the next call raises its signals with the new value.
+ */
 int hc_rs2d_signal_value(int64_t ctx, uint32_t* value);
 
 /* The device address of the 32-bit GEMM signal word for destination rank dest. */
@@ -158,6 +163,15 @@ int hc_rs2d_signal_addr(int64_t ctx, int dest, uint64_t* addr);
 
 /* Enqueues on stream the write that releases the next call's scatter to rank dest. */
 int hc_rs2d_raise_signal(int64_t ctx, int dest, uint64_t stream);
+
+/*
+ * Passes over the next call's signal value, as a rejected call does, for a
+ * caller that raised a call's signals and then did not make the call (for
+ * example because its own checks failed). Collective: every rank skips the
+ * same calls. Does nothing on a context made without overlap_with_gemm.
+ * (ABI version 2.)
+ */
+int hc_rs2d_skip_call(int64_t ctx);
 
 /*
  * Writes the order in which the scatter consumes destination ranks (the

@@ -509,3 +509,108 @@ func TestKernelsArePreparedBeforeTheFirstCall(t *testing.T) {
 		})
 	}
 }
+
+// GEMM overlap: a producer raises a call's signals, then the call is
+// rejected (bad output rows, or a done context) on every rank. The next
+// call must not take those signals for its own: its producer writes the
+// input only after the call is enqueued, so a scatter released by the old
+// signals would copy the poisoned input. 2×2 also runs the rail, whose
+// receive buffers alternate with the call parity.
+func TestSignalsOfARejectedCallReleaseNothing(t *testing.T) {
+	shape := bootstrap.Shape{Nodes: 2, LocalSize: 2}
+	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
+	require.NoError(t, err)
+	defer w.Close()
+	ws, rowsPer, n, dt := shape.World(), 3, 16, dtype.I32
+	m := rowsPer * ws
+	const calls = 4
+	rng := rand.New(rand.NewPCG(rand.Uint64(), 2))
+	inputs := make([][][]byte, calls)
+	for c := range inputs {
+		inputs[c] = make([][]byte, ws)
+		for r := range inputs[c] {
+			inputs[c][r] = check.Random(rng, dt, m*n)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+		rank := r.Comm.Rank()
+		rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true, Timeout: 20 * time.Second})
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		in, out, free := rankBuffers(t, r.Dev, m, n, ws, dt)
+		defer free()
+		s, err := r.Dev.NewStream(device.Normal)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		producer, err := r.Dev.NewStream(device.Normal)
+		if err != nil {
+			return err
+		}
+		defer producer.Close()
+		raiseAll := func(sig rs2d.Signals) error {
+			for dest := 0; dest < ws; dest++ {
+				if err := sig.Raise(producer, dest); err != nil {
+					return err
+				}
+			}
+			return producer.Synchronize(ctx)
+		}
+		badOut := out
+		badOut.Rows++
+		done, stop := context.WithCancel(ctx)
+		stop()
+		rejects := []struct {
+			ctx context.Context
+			out rs2d.Tensor
+		}{{ctx, badOut}, {done, out}}
+		got := make([]byte, rowsPer*n*dt.Size())
+		for call := 0; call < calls; call++ {
+			if call > 0 {
+				// The producer of a call that will be rejected was quick:
+				// its signals are up before the call is made.
+				stale := rs.NextSignals()
+				if err := raiseAll(stale); err != nil {
+					return err
+				}
+				rej := rejects[call%len(rejects)]
+				if err := rs.ReduceScatter(rej.ctx, in, rej.out, s); err == nil {
+					return fmt.Errorf("call %d: a rejected call was accepted", call)
+				}
+				if v := rs.NextSignals().Value; v == stale.Value {
+					return fmt.Errorf("call %d: the signal value %d of the rejected call is still the next call's", call, v)
+				}
+			}
+			if err := r.Dev.CopyToDevice(in.Ptr, check.Poison(dt, m*n)); err != nil {
+				return err
+			}
+			sig := rs.NextSignals()
+			if err := rs.ReduceScatter(ctx, in, out, s); err != nil {
+				return err
+			}
+			time.Sleep(20 * time.Millisecond) // time for a falsely released scatter to copy the poison
+			if err := r.Dev.CopyToDevice(in.Ptr, inputs[call][rank]); err != nil {
+				return err
+			}
+			if err := raiseAll(sig); err != nil {
+				return err
+			}
+			if err := s.Synchronize(ctx); err != nil {
+				return err
+			}
+			if err := r.Dev.CopyToHost(got, out.Ptr); err != nil {
+				return err
+			}
+			if rep := check.ReduceScatter(dt, inputs[call], rank, rowsPer, n).Compare(got, 1); !rep.OK() {
+				return fmt.Errorf("call %d: %v", call, rep)
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+}

@@ -21,7 +21,8 @@
 //	wait for the blocks from every other node; reduce the nnodes blocks → output
 //
 // Every wait is on a 32-bit word whose expected value grows with each call, so the next call needs no reset and a failed call leaves nothing
-// that a later one could mistake for its own signal.
+// that a later one could mistake for its own signal (with GEMM overlap, a call rejected before any work
+// passes over the signal value its producer may already have raised).
 //
 //	rs, err := rs2d.New(ctx, comm, dev, rs2d.Config{MaxM: 8192, N: 4096, DType: dtype.BF16})
 //	defer rs.Close()
@@ -210,25 +211,61 @@ func (c *Context) ReduceScatterPlaced(ctx context.Context, in, out Tensor, s dev
 }
 
 func (c *Context) call(ctx context.Context, in, out Tensor, s device.Stream, placed bool) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("rs2d: %w", err)
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return fmt.Errorf("rs2d: reduce-scatter on a closed context: %w", device.ErrClosed)
 	}
-	if err := c.check(in, out); err != nil {
+	err := ctx.Err()
+	if err != nil {
+		err = fmt.Errorf("rs2d: %w", err)
+	} else {
+		err = c.check(in, out)
+	}
+	if err != nil {
+		if c.cfg.OverlapWithGEMM {
+			c.skipRejected()
+		}
 		return err
 	}
-	c.epoch++
-	if c.epoch == 0 { // 0 is what the pads start at: skip it when wrapping
-		c.epoch++
-	}
+	c.nextEpoch()
 	if err := c.enqueue(in, out, s, c.epoch, placed); err != nil {
 		return fmt.Errorf("rs2d: call %d: %w", c.epoch, err)
 	}
 	return nil
+}
+
+// SkipCall passes over the next call's GEMM signal value, as a call rejected
+// by ReduceScatter does (OverlapWithGEMM; nothing otherwise): for a caller
+// that raised a call's signals and then did not make the call, for example
+// because its own argument checks failed. Collective, like the call: every
+// rank skips the same calls.
+func (c *Context) SkipCall() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cfg.OverlapWithGEMM && !c.closed {
+		c.skipRejected()
+	}
+}
+
+// nextEpoch advances the call epoch; 0, what the pads start at, is skipped
+// when it wraps.
+func (c *Context) nextEpoch() {
+	c.epoch++
+	if c.epoch == 0 {
+		c.epoch++
+	}
+}
+
+// skipRejected passes over the signal value of a call rejected before any
+// work: its producer may already have raised the GEMM signals with it
+// (NextSignals), and the next call must not take those for its own. It
+// skips two epochs, so the calls that do run keep alternating the rail's
+// receive-buffer parity (internode.Parity). Every rank rejects the same
+// calls when they pass the same arguments, as a collective call must.
+func (c *Context) skipRejected() {
+	c.nextEpoch()
+	c.nextEpoch()
 }
 
 // Plan is the shape of one call, for reports.
@@ -458,7 +495,11 @@ func Roundings(nodes int) int {
 }
 
 // SignalValue is the value a GEMM producer writes into a signal word to
-// release the next ReduceScatter call (OverlapWithGEMM).
+// release the next ReduceScatter call (OverlapWithGEMM). A call rejected
+// before any work (bad arguments, a done context) passes over this value:
+// signals already raised with it release nothing, and the producer of the
+// call that follows raises them again with the new SignalValue. SkipCall
+// does the same for a call the caller gives up on before making it.
 func (c *Context) SignalValue() uint32 {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -125,8 +125,23 @@ class ReduceScatter2D:
     def reduce_scatter(self, input, output=None):
         """Enqueues output = (sum over ranks of input)[this rank's rows] on the
         current CUDA stream and returns output ([M/world, N], allocated when
-        None). Every rank calls it with the same M. Nothing is synchronised."""
+        None). Every rank calls it with the same M. Nothing is synchronised.
+        A call rejected by these checks or the library's passes over the
+        call's signal value (see skip_call)."""
         h = self._handle()
+        try:
+            output = self._checked(input, output)
+        except (TypeError, ValueError):
+            if self.overlap_with_gemm:
+                self.skip_call()
+            raise
+        rc = self._rs(h, input.data_ptr(), input.shape[0], output.data_ptr(), _raw_stream(self._world.device_index))
+        if rc:
+            raise _lib.error(rc)
+        return output
+
+    def _checked(self, input, output):
+        """reduce_scatter's argument checks; returns the output, allocated when None."""
         if self._torch_dtype is None:
             if self._world.backend != "cuda":
                 raise ValueError("hiercoll: torch tensors need a CUDA rank; use reduce_scatter_ptr on simulated ranks")
@@ -142,9 +157,6 @@ class ReduceScatter2D:
             output = _torch.empty((m // w, self.n), dtype=self._torch_dtype, device=input.device)
         else:
             self._check_tensor("output", output, m // w)
-        rc = self._rs(h, input.data_ptr(), m, output.data_ptr(), _raw_stream(self._world.device_index))
-        if rc:
-            raise _lib.error(rc)
         return output
 
     def reduce_scatter_ptr(self, in_ptr, m, out_ptr, stream=0):
@@ -171,6 +183,13 @@ class ReduceScatter2D:
         """Enqueues the write that releases the next call's scatter to rank dest,
         on stream (default: the current CUDA stream; 0 on simulated ranks)."""
         check(lib().hc_rs2d_raise_signal(self._handle(), _int("dest", dest), self._stream(stream)))
+
+    def skip_call(self):
+        """Passes over the next call's signal value, as a rejected call does:
+        for a producer that raised a call's signals and then did not make the
+        call. Collective (every rank skips the same calls); nothing without
+        overlap_with_gemm."""
+        check(lib().hc_rs2d_skip_call(self._handle()))
 
     def consumption_order(self):
         """Destination ranks in the order the scatter consumes their rows."""

@@ -88,7 +88,18 @@ class CtypesSimTest(unittest.TestCase):
                     self.assertEqual(sorted(order), list(range(world)))
                     self.assertEqual(order[-1], w.rank)
                     src, dst = w.alloc(m * n * 4), w.alloc(rows_per * n * 4)
-                    for call in range(2):
+                    for call in range(3):
+                        if call == 2:
+                            # Signals raised for calls that are then rejected by the library, or given up
+                            # by the caller (skip_call), release nothing later.
+                            v = rs.signal_value()
+                            for dest in order:
+                                rs.raise_signal(dest, stream=s)
+                            with self.assertRaisesRegex(ValueError, "not divisible by world size 4"):
+                                rs.reduce_scatter_ptr(src, m - 1, dst, stream=s)
+                            self.assertEqual(rs.signal_value(), v + 2)
+                            rs.skip_call()
+                            self.assertEqual(rs.signal_value(), v + 4)
                         w.copy_to_device(src, _inputs(w.rank, call, m * n))
                         for dest in order:  # the GEMM producer's signals
                             rs.raise_signal(dest, stream=s)
@@ -99,9 +110,6 @@ class CtypesSimTest(unittest.TestCase):
                         want = [sum(_inputs(r, call, m * n)[base + j] for r in range(world))
                                 for j in range(rows_per * n)]
                         self.assertEqual(list(got), want)
-                    # Every rank makes the same bad call: nobody waits.
-                    with self.assertRaisesRegex(ValueError, "not divisible by world size 4"):
-                        rs.reduce_scatter_ptr(src, m - 1, dst, stream=s)
                 w.stream_destroy(s)
             except BaseException as e:  # noqa: BLE001 - reported below
                 errors.append(f"rank {w.rank}: {e!r}")
@@ -134,6 +142,14 @@ class CtypesSimTest(unittest.TestCase):
             try:
                 with self.assertRaises(ValueError):  # torch tensors need a CUDA rank
                     rs.reduce_scatter(None)
+                v = rs.signal_value()
+                rs.skip_call()  # nothing without overlap_with_gemm
+                self.assertEqual(rs.signal_value(), v)
+                with hiercoll.ReduceScatter2D(4, 4, "bf16", overlap_with_gemm=True, world=w) as ro:
+                    v = ro.signal_value()
+                    with self.assertRaises(ValueError):  # rejected by the package's own checks
+                        ro.reduce_scatter(None)
+                    self.assertEqual(ro.signal_value(), v + 2)
                 with self.assertRaisesRegex(hiercoll.InvalidArgumentError, "destroy them before closing"):
                     w.close()
                 self.assertFalse(w.closed)
