@@ -11,6 +11,9 @@ For each M x N x K shape (K split over the ranks, bf16), the slowest rank's medi
   mm then rs    the two in a row
   async-TP      torch.ops.symm_mem.fused_matmul_reduce_scatter, where this torch build runs it
                 (with TORCH_SYMM_MEM_DISABLE_MULTICAST=1); otherwise the reason it did not run.
+  hiercoll      with --hiercoll: hiercoll's ReduceScatter2D.matmul_reduce_scatter from this same process
+                (torch.mm row blocks in consumption order on a side stream, each block's signal raised
+                after it, hiercoll's copy-engine scatter); its output is checked against mm then rs.
 Times come from CUDA events around `--iters` calls, best of `--reps` measurements; within a measurement
 round the paths run in turn (a path timed first, on a GPU not yet at its power limit, reads fast).
 """
@@ -83,6 +86,8 @@ def main():
     ap.add_argument("--shapes", default="8192x8192x28672,8192x8192x8192,4096x8192x28672")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--hiercoll", action="store_true", help="add hiercoll's matmul_reduce_scatter (the package on "
+                    "PYTHONPATH or installed, the library through HIERCOLL_LIB)")
     args = ap.parse_args()
 
     dist.init_process_group("nccl")
@@ -93,7 +98,12 @@ def main():
         print(f"torch {torch.__version__}, NCCL {'.'.join(map(str, torch.cuda.nccl.version()))}, "
               f"{world} x {torch.cuda.get_device_name()}, bf16; ms per call, slowest rank, best of {args.reps}, "
               "paths in turn")
-        print(f"{'shape(MxNxK)':>18} {'mm':>8} {'mm blocks':>10} {'rs':>8} {'mm then rs':>11} {'async-TP':>9}")
+        print(f"{'shape(MxNxK)':>18} {'mm':>8} {'mm blocks':>10} {'rs':>8} {'mm then rs':>11} {'async-TP':>9}"
+              + (f" {'hiercoll':>9}  check" if args.hiercoll else ""))
+    hc = None
+    if args.hiercoll:
+        import hiercoll as hc
+        hc.init()
     for shape in args.shapes.split(","):
         m, n, k = (int(x) for x in shape.lower().split("x"))
         kl = k // world
@@ -121,14 +131,33 @@ def main():
 
         fused, why = fused_runner(a, b, group)
         fns = [mm, mm_blocks, rs, mm_rs] + ([fused] if fused else [])
+        hrs, check = None, ""
+        if hc is not None:
+            hrs = hc.ReduceScatter2D(m, n, torch.bfloat16, overlap_with_gemm=True)
+            hout = torch.full_like(out, float("nan"))
+            hrs.matmul_reduce_scatter(a, b, hout)
+            mm_rs()
+            torch.cuda.synchronize()
+            # The same sums in another order: within a few bf16 ulps of the result's magnitude.
+            diff = (hout.float() - out.float()).abs().max()
+            scale = out.float().abs().max().clamp_min(1e-30)
+            d = torch.tensor([diff / scale], device="cuda")
+            dist.all_reduce(d, op=dist.ReduceOp.MAX)
+            check = f"max |hiercoll - (mm then rs)| = {d.item():.2e} of max |out|" + (" FAILED" if not d.item() <= 2.0 ** -6 else "")
+            fns.append(lambda: hrs.matmul_reduce_scatter(a, b, hout))
         times = timed_in_turn(fns, args.iters, args.reps)
         t_mm, t_blocks, t_rs, t_mm_rs = times[:4]
         t_fused = times[4] if fused else None
         if rank == 0:
             fused_s = f"{t_fused:9.3f}" if t_fused is not None else f"  n/a ({why})"
-            print(f"{shape:>18} {t_mm:8.3f} {t_blocks:10.3f} {t_rs:8.3f} {t_mm_rs:11.3f} {fused_s}", flush=True)
+            hc_s = f" {times[-1]:9.3f}  {check}" if hrs is not None else ""
+            print(f"{shape:>18} {t_mm:8.3f} {t_blocks:10.3f} {t_rs:8.3f} {t_mm_rs:11.3f} {fused_s}{hc_s}", flush=True)
+        if hrs is not None:
+            hrs.close()
         del a, b, c, out, blocks
         torch.cuda.empty_cache()
+    if hc is not None:
+        hc.finalize()
     dist.destroy_process_group()
 
 

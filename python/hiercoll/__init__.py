@@ -5,6 +5,8 @@
     hiercoll.init()                     # joins the torchrun job (idempotent)
     with hiercoll.ReduceScatter2D(max_m=8192, n=8192, dtype=torch.bfloat16) as rs:
         out = rs.reduce_scatter(x)      # [M, N] -> [M/world, N], on the current stream
+    with hiercoll.ReduceScatter2D(8192, 8192, torch.bfloat16, overlap_with_gemm=True) as rs:
+        out = rs.matmul_reduce_scatter(a, b)  # a @ b block by block, scattered as blocks finish
 
 The shared library is found through HIERCOLL_LIB, else next to this package,
 else at build/libhiercoll.so of the repository the package sits in. torch is

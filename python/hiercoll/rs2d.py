@@ -83,6 +83,9 @@ class ReduceScatter2D:
         self._h = h.value
         self._rs = lib().hc_rs2d_reduce_scatter
         self._torch_dtype = None
+        self._c = None  # matmul_reduce_scatter's [max_m, n] product buffer
+        self._gemm_stream = None
+        self._order = None
 
     @property
     def world(self):
@@ -140,23 +143,89 @@ class ReduceScatter2D:
             raise _lib.error(rc)
         return output
 
-    def _checked(self, input, output):
-        """reduce_scatter's argument checks; returns the output, allocated when None."""
+    def _tensors_ok(self):
+        """Sets up the torch side on first use: torch tensors need a CUDA rank."""
         if self._torch_dtype is None:
             if self._world.backend != "cuda":
                 raise ValueError("hiercoll: torch tensors need a CUDA rank; use reduce_scatter_ptr on simulated ranks")
             torch = _import_torch()
             self._torch_dtype = getattr(torch, self.dtype)
-        self._check_tensor("input", input, None)
-        m = input.shape[0]
+
+    def _check_m(self, m):
         w = self.world_size
         if m <= 0 or m % w or m > self.max_m:
             raise ValueError(f"hiercoll: M={m} must be positive, divisible by the world size {w} "
                              f"and at most max_m={self.max_m}")
+
+    def _checked(self, input, output):
+        """reduce_scatter's argument checks; returns the output, allocated when None."""
+        self._tensors_ok()
+        self._check_tensor("input", input, None)
+        m = input.shape[0]
+        w = self.world_size
+        self._check_m(m)
         if output is None:
             output = _torch.empty((m // w, self.n), dtype=self._torch_dtype, device=input.device)
         else:
             self._check_tensor("output", output, m // w)
+        return output
+
+    def matmul_reduce_scatter(self, a, b, output=None):
+        """GEMM + reduce-scatter, overlapped (a context made with
+        overlap_with_gemm=True): enqueues output = (sum over ranks of a @ b)
+        [this rank's rows] on the current CUDA stream and returns output
+        ([M/world, n], allocated when None). a is [M, K] and b [K, n] (K: this
+        rank's share of the inner dimension), both of the context's dtype
+        (bfloat16, float16 or float32) on the rank's GPU, any strides.
+
+        torch.mm computes the product block by block, in consumption_order(),
+        on a side stream, into an [max_m, n] buffer the context keeps, and
+        raises each block's signal right after it: the scatter of the blocks
+        already done runs while the GEMM computes the rest. Every rank calls it
+        with the same M. Nothing is synchronised."""
+        self._handle()
+        if not self.overlap_with_gemm:
+            raise ValueError("hiercoll: matmul_reduce_scatter needs a context made with overlap_with_gemm=True")
+        self._tensors_ok()
+        torch = _torch
+        if not self._torch_dtype.is_floating_point:
+            raise TypeError(f"hiercoll: matmul_reduce_scatter needs a floating dtype; the context is {self.dtype}")
+        for what, t in (("a", a), ("b", b)):
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"hiercoll: {what} must be a torch.Tensor, not {type(t).__name__}")
+            if t.dtype != self._torch_dtype:
+                raise TypeError(f"hiercoll: {what} is {t.dtype}; the context was made for {self._torch_dtype}")
+            if t.device.type != "cuda" or t.device.index != self._world.device_index:
+                raise ValueError(f"hiercoll: {what} is on {t.device}; this rank's GPU is cuda:{self._world.device_index}")
+            if t.dim() != 2:
+                raise ValueError(f"hiercoll: {what} has shape {list(t.shape)}; want a matrix")
+        m, k = a.shape
+        if b.shape[0] != k or b.shape[1] != self.n:
+            raise ValueError(f"hiercoll: a is {list(a.shape)} and b {list(b.shape)}; want a [M, K] and b [K, {self.n}]")
+        self._check_m(m)
+        rows = m // self.world_size
+        if output is None:
+            output = torch.empty((rows, self.n), dtype=self._torch_dtype, device=a.device)
+        else:
+            self._check_tensor("output", output, rows)
+        if self._c is None:
+            self._c = torch.empty((self.max_m, self.n), dtype=self._torch_dtype, device=a.device)
+            self._gemm_stream = torch.cuda.Stream(device=a.device)
+            self._order = self.consumption_order()
+        c, gs = self._c, self._gemm_stream
+        # After the caller's work on a and b, and after the previous call, which read c.
+        gs.wait_stream(torch.cuda.current_stream())
+        try:
+            with torch.cuda.stream(gs):
+                for d in self._order:
+                    r0 = d * rows
+                    torch.mm(a[r0:r0 + rows], b, out=c[r0:r0 + rows])
+                    self.raise_signal(d, gs.cuda_stream)
+        except BaseException:
+            self.skip_call()  # the signals raised so far must release nothing later
+            raise
+        self.reduce_scatter(c[:m], output)
+        torch.cuda.current_stream().wait_stream(gs)
         return output
 
     def reduce_scatter_ptr(self, in_ptr, m, out_ptr, stream=0):

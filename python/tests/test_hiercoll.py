@@ -141,6 +141,47 @@ class TorchGPUTest(unittest.TestCase):
                 self.check(out, want, torch.int32)
                 self.assertEqual(rs.signal_value(), v + 1)
 
+    def test_matmul_reduce_scatter(self):
+        """The overlapped GEMM + reduce-scatter against an fp64 reference, on small integers (every
+        product and sum exact in each dtype), the output poisoned first; b also as a transposed view."""
+        k, n = 24, 136
+        for dtype in (torch.bfloat16, torch.float16, torch.float32):
+            for rows_per in (1, 5):
+                m = rows_per * self.world
+                with self.subTest(dtype=dtype, m=m), \
+                        hiercoll.ReduceScatter2D(2 * m, n, dtype, overlap_with_gemm=True) as rs:
+                    for call in range(3):
+                        a_all, b_all = [], []
+                        for r in range(self.world):
+                            g = torch.Generator(device=self.dev)
+                            g.manual_seed(7000 * r + 10 * call + rows_per)
+                            a_all.append(torch.randint(-1, 2, (m, k), device=self.dev, generator=g).to(dtype))
+                            b_all.append(torch.randint(-1, 2, (k, n), device=self.dev, generator=g).to(dtype))
+                        mine = slice(self.w.rank * rows_per, (self.w.rank + 1) * rows_per)
+                        want = sum(a.double() @ b.double() for a, b in zip(a_all, b_all))[mine]
+                        a, b = a_all[self.w.rank], b_all[self.w.rank]
+                        if call == 2:
+                            b = b.t().contiguous().t()  # same values, column-major
+                        out = torch.full((rows_per, n), float("nan"), dtype=dtype, device=self.dev)
+                        got = rs.matmul_reduce_scatter(a, b, out)
+                        torch.cuda.synchronize()
+                        self.assertIs(got, out)
+                        self.assertTrue(torch.equal(out.double(), want), f"call {call}: {(out.double() - want).abs().max()}")
+        with hiercoll.ReduceScatter2D(self.world, 8, torch.int32, overlap_with_gemm=True) as rs, \
+                self.assertRaisesRegex(TypeError, "floating"):
+            x = torch.zeros(self.world, 8, dtype=torch.int32, device=self.dev)
+            rs.matmul_reduce_scatter(x, torch.zeros(8, 8, dtype=torch.int32, device=self.dev))
+        with hiercoll.ReduceScatter2D(self.world, 8, torch.float32) as rs, \
+                self.assertRaisesRegex(ValueError, "overlap_with_gemm"):
+            x = torch.zeros(self.world, 8, device=self.dev)
+            rs.matmul_reduce_scatter(x, torch.zeros(8, 8, device=self.dev))
+        with hiercoll.ReduceScatter2D(self.world, 8, torch.float32, overlap_with_gemm=True) as rs:
+            v = rs.signal_value()
+            x = torch.zeros(self.world, 4, device=self.dev)
+            with self.assertRaisesRegex(ValueError, "want a"):
+                rs.matmul_reduce_scatter(x, torch.zeros(5, 8, device=self.dev))
+            self.assertEqual(rs.signal_value(), v)  # rejected before any signal was raised
+
     def test_bad_arguments(self):
         w = self.world
         m, n = 2 * w, 16
