@@ -125,13 +125,22 @@ func closeWorld(h int64) error {
 // dtypes maps the HC_* element types to hiercoll's.
 var dtypes = map[int]dtype.DType{1: dtype.BF16, 2: dtype.F16, 3: dtype.F32, 4: dtype.I32}
 
+// The flags of hc_rs2d_create's overlap argument (HC_OVERLAP_WITH_GEMM,
+// HC_SPLIT_FIRST_BLOCK; main.go checks them against hiercoll.h).
+const (
+	overlapWithGEMM = 1
+	splitFirstBlock = 2
+)
+
 // maxDim bounds M and N so that sizes in bytes stay far from overflowing.
 const maxDim = 1 << 40
 
 // createRS2D makes a ReduceScatter2D context on rank h (collective).
-func createRS2D(h int64, maxM, n int64, dt int, overlap bool, reductionSMs int) (int64, error) {
+func createRS2D(h int64, maxM, n int64, dt int, overlap int, reductionSMs int) (int64, error) {
 	d, ok := dtypes[dt]
 	switch {
+	case overlap&^(overlapWithGEMM|splitFirstBlock) != 0:
+		return 0, fmt.Errorf("hiercoll: overlap flags %#x: only HC_OVERLAP_WITH_GEMM (1) and HC_SPLIT_FIRST_BLOCK (2) are defined: %w", overlap, device.ErrInvalidArgument)
 	case !ok:
 		return 0, fmt.Errorf("hiercoll: dtype %d is not HC_BF16 (1), HC_F16 (2), HC_F32 (3) or HC_I32 (4): %w", dt, device.ErrInvalidArgument)
 	case maxM <= 0 || maxM > maxDim || n <= 0 || n > maxDim:
@@ -148,7 +157,8 @@ func createRS2D(h int64, maxM, n int64, dt int, overlap bool, reductionSMs int) 
 	if !ok {
 		return 0, badHandle(h, kindWorld)
 	}
-	cfg := rs2d.Config{MaxM: int(maxM), N: int(n), DType: d, OverlapWithGEMM: overlap, ReductionSMs: reductionSMs}
+	cfg := rs2d.Config{MaxM: int(maxM), N: int(n), DType: d, OverlapWithGEMM: overlap&overlapWithGEMM != 0,
+		SplitFirstBlock: overlap&splitFirstBlock != 0, ReductionSMs: reductionSMs}
 	rs, err := rs2d.New(context.Background(), r.rank.Comm, r.rank.Dev, cfg)
 	if err != nil {
 		table.mu.Lock()
@@ -227,6 +237,34 @@ func raiseSignal(h int64, dest int, stream uint64) error {
 		return err
 	}
 	return c.rs.RaiseSignal(s, dest)
+}
+
+func earlyRows(h int64, m int64) (int64, error) {
+	c, err := lookup[*rs2dObj](h, kindRS2D)
+	if err != nil {
+		return 0, err
+	}
+	if m <= 0 || m > maxDim {
+		return 0, fmt.Errorf("hiercoll: early rows of M=%d: M must be positive: %w", m, device.ErrInvalidArgument)
+	}
+	return int64(c.rs.NextSignals().EarlyRows(int(m))), nil
+}
+
+func earlySignalAddr(h int64, dest int) (uint64, error) {
+	c, err := lookup[*rs2dObj](h, kindRS2D)
+	if err != nil {
+		return 0, err
+	}
+	p, err := c.rs.EarlySignalAddr(dest)
+	return uint64(p), err
+}
+
+func raiseEarly(h int64, dest int, stream uint64) error {
+	c, s, err := contextAndStream(h, stream)
+	if err != nil {
+		return err
+	}
+	return c.rs.NextSignals().RaiseEarly(s, dest)
 }
 
 func skipCall(h int64) error {

@@ -86,7 +86,7 @@ func TestReduceScatterInt32(t *testing.T) {
 		if info.Rank != rank || info.Size != world || info.LocalRank != rank%2 || info.LocalSize != 2 || info.Backend != backendSim {
 			return fmt.Errorf("rank %d: info %+v", rank, info)
 		}
-		ctx, err := createRS2D(h, m, n, 4, false, 0)
+		ctx, err := createRS2D(h, m, n, 4, 0, 0)
 		if err != nil {
 			return err
 		}
@@ -154,12 +154,12 @@ func TestHandles(t *testing.T) {
 	require.Equal(t, codeInvalid, codeOf(err))
 	require.ErrorContains(t, err, "987654321 is not the handle of a live world")
 
-	_, err = createRS2D(h, 8, 8, 9, false, 0)
+	_, err = createRS2D(h, 8, 8, 9, 0, 0)
 	require.ErrorContains(t, err, "dtype 9")
-	_, err = createRS2D(h, 0, 8, 1, false, 0)
+	_, err = createRS2D(h, 0, 8, 1, 0, 0)
 	require.Equal(t, codeInvalid, codeOf(err))
 
-	ctx, err := createRS2D(h, 8, 8, 1, true, 2)
+	ctx, err := createRS2D(h, 8, 8, 1, overlapWithGEMM, 2)
 	require.NoError(t, err)
 	require.Equal(t, codeInvalid, codeOf(closeWorld(h)), "closing a world with a live context")
 
@@ -193,7 +193,7 @@ func TestHandles(t *testing.T) {
 // nothing once the stream is cached.
 func TestHotPathAllocs(t *testing.T) {
 	hs := simRanks(t, 1, 1)
-	ctx, err := createRS2D(hs[0], 8, 8, 1, false, 0)
+	ctx, err := createRS2D(hs[0], 8, 8, 1, 0, 0)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, destroyRS2D(ctx)) }()
 	_, _, err = contextAndStream(ctx, 0)
@@ -245,7 +245,11 @@ func TestSkipCall(t *testing.T) {
 	hs := simRanks(t, 1, 1)
 	h := hs[0]
 	for _, overlap := range []bool{true, false} {
-		ctx, err := createRS2D(h, 4, 4, 4, overlap, 0)
+		flags := 0
+		if overlap {
+			flags = overlapWithGEMM
+		}
+		ctx, err := createRS2D(h, 4, 4, 4, flags, 0)
 		require.NoError(t, err)
 		step := uint32(0)
 		if overlap {
@@ -271,4 +275,92 @@ func TestSkipCall(t *testing.T) {
 		require.NoError(t, destroyRS2D(ctx))
 		require.Equal(t, codeOf(skipCall(ctx)), codeOf(badHandle(ctx, kindRS2D)), "skip_call on a destroyed context")
 	}
+}
+
+// HC_SPLIT_FIRST_BLOCK: the early rows of a call, the early signal raised
+// through the C ABI, and a 1 x 4 world whose first blocks go in two parts
+// (int32, bit for bit); flags outside the two defined are refused.
+func TestSplitFirstBlock(t *testing.T) {
+	hs := simRanks(t, 1, 4)
+	const world, rowsPer, n = 4, 4, 3
+	const m = world * rowsPer
+	input := func(rank, call, i int) int32 { return int32(rank*7919 + call*131 + i*3 - 500) }
+	eachRank(t, hs, func(rank int, h int64) error {
+		for _, bad := range []int{splitFirstBlock, 4, overlapWithGEMM | 8} {
+			if _, err := createRS2D(h, m, n, 4, bad, 0); codeOf(err) != codeInvalid {
+				return fmt.Errorf("overlap flags %#x: %v, want an invalid-argument error", bad, err)
+			}
+		}
+		ctx, err := createRS2D(h, m, n, 4, overlapWithGEMM|splitFirstBlock, 0)
+		if err != nil {
+			return err
+		}
+		defer func() { require.NoError(t, destroyRS2D(ctx)) }()
+		rows, err := earlyRows(ctx, m)
+		if err != nil {
+			return err
+		}
+		if rows != rowsPer/2 {
+			return fmt.Errorf("early rows of M=%d: %d, want %d", m, rows, rowsPer/2)
+		}
+		if _, err := earlyRows(ctx, 0); codeOf(err) != codeInvalid {
+			return fmt.Errorf("early rows of M=0: %v, want an invalid-argument error", err)
+		}
+		if a, err := earlySignalAddr(ctx, 0); err != nil || a == 0 {
+			return fmt.Errorf("early signal address: %#x, %v", a, err)
+		}
+		order := make([]int32, world)
+		if err := consumptionOrder(ctx, order); err != nil {
+			return err
+		}
+		s, err := createStream(h)
+		if err != nil {
+			return err
+		}
+		in, err := allocMem(h, m*n*4)
+		if err != nil {
+			return err
+		}
+		out, err := allocMem(h, rowsPer*n*4)
+		if err != nil {
+			return err
+		}
+		buf := make([]byte, m*n*4)
+		for call := range 2 {
+			for i := range m * n {
+				binary.LittleEndian.PutUint32(buf[4*i:], uint32(input(rank, call, i)))
+			}
+			if err := copyToDevice(h, in, buf); err != nil {
+				return err
+			}
+			if err := raiseEarly(ctx, int(order[0]), s); err != nil {
+				return err
+			}
+			for _, d := range order {
+				if err := raiseSignal(ctx, int(d), s); err != nil {
+					return err
+				}
+			}
+			if err := reduceScatter(ctx, in, m, out, s); err != nil {
+				return err
+			}
+			if err := synchronizeStream(h, s, 10_000); err != nil {
+				return err
+			}
+			got := make([]byte, rowsPer*n*4)
+			if err := copyToHost(h, got, out); err != nil {
+				return err
+			}
+			for j := range rowsPer * n {
+				var want int32
+				for r := range world {
+					want += input(r, call, rank*rowsPer*n+j)
+				}
+				if g := int32(binary.LittleEndian.Uint32(got[4*j:])); g != want {
+					return fmt.Errorf("rank %d call %d element %d: got %d, want %d", rank, call, j, g, want)
+				}
+			}
+		}
+		return freeMem(h, in) // out and the stream are left for closeWorld
+	})
 }

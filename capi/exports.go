@@ -122,12 +122,12 @@ func hc_world_close(world C.int64_t) (rc C.int) {
 }
 
 //export hc_rs2d_create
-func hc_rs2d_create(world C.int64_t, maxM, n C.int64_t, dt, overlapWithGEMM, reductionSMs C.int, ctx *C.int64_t) (rc C.int) {
+func hc_rs2d_create(world C.int64_t, maxM, n C.int64_t, dt, overlap, reductionSMs C.int, ctx *C.int64_t) (rc C.int) {
 	defer guard(&rc)
 	if ctx == nil {
 		return nilArg("ctx")
 	}
-	h, err := createRS2D(int64(world), int64(maxM), int64(n), int(dt), overlapWithGEMM != 0, int(reductionSMs))
+	h, err := createRS2D(int64(world), int64(maxM), int64(n), int(dt), int(overlap), int(reductionSMs))
 	if err == nil {
 		*ctx = C.int64_t(h)
 	}
@@ -176,6 +176,38 @@ func hc_rs2d_signal_addr(ctx C.int64_t, dest C.int, addr *C.uint64_t) (rc C.int)
 func hc_rs2d_raise_signal(ctx C.int64_t, dest C.int, stream C.uint64_t) (rc C.int) {
 	defer guard(&rc)
 	return result(raiseSignal(int64(ctx), int(dest), uint64(stream)))
+}
+
+//export hc_rs2d_early_rows
+func hc_rs2d_early_rows(ctx C.int64_t, m C.int64_t, rows *C.int64_t) (rc C.int) {
+	defer guard(&rc)
+	if rows == nil {
+		return nilArg("rows")
+	}
+	r, err := earlyRows(int64(ctx), int64(m))
+	if err == nil {
+		*rows = C.int64_t(r)
+	}
+	return result(err)
+}
+
+//export hc_rs2d_raise_early
+func hc_rs2d_raise_early(ctx C.int64_t, dest C.int, stream C.uint64_t) (rc C.int) {
+	defer guard(&rc)
+	return result(raiseEarly(int64(ctx), int(dest), uint64(stream)))
+}
+
+//export hc_rs2d_early_signal_addr
+func hc_rs2d_early_signal_addr(ctx C.int64_t, dest C.int, addr *C.uint64_t) (rc C.int) {
+	defer guard(&rc)
+	if addr == nil {
+		return nilArg("addr")
+	}
+	a, err := earlySignalAddr(int64(ctx), int(dest))
+	if err == nil {
+		*addr = C.uint64_t(a)
+	}
+	return result(err)
 }
 
 //export hc_rs2d_skip_call

@@ -74,6 +74,10 @@ extern "C" {
 #define HC_F32 3
 #define HC_I32 4
 
+/* Flags of hc_rs2d_create's overlap argument (ABI version 2). */
+#define HC_OVERLAP_WITH_GEMM 1 /* each scatter copy waits for its destination's GEMM signal */
+#define HC_SPLIT_FIRST_BLOCK 2 /* with it: the first block in consumption order goes in two halves */
+
 /* Backends (hc_world_device). */
 #define HC_BACKEND_SIM 1  /* simulated GPU on the CPU */
 #define HC_BACKEND_CUDA 2 /* a CUDA GPU */
@@ -129,12 +133,16 @@ int hc_world_close(int64_t world);
 /*
  * Creates a ReduceScatter2D context (collective). max_m: the largest M of a
  * call (divisible by the world size); n: the columns of every call; dtype:
- * HC_BF16, HC_F16, HC_F32 or HC_I32; overlap_with_gemm: non-zero makes each
- * scatter copy wait on the GPU for its destination's GEMM signal (see
- * hc_rs2d_raise_signal); reduction_sms: the SM budget of the intra-node
- * reduce kernels (0: default 16).
+ * HC_BF16, HC_F16, HC_F32 or HC_I32; overlap: 0, or HC_OVERLAP_WITH_GEMM,
+ * which makes each scatter copy wait on the GPU for its destination's GEMM
+ * signal (see hc_rs2d_raise_signal), optionally | HC_SPLIT_FIRST_BLOCK: the
+ * first block in consumption order then goes in two parts, its first
+ * hc_rs2d_early_rows rows after the early signal (hc_rs2d_raise_early), the
+ * rest after its GEMM signal; other bits fail with HC_ERR_INVALID;
+ * reduction_sms: the SM budget of the intra-node reduce kernels (0: default
+ * 16).
  */
-int hc_rs2d_create(int64_t world, int64_t max_m, int64_t n, int dtype, int overlap_with_gemm,
+int hc_rs2d_create(int64_t world, int64_t max_m, int64_t n, int dtype, int overlap,
                    int reduction_sms, int64_t* ctx);
 
 /* Destroys a context after a barrier with the other ranks (collective). */
@@ -163,6 +171,22 @@ int hc_rs2d_signal_addr(int64_t ctx, int dest, uint64_t* addr);
 
 /* Enqueues on stream the write that releases the next call's scatter to rank dest. */
 int hc_rs2d_raise_signal(int64_t ctx, int dest, uint64_t stream);
+
+/*
+ * With HC_SPLIT_FIRST_BLOCK: how many rows of the first block in consumption
+ * order a producer of a call of m rows raises the early signal after (0: the
+ * context does not split, e.g. without node peers). (ABI version 2.)
+ */
+int hc_rs2d_early_rows(int64_t ctx, int64_t m, int64_t* rows);
+
+/*
+ * Enqueues on stream the write of the next call's early signal for rank dest
+ * (the first block in consumption order): its first hc_rs2d_early_rows rows
+ * are complete. hc_rs2d_early_signal_addr gives the word's device address for
+ * a producer kernel, which writes hc_rs2d_signal_value into it. (ABI version 2.)
+ */
+int hc_rs2d_raise_early(int64_t ctx, int dest, uint64_t stream);
+int hc_rs2d_early_signal_addr(int64_t ctx, int dest, uint64_t* addr);
 
 /*
  * Passes over the next call's signal value, as a rejected call does, for a

@@ -33,3 +33,10 @@ import "C"
 
 // abiVersion is HC_ABI_VERSION of hiercoll.h, the header this library implements.
 const abiVersion = C.HC_ABI_VERSION
+
+// The overlap flags as hiercoll.h defines them: a difference either way
+// makes one of these constants negative, which a uint cannot hold.
+const (
+	_ = uint(overlapWithGEMM-C.HC_OVERLAP_WITH_GEMM) + uint(C.HC_OVERLAP_WITH_GEMM-overlapWithGEMM)
+	_ = uint(splitFirstBlock-C.HC_SPLIT_FIRST_BLOCK) + uint(C.HC_SPLIT_FIRST_BLOCK-splitFirstBlock)
+)

@@ -13,7 +13,8 @@ For each M x N x K shape (K split over the ranks, bf16), the slowest rank's medi
                 (with TORCH_SYMM_MEM_DISABLE_MULTICAST=1); otherwise the reason it did not run.
   hiercoll      with --hiercoll: hiercoll's ReduceScatter2D.matmul_reduce_scatter from this same process
                 (torch.mm row blocks in consumption order on a side stream, each block's signal raised
-                after it, hiercoll's copy-engine scatter); its output is checked against mm then rs.
+                after it, hiercoll's copy-engine scatter; --split-first: the first block in two
+                halves); its output is checked against mm then rs.
 Times come from CUDA events around `--iters` calls, best of `--reps` measurements; within a measurement
 round the paths run in turn (a path timed first, on a GPU not yet at its power limit, reads fast).
 """
@@ -88,6 +89,7 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--hiercoll", action="store_true", help="add hiercoll's matmul_reduce_scatter (the package on "
                     "PYTHONPATH or installed, the library through HIERCOLL_LIB)")
+    ap.add_argument("--split-first", action="store_true", help="with --hiercoll: its context splits the first block")
     args = ap.parse_args()
 
     dist.init_process_group("nccl")
@@ -133,7 +135,7 @@ def main():
         fns = [mm, mm_blocks, rs, mm_rs] + ([fused] if fused else [])
         hrs, check = None, ""
         if hc is not None:
-            hrs = hc.ReduceScatter2D(m, n, torch.bfloat16, overlap_with_gemm=True)
+            hrs = hc.ReduceScatter2D(m, n, torch.bfloat16, overlap_with_gemm=True, split_first_block=args.split_first)
             hout = torch.full_like(out, float("nan"))
             hrs.matmul_reduce_scatter(a, b, hout)
             mm_rs()

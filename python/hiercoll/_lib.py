@@ -21,6 +21,8 @@ HC_BF16 = 1
 HC_F16 = 2
 HC_F32 = 3
 HC_I32 = 4
+HC_OVERLAP_WITH_GEMM = 1
+HC_SPLIT_FIRST_BLOCK = 2
 
 # Backends.
 HC_BACKEND_SIM = 1
@@ -85,6 +87,9 @@ _PROTOTYPES = {
     "hc_rs2d_signal_addr": (_i64, _int, _P(_u64)),
     "hc_rs2d_raise_signal": (_i64, _int, _u64),
     "hc_rs2d_skip_call": (_i64,),
+    "hc_rs2d_early_rows": (_i64, _i64, _P(_i64)),
+    "hc_rs2d_raise_early": (_i64, _int, _u64),
+    "hc_rs2d_early_signal_addr": (_i64, _int, _P(_u64)),
     "hc_rs2d_consumption_order": (_i64, _P(_int), _int),
     "hc_stream_create": (_i64, _P(_u64)),
     "hc_stream_synchronize": (_i64, _u64, _i64),

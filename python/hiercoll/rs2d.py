@@ -68,7 +68,7 @@ class ReduceScatter2D:
             out = rs.reduce_scatter(x)    # on torch.cuda.current_stream()
     """
 
-    def __init__(self, max_m, n, dtype, overlap_with_gemm=False, reduction_sms=0, world=None):
+    def __init__(self, max_m, n, dtype, overlap_with_gemm=False, reduction_sms=0, world=None, split_first_block=False):
         self._h = 0
         self._world = world if world is not None else init()
         code = dtype_code(dtype)
@@ -76,10 +76,12 @@ class ReduceScatter2D:
         self.dtype = _CANONICAL[code]
         self.world_size = self._world.size
         self.overlap_with_gemm = bool(overlap_with_gemm)
+        self.split_first_block = bool(split_first_block)
+        flags = (_lib.HC_OVERLAP_WITH_GEMM if self.overlap_with_gemm else 0) | \
+            (_lib.HC_SPLIT_FIRST_BLOCK if self.split_first_block else 0)
         h = ctypes.c_int64()
         check(lib().hc_rs2d_create(self._world._handle(), self.max_m, self.n, code,
-                                   int(self.overlap_with_gemm), _int("reduction_sms", reduction_sms),
-                                   ctypes.byref(h)))
+                                   flags, _int("reduction_sms", reduction_sms), ctypes.byref(h)))
         self._h = h.value
         self._rs = lib().hc_rs2d_reduce_scatter
         self._torch_dtype = None
@@ -181,8 +183,10 @@ class ReduceScatter2D:
         torch.mm computes the product block by block, in consumption_order(),
         on a side stream, into an [max_m, n] buffer the context keeps, and
         raises each block's signal right after it: the scatter of the blocks
-        already done runs while the GEMM computes the rest. Every rank calls it
-        with the same M. Nothing is synchronised."""
+        already done runs while the GEMM computes the rest. With
+        split_first_block the first block goes in two GEMMs, the early signal
+        between them. Every rank calls it with the same M. Nothing is
+        synchronised."""
         self._handle()
         if not self.overlap_with_gemm:
             raise ValueError("hiercoll: matmul_reduce_scatter needs a context made with overlap_with_gemm=True")
@@ -213,13 +217,18 @@ class ReduceScatter2D:
             self._gemm_stream = torch.cuda.Stream(device=a.device)
             self._order = self.consumption_order()
         c, gs = self._c, self._gemm_stream
+        early = self.early_rows(m) if self.split_first_block else 0
         # After the caller's work on a and b, and after the previous call, which read c.
         gs.wait_stream(torch.cuda.current_stream())
         try:
             with torch.cuda.stream(gs):
-                for d in self._order:
-                    r0 = d * rows
-                    torch.mm(a[r0:r0 + rows], b, out=c[r0:r0 + rows])
+                for i, d in enumerate(self._order):
+                    r0, r1 = d * rows, (d + 1) * rows
+                    if i == 0 and early > 0:
+                        torch.mm(a[r0:r0 + early], b, out=c[r0:r0 + early])
+                        self.raise_early(d, gs.cuda_stream)
+                        r0 += early
+                    torch.mm(a[r0:r1], b, out=c[r0:r1])
                     self.raise_signal(d, gs.cuda_stream)
         except BaseException:
             self.skip_call()  # the signals raised so far must release nothing later
@@ -253,6 +262,24 @@ class ReduceScatter2D:
         on stream (default: the current CUDA stream; 0 on simulated ranks)."""
         check(lib().hc_rs2d_raise_signal(self._handle(), _int("dest", dest), self._stream(stream)))
 
+    def early_rows(self, m):
+        """With split_first_block: how many rows of the first block in consumption order a producer
+        of a call of m rows raises the early signal after (0: the context does not split)."""
+        r = ctypes.c_int64()
+        check(lib().hc_rs2d_early_rows(self._handle(), _int("m", m), ctypes.byref(r)))
+        return r.value
+
+    def early_signal_addr(self, dest):
+        """The device address of the 32-bit early signal word of destination rank dest."""
+        a = ctypes.c_uint64()
+        check(lib().hc_rs2d_early_signal_addr(self._handle(), _int("dest", dest), ctypes.byref(a)))
+        return a.value
+
+    def raise_early(self, dest, stream=None):
+        """Enqueues the write of the next call's early signal for rank dest (the first block in
+        consumption order): its first early_rows(m) rows are complete."""
+        check(lib().hc_rs2d_raise_early(self._handle(), _int("dest", dest), self._stream(stream)))
+
     def skip_call(self):
         """Passes over the next call's signal value, as a rejected call does:
         for a producer that raised a call's signals and then did not make the
@@ -283,4 +310,5 @@ class ReduceScatter2D:
     def __repr__(self):
         state = "closed" if self._h == 0 else f"handle={self._h}"
         return (f"hiercoll.ReduceScatter2D(max_m={self.max_m}, n={self.n}, dtype={self.dtype}, "
-                f"world={self.world_size}, overlap_with_gemm={self.overlap_with_gemm}, {state})")
+                f"world={self.world_size}, overlap_with_gemm={self.overlap_with_gemm}, "
+                f"split_first_block={self.split_first_block}, {state})")

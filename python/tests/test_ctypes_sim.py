@@ -83,6 +83,7 @@ class CtypesSimTest(unittest.TestCase):
         def rank_main(w):
             try:
                 s = w.stream_create()
+                self.split_first_block(w, s, m, n)
                 with hiercoll.ReduceScatter2D(m, n, "int32", overlap_with_gemm=True, world=w) as rs:
                     order = rs.consumption_order()
                     self.assertEqual(sorted(order), list(range(world)))
@@ -126,6 +127,30 @@ class CtypesSimTest(unittest.TestCase):
             t.join(120)
         self.assertFalse(any(t.is_alive() for t in threads), "a rank did not finish")
         self.assertEqual(errors, [])
+
+    def split_first_block(self, w, s, m, n):
+        """A rank of a split_first_block context: the first block in consumption order goes in two
+        parts, the first after the early signal (without it the scatter would wait forever)."""
+        world, rows_per = 4, m // 4
+        with hiercoll.ReduceScatter2D(m, n, "int32", overlap_with_gemm=True, split_first_block=True, world=w) as rs:
+            self.assertEqual(rs.early_rows(m), rows_per // 2)
+            self.assertNotEqual(rs.early_signal_addr(0), 0)
+            order = rs.consumption_order()
+            src, dst = w.alloc(m * n * 4), w.alloc(rows_per * n * 4)
+            w.copy_to_device(src, _inputs(w.rank, 7, m * n))
+            rs.raise_early(order[0], stream=s)
+            for dest in order:
+                rs.raise_signal(dest, stream=s)
+            rs.reduce_scatter_ptr(src, m, dst, stream=s)
+            w.stream_synchronize(s, timeout=20)
+            got = array.array("i", bytes(w.copy_to_host(dst, rows_per * n * 4)))
+            base = w.rank * rows_per * n
+            self.assertEqual(list(got), [sum(_inputs(r, 7, m * n)[base + j] for r in range(world))
+                                         for j in range(rows_per * n)])
+            w.free(src)
+            w.free(dst)
+        with self.assertRaises(hiercoll.InvalidArgumentError):  # an early signal needs GEMM overlap
+            hiercoll.ReduceScatter2D(m, n, "int32", split_first_block=True, world=w)
 
     def test_argument_errors(self):
         (w,) = hiercoll.sim_world(1, 1)

@@ -145,11 +145,11 @@ class TorchGPUTest(unittest.TestCase):
         """The overlapped GEMM + reduce-scatter against an fp64 reference, on small integers (every
         product and sum exact in each dtype), the output poisoned first; b also as a transposed view."""
         k, n = 24, 136
-        for dtype in (torch.bfloat16, torch.float16, torch.float32):
+        for dtype, split in ((torch.bfloat16, False), (torch.bfloat16, True), (torch.float16, True), (torch.float32, False)):
             for rows_per in (1, 5):
                 m = rows_per * self.world
-                with self.subTest(dtype=dtype, m=m), \
-                        hiercoll.ReduceScatter2D(2 * m, n, dtype, overlap_with_gemm=True) as rs:
+                with self.subTest(dtype=dtype, m=m, split=split), \
+                        hiercoll.ReduceScatter2D(2 * m, n, dtype, overlap_with_gemm=True, split_first_block=split) as rs:
                     for call in range(3):
                         a_all, b_all = [], []
                         for r in range(self.world):
