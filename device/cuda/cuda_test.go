@@ -351,9 +351,9 @@ func TestSynchronizeTimesOut(t *testing.T) {
 	require.NoError(t, ev.Record(a))
 
 	const bound = 200 * time.Millisecond
+	start := time.Now() // before the deadline is set, so took cannot read short of it
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	start := time.Now()
 	err = a.Synchronize(ctx)
 	took := time.Since(start)
 	var te *device.TimeoutError
