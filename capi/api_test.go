@@ -73,6 +73,68 @@ func eachRank(t *testing.T, hs []int64, fn func(i int, h int64) error) {
 	require.NoError(t, errors.Join(errs...))
 }
 
+// int32Calls makes checked int32 calls on one rank: rank r's input of a
+// call is input(r, call, i), and the output must be the exact sum.
+type int32Calls struct {
+	h, ctx                  int64
+	s, in, out              uint64
+	world, rowsPer, n, rank int
+	input                   func(rank, call, i int) int32
+}
+
+// newInt32Calls makes the stream and the buffers of rank's calls on ctx
+// (closeWorld releases them).
+func newInt32Calls(h, ctx int64, world, rowsPer, n, rank int, input func(rank, call, i int) int32) (int32Calls, error) {
+	c := int32Calls{h: h, ctx: ctx, world: world, rowsPer: rowsPer, n: n, rank: rank, input: input}
+	var err error
+	if c.s, err = createStream(h); err != nil {
+		return c, err
+	}
+	if c.in, err = allocMem(h, int64(world*rowsPer*n*4)); err != nil {
+		return c, err
+	}
+	c.out, err = allocMem(h, int64(rowsPer*n*4))
+	return c, err
+}
+
+// check uploads the call's input, runs raise (the producer's signals; nil:
+// none), enqueues the call, waits for it and compares the output.
+func (c int32Calls) check(call int, raise func() error) error {
+	m := c.world * c.rowsPer
+	buf := make([]byte, m*c.n*4)
+	for i := range m * c.n {
+		binary.LittleEndian.PutUint32(buf[4*i:], uint32(c.input(c.rank, call, i)))
+	}
+	if err := copyToDevice(c.h, c.in, buf); err != nil {
+		return err
+	}
+	if raise != nil {
+		if err := raise(); err != nil {
+			return err
+		}
+	}
+	if err := reduceScatter(c.ctx, c.in, int64(m), c.out, c.s); err != nil {
+		return err
+	}
+	if err := synchronizeStream(c.h, c.s, 10_000); err != nil {
+		return err
+	}
+	got := make([]byte, c.rowsPer*c.n*4)
+	if err := copyToHost(c.h, got, c.out); err != nil {
+		return err
+	}
+	for j := range c.rowsPer * c.n {
+		var want int32
+		for r := range c.world {
+			want += c.input(r, call, c.rank*c.rowsPer*c.n+j)
+		}
+		if g := int32(binary.LittleEndian.Uint32(got[4*j:])); g != want {
+			return fmt.Errorf("rank %d call %d element %d: got %d, want %d", c.rank, call, j, g, want)
+		}
+	}
+	return nil
+}
+
 func TestReduceScatterInt32(t *testing.T) {
 	hs := simRanks(t, 2, 2)
 	const world, rowsPer, n = 4, 3, 5
@@ -91,52 +153,21 @@ func TestReduceScatterInt32(t *testing.T) {
 			return err
 		}
 		defer func() { require.NoError(t, destroyRS2D(ctx)) }()
-		s, err := createStream(h)
+		c, err := newInt32Calls(h, ctx, world, rowsPer, n, rank, input)
 		if err != nil {
 			return err
 		}
-		in, err := allocMem(h, m*n*4)
-		if err != nil {
-			return err
-		}
-		out, err := allocMem(h, rowsPer*n*4)
-		if err != nil {
-			return err
-		}
-		buf := make([]byte, m*n*4)
 		for call := range 3 {
-			for i := range m * n {
-				binary.LittleEndian.PutUint32(buf[4*i:], uint32(input(rank, call, i)))
-			}
-			if err := copyToDevice(h, in, buf); err != nil {
+			if err := c.check(call, nil); err != nil {
 				return err
-			}
-			if err := reduceScatter(ctx, in, m, out, s); err != nil {
-				return err
-			}
-			if err := synchronizeStream(h, s, 10_000); err != nil {
-				return err
-			}
-			got := make([]byte, rowsPer*n*4)
-			if err := copyToHost(h, got, out); err != nil {
-				return err
-			}
-			for j := range rowsPer * n {
-				var want int32
-				for r := range world {
-					want += input(r, call, rank*rowsPer*n+j)
-				}
-				if g := int32(binary.LittleEndian.Uint32(got[4*j:])); g != want {
-					return fmt.Errorf("rank %d call %d element %d: got %d, want %d", rank, call, j, g, want)
-				}
 			}
 		}
 		// Bad input: every rank makes the same bad call, so nobody waits.
-		err = reduceScatter(ctx, in, m-1, out, s)
+		err = reduceScatter(ctx, c.in, m-1, c.out, c.s)
 		if codeOf(err) != codeInvalid {
 			return fmt.Errorf("M=%d: got %v, want an invalid-argument error", m-1, err)
 		}
-		if err := freeMem(h, in); err != nil {
+		if err := freeMem(h, c.in); err != nil {
 			return err
 		}
 		// out and the stream are left for closeWorld to release.
@@ -313,54 +344,27 @@ func TestSplitFirstBlock(t *testing.T) {
 		if err := consumptionOrder(ctx, order); err != nil {
 			return err
 		}
-		s, err := createStream(h)
+		c, err := newInt32Calls(h, ctx, world, rowsPer, n, rank, input)
 		if err != nil {
 			return err
 		}
-		in, err := allocMem(h, m*n*4)
-		if err != nil {
-			return err
-		}
-		out, err := allocMem(h, rowsPer*n*4)
-		if err != nil {
-			return err
-		}
-		buf := make([]byte, m*n*4)
-		for call := range 2 {
-			for i := range m * n {
-				binary.LittleEndian.PutUint32(buf[4*i:], uint32(input(rank, call, i)))
-			}
-			if err := copyToDevice(h, in, buf); err != nil {
-				return err
-			}
-			if err := raiseEarly(ctx, int(order[0]), s); err != nil {
+		// The producer's signals: the early one, then every block's.
+		raise := func() error {
+			if err := raiseEarly(ctx, int(order[0]), c.s); err != nil {
 				return err
 			}
 			for _, d := range order {
-				if err := raiseSignal(ctx, int(d), s); err != nil {
+				if err := raiseSignal(ctx, int(d), c.s); err != nil {
 					return err
 				}
 			}
-			if err := reduceScatter(ctx, in, m, out, s); err != nil {
+			return nil
+		}
+		for call := range 2 {
+			if err := c.check(call, raise); err != nil {
 				return err
-			}
-			if err := synchronizeStream(h, s, 10_000); err != nil {
-				return err
-			}
-			got := make([]byte, rowsPer*n*4)
-			if err := copyToHost(h, got, out); err != nil {
-				return err
-			}
-			for j := range rowsPer * n {
-				var want int32
-				for r := range world {
-					want += input(r, call, rank*rowsPer*n+j)
-				}
-				if g := int32(binary.LittleEndian.Uint32(got[4*j:])); g != want {
-					return fmt.Errorf("rank %d call %d element %d: got %d, want %d", rank, call, j, g, want)
-				}
 			}
 		}
-		return freeMem(h, in) // out and the stream are left for closeWorld
+		return freeMem(h, c.in) // out and the stream are left for closeWorld
 	})
 }

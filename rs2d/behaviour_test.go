@@ -32,6 +32,33 @@ func rankBuffers(t *testing.T, dev device.Device, m, n, world int, dt dtype.DTyp
 		func() { _ = dev.Free(in); _ = dev.Free(out) }
 }
 
+// callInputs is fresh random data of count elements for each call and rank:
+// [call][rank].
+func callInputs(dt dtype.DType, calls, ranks, count int) [][][]byte {
+	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	inputs := make([][][]byte, calls)
+	for c := range inputs {
+		inputs[c] = make([][]byte, ranks)
+		for r := range inputs[c] {
+			inputs[c][r] = check.Random(rng, dt, count)
+		}
+	}
+	return inputs
+}
+
+// callerAndProducer makes a rank's two streams for a GEMM-overlap test: the
+// caller's, and the producer's that raises the signals.
+func callerAndProducer(dev device.Device) (s, producer device.Stream, closeBoth func(), err error) {
+	if s, err = dev.NewStream(device.Normal); err != nil {
+		return nil, nil, nil, err
+	}
+	if producer, err = dev.NewStream(device.Normal); err != nil {
+		_ = s.Close()
+		return nil, nil, nil, err
+	}
+	return s, producer, func() { _ = producer.Close(); _ = s.Close() }, nil
+}
+
 // GEMM overlap: each rank's producer writes the rows of each destination
 // rank in a random order, with random delays, and raises that rank's signal
 // only then. The input starts as garbage, so a scatter that copied a block
@@ -50,14 +77,7 @@ func TestGEMMOverlapProducersInRandomOrder(t *testing.T) {
 			ws, rowsPer, n, dt := shape.World(), 5, 24, dtype.I32
 			m := rowsPer * ws
 			const calls = 4
-			inputs := make([][][]byte, calls) // [call][rank]
-			rng := rand.New(rand.NewPCG(rand.Uint64(), 1))
-			for c := range inputs {
-				inputs[c] = make([][]byte, ws)
-				for r := range inputs[c] {
-					inputs[c][r] = check.Random(rng, dt, m*n)
-				}
-			}
+			inputs := callInputs(dt, calls, ws, m*n)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
@@ -72,16 +92,11 @@ func TestGEMMOverlapProducersInRandomOrder(t *testing.T) {
 				}
 				in, out, free := rankBuffers(t, r.Dev, m, n, ws, dt)
 				defer free()
-				s, err := r.Dev.NewStream(device.Normal)
+				s, producer, closeStreams, err := callerAndProducer(r.Dev)
 				if err != nil {
 					return err
 				}
-				defer s.Close()
-				producer, err := r.Dev.NewStream(device.Normal)
-				if err != nil {
-					return err
-				}
-				defer producer.Close()
+				defer closeStreams()
 				order := rs.ConsumptionOrder()
 				if len(order) != ws {
 					return fmt.Errorf("consumption order %v has %d ranks, want %d", order, len(order), ws)
@@ -524,14 +539,7 @@ func TestSignalsOfARejectedCallReleaseNothing(t *testing.T) {
 	ws, rowsPer, n, dt := shape.World(), 3, 16, dtype.I32
 	m := rowsPer * ws
 	const calls = 4
-	rng := rand.New(rand.NewPCG(rand.Uint64(), 2))
-	inputs := make([][][]byte, calls)
-	for c := range inputs {
-		inputs[c] = make([][]byte, ws)
-		for r := range inputs[c] {
-			inputs[c][r] = check.Random(rng, dt, m*n)
-		}
-	}
+	inputs := callInputs(dt, calls, ws, m*n)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
@@ -543,16 +551,11 @@ func TestSignalsOfARejectedCallReleaseNothing(t *testing.T) {
 		defer rs.Close()
 		in, out, free := rankBuffers(t, r.Dev, m, n, ws, dt)
 		defer free()
-		s, err := r.Dev.NewStream(device.Normal)
+		s, producer, closeStreams, err := callerAndProducer(r.Dev)
 		if err != nil {
 			return err
 		}
-		defer s.Close()
-		producer, err := r.Dev.NewStream(device.Normal)
-		if err != nil {
-			return err
-		}
-		defer producer.Close()
+		defer closeStreams()
 		raiseAll := func(sig rs2d.Signals) error {
 			for dest := 0; dest < ws; dest++ {
 				if err := sig.Raise(producer, dest); err != nil {
