@@ -33,6 +33,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/seed12530e24/hiercoll/bootstrap"
@@ -248,13 +249,18 @@ func (c *Context) SkipCall() {
 	}
 }
 
-// nextEpoch advances the call epoch; 0, what the pads start at, is skipped
-// when it wraps.
-func (c *Context) nextEpoch() {
-	c.epoch++
-	if c.epoch == 0 {
-		c.epoch++
+// nextEpoch advances the call epoch.
+func (c *Context) nextEpoch() { c.epoch = epochAfter(c.epoch) }
+
+// epochAfter is the epoch of the call after one of epoch e. Epochs alternate
+// in parity (the rail's receive buffers depend on it: internode.Parity) and
+// never come back to 0, what the pads start at: at the wrap, 2^32-1 is
+// followed by 2 (waits compare cyclically, so 2 is still ahead).
+func epochAfter(e uint32) uint32 {
+	if e == math.MaxUint32 {
+		return 2
 	}
+	return e + 1
 }
 
 // skipRejected passes over the signal value of a call rejected before any
@@ -503,11 +509,7 @@ func Roundings(nodes int) int {
 func (c *Context) SignalValue() uint32 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	v := c.epoch + 1
-	if v == 0 {
-		v = 1
-	}
-	return v
+	return epochAfter(c.epoch)
 }
 
 // SignalAddr is the device address of the GEMM signal word for destination

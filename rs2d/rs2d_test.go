@@ -3,6 +3,7 @@ package rs2d_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -188,4 +189,16 @@ func TestHundredCallsOnOneContext(t *testing.T) {
 				cfg: rs2d.Config{Engine: engine, MaxM: 4 * 8}})
 		})
 	}
+}
+
+// Call epochs alternate in parity (the rail's two receive-buffer sets) and
+// skip 0 (the pads' initial value), also across the 32-bit wrap.
+func TestEpochsAlternateAcrossTheWrap(t *testing.T) {
+	for _, e := range []uint32{0, 1, 2, 1<<31 - 1, 1 << 31, math.MaxUint32 - 2, math.MaxUint32 - 1, math.MaxUint32} {
+		next := rs2d.EpochAfter(e)
+		require.NotZero(t, next, "after %d", e)
+		require.NotEqual(t, e%2, next%2, "after %d comes %d: the same parity", e, next)
+		require.Greater(t, int32(next-e), int32(0), "after %d comes %d: not ahead cyclically", e, next)
+	}
+	require.Equal(t, uint32(2), rs2d.EpochAfter(math.MaxUint32))
 }
