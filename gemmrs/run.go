@@ -428,8 +428,8 @@ func (g *GemmRS) reduceScatterWith(ctx context.Context, call func(context.Contex
 	}
 	// The call just enqueued waited for v; the next waits for its
 	// successor. Anything else means someone else called the context.
-	if next := g.rs.SignalValue(); next != v+1 && !(v+1 == 0 && next == 1) {
-		return fmt.Errorf("the reduce-scatter call waited for signal value %d, not %d: %w", next-1, v, device.ErrInvalidArgument)
+	if next := g.rs.SignalValue(); next != rs2d.SignalAfter(v) {
+		return fmt.Errorf("the reduce-scatter call did not wait for signal value %d (the next call's is %d): %w", v, next, device.ErrInvalidArgument)
 	}
 	return nil
 }

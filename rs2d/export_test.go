@@ -10,6 +10,3 @@ func SetCloseStep(f func(string)) func(string) {
 	closeStep = f
 	return old
 }
-
-// EpochAfter is epochAfter, for the wrap test.
-var EpochAfter = epochAfter

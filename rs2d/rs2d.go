@@ -249,6 +249,11 @@ func (c *Context) SkipCall() {
 	}
 }
 
+// SignalAfter is the signal value of the call after the one that signal
+// value v releases, when no call in between is rejected (a rejected call
+// passes over values; see SignalValue).
+func SignalAfter(v uint32) uint32 { return epochAfter(v) }
+
 // nextEpoch advances the call epoch.
 func (c *Context) nextEpoch() { c.epoch = epochAfter(c.epoch) }
 

@@ -195,10 +195,10 @@ func TestHundredCallsOnOneContext(t *testing.T) {
 // skip 0 (the pads' initial value), also across the 32-bit wrap.
 func TestEpochsAlternateAcrossTheWrap(t *testing.T) {
 	for _, e := range []uint32{0, 1, 2, 1<<31 - 1, 1 << 31, math.MaxUint32 - 2, math.MaxUint32 - 1, math.MaxUint32} {
-		next := rs2d.EpochAfter(e)
+		next := rs2d.SignalAfter(e)
 		require.NotZero(t, next, "after %d", e)
 		require.NotEqual(t, e%2, next%2, "after %d comes %d: the same parity", e, next)
 		require.Greater(t, int32(next-e), int32(0), "after %d comes %d: not ahead cyclically", e, next)
 	}
-	require.Equal(t, uint32(2), rs2d.EpochAfter(math.MaxUint32))
+	require.Equal(t, uint32(2), rs2d.SignalAfter(math.MaxUint32))
 }
