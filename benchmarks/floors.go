@@ -249,7 +249,7 @@ func floors(ctx context.Context, r world.Rank, o FloorsOptions) (err error) {
 			}
 			return nil
 		}
-		if err := besideGemm(r, o, measure, align, src, slot, streams); err != nil {
+		if err := besideGemm(r, o, measure, align, smCopy, src, slot, streams); err != nil {
 			return err
 		}
 	}
@@ -357,6 +357,7 @@ func floors(ctx context.Context, r world.Rank, o FloorsOptions) (err error) {
 // every iteration starting at a device barrier (align, on streams[0], which
 // the GEMM's stream then waits for), so that the ranks move in step.
 func besideGemm(r world.Rank, o FloorsOptions, measure func(string, int64, bool, func() error) error, align func() error,
+	smCopy func(s device.Stream, grid int, dst, from device.Ptr, nbytes int64) error,
 	src device.Ptr, slot func(rank, from int) device.Ptr, streams []device.Stream) (err error) {
 	const cols, k = 8192, 2048
 	n, me := r.Comm.Size(), r.Comm.Rank()
@@ -398,10 +399,12 @@ func besideGemm(r world.Rank, o FloorsOptions, measure func(string, int64, bool,
 		}
 		defer func() { err = errors.Join(err, (*e).Close()) }()
 	}
+	// The GEMM's SM target (0: all).
+	gemmSMs := 0
 	block := func(i int) device.GemmSpec { // the block of rank (me+i+1)%n, the own one last
 		d := (me + i + 1) % n
 		return device.GemmSpec{M: rows, N: cols, K: k, DType: dtype.BF16,
-			A: a.Add(int64(d*rows*k) * 2), B: b, C: src.Add(int64(d) * o.Bytes)}
+			A: a.Add(int64(d*rows*k) * 2), B: b, C: src.Add(int64(d) * o.Bytes), SMs: gemmSMs}
 	}
 	// copyOn enqueues on st the copy of block i (for rank me+i+1) to its rank.
 	copyOn := func(st device.Stream, i int) error {
@@ -439,6 +442,37 @@ func besideGemm(r world.Rank, o FloorsOptions, measure func(string, int64, bool,
 		}
 		return nil
 	}
+	// afterBlocks: each block's GEMM, then on streams[0] its push to its rank
+	// by copy (nil: the copy engine) after the block's event.
+	afterBlocks := func(copy func(i int) error) error {
+		if err := gemm(true); err != nil {
+			return err
+		}
+		for i := 0; i < n-1; i++ {
+			if err := streams[0].WaitEvent(blockDone[i]); err != nil {
+				return err
+			}
+			if copy == nil {
+				copy = func(i int) error { return copyOn(streams[0], i) }
+			}
+			if err := copy(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// smPushes is afterBlocks with SM stores on g SMs, the GEMM targeting the
+	// other SMs.
+	smPushes := func(g int) func() error {
+		return func() error {
+			gemmSMs = max(1, r.Dev.Info().SMs-g)
+			defer func() { gemmSMs = 0 }()
+			return afterBlocks(func(i int) error {
+				d := (me + i + 1) % n
+				return smCopy(streams[0], 2*g, slot(d, me), src.Add(int64(d)*o.Bytes), o.Bytes)
+			})
+		}
+	}
 	moved := int64(n-1) * o.Bytes
 	label := fmt.Sprintf("%d blocks of %dx%dx%d bf16", n, rows, cols, k)
 	for _, m := range []struct {
@@ -470,20 +504,9 @@ func besideGemm(r world.Rank, o FloorsOptions, measure func(string, int64, bool,
 		{fmt.Sprintf("CE copies to rank+%d, %d times in turn, alone", n-1, n-1), moved, func() error { return repeatTo(n - 1) }},
 		{"GEMM and those copies at once (GB/s: copies)", moved, func() error { return errors.Join(gemm(false), copies()) }},
 		{fmt.Sprintf("GEMM and %d copies to rank+1 at once", n-1), moved, func() error { return errors.Join(gemm(false), repeatTo(1)) }},
-		{"each copy after its block's GEMM (events)", moved, func() error {
-			if err := gemm(true); err != nil {
-				return err
-			}
-			for i := 0; i < n-1; i++ {
-				if err := streams[0].WaitEvent(blockDone[i]); err != nil {
-					return err
-				}
-				if err := copyOn(streams[0], i); err != nil {
-					return err
-				}
-			}
-			return nil
-		}},
+		{"each copy after its block's GEMM (events)", moved, func() error { return afterBlocks(nil) }},
+		{"the same, pushed by SM stores on 16 SMs, the GEMM on the rest", moved, smPushes(16)},
+		{"the same, pushed by SM stores on 32 SMs, the GEMM on the rest", moved, smPushes(32)},
 	} {
 		if err := measure(m.name, m.bytes, true, m.fn); err != nil {
 			return err
