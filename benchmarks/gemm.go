@@ -73,9 +73,6 @@ type GemmOptions struct {
 	Placed bool
 	// Split is gemmrs.Config.SplitFirstBlock (auto by default).
 	Split gemmrs.Split
-	// ScatterSMs is gemmrs.Config.ScatterSMs: > 0 moves the overlapped
-	// scatter's copies with SM stores on that many SMs.
-	ScatterSMs int
 	// Config tunes the reduce-scatter (ReductionSMs, Chunks, CopyStreams,
 	// Transport, Timeout).
 	Config rs2d.Config
@@ -220,15 +217,13 @@ func gemmBench(ctx context.Context, r world.Rank, o GemmOptions) (err error) {
 		defer func() { err = errors.Join(err, d.ReleaseBLAS()) }()
 		if info, err := d.BLAS(); err == nil {
 			p.Printf("  GEMM: cuBLAS %s (%s), cublasGemmEx, fp32 accumulation; SM target for the overlapped GEMM: %s\n",
-				info.Version, info.Path, smTarget(gemmTarget(o, r.Dev.Info().SMs), info.SMCountTarget))
+				info.Version, info.Path, smTarget(o.GemmSMs, info.SMCountTarget))
 		}
 	} else {
 		p.Printf("  GEMM: %s backend's Matmul, fp32 accumulation\n", r.Dev.Info().Backend)
 	}
 	if o.Placed {
 		p.Printf("  overlapped path: the GEMM of a node peer's block stores it straight into the peer's buffer\n")
-	} else if o.ScatterSMs > 0 {
-		p.Printf("  overlapped path: every block into C, copied to the node peers by SM stores on %d SMs after its signal\n", o.ScatterSMs)
 	} else {
 		p.Printf("  overlapped path: every block into C, copied to the node peers by the copy engine after its signal\n")
 	}
@@ -269,15 +264,6 @@ func gemmBench(ctx context.Context, r world.Rank, o GemmOptions) (err error) {
 		*o.Rows = rows
 	}
 	return nil
-}
-
-// gemmTarget is the overlapped GEMM's SM target as gemmrs resolves it: the
-// one asked for, else with ScatterSMs the SMs they leave (0: all).
-func gemmTarget(o GemmOptions, sms int) int {
-	if o.GemmSMs == 0 && o.ScatterSMs > 0 && sms > o.ScatterSMs {
-		return sms - o.ScatterSMs
-	}
-	return o.GemmSMs
 }
 
 func smTarget(sms int, supported bool) string {
@@ -374,8 +360,7 @@ func gemmShape(ctx context.Context, r world.Rank, o GemmOptions, shape GemmShape
 	status.Printf("bench-gemm: %v: setting up...\n", shape)
 	g, err := gemmrs.New(ctx, r.Comm, r.Dev, gemmrs.Config{
 		MaxM: shape.M, N: shape.N, KLocal: kl, DType: dt, Mode: o.Mode,
-		ReductionSMs: o.Config.ReductionSMs, GemmSMs: o.GemmSMs, ScatterSMs: o.ScatterSMs, Placed: o.Placed, SplitFirstBlock: o.Split,
-		ReduceScatter: o.Config,
+		ReductionSMs: o.Config.ReductionSMs, GemmSMs: o.GemmSMs, Placed: o.Placed, SplitFirstBlock: o.Split, ReduceScatter: o.Config,
 	})
 	if err != nil {
 		return row, err

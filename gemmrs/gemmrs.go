@@ -130,11 +130,6 @@ type Config struct {
 	// (cuda.Device.BLAS reports whether); without it only the reduction
 	// side is bounded. Sequential GEMMs use every SM.
 	GemmSMs int
-	// ScatterSMs, when positive, moves the overlapped scatter's copies with
-	// SM stores on this many SMs instead of the copy engine
-	// (rs2d.Config.ScatterSMs), and GemmSMs then defaults to the other SMs.
-	// Experimental: for shapes whose copies, not the GEMM, set the pace.
-	ScatterSMs int
 	// Mode is how Run runs (Auto by default).
 	Mode Mode
 	// Placed makes the overlapped GEMM of a node peer's block write it
@@ -212,14 +207,12 @@ func (c Config) validate(world int) error {
 		return bad("MaxM=%d, N=%d and KLocal=%d must be positive", c.MaxM, c.N, c.KLocal)
 	case c.MaxM%world != 0:
 		return bad("MaxM=%d is not divisible by world size %d", c.MaxM, world)
-	case c.ReductionSMs < 0 || c.GemmSMs < 0 || c.ScatterSMs < 0 || c.AutoMinFLOP < 0 || c.AutoMinRowsPerRank < 0:
+	case c.ReductionSMs < 0 || c.GemmSMs < 0 || c.AutoMinFLOP < 0 || c.AutoMinRowsPerRank < 0:
 		return bad("negative SM budget or Auto threshold")
 	case c.Mode != Auto && c.Mode != Overlap && c.Mode != Sequential:
 		return bad("unknown mode %v", c.Mode)
 	case c.SplitFirstBlock < SplitAuto || c.SplitFirstBlock > SplitOn:
 		return bad("unknown SplitFirstBlock %v", c.SplitFirstBlock)
-	case c.ScatterSMs > 0 && c.Placed:
-		return bad("ScatterSMs with Placed: a placed GEMM stores its blocks into the peers itself")
 	case c.SplitFirstBlock == SplitOn && c.Placed:
 		return bad("SplitFirstBlock on with Placed: a placed GEMM stores its blocks into the peers itself")
 	}
@@ -309,12 +302,6 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 	rsCfg.MaxM, rsCfg.N, rsCfg.DType = cfg.MaxM, cfg.N, cfg.DType
 	rsCfg.OverlapWithGEMM = true
 	rsCfg.ReductionSMs = cfg.ReductionSMs
-	rsCfg.ScatterSMs = cfg.ScatterSMs
-	if cfg.ScatterSMs > 0 && cfg.GemmSMs == 0 {
-		if sms := dev.Info().SMs; sms > cfg.ScatterSMs {
-			cfg.GemmSMs = sms - cfg.ScatterSMs
-		}
-	}
 	if cfg.SplitFirstBlock == SplitAuto {
 		cfg.SplitFirstBlock = SplitOff
 		if cfg.KLocal < SplitAutoMaxKLocal && !cfg.Placed && comm.LocalSize() == world {

@@ -209,11 +209,7 @@ func TestOverlapAndSequentialMatchReference(t *testing.T) {
 	for _, shape := range worlds {
 		for _, dt := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32} {
 			for i, size := range []struct{ rowsPer, n, k int }{{8, 17, 16}, {16, 32, 64}, {64, 9, 33}, {1, 1, 1}} {
-				placed := i%2 == 1 // half the sizes place the peers' blocks with the GEMM
-				scatterSMs := 0    // one copied size moves its copies with SM stores
-				if i == 0 {
-					scatterSMs = 1
-				}
+				placed := i%2 == 1      // half the sizes place the peers' blocks with the GEMM
 				split := gemmrs.SplitOn // the first block in halves ...
 				if i == 2 {
 					split = gemmrs.SplitOff // ... but for one size of the copied ones
@@ -221,7 +217,7 @@ func TestOverlapAndSequentialMatchReference(t *testing.T) {
 				if placed {
 					split = gemmrs.SplitAuto // (off)
 				}
-				t.Run(fmt.Sprintf("%v/%v/rows%d/n%d/k%d/placed=%v/split=%v/scatterSMs=%d", shape, dt, size.rowsPer, size.n, size.k, placed, split, scatterSMs), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%v/%v/rows%d/n%d/k%d/placed=%v/split=%v", shape, dt, size.rowsPer, size.n, size.k, placed, split), func(t *testing.T) {
 					t.Parallel()
 					ws := shape.World()
 					m := size.rowsPer * ws
@@ -231,7 +227,7 @@ func TestOverlapAndSequentialMatchReference(t *testing.T) {
 					worst := 0.0
 					err := w.Run(testCtx(t), func(ctx context.Context, r world.Rank) (err error) {
 						cfg := baseConfig(dt, m, size.n, size.k)
-						cfg.Placed, cfg.SplitFirstBlock, cfg.ScatterSMs = placed, split, scatterSMs
+						cfg.Placed, cfg.SplitFirstBlock = placed, split
 						g, err := gemmrs.New(ctx, r.Comm, r.Dev, cfg)
 						if err != nil {
 							return err
@@ -626,18 +622,12 @@ func TestNewAgreesOnTheGemm(t *testing.T) {
 func TestValidation(t *testing.T) {
 	w := simWorld(t, bootstrap.Shape{Nodes: 1, LocalSize: 2}, 5*time.Second)
 	for name, cfg := range map[string]gemmrs.Config{
-		"MaxM not divisible":   baseConfig(dtype.BF16, 5, 4, 4),
-		"zero KLocal":          baseConfig(dtype.BF16, 4, 4, 0),
-		"int32":                baseConfig(dtype.I32, 4, 4, 4),
-		"mode":                 func() gemmrs.Config { c := baseConfig(dtype.BF16, 4, 4, 4); c.Mode = 7; return c }(),
-		"negative SMs":         func() gemmrs.Config { c := baseConfig(dtype.BF16, 4, 4, 4); c.GemmSMs = -1; return c }(),
-		"split value":          func() gemmrs.Config { c := baseConfig(dtype.BF16, 4, 4, 4); c.SplitFirstBlock = 3; return c }(),
-		"negative scatter SMs": func() gemmrs.Config { c := baseConfig(dtype.BF16, 4, 4, 4); c.ScatterSMs = -1; return c }(),
-		"scatter SMs and placed": func() gemmrs.Config {
-			c := baseConfig(dtype.BF16, 4, 4, 4)
-			c.ScatterSMs, c.Placed = 2, true
-			return c
-		}(),
+		"MaxM not divisible": baseConfig(dtype.BF16, 5, 4, 4),
+		"zero KLocal":        baseConfig(dtype.BF16, 4, 4, 0),
+		"int32":              baseConfig(dtype.I32, 4, 4, 4),
+		"mode":               func() gemmrs.Config { c := baseConfig(dtype.BF16, 4, 4, 4); c.Mode = 7; return c }(),
+		"negative SMs":       func() gemmrs.Config { c := baseConfig(dtype.BF16, 4, 4, 4); c.GemmSMs = -1; return c }(),
+		"split value":        func() gemmrs.Config { c := baseConfig(dtype.BF16, 4, 4, 4); c.SplitFirstBlock = 3; return c }(),
 		"split and placed": func() gemmrs.Config {
 			c := baseConfig(dtype.BF16, 4, 4, 4)
 			c.SplitFirstBlock, c.Placed = gemmrs.SplitOn, true

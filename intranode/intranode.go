@@ -113,16 +113,7 @@ type Stage struct {
 	overlap bool
 	seq     uint32 // last arrival sequence number used (same on every rank)
 	pushed  uint32 // SM engine: push blocks launched so far (every counter's target)
-	// copyGrid > 0: the scatter moves its rows with a copy kernel of that
-	// many thread blocks instead of the copy engine (CopyWithSMs).
-	copyGrid int
 }
-
-// CopyWithSMs makes Scatter move each copy with SM stores, a copy kernel of
-// grid thread blocks launched on the copy stream after the copy's waits,
-// instead of the copy engine (0: the copy engine again). The stream order
-// is unchanged: waits, the copy, its arrival signal.
-func (st *Stage) CopyWithSMs(grid int) { st.copyGrid = max(0, grid) }
 
 // New returns the stage of the rank at place. The node team must be mapped.
 func New(dev device.Device, place symm.Place, buf Buffers, dt dtype.DType, cols int, overlap bool) (*Stage, error) {
@@ -238,16 +229,7 @@ func (st *Stage) Scatter(copies []device.Stream, step Step, first bool) ([]uint3
 		src := step.Input.Add(int64(destRank*step.RowsPer+r0) * rowBytes)
 		peerHeap := st.buf.Heap.At(st.place.NodePeer(peer), st.buf.ScatterBuf)
 		dst := peerHeap.Add(int64(step.Node*rowsPerNode+me*step.RowsPer+r0) * rowBytes)
-		var err error
-		if st.copyGrid > 0 {
-			// A reduce of one block is a copy (exact: one value, rounded
-			// once to its own type).
-			count := int64(r1-r0) * int64(st.n)
-			err = kernels.LaunchReduce(st.dev, s, st.dt, st.copyGrid, dst, kernels.Blocks{Src: src, Stride: count, N: 1, Count: count, Self: -1})
-		} else {
-			err = st.dev.Copy(s, dst, src, int64(r1-r0)*rowBytes)
-		}
-		if err != nil {
+		if err := st.dev.Copy(s, dst, src, int64(r1-r0)*rowBytes); err != nil {
 			return fmt.Errorf("intranode: scatter to local rank %d: %w", peer, err)
 		}
 		return nil

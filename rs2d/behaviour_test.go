@@ -62,19 +62,14 @@ func callerAndProducer(dev device.Device) (s, producer device.Stream, closeBoth 
 // GEMM overlap: each rank's producer writes the rows of each destination
 // rank in a random order, with random delays, and raises that rank's signal
 // only then. The input starts as garbage, so a scatter that copied a block
-// before its signal would be caught. One world also copies in chunks, and
-// two with SM stores instead of the copy engine (ScatterSMs).
+// before its signal would be caught. One world also copies in chunks.
 func TestGEMMOverlapProducersInRandomOrder(t *testing.T) {
-	for i, shape := range []bootstrap.Shape{{Nodes: 1, LocalSize: 4}, {Nodes: 2, LocalSize: 2}, {Nodes: 3, LocalSize: 1}, {Nodes: 1, LocalSize: 4},
-		{Nodes: 1, LocalSize: 4}, {Nodes: 2, LocalSize: 2}} {
-		chunks, scatterSMs := 0, 0
-		switch i {
-		case 3:
+	for i, shape := range []bootstrap.Shape{{Nodes: 1, LocalSize: 4}, {Nodes: 2, LocalSize: 2}, {Nodes: 3, LocalSize: 1}, {Nodes: 1, LocalSize: 4}} {
+		chunks := 0
+		if i == 3 {
 			chunks = 3
-		case 4, 5:
-			scatterSMs = 1
 		}
-		t.Run(fmt.Sprintf("%v/chunks%d/scatterSMs%d", shape, chunks, scatterSMs), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%v/chunks%d", shape, chunks), func(t *testing.T) {
 			t.Parallel()
 			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
 			require.NoError(t, err)
@@ -87,8 +82,7 @@ func TestGEMMOverlapProducersInRandomOrder(t *testing.T) {
 			defer cancel()
 			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 				rank := r.Comm.Rank()
-				rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true, Chunks: chunks,
-					ScatterSMs: scatterSMs, Timeout: 20 * time.Second})
+				rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true, Chunks: chunks, Timeout: 20 * time.Second})
 				if err != nil {
 					return err
 				}
@@ -322,8 +316,6 @@ func TestBadInputRejectedBeforeWork(t *testing.T) {
 			{MaxM: 4, N: 4, DType: dtype.F32, RailLanes: -1},          // negative lanes
 			{MaxM: 4, N: 4, DType: dtype.F32, RailLanes: 17},          // more lanes than MaxNCCLLanes
 			{MaxM: 4, N: 4, DType: dtype.F32, SplitFirstBlock: true},  // an early signal without GEMM overlap
-			{MaxM: 4, N: 4, DType: dtype.F32, ScatterSMs: 4},          // SM stores for a scatter without GEMM overlap
-			{MaxM: 4, N: 4, DType: dtype.F32, ScatterSMs: -1},         // negative
 		} {
 			if _, err := rs2d.New(ctx, r.Comm, r.Dev, cfg); !errors.Is(err, device.ErrInvalidArgument) {
 				return fmt.Errorf("New(%+v) = %v, want an invalid-argument error", cfg, err)

@@ -43,12 +43,6 @@ type Config struct {
 	// Chunks splits each node step so its reduction overlaps its scatter.
 	// 0 picks by size (1 with OverlapWithGEMM).
 	Chunks int
-	// ScatterSMs, with OverlapWithGEMM (the copy-engine scatter), moves each
-	// copy with SM stores, a copy kernel on this many SMs launched on the
-	// copy stream after the copy's waits, instead of the copy engine: for a
-	// producer that leaves these SMs free (gemmrs then targets its GEMM at
-	// the others). 0: the copy engine. Experimental.
-	ScatterSMs int
 	// CopyStreams is the number of copy-engine streams the scatter uses
 	// (1: one peer at a time; lws-1: every peer at once). 0 picks.
 	CopyStreams int
@@ -154,9 +148,6 @@ func (c Config) withDefaults(info device.Info, lws int) Config {
 		c.CopyStreams = 1
 	}
 	c.CopyStreams = max(1, min(c.CopyStreams, lws))
-	if info.SMs > 0 {
-		c.ScatterSMs = min(c.ScatterSMs, info.SMs)
-	}
 	if c.Timeout <= 0 {
 		c.Timeout = defaultTimeout
 	}
@@ -173,7 +164,7 @@ func (c Config) validate(world int) error {
 		return fmt.Errorf("rs2d: DType %v is not one of bf16, fp16, fp32, int32: %w", c.DType, device.ErrInvalidArgument)
 	case c.MaxM%world != 0:
 		return fmt.Errorf("rs2d: MaxM=%d is not divisible by world size %d: %w", c.MaxM, world, device.ErrInvalidArgument)
-	case c.Chunks < 0 || c.CopyStreams < 0 || c.ReductionSMs < 0 || c.FinalSMs < 0 || c.PushSMs < 0 || c.PushGroup < 0 || c.ScatterSMs < 0:
+	case c.Chunks < 0 || c.CopyStreams < 0 || c.ReductionSMs < 0 || c.FinalSMs < 0 || c.PushSMs < 0 || c.PushGroup < 0:
 		return fmt.Errorf("rs2d: negative Chunks, CopyStreams, PushGroup or SM budget: %w", device.ErrInvalidArgument)
 	case c.RailLanes < 0 || c.RailLanes > internode.MaxNCCLLanes:
 		return fmt.Errorf("rs2d: RailLanes=%d: want 0 (default %d) to %d: %w", c.RailLanes, internode.DefaultNCCLLanes, internode.MaxNCCLLanes, device.ErrInvalidArgument)
@@ -181,8 +172,6 @@ func (c Config) validate(world int) error {
 		return fmt.Errorf("rs2d: engine %v: %w", c.Engine, device.ErrInvalidArgument)
 	case c.SplitFirstBlock && !c.OverlapWithGEMM:
 		return fmt.Errorf("rs2d: SplitFirstBlock needs OverlapWithGEMM: %w", device.ErrInvalidArgument)
-	case c.ScatterSMs > 0 && !c.OverlapWithGEMM:
-		return fmt.Errorf("rs2d: ScatterSMs needs OverlapWithGEMM (the SM engine stores with SMs already): %w", device.ErrInvalidArgument)
 	case c.Engine == EngineSM && c.OverlapWithGEMM:
 		return fmt.Errorf("rs2d: the SM engine does not wait for GEMM signals; use the copy engine (or Auto) with OverlapWithGEMM: %w", device.ErrNotSupported)
 	}

@@ -113,7 +113,6 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 	if c.intra, err = intranode.New(dev, place, c.buf, cfg.DType, cfg.N, cfg.OverlapWithGEMM); err != nil {
 		return fail(fmt.Errorf("rs2d: %w", err))
 	}
-	c.intra.CopyWithSMs(cfg.ScatterSMs * kernelBlocksPerSM)
 	// Streams first: the transport is the last collective step, so no rank
 	// can give up after it and leave the others in a collective release.
 	if c.streams, err = streams.NewSet(dev, cfg.CopyStreams); err != nil {

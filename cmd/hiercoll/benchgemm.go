@@ -28,8 +28,6 @@ func runBenchGemm(ctx context.Context, args []string) error {
 		"(default: into C, then the copy engine copies it)")
 	split := fs.String("split-first", "auto", "overlapped path: compute the first block in two halves so the copy engine starts sooner: "+
 		"auto (when K/world < "+strconv.Itoa(gemmrs.SplitAutoMaxKLocal)+"), on or off")
-	scatterSMs := fs.Int("scatter-sms", 0, "overlapped path: copy the blocks with SM stores on this many SMs instead of the copy engine; "+
-		"the GEMM then targets the other SMs unless --gemm-sms says otherwise (0: the copy engine; experimental)")
 	iters := fs.Int("iters", 0, "calls per timed measurement (0: 20 on GPUs, 2 on the CPU)")
 	reps := fs.Int("reps", 3, "measurements of each path; the best is kept")
 	samples := fs.Int("samples", 0, "output elements per rank checked against the exact sum (0: 64 on GPUs, all of small outputs)")
@@ -63,7 +61,7 @@ func runBenchGemm(ctx context.Context, args []string) error {
 		return func(ctx context.Context, r worldRank) error {
 			var rows []benchmarks.GemmRow
 			opts := benchmarks.GemmOptions{
-				Shapes: list, DType: d, Mode: m, GemmSMs: *gemmSMs, ScatterSMs: *scatterSMs, Placed: *placed, Split: sp, Config: cfg,
+				Shapes: list, DType: d, Mode: m, GemmSMs: *gemmSMs, Placed: *placed, Split: sp, Config: cfg,
 				Iters: *iters, Reps: *reps, Samples: *samples,
 				Out: benchmarks.Printer{W: os.Stdout}, Status: os.Stderr, Title: wh.title, Rows: &rows,
 			}
