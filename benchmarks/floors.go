@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/seed12530e24/hiercoll/device"
@@ -400,12 +399,12 @@ func besideGemm(r world.Rank, o FloorsOptions, measure func(string, int64, bool,
 		}
 		defer func() { err = errors.Join(err, (*e).Close()) }()
 	}
-	// The GEMM's SM target (0: all).
-	gemmSMs := 0
-	block := func(i int) device.GemmSpec { // the block of rank (me+i+1)%n, the own one last
+	// block is the GEMM of rank (me+i+1)%n's rows, the own one last, on
+	// sms SMs (0: all).
+	block := func(i, sms int) device.GemmSpec {
 		d := (me + i + 1) % n
 		return device.GemmSpec{M: rows, N: cols, K: k, DType: dtype.BF16,
-			A: a.Add(int64(d*rows*k) * 2), B: b, C: src.Add(int64(d) * o.Bytes), SMs: gemmSMs}
+			A: a.Add(int64(d*rows*k) * 2), B: b, C: src.Add(int64(d) * o.Bytes), SMs: sms}
 	}
 	// copyOn enqueues on st the copy of block i (for rank me+i+1) to its rank.
 	copyOn := func(st device.Stream, i int) error {
@@ -422,9 +421,9 @@ func besideGemm(r world.Rank, o FloorsOptions, measure func(string, int64, bool,
 		}
 		return nil
 	}
-	gemm := func(events bool) error {
+	gemm := func(events bool, sms int) error {
 		for i := 0; i < n; i++ {
-			if err := mm.Gemm(streams[1], block(i)); err != nil {
+			if err := mm.Gemm(streams[1], block(i, sms)); err != nil {
 				return err
 			}
 			if events {
@@ -443,20 +442,17 @@ func besideGemm(r world.Rank, o FloorsOptions, measure func(string, int64, bool,
 		}
 		return nil
 	}
-	// afterBlocks: each block's GEMM, then on streams[0] its push to its rank
-	// by copy (nil: the copy engine) after the block's event.
-	afterBlocks := func(copy func(i int) error) error {
-		if err := gemm(true); err != nil {
+	// afterBlocks: each block's GEMM on sms SMs (0: all), then on streams[0]
+	// push(i) of block i to its rank after the block's event.
+	afterBlocks := func(sms int, push func(i int) error) error {
+		if err := gemm(true, sms); err != nil {
 			return err
 		}
 		for i := 0; i < n-1; i++ {
 			if err := streams[0].WaitEvent(blockDone[i]); err != nil {
 				return err
 			}
-			if copy == nil {
-				copy = func(i int) error { return copyOn(streams[0], i) }
-			}
-			if err := copy(i); err != nil {
+			if err := push(i); err != nil {
 				return err
 			}
 		}
@@ -466,9 +462,7 @@ func besideGemm(r world.Rank, o FloorsOptions, measure func(string, int64, bool,
 	// other SMs.
 	smPushes := func(g int) func() error {
 		return func() error {
-			gemmSMs = max(1, r.Dev.Info().SMs-g)
-			defer func() { gemmSMs = 0 }()
-			return afterBlocks(func(i int) error {
+			return afterBlocks(max(1, r.Dev.Info().SMs-g), func(i int) error {
 				d := (me + i + 1) % n
 				return smCopy(streams[0], 2*g, slot(d, me), src.Add(int64(d)*o.Bytes), o.Bytes)
 			})
@@ -476,12 +470,13 @@ func besideGemm(r world.Rank, o FloorsOptions, measure func(string, int64, bool,
 	}
 	moved := int64(n-1) * o.Bytes
 	label := fmt.Sprintf("%d blocks of %dx%dx%d bf16", n, rows, cols, k)
-	for _, m := range []struct {
+	type measurement struct {
 		name  string
 		bytes int64
 		fn    func() error
-	}{
-		{"GEMM alone, " + label, moved, func() error { return gemm(false) }},
+	}
+	ms := []measurement{
+		{"GEMM alone, " + label, moved, func() error { return gemm(false, 0) }},
 		{fmt.Sprintf("CE copies to rank+1..+%d in turn, alone", n-1), moved, copies},
 		{fmt.Sprintf("CE copies to rank+1..+%d in turn, a stream per peer, chained by events", n-1), moved, func() error {
 			for i := 0; i < n-1; i++ {
@@ -501,18 +496,21 @@ func besideGemm(r world.Rank, o FloorsOptions, measure func(string, int64, bool,
 			return nil
 		}},
 		{fmt.Sprintf("CE copies to rank+1, %d times in turn, alone", n-1), moved, func() error { return repeatTo(1) }},
+	}
+	if n > 2 { // on 2 GPUs rank+2 is the rank itself
+		ms = append(ms, measurement{fmt.Sprintf("CE copies to rank+2, %d times in turn, alone", n-1), moved, func() error { return repeatTo(2) }})
+	}
+	ms = append(ms, []measurement{
 		{fmt.Sprintf("CE copies to rank+%d, %d times in turn, alone", n-1, n-1), moved, func() error { return repeatTo(n - 1) }},
-
-		{"GEMM and those copies at once (GB/s: copies)", moved, func() error { return errors.Join(gemm(false), copies()) }},
-		{fmt.Sprintf("GEMM and %d copies to rank+1 at once", n-1), moved, func() error { return errors.Join(gemm(false), repeatTo(1)) }},
-		{"each copy after its block's GEMM (events)", moved, func() error { return afterBlocks(nil) }},
+		{"GEMM and those copies at once (GB/s: copies)", moved, func() error { return errors.Join(gemm(false, 0), copies()) }},
+		{fmt.Sprintf("GEMM and %d copies to rank+1 at once", n-1), moved, func() error { return errors.Join(gemm(false, 0), repeatTo(1)) }},
+		{"each copy after its block's GEMM (events)", moved, func() error {
+			return afterBlocks(0, func(i int) error { return copyOn(streams[0], i) })
+		}},
 		{"the same, pushed by SM stores on 16 SMs, the GEMM on the rest", moved, smPushes(16)},
 		{"the same, pushed by SM stores on 32 SMs, the GEMM on the rest", moved, smPushes(32)},
-		{fmt.Sprintf("CE copies to rank+2, %d times in turn, alone", n-1), moved, func() error { return repeatTo(2) }},
-	} {
-		if n < 3 && strings.Contains(m.name, "rank+2") {
-			continue // that is the rank itself
-		}
+	}...)
+	for _, m := range ms {
 		if err := measure(m.name, m.bytes, true, m.fn); err != nil {
 			return err
 		}
