@@ -111,9 +111,9 @@ class ReduceScatter2D:
         _import_torch()
         return _raw_stream(self._world.device_index)
 
-    def _check_tensor(self, what, t, rows):
-        torch = _torch
-        if not isinstance(t, torch.Tensor):
+    def _check_kind(self, what, t):
+        """t is a torch tensor of the context's dtype on this rank's GPU."""
+        if not isinstance(t, _torch.Tensor):
             raise TypeError(f"hiercoll: {what} must be a torch.Tensor, not {type(t).__name__}")
         if t.dtype != self._torch_dtype:
             raise TypeError(f"hiercoll: {what} is {t.dtype}; the context was made for {self._torch_dtype}")
@@ -121,6 +121,9 @@ class ReduceScatter2D:
         if dev.type != "cuda" or dev.index != self._world.device_index:
             raise ValueError(f"hiercoll: {what} is on {dev}; this rank's GPU is cuda:{self._world.device_index} "
                              "(call torch.cuda.set_device(LOCAL_RANK) before allocating)")
+
+    def _check_tensor(self, what, t, rows):
+        self._check_kind(what, t)
         if t.dim() != 2 or (rows is not None and t.shape[0] != rows) or t.shape[1] != self.n:
             want = f"[{rows}, {self.n}]" if rows is not None else f"[M, {self.n}]"
             raise ValueError(f"hiercoll: {what} has shape {list(t.shape)}; want {want}")
@@ -195,12 +198,7 @@ class ReduceScatter2D:
         if not self._torch_dtype.is_floating_point:
             raise TypeError(f"hiercoll: matmul_reduce_scatter needs a floating dtype; the context is {self.dtype}")
         for what, t in (("a", a), ("b", b)):
-            if not isinstance(t, torch.Tensor):
-                raise TypeError(f"hiercoll: {what} must be a torch.Tensor, not {type(t).__name__}")
-            if t.dtype != self._torch_dtype:
-                raise TypeError(f"hiercoll: {what} is {t.dtype}; the context was made for {self._torch_dtype}")
-            if t.device.type != "cuda" or t.device.index != self._world.device_index:
-                raise ValueError(f"hiercoll: {what} is on {t.device}; this rank's GPU is cuda:{self._world.device_index}")
+            self._check_kind(what, t)
             if t.dim() != 2:
                 raise ValueError(f"hiercoll: {what} has shape {list(t.shape)}; want a matrix")
         m, k = a.shape
