@@ -28,7 +28,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 )
 
 // Comm is one rank's handle on the job.
@@ -63,14 +63,14 @@ func (s Shape) String() string { return fmt.Sprintf("%dx%d", s.Nodes, s.LocalSiz
 func ShapeOf(c Comm) (Shape, error) {
 	size, lws := c.Size(), c.LocalSize()
 	if size <= 0 || lws <= 0 {
-		return Shape{}, fmt.Errorf("bootstrap: world size %d, local world size %d: %w", size, lws, device.ErrInvalidArgument)
+		return Shape{}, fmt.Errorf("bootstrap: world size %d, local world size %d: %w", size, lws, hcerr.ErrInvalidArgument)
 	}
 	if size%lws != 0 {
-		return Shape{}, fmt.Errorf("bootstrap: local world size %d does not divide world size %d: %w", lws, size, device.ErrInvalidArgument)
+		return Shape{}, fmt.Errorf("bootstrap: local world size %d does not divide world size %d: %w", lws, size, hcerr.ErrInvalidArgument)
 	}
 	if r := c.Rank(); r < 0 || r >= size || c.LocalRank() != r%lws {
 		return Shape{}, fmt.Errorf("bootstrap: rank %d with local rank %d is not node-major in a world of %d with %d per node: %w",
-			r, c.LocalRank(), size, lws, device.ErrInvalidArgument)
+			r, c.LocalRank(), size, lws, hcerr.ErrInvalidArgument)
 	}
 	return Shape{Nodes: size / lws, LocalSize: lws}, nil
 }

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 )
 
 // The environment a torchrun-style launcher gives each rank, and hiercoll's
@@ -64,7 +64,7 @@ func configFrom(lookup func(string) (string, bool)) (TCPConfig, error) {
 	get := func(name string) (string, error) {
 		v, ok := lookup(name)
 		if !ok || v == "" {
-			return "", fmt.Errorf("bootstrap: environment variable %s is not set (launch with torchrun or `hiercoll launch`): %w", name, device.ErrInvalidArgument)
+			return "", fmt.Errorf("bootstrap: environment variable %s is not set (launch with torchrun or `hiercoll launch`): %w", name, hcerr.ErrInvalidArgument)
 		}
 		return v, nil
 	}
@@ -75,7 +75,7 @@ func configFrom(lookup func(string) (string, bool)) (TCPConfig, error) {
 		}
 		n, err := strconv.Atoi(v)
 		if err != nil || n < lo || n > hi {
-			return 0, fmt.Errorf("bootstrap: environment variable %s=%q is not an integer in [%d, %d]: %w", name, v, lo, hi, device.ErrInvalidArgument)
+			return 0, fmt.Errorf("bootstrap: environment variable %s=%q is not an integer in [%d, %d]: %w", name, v, lo, hi, hcerr.ErrInvalidArgument)
 		}
 		return n, nil
 	}
@@ -108,13 +108,13 @@ func configFrom(lookup func(string) (string, bool)) (TCPConfig, error) {
 		}
 	} else if port > 65535 {
 		return TCPConfig{}, fmt.Errorf("bootstrap: %s=%d leaves no port above it for the rendezvous; set %s: %w",
-			EnvMasterPort, masterPort, EnvPort, device.ErrInvalidArgument)
+			EnvMasterPort, masterPort, EnvPort, hcerr.ErrInvalidArgument)
 	}
 	cfg.Addr = net.JoinHostPort(masterAddr, strconv.Itoa(port))
 
 	if token, ok := lookup(EnvToken); ok {
 		if token == "" {
-			return TCPConfig{}, fmt.Errorf("bootstrap: environment variable %s is set but empty: %w", EnvToken, device.ErrInvalidArgument)
+			return TCPConfig{}, fmt.Errorf("bootstrap: environment variable %s is set but empty: %w", EnvToken, hcerr.ErrInvalidArgument)
 		}
 		cfg.Token = token
 	} else {
@@ -126,7 +126,7 @@ func configFrom(lookup func(string) (string, bool)) (TCPConfig, error) {
 	if v, ok := lookup(EnvTimeout); ok {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			return TCPConfig{}, fmt.Errorf("bootstrap: environment variable %s=%q is not a positive duration such as 90s: %w", EnvTimeout, v, device.ErrInvalidArgument)
+			return TCPConfig{}, fmt.Errorf("bootstrap: environment variable %s=%q is not a positive duration such as 90s: %w", EnvTimeout, v, hcerr.ErrInvalidArgument)
 		}
 		cfg.Timeout = d
 	}
@@ -134,7 +134,7 @@ func configFrom(lookup func(string) (string, bool)) (TCPConfig, error) {
 	// the message can name the variables.
 	if cfg.Size%cfg.LocalSize != 0 || cfg.LocalRank != cfg.Rank%cfg.LocalSize {
 		return TCPConfig{}, fmt.Errorf("bootstrap: %s=%d, %s=%d, %s=%d, %s=%d are not node-major (local rank = rank mod local world size, which divides the world size): %w",
-			EnvRank, cfg.Rank, EnvWorldSize, cfg.Size, EnvLocalRank, cfg.LocalRank, EnvLocalWorldSize, cfg.LocalSize, device.ErrInvalidArgument)
+			EnvRank, cfg.Rank, EnvWorldSize, cfg.Size, EnvLocalRank, cfg.LocalRank, EnvLocalWorldSize, cfg.LocalSize, hcerr.ErrInvalidArgument)
 	}
 	return cfg, nil
 }

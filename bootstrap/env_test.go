@@ -15,9 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 	"github.com/stretchr/testify/require"
-
-	"github.com/seed12530e24/hiercoll/device"
 )
 
 func lookupIn(env map[string]string) func(string) (string, bool) {
@@ -92,7 +91,7 @@ func TestEnvConfigErrorsNameTheVariable(t *testing.T) {
 			env[tc.name] = tc.value
 		}
 		_, err := configFrom(lookupIn(env))
-		require.ErrorIs(t, err, device.ErrInvalidArgument, tc.want)
+		require.ErrorIs(t, err, hcerr.ErrInvalidArgument, tc.want)
 		require.ErrorContains(t, err, tc.want)
 	}
 }

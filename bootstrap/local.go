@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 )
 
 // Local returns the Comms of an in-process world of shape.Nodes ×
@@ -17,7 +17,7 @@ import (
 // collectives no longer lines up with the others').
 func Local(shape Shape) ([]Comm, error) {
 	if shape.Nodes <= 0 || shape.LocalSize <= 0 {
-		return nil, fmt.Errorf("bootstrap: world shape %v: %w", shape, device.ErrInvalidArgument)
+		return nil, fmt.Errorf("bootstrap: world shape %v: %w", shape, hcerr.ErrInvalidArgument)
 	}
 	hub := &hub{size: shape.World(), rounds: map[uint64]*round{}}
 	comms := make([]Comm, hub.size)
@@ -73,11 +73,11 @@ func (c *local) collective(ctx context.Context, op string, blob []byte) ([][]byt
 	defer c.mu.Unlock()
 	switch {
 	case c.closed:
-		return nil, fmt.Errorf("bootstrap: rank %d: %s: %w", c.rank, op, device.ErrClosed)
+		return nil, fmt.Errorf("bootstrap: rank %d: %s: %w", c.rank, op, hcerr.ErrClosed)
 	case c.failed != nil:
 		return nil, fmt.Errorf("bootstrap: rank %d: %s after an earlier failure: %w", c.rank, op, c.failed)
 	case len(blob) > MaxBlob:
-		return nil, fmt.Errorf("bootstrap: rank %d: all-gather blob of %d bytes exceeds %d: %w", c.rank, len(blob), MaxBlob, device.ErrInvalidArgument)
+		return nil, fmt.Errorf("bootstrap: rank %d: all-gather blob of %d bytes exceeds %d: %w", c.rank, len(blob), MaxBlob, hcerr.ErrInvalidArgument)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("bootstrap: rank %d: %s: %w", c.rank, op, err)
@@ -104,7 +104,7 @@ func (h *hub) join(ctx context.Context, seq uint64, op string, rank int, blob []
 		h.rounds[seq] = r
 	}
 	if r.op != op && r.bad == nil {
-		r.bad = fmt.Errorf("bootstrap: collective %d: rank %d called %s while others called %s: %w", seq, rank, op, r.op, device.ErrInvalidArgument)
+		r.bad = fmt.Errorf("bootstrap: collective %d: rank %d called %s while others called %s: %w", seq, rank, op, r.op, hcerr.ErrInvalidArgument)
 	}
 	r.blobs[rank] = append([]byte(nil), blob...)
 	r.arrived[rank] = true
@@ -130,7 +130,7 @@ func (h *hub) join(ctx context.Context, seq uint64, op string, rank int, blob []
 		}
 		if ctx.Err() == context.DeadlineExceeded {
 			return nil, fmt.Errorf("bootstrap: rank %d: %s %d: ranks %s never arrived within %v: %w",
-				rank, op, seq, strings.Join(missing, ","), time.Since(start).Round(time.Millisecond), device.ErrTimeout)
+				rank, op, seq, strings.Join(missing, ","), time.Since(start).Round(time.Millisecond), hcerr.ErrTimeout)
 		}
 		return nil, fmt.Errorf("bootstrap: rank %d: %s %d: ranks %s had not arrived: %w", rank, op, seq, strings.Join(missing, ","), ctx.Err())
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 )
 
 func TestLocalAllGatherAndBarrier(t *testing.T) {
@@ -61,7 +61,7 @@ func TestLocalMissingRankTimesOutNamingIt(t *testing.T) {
 	}
 	wg.Wait()
 	for _, err := range errs {
-		require.ErrorIs(t, err, device.ErrTimeout)
+		require.ErrorIs(t, err, hcerr.ErrTimeout)
 		require.ErrorContains(t, err, "ranks 2 never arrived")
 	}
 	// The failure is sticky: later collectives do not pair with the wrong round.
@@ -81,18 +81,18 @@ func TestLocalMismatchedCollectives(t *testing.T) {
 	go func() { defer wg.Done(); _, errs[1] = comms[1].AllGather(ctx, []byte("x")) }()
 	wg.Wait()
 	for _, err := range errs {
-		require.ErrorIs(t, err, device.ErrInvalidArgument)
+		require.ErrorIs(t, err, hcerr.ErrInvalidArgument)
 	}
 }
 
 func TestLocalRejectsBadShapeAndBigBlob(t *testing.T) {
 	_, err := Local(Shape{Nodes: 0, LocalSize: 2})
-	require.ErrorIs(t, err, device.ErrInvalidArgument)
+	require.ErrorIs(t, err, hcerr.ErrInvalidArgument)
 	comms, err := Local(Shape{Nodes: 1, LocalSize: 1})
 	require.NoError(t, err)
 	_, err = comms[0].AllGather(context.Background(), make([]byte, MaxBlob+1))
-	require.ErrorIs(t, err, device.ErrInvalidArgument)
+	require.ErrorIs(t, err, hcerr.ErrInvalidArgument)
 	require.NoError(t, comms[0].Close())
 	_, err = comms[0].AllGather(context.Background(), nil)
-	require.ErrorIs(t, err, device.ErrClosed)
+	require.ErrorIs(t, err, hcerr.ErrClosed)
 }

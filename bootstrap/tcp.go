@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 )
 
 // DefaultTimeout bounds the rendezvous and each collective of a TCP Comm
@@ -30,7 +30,7 @@ type TCPConfig struct {
 
 func (cfg TCPConfig) check() (TCPConfig, error) {
 	bad := func(format string, args ...any) (TCPConfig, error) {
-		return TCPConfig{}, fmt.Errorf("bootstrap: TCP config of rank %d: %s: %w", cfg.Rank, fmt.Sprintf(format, args...), device.ErrInvalidArgument)
+		return TCPConfig{}, fmt.Errorf("bootstrap: TCP config of rank %d: %s: %w", cfg.Rank, fmt.Sprintf(format, args...), hcerr.ErrInvalidArgument)
 	}
 	switch {
 	case cfg.Size < 1 || cfg.Size > maxWorld:
@@ -57,7 +57,7 @@ func (cfg TCPConfig) check() (TCPConfig, error) {
 
 // Error is a failed rendezvous or collective of a TCP Comm: which rank saw
 // it, in which operation, and which ranks are to blame. errors.Is matches
-// Err (device.ErrTimeout, ErrPeer, ErrInvalidArgument or ErrClosed, or
+// Err (hcerr.ErrTimeout, ErrPeer, ErrInvalidArgument or ErrClosed, or
 // context.Canceled) and Cause (the network or context error), if any.
 type Error struct {
 	Rank   int    // the rank reporting
@@ -73,7 +73,7 @@ type Error struct {
 func (e *Error) Error() string {
 	s := fmt.Sprintf("bootstrap: rank %d: %s: %s", e.Rank, e.Op, e.Reason)
 	// A context deadline says no more than "timed out" does.
-	if e.Cause != nil && !(e.Err == device.ErrTimeout && errors.Is(e.Cause, context.DeadlineExceeded)) {
+	if e.Cause != nil && !(e.Err == hcerr.ErrTimeout && errors.Is(e.Cause, context.DeadlineExceeded)) {
 		s += ": " + e.Cause.Error()
 	}
 	return s + ": " + e.Err.Error()
@@ -91,7 +91,7 @@ func (e *Error) Unwrap() []error {
 // cfg.Addr; then every rank, rank 0 included, connects to it (retrying until
 // the deadline, since rank 0 may start last), proves it holds cfg.Token and
 // waits for the others. If some never arrive, the error wraps
-// device.ErrTimeout and names them.
+// hcerr.ErrTimeout and names them.
 //
 // The Comm's methods are for one goroutine at a time, except Close. After a
 // failed collective the Comm is broken for good (the others have been told),
@@ -118,7 +118,7 @@ func dialTCP(ctx context.Context, cfg TCPConfig, ln net.Listener) (*tcpComm, err
 	if cfg.Rank == 0 {
 		if ln == nil {
 			if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
-				return nil, &Error{Rank: 0, Op: "rendezvous", Err: device.ErrInvalidArgument, Cause: err,
+				return nil, &Error{Rank: 0, Op: "rendezvous", Err: hcerr.ErrInvalidArgument, Cause: err,
 					Reason: fmt.Sprintf("cannot serve the rendezvous on %s (another job on that port? %s picks another)", cfg.Addr, EnvPort)}
 			}
 		}
@@ -160,11 +160,11 @@ func opDeadline(ctx context.Context, timeout time.Duration) (time.Time, time.Dur
 
 func codeOf(sentinel error) failCode {
 	switch sentinel {
-	case device.ErrTimeout:
+	case hcerr.ErrTimeout:
 		return codeTimeout
-	case device.ErrInvalidArgument:
+	case hcerr.ErrInvalidArgument:
 		return codeInvalid
-	case device.ErrClosed:
+	case hcerr.ErrClosed:
 		return codeClosed
 	}
 	return codePeer
@@ -260,7 +260,7 @@ func (c *tcpComm) connect(ctx context.Context, deadline time.Time, budget time.D
 			}
 			conn.Close()
 			if errors.Is(err, errMalformed) || errors.Is(err, errFrameTooLarge) {
-				return nil, nil, &Error{Rank: c.rank, Op: op, Ranks: []int{0}, Err: device.ErrInvalidArgument, Cause: err,
+				return nil, nil, &Error{Rank: c.rank, Op: op, Ranks: []int{0}, Err: hcerr.ErrInvalidArgument, Cause: err,
 					Reason: fmt.Sprintf("%s is not a hiercoll rendezvous server", c.addr)}
 			}
 		}
@@ -271,7 +271,7 @@ func (c *tcpComm) connect(ctx context.Context, deadline time.Time, budget time.D
 		}
 		wait := min(backoff, time.Until(deadline))
 		if wait <= 0 {
-			return nil, nil, &Error{Rank: c.rank, Op: op, Ranks: []int{0}, Err: device.ErrTimeout, Cause: lastErr,
+			return nil, nil, &Error{Rank: c.rank, Op: op, Ranks: []int{0}, Err: hcerr.ErrTimeout, Cause: lastErr,
 				Reason: fmt.Sprintf("rank 0's server at %s did not answer within %v", c.addr, roundDur(budget))}
 		}
 		select {
@@ -336,11 +336,11 @@ func (c *tcpComm) collective(ctx context.Context, op opKind, blob []byte) ([][]b
 	name := fmt.Sprintf("%v %d", op, c.seq)
 	switch {
 	case c.closed.Load():
-		return nil, &Error{Rank: c.rank, Op: name, Reason: "the communicator is closed", Err: device.ErrClosed}
+		return nil, &Error{Rank: c.rank, Op: name, Reason: "the communicator is closed", Err: hcerr.ErrClosed}
 	case c.broken != nil:
 		return nil, fmt.Errorf("bootstrap: rank %d: %s: the communicator failed earlier: %w", c.rank, name, c.broken)
 	case len(blob) > MaxBlob:
-		return nil, &Error{Rank: c.rank, Op: name, Err: device.ErrInvalidArgument,
+		return nil, &Error{Rank: c.rank, Op: name, Err: hcerr.ErrInvalidArgument,
 			Reason: fmt.Sprintf("blob of %d bytes exceeds MaxBlob (%d)", len(blob), MaxBlob)}
 	case ctx.Err() != nil:
 		// Nothing was sent: the Comm stays usable.
@@ -354,7 +354,7 @@ func (c *tcpComm) collective(ctx context.Context, op opKind, blob []byte) ([][]b
 		case ctx.Err() != nil:
 			err = c.ctxErr(ctx, name, budget, nil, false)
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			err = &Error{Rank: c.rank, Op: name, Ranks: []int{0}, Err: device.ErrTimeout, Cause: err,
+			err = &Error{Rank: c.rank, Op: name, Ranks: []int{0}, Err: hcerr.ErrTimeout, Cause: err,
 				Reason: fmt.Sprintf("could not send the contribution to rank 0's server within %v", roundDur(budget))}
 		default:
 			err = c.lost(name, err)
@@ -413,7 +413,7 @@ func (c *tcpComm) await(ctx context.Context, op opKind, name string, seq uint64,
 					return nil, &Error{Rank: c.rank, Op: name, Ranks: rep.ranks, Reason: reason, Err: rep.code.sentinel()}
 				}
 			}
-			return nil, &Error{Rank: c.rank, Op: name, Ranks: []int{0}, Err: device.ErrPeer,
+			return nil, &Error{Rank: c.rank, Op: name, Ranks: []int{0}, Err: hcerr.ErrPeer,
 				Reason: fmt.Sprintf("rank 0's server sent an unexpected or malformed %v", in.t)}
 		case <-ask.C:
 			// A failed send shows up as a lost connection or the deadline.
@@ -423,13 +423,13 @@ func (c *tcpComm) await(ctx context.Context, op opKind, name string, seq uint64,
 		case <-ctx.Done():
 			return nil, c.ctxErr(ctx, name, budget, missing, answered)
 		case <-c.stop:
-			return nil, &Error{Rank: c.rank, Op: name, Reason: "the communicator was closed while it waited", Err: device.ErrClosed}
+			return nil, &Error{Rank: c.rank, Op: name, Reason: "the communicator was closed while it waited", Err: hcerr.ErrClosed}
 		}
 	}
 }
 
 func (c *tcpComm) timeoutErr(name string, budget time.Duration, missing []int, answered bool, cause error) error {
-	e := &Error{Rank: c.rank, Op: name, Ranks: missing, Err: device.ErrTimeout, Cause: cause}
+	e := &Error{Rank: c.rank, Op: name, Ranks: missing, Err: hcerr.ErrTimeout, Cause: cause}
 	switch {
 	case len(missing) > 0:
 		e.Reason = fmt.Sprintf("%s never arrived within %v", rankList(missing), roundDur(budget))
@@ -451,13 +451,13 @@ func (c *tcpComm) ctxErr(ctx context.Context, name string, budget time.Duration,
 }
 
 func (c *tcpComm) lost(name string, err error) error {
-	return &Error{Rank: c.rank, Op: name, Ranks: []int{0}, Err: device.ErrPeer, Cause: err,
+	return &Error{Rank: c.rank, Op: name, Ranks: []int{0}, Err: hcerr.ErrPeer, Cause: err,
 		Reason: fmt.Sprintf("lost the connection to rank 0's server at %s", c.addr)}
 }
 
 func ctxSentinel(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return device.ErrTimeout
+		return hcerr.ErrTimeout
 	}
 	return err
 }
@@ -499,7 +499,7 @@ func (c *tcpComm) Close() error {
 		c.abandon(&report{code: codeOK})
 		if c.srv != nil {
 			if stayed := c.srv.shutdown(nil, c.timeout); len(stayed) > 0 {
-				err = &Error{Rank: c.rank, Op: "close", Ranks: stayed, Err: device.ErrTimeout,
+				err = &Error{Rank: c.rank, Op: "close", Ranks: stayed, Err: hcerr.ErrTimeout,
 					Reason: fmt.Sprintf("%s still connected %v later; cut off", rankList(stayed), roundDur(c.timeout))}
 			}
 		}

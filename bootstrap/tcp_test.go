@@ -15,9 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 	"github.com/stretchr/testify/require"
-
-	"github.com/seed12530e24/hiercoll/device"
 )
 
 const testToken = "test-token-5f1c"
@@ -212,7 +211,7 @@ func TestTCPRendezvousTimeoutNamesMissingRank(t *testing.T) {
 	})
 	for r, err := range errs {
 		t.Logf("rank %d: %v", r, err)
-		require.ErrorIs(t, err, device.ErrTimeout, "rank %d", r)
+		require.ErrorIs(t, err, hcerr.ErrTimeout, "rank %d", r)
 		require.ErrorContains(t, err, "rank 3 never arrived", "rank %d", r)
 		var e *Error
 		require.ErrorAs(t, err, &e)
@@ -231,7 +230,7 @@ func TestTCPRendezvousWithoutRankZero(t *testing.T) {
 	defer cancel()
 	_, err := DialTCP(ctx, testConfig(2, 4, 2, addr, time.Minute))
 	t.Log(err)
-	require.ErrorIs(t, err, device.ErrTimeout)
+	require.ErrorIs(t, err, hcerr.ErrTimeout)
 	require.ErrorContains(t, err, "rank 0's server at "+addr+" did not answer")
 	var e *Error
 	require.ErrorAs(t, err, &e)
@@ -271,7 +270,7 @@ func TestTCPCollectiveTimeoutNamesMissingRank(t *testing.T) {
 	})
 	for r, err := range errs {
 		t.Logf("rank %d: %v", r, err)
-		require.ErrorIs(t, err, device.ErrTimeout, "rank %d", r)
+		require.ErrorIs(t, err, hcerr.ErrTimeout, "rank %d", r)
 		require.ErrorContains(t, err, "all-gather 0", "rank %d", r)
 		require.ErrorContains(t, err, "rank 3 never arrived", "rank %d", r)
 		var e *Error
@@ -284,11 +283,11 @@ func TestTCPCollectiveTimeoutNamesMissingRank(t *testing.T) {
 	// completed the collective, which is as good an outcome.)
 	waitFailed(t, comms[0].srv)
 	_, err := comms[3].AllGather(context.Background(), nil)
-	require.ErrorIs(t, err, device.ErrTimeout)
+	require.ErrorIs(t, err, hcerr.ErrTimeout)
 	require.ErrorContains(t, err, "gave up")
 	// And a broken Comm stays broken.
 	_, err = comms[0].AllGather(context.Background(), nil)
-	require.ErrorIs(t, err, device.ErrTimeout)
+	require.ErrorIs(t, err, hcerr.ErrTimeout)
 	require.ErrorContains(t, err, "failed earlier")
 }
 
@@ -317,7 +316,7 @@ func TestTCPDroppedRankIsNamed(t *testing.T) {
 	require.Less(t, time.Since(start), 10*time.Second, "the others must not wait for their timeout")
 	for _, r := range []int{0, 1, 3} {
 		t.Logf("rank %d: %v", r, errs[r])
-		require.ErrorIs(t, errs[r], device.ErrPeer, "rank %d", r)
+		require.ErrorIs(t, errs[r], hcerr.ErrPeer, "rank %d", r)
 		require.ErrorContains(t, errs[r], "rank 2 dropped its connection", "rank %d", r)
 		var e *Error
 		require.ErrorAs(t, errs[r], &e)
@@ -338,7 +337,7 @@ func TestTCPServerLossIsNamed(t *testing.T) {
 	})
 	for i, err := range errs {
 		t.Logf("rank %d: %v", i+1, err)
-		require.ErrorIs(t, err, device.ErrPeer, "rank %d", i+1)
+		require.ErrorIs(t, err, hcerr.ErrPeer, "rank %d", i+1)
 		require.ErrorContains(t, err, "lost the connection to rank 0's server", "rank %d", i+1)
 	}
 }
@@ -361,7 +360,7 @@ func TestTCPCancelledRankIsNamed(t *testing.T) {
 	t.Logf("%v\n%v", errs[1], errs[0])
 	require.ErrorIs(t, errs[1], context.Canceled)
 	for _, r := range []int{0, 2} {
-		require.ErrorIs(t, errs[r], device.ErrPeer, "rank %d", r)
+		require.ErrorIs(t, errs[r], hcerr.ErrPeer, "rank %d", r)
 		require.ErrorContains(t, errs[r], "rank 1 gave up: its all-gather 0 was cancelled", "rank %d", r)
 	}
 }
@@ -553,7 +552,7 @@ func TestTCPOversizedFrames(t *testing.T) {
 	// Locally, an oversized contribution is refused before anything is sent,
 	// and the Comm stays usable.
 	_, err = comms[0].AllGather(context.Background(), make([]byte, MaxBlob+1))
-	require.ErrorIs(t, err, device.ErrInvalidArgument)
+	require.ErrorIs(t, err, hcerr.ErrInvalidArgument)
 	require.ErrorContains(t, err, "exceeds MaxBlob")
 
 	// Rank 2 announces a contribution larger than MaxBlob: it is cut off and
@@ -573,7 +572,7 @@ func TestTCPOversizedFrames(t *testing.T) {
 		return err
 	})
 	for r, err := range errs {
-		require.ErrorIs(t, err, device.ErrPeer, "rank %d", r)
+		require.ErrorIs(t, err, hcerr.ErrPeer, "rank %d", r)
 		require.ErrorContains(t, err, "rank 2 dropped its connection", "rank %d", r)
 		require.ErrorContains(t, err, "frame too large", "rank %d", r)
 	}
@@ -610,7 +609,7 @@ func TestTCPMismatchedCollectives(t *testing.T) {
 	})
 	for r, err := range errs {
 		t.Logf("rank %d: %v", r, err)
-		require.ErrorIs(t, err, device.ErrInvalidArgument, "rank %d", r)
+		require.ErrorIs(t, err, hcerr.ErrInvalidArgument, "rank %d", r)
 		require.ErrorContains(t, err, "collective 0: rank ", "rank %d", r)
 	}
 }
@@ -623,10 +622,10 @@ func TestTCPCloseAndReuse(t *testing.T) {
 	require.NoError(t, comms[1].Close())
 	require.NoError(t, comms[1].Close())
 	_, err := comms[1].AllGather(context.Background(), nil)
-	require.ErrorIs(t, err, device.ErrClosed)
+	require.ErrorIs(t, err, hcerr.ErrClosed)
 	// Rank 0 learns that rank 1 is gone instead of waiting.
 	err = comms[0].Barrier(context.Background())
-	require.ErrorIs(t, err, device.ErrPeer)
+	require.ErrorIs(t, err, hcerr.ErrPeer)
 	require.ErrorContains(t, err, "rank 1 closed its communicator")
 }
 
@@ -685,7 +684,7 @@ func TestTCPConfigChecks(t *testing.T) {
 		cfg := good
 		mutate(&cfg)
 		_, err := DialTCP(context.Background(), cfg)
-		require.ErrorIs(t, err, device.ErrInvalidArgument, name)
+		require.ErrorIs(t, err, hcerr.ErrInvalidArgument, name)
 	}
 }
 

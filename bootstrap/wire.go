@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 )
 
 // The rendezvous speaks frames over one TCP connection per rank:
@@ -106,13 +106,13 @@ const (
 func (c failCode) sentinel() error {
 	switch c {
 	case codeTimeout:
-		return device.ErrTimeout
+		return hcerr.ErrTimeout
 	case codeInvalid:
-		return device.ErrInvalidArgument
+		return hcerr.ErrInvalidArgument
 	case codeClosed:
-		return device.ErrClosed
+		return hcerr.ErrClosed
 	}
-	return device.ErrPeer
+	return hcerr.ErrPeer
 }
 
 // errFrameTooLarge is a frame header announcing more than the reader accepts.

@@ -17,9 +17,10 @@ package device
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 )
 
 // Ptr is a device address. Arithmetic on it is plain byte offsets.
@@ -79,6 +80,9 @@ type Word struct {
 	Addr  Ptr
 	Label string // e.g. "node barrier slot of rank 3"
 }
+
+// String is the word as a timeout names it: its label and address.
+func (w Word) String() string { return fmt.Sprintf("%s (word %v)", w.Label, w.Addr) }
 
 // Device is one GPU (or one simulated GPU) as used by one rank.
 type Device interface {
@@ -173,50 +177,28 @@ type Info struct {
 	Multicast   bool   // the hardware reports NVLink multicast support (never exercised here)
 }
 
-// Errors every backend and layer wraps, so callers can tell them apart with
+// The errors every backend and layer wraps (internal/errs), re-exported
+// where users of the seam meet them, so callers can tell them apart with
 // errors.Is.
 var (
-	ErrNotSupported    = errors.New("not supported")
-	ErrInvalidArgument = errors.New("invalid argument")
-	ErrTimeout         = errors.New("timed out")
-	ErrPeer            = errors.New("peer failed")
-	ErrClosed          = errors.New("closed")
+	ErrNotSupported    = hcerr.ErrNotSupported
+	ErrInvalidArgument = hcerr.ErrInvalidArgument
+	ErrTimeout         = hcerr.ErrTimeout
+	ErrPeer            = hcerr.ErrPeer
+	ErrClosed          = hcerr.ErrClosed
 )
 
 // StreamSynchronize and EventSynchronize are TimeoutError.What when a host
-// wait on a stream or an event ran out of time: the work is still running on
-// the device.
+// wait on a stream or an event ran out of time.
 const (
-	StreamSynchronize = "stream synchronize"
-	EventSynchronize  = "event synchronize"
+	StreamSynchronize = hcerr.StreamSynchronize
+	EventSynchronize  = hcerr.EventSynchronize
 )
+
+// TimeoutError is a wait that did not complete in time (hcerr.TimeoutError):
+// for a wait-value, Word is the Word waited on and Cmp its comparison.
+type TimeoutError = hcerr.TimeoutError
 
 // Stuck reports whether err is a host wait that ran out of time while the
 // device work it waited for was still running (not work that failed).
-func Stuck(err error) bool {
-	var te *TimeoutError
-	return errors.As(err, &te) && (te.What == StreamSynchronize || te.What == EventSynchronize)
-}
-
-// TimeoutError is a wait that did not complete in time: it names what was
-// waited on, and where, so that a missing rank can be identified.
-type TimeoutError struct {
-	Stream string // which stream waited
-	Word   Word   // the word (for wait-values)
-	Cmp    Cmp
-	Want   uint32
-	Got    uint32
-	After  time.Duration
-	What   string // for other waits: "event", "stream synchronize"
-}
-
-func (e *TimeoutError) Error() string {
-	if e.What != "" {
-		return fmt.Sprintf("%s: %s did not complete within %v", e.Stream, e.What, e.After)
-	}
-	return fmt.Sprintf("%s: waited %v for %s (word %v) to become %s %d; it holds %d",
-		e.Stream, e.After, e.Word.Label, e.Word.Addr, e.Cmp, e.Want, e.Got)
-}
-
-// Is makes errors.Is(err, ErrTimeout) true.
-func (e *TimeoutError) Is(target error) bool { return target == ErrTimeout }
+func Stuck(err error) bool { return hcerr.Stuck(err) }

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/seed12530e24/hiercoll/bootstrap"
-	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 )
 
 // The variables Run sets in every child.
@@ -67,7 +67,7 @@ type Spec struct {
 
 func (s Spec) check() (Spec, error) {
 	bad := func(format string, args ...any) (Spec, error) {
-		return Spec{}, fmt.Errorf("launch: %s: %w", fmt.Sprintf(format, args...), device.ErrInvalidArgument)
+		return Spec{}, fmt.Errorf("launch: %s: %w", fmt.Sprintf(format, args...), hcerr.ErrInvalidArgument)
 	}
 	if s.Nodes == 0 {
 		s.Nodes = 1
@@ -100,7 +100,7 @@ func (s Spec) check() (Spec, error) {
 }
 
 // RankError is a child that failed: it exited non-zero or died of a signal.
-// errors.Is(err, device.ErrPeer) holds, and Err is the *exec.ExitError.
+// errors.Is(err, hcerr.ErrPeer) holds, and Err is the *exec.ExitError.
 type RankError struct {
 	Rank     int
 	PID      int
@@ -113,7 +113,7 @@ func (e *RankError) Error() string {
 	return fmt.Sprintf("launch: rank %d (pid %d) failed: %s", e.Rank, e.PID, e.Status)
 }
 
-func (e *RankError) Unwrap() []error { return []error{device.ErrPeer, e.Err} }
+func (e *RankError) Unwrap() []error { return []error{hcerr.ErrPeer, e.Err} }
 
 // job is what every rank of one Run shares.
 type job struct {
@@ -174,7 +174,7 @@ func (j job) start(rank int, base []string, out *sink) (*child, error) {
 	// Grandchildren that keep the output pipes open do not hold Wait up.
 	cmd.WaitDelay = j.spec.Grace
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("launch: rank %d: cannot start %q: %w (%w)", rank, j.spec.Command[0], err, device.ErrInvalidArgument)
+		return nil, fmt.Errorf("launch: rank %d: cannot start %q: %w (%w)", rank, j.spec.Command[0], err, hcerr.ErrInvalidArgument)
 	}
 	c := &child{rank: rank, cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{})}
 	go func() {

@@ -12,9 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 	"github.com/stretchr/testify/require"
-
-	"github.com/seed12530e24/hiercoll/device"
 )
 
 // printEnv is a child that prints what it was given, one field per name.
@@ -131,7 +130,7 @@ func TestRunFailureStopsTheOthers(t *testing.T) {
 	})
 	elapsed := time.Since(start)
 	require.Error(t, err)
-	require.ErrorIs(t, err, device.ErrPeer)
+	require.ErrorIs(t, err, hcerr.ErrPeer)
 	require.ErrorContains(t, err, "rank 1")
 	require.ErrorContains(t, err, "exit status 3")
 	var re *RankError
@@ -214,7 +213,7 @@ func TestRunRejectsBadSpecs(t *testing.T) {
 		"missing program": {NProc: 2, Command: []string{"/nonexistent/hiercoll-test-program"}},
 	} {
 		err := Run(context.Background(), spec)
-		require.ErrorIs(t, err, device.ErrInvalidArgument, name)
+		require.ErrorIs(t, err, hcerr.ErrInvalidArgument, name)
 	}
 	err := Run(context.Background(), Spec{NProc: 2, Command: []string{"/nonexistent/hiercoll-test-program"}})
 	require.ErrorContains(t, err, "rank 0: cannot start")

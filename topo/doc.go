@@ -18,7 +18,7 @@
 // be a switch, as NCCL does for switches hidden from a virtual machine.
 //
 // Without NVML (no libnvidia-ml.so.1, no driver, or a binary built with
-// CGO_ENABLED=0) Probe returns an error wrapping device.ErrNotSupported and
+// CGO_ENABLED=0) Probe returns an error wrapping errs.ErrNotSupported and
 // callers carry on without topology. ProbeNVML takes the nvml.Interface to
 // use, so tests drive it with go-nvml's mock; it exists only in cgo builds,
 // because go-nvml itself needs cgo.

@@ -7,27 +7,26 @@ import (
 	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-
-	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 )
 
 // Probe reports this host's GPU topology from the system's NVML library
 // (libnvidia-ml.so.1). Without the library or the driver the error wraps
-// device.ErrNotSupported.
+// hcerr.ErrNotSupported.
 func Probe() (*Report, error) {
 	return ProbeNVML(nvml.New())
 }
 
 // ProbeNVML reports the GPU topology that lib describes: nvml.New() for the
 // real library, or a mock. It calls lib.Init first and nothing else when that
-// fails (the error then wraps device.ErrNotSupported and the nvml.Return), and
+// fails (the error then wraps hcerr.ErrNotSupported and the nvml.Return), and
 // lib.Shutdown after a successful Init whatever happens next. Only the device
 // count and the device handles are essential: any other query NVML refuses is
 // recorded in Report.Notes, and the report says "?" (or false) where it would
 // have used the answer.
 func ProbeNVML(lib nvml.Interface) (rep *Report, err error) {
 	if ret := lib.Init(); ret != nvml.SUCCESS {
-		return nil, fmt.Errorf("topo: no NVML: %s (nvmlInit: %w): %w", initFailure(ret), ret, device.ErrNotSupported)
+		return nil, fmt.Errorf("topo: no NVML: %s (nvmlInit: %w): %w", initFailure(ret), ret, hcerr.ErrNotSupported)
 	}
 	defer func() {
 		if ret := lib.Shutdown(); ret != nvml.SUCCESS && err == nil {

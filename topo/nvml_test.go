@@ -9,10 +9,9 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/seed12530e24/hiercoll/device"
 )
 
 // fakeLink is one active NVLink of a fake GPU: to another GPU (peer >= 0) or
@@ -284,7 +283,7 @@ func TestProbeNVMLPCIeWithoutCrossSocketP2P(t *testing.T) {
 	assert.NoError(t, rep.CheckPeerAccess([]int{2, 3}))
 	err = rep.CheckPeerAccess([]int{1, 0, 2})
 	require.Error(t, err)
-	assert.ErrorIs(t, err, device.ErrNotSupported)
+	assert.ErrorIs(t, err, hcerr.ErrNotSupported)
 	assert.Contains(t, err.Error(), "GPU 1 -> GPU 2 (SYS)")
 	assert.Contains(t, err.Error(), "copy-engine")
 	assert.Contains(t, err.Error(), "NVLink or PCIe")
@@ -304,7 +303,7 @@ func TestProbeNVMLNVLinkPairWithoutP2P(t *testing.T) {
 	assert.Equal(t, Link{Kind: "NV18", NVLinks: 18, P2P: true}, rep.Links[1][3])
 	assert.NoError(t, rep.CheckPeerAccess([]int{0, 1, 2}))
 	err = rep.CheckPeerAccess([]int{0, 1, 2, 3})
-	assert.ErrorIs(t, err, device.ErrNotSupported)
+	assert.ErrorIs(t, err, hcerr.ErrNotSupported)
 	assert.Contains(t, err.Error(), "GPU 3 -> GPU 1 (NV18)")
 	assert.Contains(t, rep.Table(), "NV18*")
 }
@@ -333,7 +332,7 @@ func TestProbeNVMLInitFails(t *testing.T) {
 			rep, err := ProbeNVML(lib)
 			require.Error(t, err)
 			assert.Nil(t, rep)
-			assert.ErrorIs(t, err, device.ErrNotSupported)
+			assert.ErrorIs(t, err, hcerr.ErrNotSupported)
 			assert.ErrorIs(t, err, ret)
 			assert.Contains(t, err.Error(), "topo: no NVML")
 			assert.Len(t, lib.InitCalls(), 1)

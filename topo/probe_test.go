@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/seed12530e24/hiercoll/device"
 )
 
 // TestProbeWithoutNVML runs the real probe. On a host without NVML (or a
@@ -20,7 +19,7 @@ func TestProbeWithoutNVML(t *testing.T) {
 			rep.Driver, len(rep.GPUs), rep.Table())
 	}
 	assert.Nil(t, rep)
-	require.ErrorIs(t, err, device.ErrNotSupported)
+	require.ErrorIs(t, err, hcerr.ErrNotSupported)
 	assert.Contains(t, err.Error(), "topo: no NVML")
 	t.Log(err)
 }
@@ -38,12 +37,12 @@ func TestCheckPeerAccessArguments(t *testing.T) {
 	assert.NoError(t, rep.CheckPeerAccess([]int{0, 1, 1}))
 	for _, gpus := range [][]int{{0, 2}, {-1}} {
 		err := rep.CheckPeerAccess(gpus)
-		assert.ErrorIs(t, err, device.ErrInvalidArgument, "%v", gpus)
+		assert.ErrorIs(t, err, hcerr.ErrInvalidArgument, "%v", gpus)
 	}
 	// A report whose matrix is short (built by hand) has no P2P where it is missing.
 	short := &Report{GPUs: rep.GPUs}
 	err := short.CheckPeerAccess([]int{0, 1})
-	require.ErrorIs(t, err, device.ErrNotSupported)
+	require.ErrorIs(t, err, hcerr.ErrNotSupported)
 	assert.Contains(t, err.Error(), "GPU 0 -> GPU 1 (?)")
 }
 
@@ -58,7 +57,7 @@ func TestTableEdgeCases(t *testing.T) {
 
 func ExampleProbe() {
 	rep, err := Probe()
-	if errors.Is(err, device.ErrNotSupported) {
+	if errors.Is(err, hcerr.ErrNotSupported) {
 		fmt.Println("no topology here; the CPU backend needs none")
 		return
 	}

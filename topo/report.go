@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 )
 
 // Report is the topology of one host's GPUs as NVML sees it.
@@ -149,12 +149,12 @@ func orUnknown(s string) string {
 // CheckPeerAccess reports whether every ordered pair of the given GPUs
 // (indices into r.GPUs) has peer-to-peer access, as the intra-node stage's
 // copy-engine scatter needs. The error names the first pair without it and
-// wraps device.ErrNotSupported; an index that is not a GPU of the report is
-// device.ErrInvalidArgument.
+// wraps hcerr.ErrNotSupported; an index that is not a GPU of the report is
+// hcerr.ErrInvalidArgument.
 func (r *Report) CheckPeerAccess(gpus []int) error {
 	for _, g := range gpus {
 		if g < 0 || g >= len(r.GPUs) {
-			return fmt.Errorf("topo: GPU %d is not one of the %d GPUs of this host: %w", g, len(r.GPUs), device.ErrInvalidArgument)
+			return fmt.Errorf("topo: GPU %d is not one of the %d GPUs of this host: %w", g, len(r.GPUs), hcerr.ErrInvalidArgument)
 		}
 	}
 	for _, from := range gpus {
@@ -172,7 +172,7 @@ func (r *Report) CheckPeerAccess(gpus []int) error {
 			}
 			return fmt.Errorf("topo: GPU %d -> GPU %d (%s) has no peer-to-peer access (NVML P2P read/write status not OK); "+
 				"the copy-engine scatter path needs peer access over NVLink or PCIe between every pair of a node's GPUs: %w",
-				from, to, kind, device.ErrNotSupported)
+				from, to, kind, hcerr.ErrNotSupported)
 		}
 	}
 	return nil

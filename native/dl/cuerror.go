@@ -3,7 +3,7 @@ package dl
 import (
 	"fmt"
 
-	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 )
 
 // CUDAError is a CUDA driver call of the cuctx.h helpers (retaining a
@@ -21,13 +21,13 @@ func (e *CUDAError) Error() string {
 }
 
 // Is matches CUDA_ERROR_NO_DEVICE and CUDA_ERROR_STUB_LIBRARY to
-// device.ErrNotSupported and CUDA_ERROR_INVALID_DEVICE to
-// device.ErrInvalidArgument.
+// hcerr.ErrNotSupported and CUDA_ERROR_INVALID_DEVICE to
+// hcerr.ErrInvalidArgument.
 func (e *CUDAError) Is(target error) bool {
 	switch target {
-	case device.ErrNotSupported:
+	case hcerr.ErrNotSupported:
 		return e.Code == 100 || e.Code == 34 // CUDA_ERROR_NO_DEVICE, CUDA_ERROR_STUB_LIBRARY
-	case device.ErrInvalidArgument:
+	case hcerr.ErrInvalidArgument:
 		return e.Code == 101 // CUDA_ERROR_INVALID_DEVICE
 	}
 	return false

@@ -3,7 +3,7 @@
 // pairs the rail (inter-node) stage can run over — by loading libnccl.so.2 at
 // run time. Nothing here needs NCCL or CUDA headers to build, and on a
 // machine without NCCL, Load fails with an error that wraps
-// device.ErrNotSupported and names every place it looked.
+// errs.ErrNotSupported and names every place it looked.
 //
 // # Use
 //

@@ -144,6 +144,7 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 	"github.com/seed12530e24/hiercoll/native/dl"
 )
 
@@ -163,7 +164,7 @@ var (
 
 // Load opens NCCL (see the package doc for where it looks) and libcuda.so.1.
 // A successful load is cached; a failed one is retried on the next call. It
-// fails with an error wrapping device.ErrNotSupported when either library is
+// fails with an error wrapping hcerr.ErrNotSupported when either library is
 // missing, naming every candidate tried.
 func Load() (*Lib, error) {
 	if err := ensureNVLSOff(os.LookupEnv, os.Setenv); err != nil {
@@ -192,14 +193,14 @@ func load(libs, searched []string) (*Lib, error) {
 	cuda, err := dl.Open("libcuda.so.1")
 	if err != nil {
 		_ = nlib.Close()
-		return nil, fmt.Errorf("nccl: %s loaded but the CUDA driver did not: %w: %w", nlib.Path, device.ErrNotSupported, err)
+		return nil, fmt.Errorf("nccl: %s loaded but the CUDA driver did not: %w: %w", nlib.Path, hcerr.ErrNotSupported, err)
 	}
 	t := (*C.hc_nccl)(C.calloc(1, C.size_t(unsafe.Sizeof(C.hc_nccl{}))))
 	fail := func(err error) (*Lib, error) {
 		C.free(unsafe.Pointer(t))
 		_ = cuda.Close()
 		_ = nlib.Close()
-		return nil, fmt.Errorf("nccl: %s: %w: %w", nlib.Path, device.ErrNotSupported, err)
+		return nil, fmt.Errorf("nccl: %s: %w: %w", nlib.Path, hcerr.ErrNotSupported, err)
 	}
 	syms := []dl.Symbol{
 		{Lib: nlib, Name: "ncclGetVersion", Dst: &t.getVersion},
@@ -273,10 +274,10 @@ type Comm struct {
 // NCCL call of the Comm, so callers need not manage contexts or threads.
 func (l *Lib) InitRank(nranks int, id [UniqueIDSize]byte, rank int, ordinal int) (*Comm, error) {
 	if nranks < 1 || rank < 0 || rank >= nranks {
-		return nil, fmt.Errorf("nccl: InitRank: rank %d of %d ranks: %w", rank, nranks, device.ErrInvalidArgument)
+		return nil, fmt.Errorf("nccl: InitRank: rank %d of %d ranks: %w", rank, nranks, hcerr.ErrInvalidArgument)
 	}
 	if ordinal < 0 {
-		return nil, fmt.Errorf("nccl: InitRank: device ordinal %d: %w", ordinal, device.ErrInvalidArgument)
+		return nil, fmt.Errorf("nccl: InitRank: device ordinal %d: %w", ordinal, hcerr.ErrInvalidArgument)
 	}
 	var st C.hc_status
 	var comm, ctx unsafe.Pointer
@@ -303,7 +304,7 @@ func (c *Comm) lock(op string) error {
 	c.mu.Lock()
 	if c.comm == nil {
 		c.mu.Unlock()
-		return fmt.Errorf("nccl: %s on a destroyed communicator: %w", op, device.ErrClosed)
+		return fmt.Errorf("nccl: %s on a destroyed communicator: %w", op, hcerr.ErrClosed)
 	}
 	return nil
 }
@@ -363,7 +364,7 @@ func (c *Comm) p2p(op string, isSend bool, buf device.Ptr, count int64, dt dtype
 		return err
 	}
 	if peer < 0 || peer >= c.nranks {
-		return fmt.Errorf("nccl: %s: peer %d of %d ranks: %w", op, peer, c.nranks, device.ErrInvalidArgument)
+		return fmt.Errorf("nccl: %s: peer %d of %d ranks: %w", op, peer, c.nranks, hcerr.ErrInvalidArgument)
 	}
 	if err := c.lock(op); err != nil {
 		return err
@@ -464,15 +465,15 @@ func (c *Comm) close(abort bool) error {
 func checkBuffers(op string, dt dtype.DType, count int64, bufs ...device.Ptr) (DataType, error) {
 	t, err := TypeOf(dt)
 	if err != nil {
-		return 0, fmt.Errorf("nccl: %s: element type %v: %w", op, dt, device.ErrInvalidArgument)
+		return 0, fmt.Errorf("nccl: %s: element type %v: %w", op, dt, hcerr.ErrInvalidArgument)
 	}
 	if count < 0 {
-		return 0, fmt.Errorf("nccl: %s: count %d: %w", op, count, device.ErrInvalidArgument)
+		return 0, fmt.Errorf("nccl: %s: count %d: %w", op, count, hcerr.ErrInvalidArgument)
 	}
 	if count > 0 {
 		for _, b := range bufs {
 			if b == 0 {
-				return 0, fmt.Errorf("nccl: %s: null buffer for %d elements: %w", op, count, device.ErrInvalidArgument)
+				return 0, fmt.Errorf("nccl: %s: null buffer for %d elements: %w", op, count, hcerr.ErrInvalidArgument)
 			}
 		}
 	}

@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/internal/gputest"
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 	"github.com/seed12530e24/hiercoll/native/dl"
 )
 
@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 func TestLoadNamesCandidates(t *testing.T) {
 	_, err := load([]string{"/nonexistent/libnccl.so.2", "libhiercoll-no-nccl.so.2"}, []string{"/site/one", "/site/two"})
 	require.Error(t, err)
-	require.True(t, errors.Is(err, device.ErrNotSupported), "%v", err)
+	require.True(t, errors.Is(err, hcerr.ErrNotSupported), "%v", err)
 	require.True(t, errors.Is(err, dl.ErrNotFound), "%v", err)
 	for _, s := range []string{"/nonexistent/libnccl.so.2", "libhiercoll-no-nccl.so.2", "/site/one", "/site/two", wheelPath} {
 		require.ErrorContains(t, err, s)
@@ -42,15 +42,15 @@ func TestLoadNamesCandidates(t *testing.T) {
 // destroyed; a zero Comm is a destroyed one.
 func TestCommArgumentChecks(t *testing.T) {
 	c := &Comm{nranks: 2}
-	require.ErrorIs(t, c.ReduceScatter(0x1000, 0x2000, 8, dtype.Invalid, 0), device.ErrInvalidArgument)
-	require.ErrorIs(t, c.ReduceScatter(0x1000, 0x2000, -1, dtype.F32, 0), device.ErrInvalidArgument)
-	require.ErrorIs(t, c.ReduceScatter(0, 0x2000, 8, dtype.F32, 0), device.ErrInvalidArgument)
-	require.ErrorIs(t, c.AllReduce(0x1000, 0, 8, dtype.BF16, 0), device.ErrInvalidArgument)
-	require.ErrorIs(t, c.Send(0x1000, 8, dtype.F32, 2, 0), device.ErrInvalidArgument)
-	require.ErrorIs(t, c.Recv(0x1000, 8, dtype.F32, -1, 0), device.ErrInvalidArgument)
-	require.ErrorIs(t, c.ReduceScatter(0x1000, 0x2000, 8, dtype.F32, 0), device.ErrClosed)
-	require.ErrorIs(t, c.Send(0x1000, 8, dtype.F32, 1, 0), device.ErrClosed)
-	require.ErrorIs(t, c.AsyncError(), device.ErrClosed)
+	require.ErrorIs(t, c.ReduceScatter(0x1000, 0x2000, 8, dtype.Invalid, 0), hcerr.ErrInvalidArgument)
+	require.ErrorIs(t, c.ReduceScatter(0x1000, 0x2000, -1, dtype.F32, 0), hcerr.ErrInvalidArgument)
+	require.ErrorIs(t, c.ReduceScatter(0, 0x2000, 8, dtype.F32, 0), hcerr.ErrInvalidArgument)
+	require.ErrorIs(t, c.AllReduce(0x1000, 0, 8, dtype.BF16, 0), hcerr.ErrInvalidArgument)
+	require.ErrorIs(t, c.Send(0x1000, 8, dtype.F32, 2, 0), hcerr.ErrInvalidArgument)
+	require.ErrorIs(t, c.Recv(0x1000, 8, dtype.F32, -1, 0), hcerr.ErrInvalidArgument)
+	require.ErrorIs(t, c.ReduceScatter(0x1000, 0x2000, 8, dtype.F32, 0), hcerr.ErrClosed)
+	require.ErrorIs(t, c.Send(0x1000, 8, dtype.F32, 1, 0), hcerr.ErrClosed)
+	require.ErrorIs(t, c.AsyncError(), hcerr.ErrClosed)
 	require.NoError(t, c.Destroy())
 }
 
@@ -143,7 +143,7 @@ func TestGPUSingleRankCollectives(t *testing.T) {
 	require.Equal(t, int64(1), liveComms.Load())
 	require.NoError(t, comm.Destroy())
 	require.NoError(t, comm.Destroy(), "Destroy twice is harmless")
-	require.ErrorIs(t, comm.AllReduce(0x1000, 0x1000, 1, dtype.F32, 0), device.ErrClosed)
+	require.ErrorIs(t, comm.AllReduce(0x1000, 0x1000, 1, dtype.F32, 0), hcerr.ErrClosed)
 	require.Equal(t, int64(0), liveComms.Load())
 }
 
@@ -155,6 +155,6 @@ func TestGPUInitRankBadDevice(t *testing.T) {
 	var cerr *CUDAError
 	require.ErrorAs(t, err, &cerr)
 	require.Equal(t, "cuDeviceGet", cerr.Call)
-	require.ErrorIs(t, err, device.ErrInvalidArgument)
+	require.ErrorIs(t, err, hcerr.ErrInvalidArgument)
 	require.Equal(t, int64(0), liveComms.Load())
 }

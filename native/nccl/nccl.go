@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 	"github.com/seed12530e24/hiercoll/native/dl"
 )
 
@@ -53,7 +53,7 @@ func TypeOf(d dtype.DType) (DataType, error) {
 	case dtype.I32:
 		return Int32, nil
 	}
-	return 0, fmt.Errorf("nccl: element type %v has no NCCL equivalent here: %w", d, device.ErrInvalidArgument)
+	return 0, fmt.Errorf("nccl: element type %v has no NCCL equivalent here: %w", d, hcerr.ErrInvalidArgument)
 }
 
 // RedOp is an ncclRedOp_t.
@@ -125,11 +125,11 @@ func (e *Error) Error() string {
 // Is lets errors.Is match the hiercoll sentinel a code corresponds to.
 func (e *Error) Is(target error) bool {
 	switch target {
-	case device.ErrInvalidArgument:
+	case hcerr.ErrInvalidArgument:
 		return e.Code == InvalidArgument || e.Code == InvalidUsage
-	case device.ErrPeer:
+	case hcerr.ErrPeer:
 		return e.Code == RemoteError
-	case device.ErrTimeout:
+	case hcerr.ErrTimeout:
 		return e.Code == Timeout
 	}
 	return false
@@ -186,7 +186,7 @@ func ensureNVLSOff(lookup func(string) (string, bool), set func(k, v string) err
 		return nil
 	}
 	return fmt.Errorf("nccl: %s=%q would let NCCL create NVLink multicast objects, which hiercoll never does "+
-		"(see DESIGN.md, safety rule); unset it or set it to 0: %w", envNVLS, v, device.ErrNotSupported)
+		"(see DESIGN.md, safety rule); unset it or set it to 0: %w", envNVLS, v, hcerr.ErrNotSupported)
 }
 
 // errNotLoaded reports a library that could not be loaded, naming what was tried.
@@ -196,7 +196,7 @@ func errNotLoaded(libs, searched []string, cause error) error {
 		where = "site-packages searched: " + strings.Join(searched, ", ")
 	}
 	return fmt.Errorf("nccl: cannot load NCCL (tried %s; %s for %s; set %s to its path): %w: %w",
-		strings.Join(libs, ", "), where, wheelPath, EnvLib, device.ErrNotSupported, cause)
+		strings.Join(libs, ", "), where, wheelPath, EnvLib, hcerr.ErrNotSupported, cause)
 }
 
 // errNoCgo is what every call returns in a binary built without cgo.

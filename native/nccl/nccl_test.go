@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 )
 
 func TestTypeOf(t *testing.T) {
@@ -33,7 +33,7 @@ func TestTypeOf(t *testing.T) {
 		require.NoError(t, err, "every hiercoll dtype maps to NCCL: %v", d)
 	}
 	_, err := TypeOf(dtype.Invalid)
-	require.ErrorIs(t, err, device.ErrInvalidArgument)
+	require.ErrorIs(t, err, hcerr.ErrInvalidArgument)
 	require.Equal(t, "ncclBfloat16", Bfloat16.String())
 	require.Equal(t, RedOp(0), Sum)
 }
@@ -52,18 +52,18 @@ func TestDecodeVersion(t *testing.T) {
 
 func TestErrorIs(t *testing.T) {
 	e := &Error{Call: "ncclSend", Code: InvalidArgument, Text: "invalid argument", Detail: "peer 9 out of range"}
-	require.ErrorIs(t, e, device.ErrInvalidArgument)
-	require.NotErrorIs(t, e, device.ErrPeer)
+	require.ErrorIs(t, e, hcerr.ErrInvalidArgument)
+	require.NotErrorIs(t, e, hcerr.ErrPeer)
 	require.Contains(t, e.Error(), "ncclSend")
 	require.Contains(t, e.Error(), "ncclInvalidArgument (4)")
 	require.Contains(t, e.Error(), "peer 9 out of range")
-	require.ErrorIs(t, &Error{Code: RemoteError}, device.ErrPeer)
-	require.ErrorIs(t, &Error{Code: Timeout}, device.ErrTimeout)
+	require.ErrorIs(t, &Error{Code: RemoteError}, hcerr.ErrPeer)
+	require.ErrorIs(t, &Error{Code: Timeout}, hcerr.ErrTimeout)
 
 	c := &CUDAError{Call: "cuInit", Code: 100, Name: "CUDA_ERROR_NO_DEVICE"}
-	require.ErrorIs(t, c, device.ErrNotSupported)
+	require.ErrorIs(t, c, hcerr.ErrNotSupported)
 	require.Contains(t, c.Error(), "cuInit")
-	require.ErrorIs(t, &CUDAError{Code: 101}, device.ErrInvalidArgument)
+	require.ErrorIs(t, &CUDAError{Code: 101}, hcerr.ErrInvalidArgument)
 }
 
 func TestEnsureNVLSOff(t *testing.T) {
@@ -98,7 +98,7 @@ func TestEnsureNVLSOff(t *testing.T) {
 			}
 			err := ensureNVLSOff(lookup, setenv)
 			if tc.wantErr {
-				require.ErrorIs(t, err, device.ErrNotSupported)
+				require.ErrorIs(t, err, hcerr.ErrNotSupported)
 				require.ErrorContains(t, err, envNVLS)
 			} else {
 				require.NoError(t, err)
@@ -155,7 +155,7 @@ func TestLoadMissing(t *testing.T) {
 	if err == nil {
 		t.Skipf("NCCL is installed here (%s): nothing to test", lib.Path())
 	}
-	require.True(t, errors.Is(err, device.ErrNotSupported), "%v", err)
+	require.True(t, errors.Is(err, hcerr.ErrNotSupported), "%v", err)
 	require.ErrorContains(t, err, "/nonexistent/hiercoll-test/libnccl.so.2")
 	require.ErrorContains(t, err, "libnccl.so.2")
 	require.ErrorContains(t, err, EnvLib)
@@ -164,7 +164,7 @@ func TestLoadMissing(t *testing.T) {
 func TestLoadRefusesNVLS(t *testing.T) {
 	t.Setenv(envNVLS, "1")
 	_, err := Load()
-	require.ErrorIs(t, err, device.ErrNotSupported)
+	require.ErrorIs(t, err, hcerr.ErrNotSupported)
 	if !errors.Is(err, errNoCgo) {
 		require.ErrorContains(t, err, envNVLS)
 	}

@@ -4,7 +4,7 @@
 // signals and barriers enqueued on CUDA streams. Only host-side entry points
 // are used, so no NVSHMEM device library, CUDA headers or nvcc are needed to
 // build; on a machine without NVSHMEM, Load fails with an error that wraps
-// device.ErrNotSupported and names every place it looked.
+// errs.ErrNotSupported and names every place it looked.
 //
 // # Use
 //

@@ -209,6 +209,7 @@ import (
 	"unsafe"
 
 	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 	"github.com/seed12530e24/hiercoll/native/dl"
 )
 
@@ -246,7 +247,7 @@ var (
 // sets NVSHMEM_DISABLE_NVLS=1 when unset (and refuses a false value), and
 // NVSHMEM_BOOTSTRAP_UID_PLUGIN to the plugin beside the library when unset.
 // A successful load is cached; a failed one is retried on the next call. It
-// fails with an error wrapping device.ErrNotSupported when a library is
+// fails with an error wrapping hcerr.ErrNotSupported when a library is
 // missing, naming every candidate tried.
 func Load() (*Lib, error) {
 	if err := ensureNVLSOff(os.LookupEnv, os.Setenv); err != nil {
@@ -282,14 +283,14 @@ func load(libs, searched []string) (*Lib, error) {
 	cuda, err := dl.Open("libcuda.so.1")
 	if err != nil {
 		_ = slib.Close()
-		return nil, fmt.Errorf("nvshmem: %s loaded but the CUDA driver did not: %w: %w", slib.Path, device.ErrNotSupported, err)
+		return nil, fmt.Errorf("nvshmem: %s loaded but the CUDA driver did not: %w: %w", slib.Path, hcerr.ErrNotSupported, err)
 	}
 	t := (*C.hc_shmem)(C.calloc(1, C.size_t(unsafe.Sizeof(C.hc_shmem{}))))
 	fail := func(err error) (*Lib, error) {
 		C.free(unsafe.Pointer(t))
 		_ = cuda.Close()
 		_ = slib.Close()
-		return nil, fmt.Errorf("nvshmem: %s: %w: %w", slib.Path, device.ErrNotSupported, err)
+		return nil, fmt.Errorf("nvshmem: %s: %w: %w", slib.Path, hcerr.ErrNotSupported, err)
 	}
 	syms := []dl.Symbol{
 		{Lib: slib, Name: "nvshmemx_get_uniqueid", Dst: &t.getUniqueId},
@@ -333,7 +334,7 @@ func (l *Lib) File() string { return l.file }
 // Version is NVSHMEM's own version (nvshmemx_vendor_get_version_info).
 func (l *Lib) Version() (major, minor, patch int, err error) {
 	if l.t.vendorVersion == nil {
-		return 0, 0, 0, fmt.Errorf("nvshmem: %s has no nvshmemx_vendor_get_version_info: %w", l.path, device.ErrNotSupported)
+		return 0, 0, 0, fmt.Errorf("nvshmem: %s has no nvshmemx_vendor_get_version_info: %w", l.path, hcerr.ErrNotSupported)
 	}
 	var v [3]C.int
 	C.hc_shmem_version(l.t, &v[0])
@@ -363,13 +364,13 @@ func (l *Lib) UniqueID() ([]byte, error) {
 // the package doc) before calling it.
 func (l *Lib) Init(rank, nranks int, uid []byte, ordinal int) error {
 	if nranks < 1 || rank < 0 || rank >= nranks {
-		return fmt.Errorf("nvshmem: Init: rank %d of %d PEs: %w", rank, nranks, device.ErrInvalidArgument)
+		return fmt.Errorf("nvshmem: Init: rank %d of %d PEs: %w", rank, nranks, hcerr.ErrInvalidArgument)
 	}
 	if len(uid) != UniqueIDSize {
-		return fmt.Errorf("nvshmem: Init: unique id of %d bytes, want %d: %w", len(uid), UniqueIDSize, device.ErrInvalidArgument)
+		return fmt.Errorf("nvshmem: Init: unique id of %d bytes, want %d: %w", len(uid), UniqueIDSize, hcerr.ErrInvalidArgument)
 	}
 	if ordinal < 0 {
-		return fmt.Errorf("nvshmem: Init: device ordinal %d: %w", ordinal, device.ErrInvalidArgument)
+		return fmt.Errorf("nvshmem: Init: device ordinal %d: %w", ordinal, hcerr.ErrInvalidArgument)
 	}
 	if err := ensureNVLSOff(os.LookupEnv, os.Setenv); err != nil {
 		return err
@@ -377,7 +378,7 @@ func (l *Lib) Init(rank, nranks int, uid []byte, ordinal int) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.ready {
-		return fmt.Errorf("nvshmem: Init: already initialised as PE %d of %d: %w", l.rank, l.nranks, device.ErrInvalidArgument)
+		return fmt.Errorf("nvshmem: Init: already initialised as PE %d of %d: %w", l.rank, l.nranks, hcerr.ErrInvalidArgument)
 	}
 	// Both stay allocated until Finalize: NVSHMEM keeps pointers to them.
 	// After a failed Init they are not freed, since NVSHMEM may still
@@ -403,7 +404,7 @@ func (l *Lib) Init(rank, nranks int, uid []byte, ordinal int) error {
 	}
 	if int(pe) != rank || int(npes) != nranks {
 		return fmt.Errorf("nvshmem: initialised as PE %d of %d, asked for %d of %d: %w",
-			int(pe), int(npes), rank, nranks, device.ErrPeer)
+			int(pe), int(npes), rank, nranks, hcerr.ErrPeer)
 	}
 	return nil
 }
@@ -481,7 +482,7 @@ func (l *Lib) Live() int {
 // same offset of its heap.
 func (l *Lib) Malloc(size int64) (device.Ptr, error) {
 	if size <= 0 {
-		return 0, fmt.Errorf("nvshmem: Malloc(%d): %w", size, device.ErrInvalidArgument)
+		return 0, fmt.Errorf("nvshmem: Malloc(%d): %w", size, hcerr.ErrInvalidArgument)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -511,7 +512,7 @@ func (l *Lib) Free(p device.Ptr) error {
 		return err
 	}
 	if _, ok := l.allocs[p]; !ok {
-		return fmt.Errorf("nvshmem: Free(%v): not an allocation of Malloc: %w", p, device.ErrInvalidArgument)
+		return fmt.Errorf("nvshmem: Free(%v): not an allocation of Malloc: %w", p, hcerr.ErrInvalidArgument)
 	}
 	var st C.hc_status
 	C.hc_shmem_free(l.t, l.ctx, C.uint64_t(p), &st)
@@ -554,7 +555,7 @@ func (l *Lib) PutOnStream(dst, src device.Ptr, bytes int64, pe int, stream uintp
 func (l *Lib) PutSignalOnStream(dst, src device.Ptr, bytes int64, sig device.Ptr, sigVal uint64, op SignalOp, pe int, stream uintptr) error {
 	const call = "nvshmemx_putmem_signal_on_stream"
 	if op != SignalSet && op != SignalAdd {
-		return fmt.Errorf("nvshmem: %s: signal operation %v: %w", call, op, device.ErrInvalidArgument)
+		return fmt.Errorf("nvshmem: %s: signal operation %v: %w", call, op, hcerr.ErrInvalidArgument)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -577,7 +578,7 @@ func (l *Lib) PutSignalOnStream(dst, src device.Ptr, bytes int64, sig device.Ptr
 func (l *Lib) SignalWaitUntilOnStream(sig device.Ptr, cmp Cmp, val uint64, stream uintptr) error {
 	const call = "nvshmemx_signal_wait_until_on_stream"
 	if cmp < CmpEQ || cmp > CmpGE {
-		return fmt.Errorf("nvshmem: %s: comparison %d: %w", call, int32(cmp), device.ErrInvalidArgument)
+		return fmt.Errorf("nvshmem: %s: comparison %d: %w", call, int32(cmp), hcerr.ErrInvalidArgument)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -609,7 +610,7 @@ func (l *Lib) BarrierAllOnStream(stream uintptr) error {
 // readyLocked fails calls made before Init (NVSHMEM would exit the process).
 func (l *Lib) readyLocked(call string) error {
 	if !l.ready {
-		return fmt.Errorf("nvshmem: %s before Init (or after Finalize): %w", call, device.ErrClosed)
+		return fmt.Errorf("nvshmem: %s before Init (or after Finalize): %w", call, hcerr.ErrClosed)
 	}
 	return nil
 }
@@ -619,17 +620,17 @@ func (l *Lib) checkPutLocked(call string, dst, src device.Ptr, bytes int64, pe i
 		return err
 	}
 	if bytes < 0 {
-		return fmt.Errorf("nvshmem: %s: %d bytes: %w", call, bytes, device.ErrInvalidArgument)
+		return fmt.Errorf("nvshmem: %s: %d bytes: %w", call, bytes, hcerr.ErrInvalidArgument)
 	}
 	if pe < 0 || pe >= l.nranks {
-		return fmt.Errorf("nvshmem: %s: PE %d of %d: %w", call, pe, l.nranks, device.ErrInvalidArgument)
+		return fmt.Errorf("nvshmem: %s: PE %d of %d: %w", call, pe, l.nranks, hcerr.ErrInvalidArgument)
 	}
 	if bytes > 0 && src == 0 {
-		return fmt.Errorf("nvshmem: %s: null source: %w", call, device.ErrInvalidArgument)
+		return fmt.Errorf("nvshmem: %s: null source: %w", call, hcerr.ErrInvalidArgument)
 	}
 	if bytes > 0 && !l.inHeapLocked(dst, bytes) {
 		return fmt.Errorf("nvshmem: %s: destination %v+%d is not inside one symmetric allocation: %w",
-			call, dst, bytes, device.ErrInvalidArgument)
+			call, dst, bytes, hcerr.ErrInvalidArgument)
 	}
 	return nil
 }
@@ -637,7 +638,7 @@ func (l *Lib) checkPutLocked(call string, dst, src device.Ptr, bytes int64, pe i
 func (l *Lib) checkSignalLocked(call string, sig device.Ptr) error {
 	if sig%8 != 0 || !l.inHeapLocked(sig, 8) {
 		return fmt.Errorf("nvshmem: %s: signal %v is not an aligned 64-bit word of a symmetric allocation: %w",
-			call, sig, device.ErrInvalidArgument)
+			call, sig, hcerr.ErrInvalidArgument)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/internal/gputest"
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 	"github.com/seed12530e24/hiercoll/native/dl"
 )
 
@@ -46,7 +47,7 @@ func TestCLayoutMatchesGo(t *testing.T) {
 func TestLoadNamesCandidates(t *testing.T) {
 	_, err := load([]string{"/nonexistent/libnvshmem_host.so.3", "libhiercoll-no-nvshmem.so.3"}, []string{"/site/one"})
 	require.Error(t, err)
-	require.True(t, errors.Is(err, device.ErrNotSupported), "%v", err)
+	require.True(t, errors.Is(err, hcerr.ErrNotSupported), "%v", err)
 	require.True(t, errors.Is(err, dl.ErrNotFound), "%v", err)
 	for _, s := range []string{"/nonexistent/libnvshmem_host.so.3", "libhiercoll-no-nvshmem.so.3", "/site/one", wheelPath} {
 		require.ErrorContains(t, err, s)
@@ -58,12 +59,12 @@ func TestLoadNamesCandidates(t *testing.T) {
 func TestCallsBeforeInit(t *testing.T) {
 	l := &Lib{}
 	_, err := l.Malloc(64)
-	require.ErrorIs(t, err, device.ErrClosed)
-	require.ErrorIs(t, l.Free(0x1000), device.ErrClosed)
-	require.ErrorIs(t, l.PutOnStream(0x1000, 0x2000, 8, 0, 0), device.ErrClosed)
-	require.ErrorIs(t, l.PutSignalOnStream(0x1000, 0x2000, 8, 0x3000, 1, SignalSet, 0, 0), device.ErrClosed)
-	require.ErrorIs(t, l.SignalWaitUntilOnStream(0x3000, CmpEQ, 1, 0), device.ErrClosed)
-	require.ErrorIs(t, l.BarrierAllOnStream(0), device.ErrClosed)
+	require.ErrorIs(t, err, hcerr.ErrClosed)
+	require.ErrorIs(t, l.Free(0x1000), hcerr.ErrClosed)
+	require.ErrorIs(t, l.PutOnStream(0x1000, 0x2000, 8, 0, 0), hcerr.ErrClosed)
+	require.ErrorIs(t, l.PutSignalOnStream(0x1000, 0x2000, 8, 0x3000, 1, SignalSet, 0, 0), hcerr.ErrClosed)
+	require.ErrorIs(t, l.SignalWaitUntilOnStream(0x3000, CmpEQ, 1, 0), hcerr.ErrClosed)
+	require.ErrorIs(t, l.BarrierAllOnStream(0), hcerr.ErrClosed)
 	require.Equal(t, -1, l.MyPE())
 	require.Equal(t, 0, l.NPEs())
 	require.Equal(t, -1, l.TeamMyPE(TeamNode))
@@ -71,12 +72,12 @@ func TestCallsBeforeInit(t *testing.T) {
 	require.NoError(t, l.Finalize())
 
 	_, err = l.Malloc(0)
-	require.ErrorIs(t, err, device.ErrInvalidArgument)
-	require.ErrorIs(t, l.PutSignalOnStream(0x1000, 0x2000, 8, 0x3000, 1, SignalOp(3), 0, 0), device.ErrInvalidArgument)
-	require.ErrorIs(t, l.SignalWaitUntilOnStream(0x3000, Cmp(6), 1, 0), device.ErrInvalidArgument)
-	require.ErrorIs(t, l.Init(1, 1, make([]byte, UniqueIDSize), 0), device.ErrInvalidArgument)
-	require.ErrorIs(t, l.Init(0, 1, make([]byte, 127), 0), device.ErrInvalidArgument)
-	require.ErrorIs(t, l.Init(0, 1, make([]byte, UniqueIDSize), -1), device.ErrInvalidArgument)
+	require.ErrorIs(t, err, hcerr.ErrInvalidArgument)
+	require.ErrorIs(t, l.PutSignalOnStream(0x1000, 0x2000, 8, 0x3000, 1, SignalOp(3), 0, 0), hcerr.ErrInvalidArgument)
+	require.ErrorIs(t, l.SignalWaitUntilOnStream(0x3000, Cmp(6), 1, 0), hcerr.ErrInvalidArgument)
+	require.ErrorIs(t, l.Init(1, 1, make([]byte, UniqueIDSize), 0), hcerr.ErrInvalidArgument)
+	require.ErrorIs(t, l.Init(0, 1, make([]byte, 127), 0), hcerr.ErrInvalidArgument)
+	require.ErrorIs(t, l.Init(0, 1, make([]byte, UniqueIDSize), -1), hcerr.ErrInvalidArgument)
 }
 
 // Puts and signals are checked against the symmetric allocations.
@@ -86,15 +87,15 @@ func TestHeapChecks(t *testing.T) {
 	require.NoError(t, l.checkPutLocked(put, 0x10000, 0x90000, 4096, 1))
 	require.NoError(t, l.checkPutLocked(put, 0x10800, 0x90000, 2048, 0))
 	require.NoError(t, l.checkPutLocked(put, 0x99999, 0, 0, 0), "an empty put needs no buffers")
-	require.ErrorIs(t, l.checkPutLocked(put, 0x10000, 0x90000, 4097, 1), device.ErrInvalidArgument, "overruns")
-	require.ErrorIs(t, l.checkPutLocked(put, 0x30000, 0x90000, 8, 1), device.ErrInvalidArgument, "not symmetric")
-	require.ErrorIs(t, l.checkPutLocked(put, 0x10000, 0x90000, 8, 2), device.ErrInvalidArgument, "PE out of range")
-	require.ErrorIs(t, l.checkPutLocked(put, 0x10000, 0, 8, 1), device.ErrInvalidArgument, "null source")
-	require.ErrorIs(t, l.checkPutLocked(put, 0x10000, 0x90000, -1, 1), device.ErrInvalidArgument)
+	require.ErrorIs(t, l.checkPutLocked(put, 0x10000, 0x90000, 4097, 1), hcerr.ErrInvalidArgument, "overruns")
+	require.ErrorIs(t, l.checkPutLocked(put, 0x30000, 0x90000, 8, 1), hcerr.ErrInvalidArgument, "not symmetric")
+	require.ErrorIs(t, l.checkPutLocked(put, 0x10000, 0x90000, 8, 2), hcerr.ErrInvalidArgument, "PE out of range")
+	require.ErrorIs(t, l.checkPutLocked(put, 0x10000, 0, 8, 1), hcerr.ErrInvalidArgument, "null source")
+	require.ErrorIs(t, l.checkPutLocked(put, 0x10000, 0x90000, -1, 1), hcerr.ErrInvalidArgument)
 	require.NoError(t, l.checkSignalLocked(put, 0x20038))
-	require.ErrorIs(t, l.checkSignalLocked(put, 0x20040), device.ErrInvalidArgument, "past the end")
-	require.ErrorIs(t, l.checkSignalLocked(put, 0x20004), device.ErrInvalidArgument, "unaligned")
-	require.ErrorIs(t, l.Free(0x10008), device.ErrInvalidArgument, "not an allocation's base")
+	require.ErrorIs(t, l.checkSignalLocked(put, 0x20040), hcerr.ErrInvalidArgument, "past the end")
+	require.ErrorIs(t, l.checkSignalLocked(put, 0x20004), hcerr.ErrInvalidArgument, "unaligned")
+	require.ErrorIs(t, l.Free(0x10008), hcerr.ErrInvalidArgument, "not an allocation's base")
 }
 
 // TestGPUSinglePE runs NVSHMEM with one PE on device 0: symmetric memory, a
@@ -132,7 +133,7 @@ func TestGPUSinglePE(t *testing.T) {
 	require.Equal(t, 1, lib.NPEs())
 	require.Equal(t, 0, lib.TeamMyPE(TeamNode))
 	require.Equal(t, 1, lib.TeamNPEs(TeamWorld))
-	require.ErrorIs(t, lib.Init(0, 1, uid, 0), device.ErrInvalidArgument, "twice")
+	require.ErrorIs(t, lib.Init(0, 1, uid, 0), hcerr.ErrInvalidArgument, "twice")
 
 	const n = 1 << 20
 	src, err := lib.Malloc(n)

@@ -6,20 +6,21 @@ import (
 	"fmt"
 
 	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 )
 
 // Lib is the loaded NVSHMEM host library; without cgo there never is one.
 type Lib struct{}
 
 // Load always fails without cgo, with an error wrapping
-// device.ErrNotSupported that names the candidates a cgo build would try.
+// hcerr.ErrNotSupported that names the candidates a cgo build would try.
 func Load() (*Lib, error) {
 	libs, searched := candidates()
 	return nil, errNotLoaded(libs, searched, errNoCgo)
 }
 
 func unsupported(op string) error {
-	return fmt.Errorf("nvshmem: %s: %w: %w", op, device.ErrNotSupported, errNoCgo)
+	return fmt.Errorf("nvshmem: %s: %w: %w", op, hcerr.ErrNotSupported, errNoCgo)
 }
 
 // Path is empty without cgo.

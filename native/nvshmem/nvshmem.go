@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 	"github.com/seed12530e24/hiercoll/native/dl"
 )
 
@@ -162,13 +162,13 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("nvshmem: %s returned %d (%s); NVSHMEM_DEBUG=WARN shows its reason", e.Call, e.Code, name)
 }
 
-// Is matches NVSHMEMX_ERROR_INVALID_VALUE to device.ErrInvalidArgument and
-// NVSHMEMX_ERROR_NOT_SUPPORTED to device.ErrNotSupported.
+// Is matches NVSHMEMX_ERROR_INVALID_VALUE to hcerr.ErrInvalidArgument and
+// NVSHMEMX_ERROR_NOT_SUPPORTED to hcerr.ErrNotSupported.
 func (e *Error) Is(target error) bool {
 	switch target {
-	case device.ErrInvalidArgument:
+	case hcerr.ErrInvalidArgument:
 		return e.Code == 1
-	case device.ErrNotSupported:
+	case hcerr.ErrNotSupported:
 		return e.Code == 3
 	}
 	return false
@@ -217,7 +217,7 @@ func ensureNVLSOff(lookup func(string) (string, bool), set func(k, v string) err
 		return nil
 	}
 	return fmt.Errorf("nvshmem: %s=%q would let NVSHMEM create NVLink multicast objects, which hiercoll never does "+
-		"(see DESIGN.md, safety rule); unset it or set it to 1: %w", envDisableNVLS, v, device.ErrNotSupported)
+		"(see DESIGN.md, safety rule); unset it or set it to 1: %w", envDisableNVLS, v, hcerr.ErrNotSupported)
 }
 
 // pluginEnv points NVSHMEM at the unique-id bootstrap plugin in dir, the
@@ -255,7 +255,7 @@ func errNotLoaded(libs, searched []string, cause error) error {
 		where = "site-packages searched: " + strings.Join(searched, ", ")
 	}
 	return fmt.Errorf("nvshmem: cannot load the NVSHMEM host library (tried %s; %s for %s; set %s to its path): %w: %w",
-		strings.Join(libs, ", "), where, wheelPath, EnvLib, device.ErrNotSupported, cause)
+		strings.Join(libs, ", "), where, wheelPath, EnvLib, hcerr.ErrNotSupported, cause)
 }
 
 // errNoCgo is what every call returns in a binary built without cgo.

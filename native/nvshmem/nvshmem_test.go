@@ -7,9 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 	"github.com/stretchr/testify/require"
-
-	"github.com/seed12530e24/hiercoll/device"
 )
 
 // The constants are NVSHMEM's (nvshmem_types.h, nvshmem_constants.h,
@@ -100,7 +99,7 @@ func TestEnsureNVLSOff(t *testing.T) {
 			}
 			err := ensureNVLSOff(lookup, setenv)
 			if tc.wantErr {
-				require.ErrorIs(t, err, device.ErrNotSupported)
+				require.ErrorIs(t, err, hcerr.ErrNotSupported)
 				require.ErrorContains(t, err, envDisableNVLS)
 			} else {
 				require.NoError(t, err)
@@ -164,11 +163,11 @@ func TestErrors(t *testing.T) {
 	e := &Error{Call: "nvshmemx_hostlib_init_attr", Code: 7}
 	require.Contains(t, e.Error(), "nvshmemx_hostlib_init_attr")
 	require.Contains(t, e.Error(), "NVSHMEMX_ERROR_INTERNAL")
-	require.ErrorIs(t, &Error{Code: 1}, device.ErrInvalidArgument)
-	require.ErrorIs(t, &Error{Code: 3}, device.ErrNotSupported)
+	require.ErrorIs(t, &Error{Code: 1}, hcerr.ErrInvalidArgument)
+	require.ErrorIs(t, &Error{Code: 3}, hcerr.ErrNotSupported)
 	require.Contains(t, (&Error{Call: "x", Code: 99}).Error(), "unknown status")
-	require.ErrorIs(t, &CUDAError{Call: "cuInit", Code: 100}, device.ErrNotSupported)
-	require.ErrorIs(t, &CUDAError{Call: "cuDeviceGet", Code: 101}, device.ErrInvalidArgument)
+	require.ErrorIs(t, &CUDAError{Call: "cuInit", Code: 100}, hcerr.ErrNotSupported)
+	require.ErrorIs(t, &CUDAError{Call: "cuDeviceGet", Code: 101}, hcerr.ErrInvalidArgument)
 }
 
 // TestLoadMissing runs where NVSHMEM is absent (as on the build machines):
@@ -180,7 +179,7 @@ func TestLoadMissing(t *testing.T) {
 	if err == nil {
 		t.Skipf("NVSHMEM is installed here (%s): nothing to test", lib.Path())
 	}
-	require.True(t, errors.Is(err, device.ErrNotSupported), "%v", err)
+	require.True(t, errors.Is(err, hcerr.ErrNotSupported), "%v", err)
 	require.ErrorContains(t, err, "/nonexistent/hiercoll-test/libnvshmem_host.so.3")
 	require.ErrorContains(t, err, "libnvshmem_host.so.3")
 	require.ErrorContains(t, err, EnvLib)
@@ -189,7 +188,7 @@ func TestLoadMissing(t *testing.T) {
 func TestLoadRefusesNVLS(t *testing.T) {
 	t.Setenv(envDisableNVLS, "0")
 	_, err := Load()
-	require.ErrorIs(t, err, device.ErrNotSupported)
+	require.ErrorIs(t, err, hcerr.ErrNotSupported)
 	if !errors.Is(err, errNoCgo) {
 		require.ErrorContains(t, err, envDisableNVLS)
 	}
