@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/device/cuda"
 	"github.com/seed12530e24/hiercoll/dtype"
@@ -473,8 +474,8 @@ func gemmShape(ctx context.Context, r world.Rank, o GemmOptions, shape GemmShape
 			local = append(local, err)
 		}
 	}
-	if err := agreeChecks(ctx, r, errors.Join(local...)); err != nil {
-		return row, err
+	if _, err := bootstrap.Agree(ctx, r.Comm, errors.Join(local...), nil); err != nil {
+		return row, fmt.Errorf("check failed: %w", err)
 	}
 
 	// Warm up every path (first calls pay for setup), then time them,
@@ -635,32 +636,6 @@ func agreeWithNCCL(dt dtype.DType, got, ref []byte, count, world, nodes int, max
 		worst = max(worst, d)
 	}
 	return worst, nil
-}
-
-// agreeChecks fails every rank if any rank's check failed, with every
-// rank's reason.
-func agreeChecks(ctx context.Context, r world.Rank, local error) error {
-	msg := []byte{}
-	if local != nil {
-		msg = []byte(local.Error())
-		if len(msg) > 2048 {
-			msg = msg[:2048]
-		}
-	}
-	all, err := r.Comm.AllGather(ctx, msg)
-	if err != nil {
-		return errors.Join(local, err)
-	}
-	var failed []string
-	for _, m := range all {
-		if len(m) > 0 {
-			failed = append(failed, string(m))
-		}
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("check failed: %s", strings.Join(failed, "; "))
-	}
-	return nil
 }
 
 // slowestGemmRow replaces the row's times by the slowest rank's and its

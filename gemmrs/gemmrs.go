@@ -321,8 +321,8 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 
 	g := &GemmRS{cfg: cfg, comm: comm, dev: dev, world: world}
 	local := g.prepare(ctx)
-	if err := agree(ctx, comm, local); err != nil {
-		return nil, errors.Join(err, g.release())
+	if _, err := bootstrap.Agree(ctx, comm, local, nil); err != nil {
+		return nil, errors.Join(gemmUnusable(err), g.release())
 	}
 	rs, err := rs2d.New(ctx, comm, dev, rsCfg)
 	if err != nil {
@@ -398,34 +398,18 @@ func selfTest(ctx context.Context, dev device.Device, mm device.Matmul, s device
 	return nil
 }
 
-// agree shares each rank's local outcome and fails on every rank if any
-// rank failed, naming the ranks and their reasons.
-func agree(ctx context.Context, comm bootstrap.Comm, local error) error {
-	msg := []byte{}
-	if local != nil {
-		msg = []byte(local.Error())
-		if len(msg) > 4096 {
-			msg = msg[:4096]
-		}
+// gemmUnusable is the error of New when a rank's GEMM check failed (err from
+// bootstrap.Agree): on the other ranks, it names each failed rank.
+func gemmUnusable(err error) error {
+	var pe *bootstrap.PeerError
+	if !errors.As(err, &pe) {
+		return fmt.Errorf("gemmrs: the GEMM is not usable here: %w", err)
 	}
-	all, err := comm.AllGather(ctx, msg)
-	if err != nil {
-		return errors.Join(local, fmt.Errorf("gemmrs: agreeing on the GEMM check: %w", err))
+	failed := make([]string, len(pe.Ranks))
+	for i, r := range pe.Ranks {
+		failed[i] = fmt.Sprintf("rank %d: %s", r, pe.Reasons[i])
 	}
-	var failed []string
-	for q, m := range all {
-		if len(m) > 0 {
-			failed = append(failed, fmt.Sprintf("rank %d: %s", q, m))
-		}
-	}
-	if len(failed) == 0 {
-		return nil
-	}
-	sentinel := device.ErrPeer
-	if local != nil {
-		sentinel = local
-	}
-	return fmt.Errorf("gemmrs: the GEMM is not usable on every rank (%s): %w", strings.Join(failed, "; "), sentinel)
+	return fmt.Errorf("gemmrs: the GEMM is not usable on every rank (%s): %w", strings.Join(failed, "; "), err)
 }
 
 // Config returns the configuration in effect (defaults filled in).

@@ -177,7 +177,7 @@ func pick(ctx context.Context, comm bootstrap.Comm, cands []candidate) (Transpor
 	refused := &noTransportError{rank: comm.Rank()}
 	for _, c := range cands {
 		t, err := c.build(ctx)
-		if _, aerr := agree(ctx, comm, err, nil); aerr != nil {
+		if _, aerr := bootstrap.Agree(ctx, comm, err, nil); aerr != nil {
 			if err == nil {
 				// Built here, refused by a peer: close it, say who refused.
 				aerr = errors.Join(fmt.Errorf("internode: %v: %w", c.kind, aerr), t.Close())

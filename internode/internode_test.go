@@ -231,25 +231,6 @@ func TestPickOneCandidate(t *testing.T) {
 	require.EqualValues(t, 1, closed.Load())
 }
 
-func TestAgreeCarriesPayloads(t *testing.T) {
-	shape := bootstrap.Shape{Nodes: 2, LocalSize: 2}
-	errs := runComms(t, shape, func(ctx context.Context, c bootstrap.Comm) error {
-		all, err := agree(ctx, c, nil, []byte{byte(10 + c.Rank())})
-		if err != nil {
-			return err
-		}
-		for r, p := range all {
-			if !bytes.Equal(p, []byte{byte(10 + r)}) {
-				return fmt.Errorf("payload of rank %d: %v", r, p)
-			}
-		}
-		return nil
-	})
-	for _, err := range errs {
-		require.NoError(t, err)
-	}
-}
-
 func TestBoundedTimesOutAndHandsOverLateResults(t *testing.T) {
 	release := make(chan struct{})
 	late := make(chan int, 1)

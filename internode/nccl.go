@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/native/nccl"
 	"github.com/seed12530e24/hiercoll/symm"
@@ -88,7 +89,7 @@ func newNCCL(ctx context.Context, ep Endpoint) (*ncclRail, error) {
 		}
 		return nil
 	}()
-	ids, err := agree(ctx, ep.Comm, err, id)
+	ids, err := bootstrap.Agree(ctx, ep.Comm, err, id)
 	if err != nil {
 		return nil, fmt.Errorf("internode: nccl: %w", err)
 	}
@@ -120,7 +121,7 @@ func newNCCL(ctx context.Context, ep Endpoint) (*ncclRail, error) {
 		}
 		return t.allocate()
 	}()
-	if _, err := agree(ctx, ep.Comm, err, nil); err != nil {
+	if _, err := bootstrap.Agree(ctx, ep.Comm, err, nil); err != nil {
 		return nil, errors.Join(fmt.Errorf("internode: nccl: %w", err), t.release(true))
 	}
 	return t, nil

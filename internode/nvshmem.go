@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/native/nvshmem"
 	"github.com/seed12530e24/hiercoll/symm"
@@ -172,7 +173,7 @@ func newNVSHMEM(ctx context.Context, ep Endpoint) (*shmemRail, error) {
 		}
 		return nil
 	}()
-	blobs, err := agree(ctx, ep.Comm, err, me.encode())
+	blobs, err := bootstrap.Agree(ctx, ep.Comm, err, me.encode())
 	if err != nil {
 		return nil, fmt.Errorf("internode: nvshmem: %w", err)
 	}
@@ -229,7 +230,7 @@ func newNVSHMEM(ctx context.Context, ep Endpoint) (*shmemRail, error) {
 		shmemProc.mu.Unlock()
 		return nil
 	}()
-	if _, err := agree(ctx, ep.Comm, err, nil); err != nil {
+	if _, err := bootstrap.Agree(ctx, ep.Comm, err, nil); err != nil {
 		if fresh {
 			// Finalize would wait for the PEs that did not start.
 			shmemBreak(fmt.Errorf("it started on rank %d but not on every rank: %w", place.Rank, err))
@@ -249,7 +250,7 @@ func newNVSHMEM(ctx context.Context, ep Endpoint) (*shmemRail, error) {
 	if mallocErr == nil {
 		got[0] = 1
 	}
-	votes, err := agree(ctx, ep.Comm, nil, got)
+	votes, err := bootstrap.Agree(ctx, ep.Comm, nil, got)
 	if err != nil {
 		shmemBreak(err)
 		return nil, errors.Join(fmt.Errorf("internode: nvshmem: %w", err), mallocErr)
@@ -268,7 +269,7 @@ func newNVSHMEM(ctx context.Context, ep Endpoint) (*shmemRail, error) {
 	// Step 4: zero the signal words, then agree, so that no peer signals
 	// into a word before its owner has cleared what an earlier allocation
 	// left there.
-	if _, err := agree(ctx, ep.Comm, t.zeroSignals(ctx), nil); err != nil {
+	if _, err := bootstrap.Agree(ctx, ep.Comm, t.zeroSignals(ctx), nil); err != nil {
 		return nil, errors.Join(fmt.Errorf("internode: nvshmem: %w", err), t.release(true))
 	}
 	return t, nil

@@ -78,23 +78,16 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, layout *La
 	}
 	// Phase 3: agree that everyone succeeded, so no rank uses a heap that a
 	// peer has given up on.
-	ok := []byte{1}
-	if localErr != nil {
-		ok[0] = 0
-	}
-	votes, err := comm.AllGather(ctx, ok)
-	if err != nil {
+	if _, err := bootstrap.Agree(ctx, comm, localErr, nil); err != nil {
 		h.release()
-		return nil, errors.Join(localErr, fmt.Errorf("symm: rank %d: agreeing on the heap: %w", h.rank, err))
-	}
-	for r, v := range votes {
-		if localErr == nil && (len(v) != 1 || v[0] != 1) {
-			localErr = fmt.Errorf("symm: rank %d could not set up its symmetric heap: %w", r, device.ErrPeer)
+		if localErr != nil {
+			return nil, localErr
 		}
-	}
-	if localErr != nil {
-		h.release()
-		return nil, localErr
+		var pe *bootstrap.PeerError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("symm: rank %d could not set up its symmetric heap (%v): %w", pe.Ranks[0], err, device.ErrPeer)
+		}
+		return nil, fmt.Errorf("symm: rank %d: agreeing on the heap: %w", h.rank, err)
 	}
 	return h, nil
 }
