@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/seed12530e24/hiercoll/benchmarks"
-	"github.com/seed12530e24/hiercoll/benchmarks/plot"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internal/plot"
 )
 
 func runBench(ctx context.Context, args []string) error {

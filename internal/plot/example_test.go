@@ -4,7 +4,7 @@ import (
 	"io"
 	"log"
 
-	"github.com/seed12530e24/hiercoll/benchmarks/plot"
+	"github.com/seed12530e24/hiercoll/internal/plot"
 )
 
 func ExampleChart_PNG() {
