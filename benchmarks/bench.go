@@ -13,21 +13,21 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/internal/check"
+	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
 )
 
 // BenchOptions configure the bandwidth benchmark.
 type BenchOptions struct {
-	Sizes  []int64 // input bytes per rank
-	N      int     // columns; M follows from the size
-	DType  dtype.DType
-	Iters  int // timed calls per measurement (0: by size)
-	Reps   int // measurements per size, alternating hiercoll and NCCL; the best is kept
-	Config rs2d.Config
-	// Variants, when set, are benchmarked one after the other (each with
-	// its own context), instead of Config.
-	Variants []rs2d.Config
+	Sizes []int64 // input bytes per rank
+	N     int     // columns; M follows from the size
+	DType dtype.DType
+	Iters int // timed calls per measurement (0: by size)
+	Reps  int // measurements per size, alternating hiercoll and NCCL; the best is kept
+	// Variants are benchmarked one after the other, each with its own
+	// context (MaxM, N and DType are set here).
+	Variants []Variant
 	Out      Printer
 	Status   io.Writer // progress lines (rank 0)
 	Title    string
@@ -94,7 +94,7 @@ func bench(ctx context.Context, r world.Rank, o BenchOptions) (err error) {
 	}
 	variants := o.Variants
 	if len(variants) == 0 {
-		variants = []rs2d.Config{o.Config}
+		variants = []Variant{{}}
 	}
 
 	ref, why, err := NewReference(ctx, r)
@@ -138,44 +138,52 @@ func bench(ctx context.Context, r world.Rank, o BenchOptions) (err error) {
 	return nil
 }
 
-// VariantName describes the settings of a benchmark variant.
-func VariantName(c rs2d.Config) string {
-	name := fmt.Sprintf("ce cs%d red%d ch%d", c.CopyStreams, c.ReductionSMs, c.Chunks)
-	if c.Engine == rs2d.EngineSM {
-		name = fmt.Sprintf("sm push%d red%d ch%d g%d", c.PushSMs, c.ReductionSMs, c.Chunks, c.PushGroup)
-	}
-	if c.RailLanes > 0 {
-		name += fmt.Sprintf(" lanes%d", c.RailLanes)
+// Variant is one setting of a context the benchmark measures: its Config
+// and the tuning knobs it is made with.
+type Variant struct {
+	Config rs2d.Config
+	Knobs  tune.Knobs
+}
+
+// Name describes the variant's settings in effect on a device of sms SMs
+// (engine resolved; 0 knobs: by size or default).
+func (v Variant) Name(sms int) string {
+	k := v.Knobs
+	red := tune.ReductionSMsOf(k, v.Config.Engine == rs2d.EngineSM, sms)
+	name := fmt.Sprintf("%v red%d ch%d", v.Config.Engine, red, k.Chunks)
+	if k.RailLanes > 0 {
+		name += fmt.Sprintf(" lanes%d", k.RailLanes)
 	}
 	return name
 }
 
-func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, vcfg rs2d.Config, ref *Reference, buf *buffers,
+func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, ref *Reference, buf *buffers,
 	s device.Stream, t0, t1 device.Event, ms []int, maxM int) (rows []BenchRow, err error) {
 	p := Printer{W: o.Out.W, Rank: r.Comm.Rank()}
 	status := Printer{W: o.Status, Rank: r.Comm.Rank()}
 	ws := r.Comm.Size()
 	rowBytes := int64(o.N) * int64(o.DType.Size())
-	vcfg.MaxM, vcfg.N, vcfg.DType = maxM, o.N, o.DType
-	rs, err := rs2d.New(ctx, r.Comm, r.Dev, vcfg)
+	cfg := v.Config
+	cfg.MaxM, cfg.N, cfg.DType = maxM, o.N, o.DType
+	rs, err := rs2d.New(tune.With(ctx, v.Knobs), r.Comm, r.Dev, cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, rs.Close()) }()
-	eff := rs.Config()
-	name := VariantName(eff)
+	v.Config = rs.Config()
+	name := v.Name(r.Dev.Info().SMs)
 	if plan := rs.PlanFor(ms[len(ms)-1]); plan.InterNodeBytes > 0 {
 		p.Printf("  bytes per rank to other nodes: hiercoll %.3f x size ((nnodes-1)/world); a flat ring sends %.3f x size ((world-1)/world) to its neighbour, across the node boundary on the boundary ranks\n",
 			float64(plan.InterNodeBytes)/float64(int64(ms[len(ms)-1])*rowBytes), float64(plan.FlatRingBytes)/float64(int64(ms[len(ms)-1])*rowBytes))
 	}
-	p.Printf("variant %q: engine %v, push SMs %d, reduction SMs %d, push group %d, copy streams %d, chunks %d (0: by size), transport %s\n",
-		name, eff.Engine, eff.PushSMs, eff.ReductionSMs, eff.PushGroup, eff.CopyStreams, eff.Chunks, rs.Transport())
+	p.Printf("variant %q: engine %v, reduction SMs %d, chunks %d (0: by size), transport %s\n",
+		name, v.Config.Engine, tune.ReductionSMsOf(v.Knobs, v.Config.Engine == rs2d.EngineSM, r.Dev.Info().SMs), v.Knobs.Chunks, rs.Transport())
 	p.Printf("%12s %12s %6s %10s %8s %8s %10s %8s %8s %7s %9s\n",
 		"size(B)", "count", "type", "time(us)", "algbw", "busbw", "nccl(us)", "algbw", "busbw", "speedup", "maxerr")
 	for i, m := range ms {
 		rowsPer := m / ws
 		row := BenchRow{Variant: name, Bytes: int64(m) * rowBytes, Count: int64(m) * int64(o.N), M: m, N: o.N}
-		status.Printf("bench: %s: %s per rank (%d/%d)...\n", name, mib(row.Bytes), i+1, len(ms))
+		status.Printf("bench: %s: %s per rank (%d/%d)...\n", name, FormatBytes(row.Bytes), i+1, len(ms))
 		in := rs2d.Tensor{Ptr: buf.in, Rows: m, Cols: o.N, DType: o.DType}
 		out := rs2d.Tensor{Ptr: buf.out, Rows: rowsPer, Cols: o.N, DType: o.DType}
 		iters := o.Iters

@@ -66,7 +66,7 @@ func demo(ctx context.Context, r world.Rank, o DemoOptions, result *DemoResult) 
 	es := int64(o.DType.Size())
 	p.Printf("hiercoll demo: ReduceScatter2D over %s\n", o.Title)
 	p.Printf("  input per rank  [%d, %d] %v (%s); output per rank [%d, %d]; %d chunk(s) per node step; transport between nodes: %s\n",
-		o.M, o.N, o.DType, mib(int64(o.M)*int64(o.N)*es), plan.RowsPerRank, o.N, plan.Chunks, rs.Transport())
+		o.M, o.N, o.DType, FormatBytes(int64(o.M)*int64(o.N)*es), plan.RowsPerRank, o.N, plan.Chunks, rs.Transport())
 
 	// One checked call on fresh random data, with the output poisoned first.
 	seed, err := agreeSeed(ctx, r)
@@ -134,7 +134,7 @@ func demo(ctx context.Context, r world.Rank, o DemoOptions, result *DemoResult) 
 		ratio = fmt.Sprintf("%.1fx less", float64(plan.FlatRingBytes)/float64(plan.InterNodeBytes))
 	}
 	p.Printf("  bytes per rank  inside the node %s, between nodes %s; a flat ring would send %s between ranks (%s)\n",
-		mib(plan.IntraNodeBytes), mib(plan.InterNodeBytes), mib(plan.FlatRingBytes), ratio)
+		FormatBytes(plan.IntraNodeBytes), FormatBytes(plan.InterNodeBytes), FormatBytes(plan.FlatRingBytes), ratio)
 	pass := true
 	var lines []string
 	for q, v := range all {
@@ -158,7 +158,8 @@ func demo(ctx context.Context, r world.Rank, o DemoOptions, result *DemoResult) 
 	return nil
 }
 
-func mib(b int64) string {
+// FormatBytes prints a byte count in B, KiB, MiB or GiB.
+func FormatBytes(b int64) string {
 	switch {
 	case b >= 1<<30:
 		return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30))

@@ -15,7 +15,6 @@ import (
 
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device"
-	"github.com/seed12530e24/hiercoll/device/cuda"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/gemmrs"
 	"github.com/seed12530e24/hiercoll/rs2d"
@@ -64,19 +63,11 @@ func DefaultGemmShapes(gpu bool, world int) []GemmShape {
 type GemmOptions struct {
 	Shapes []GemmShape
 	DType  dtype.DType
-	// Mode is the GemmRS's mode: the path its Run takes (the "picks"
-	// column). Both paths are timed whatever it is.
-	Mode gemmrs.Mode
-	// GemmSMs is the SM target of the overlapped GEMM (0: all).
-	GemmSMs int
-	// Placed makes the overlapped GEMM store the node peers' blocks
-	// straight into their buffers instead of the copy engine copying them.
-	Placed bool
-	// Split is gemmrs.Config.SplitFirstBlock (auto by default).
-	Split gemmrs.Split
-	// Config tunes the reduce-scatter (ReductionSMs, Chunks, CopyStreams,
-	// Transport, Timeout).
-	Config rs2d.Config
+	// Config is the GemmRS's settings; MaxM, N, KLocal and DType are set
+	// per shape. Its Mode is the path Run takes (the "picks" column); both
+	// paths are timed whatever it is. Tuning knobs come in the job's
+	// context (tune.With).
+	Config gemmrs.Config
 	Iters  int // calls per timed measurement (0: 20 on GPUs, 2 on the CPU)
 	Reps   int // measurements of each path, alternating; the best is kept
 	// Samples is how many output elements per rank are checked against
@@ -212,22 +203,10 @@ func gemmBench(ctx context.Context, r world.Rank, o GemmOptions) (err error) {
 	}
 
 	p.Printf("hiercoll bench-gemm: GEMM + ReduceScatter2D over %s, %v, K split over %d ranks\n", o.Title, o.DType, r.Comm.Size())
-	if d, ok := r.Dev.(*cuda.Device); ok {
-		// The cuBLAS handle must go before the device's context does
-		// (Device.Close does not release it).
-		defer func() { err = errors.Join(err, d.ReleaseBLAS()) }()
-		if info, err := d.BLAS(); err == nil {
-			p.Printf("  GEMM: cuBLAS %s (%s), cublasGemmEx, fp32 accumulation; SM target for the overlapped GEMM: %s\n",
-				info.Version, info.Path, smTarget(o.GemmSMs, info.SMCountTarget))
-		}
-	} else {
-		p.Printf("  GEMM: %s backend's Matmul, fp32 accumulation\n", r.Dev.Info().Backend)
+	if mm, err := device.MatmulOf(r.Dev); err == nil {
+		p.Printf("  GEMM: %s, fp32 accumulation\n", device.MatmulLibrary(mm))
 	}
-	if o.Placed {
-		p.Printf("  overlapped path: the GEMM of a node peer's block stores it straight into the peer's buffer\n")
-	} else {
-		p.Printf("  overlapped path: every block into C, copied to the node peers by the copy engine after its signal\n")
-	}
+	p.Printf("  overlapped path: every block into C, copied to the node peers by the copy engine after its signal\n")
 	if ref == nil {
 		p.Printf("  NCCL: not run (%s)\n", why)
 	} else {
@@ -260,21 +239,11 @@ func gemmBench(ctx context.Context, r world.Rank, o GemmOptions) (err error) {
 			row.Picks, checkText)
 		p.Printf("%-18s %s\n", "", row.TraceLine())
 	}
-	p.Printf("  vs nccl = (gemm+nccl)/overlap, vs seq = (gemm+rs)/overlap, slow = gemm@ovl/gemm1; picks = the path Run takes (--mode %v)\n", o.Mode)
+	p.Printf("  vs nccl = (gemm+nccl)/overlap, vs seq = (gemm+rs)/overlap, slow = gemm@ovl/gemm1; picks = the path Run takes (--mode %v)\n", o.Config.Mode)
 	if o.Rows != nil && r.Comm.Rank() == 0 {
 		*o.Rows = rows
 	}
 	return nil
-}
-
-func smTarget(sms int, supported bool) string {
-	switch {
-	case sms == 0:
-		return "all SMs"
-	case supported:
-		return fmt.Sprintf("%d SMs (cublasSetSmCountTarget)", sms)
-	}
-	return fmt.Sprintf("%d asked, but this cuBLAS has no cublasSetSmCountTarget: all SMs", sms)
 }
 
 func usOrDash(d time.Duration) string {
@@ -349,178 +318,230 @@ func (in *gemmInputs) expected(q, i, j int) (exact, absSum float64) {
 	return exact, absSum
 }
 
+// gemmCase is one shape of the GEMM benchmark on one rank: its GemmRS, the
+// rank's inputs and buffers, and the stream and events that time it.
+type gemmCase struct {
+	r      world.Rank
+	o      GemmOptions
+	shape  GemmShape
+	ref    *Reference
+	s      device.Stream
+	t0, t1 device.Event
+	status Printer
+
+	g         *gemmrs.GemmRS
+	in        *gemmInputs
+	a, b, out gemmrs.Tensor
+	refOut    device.Ptr // NCCL's output, with a reference
+}
+
 func gemmShape(ctx context.Context, r world.Rank, o GemmOptions, shape GemmShape, seed uint64, ref *Reference,
 	s device.Stream, t0, t1 device.Event) (row GemmRow, err error) {
-	status := Printer{W: o.Status, Rank: r.Comm.Rank()}
-	ws, rank := r.Comm.Size(), r.Comm.Rank()
+	ws := r.Comm.Size()
 	if shape.K%ws != 0 || shape.M%ws != 0 {
 		return row, fmt.Errorf("M=%d and K=%d must be divisible by the world size %d: %w", shape.M, shape.K, ws, device.ErrInvalidArgument)
 	}
-	kl, rpr, dt := shape.K/ws, shape.M/ws, o.DType
-	row = GemmRow{Shape: shape, KLocal: kl}
-	status.Printf("bench-gemm: %v: setting up...\n", shape)
-	g, err := gemmrs.New(ctx, r.Comm, r.Dev, gemmrs.Config{
-		MaxM: shape.M, N: shape.N, KLocal: kl, DType: dt, Mode: o.Mode,
-		ReductionSMs: o.Config.ReductionSMs, GemmSMs: o.GemmSMs, Placed: o.Placed, SplitFirstBlock: o.Split, ReduceScatter: o.Config,
-	})
+	c := &gemmCase{r: r, o: o, shape: shape, ref: ref, s: s, t0: t0, t1: t1, status: Printer{W: o.Status, Rank: r.Comm.Rank()}}
+	row = GemmRow{Shape: shape, KLocal: shape.K / ws}
+	c.status.Printf("bench-gemm: %v: setting up...\n", shape)
+	cfg := o.Config
+	cfg.MaxM, cfg.N, cfg.KLocal, cfg.DType = shape.M, shape.N, row.KLocal, o.DType
+	if c.g, err = gemmrs.New(ctx, r.Comm, r.Dev, cfg); err != nil {
+		return row, err
+	}
+	defer func() { err = errors.Join(err, c.g.Close()) }()
+	row.Picks = c.g.ModeFor(shape.M)
+	row.Split = c.g.SplitsFirstBlock()
+	free, err := c.allocate(seed)
+	defer func() { err = errors.Join(err, free()) }()
 	if err != nil {
 		return row, err
 	}
-	defer func() { err = errors.Join(err, g.Close()) }()
-	row.Picks = g.ModeFor(shape.M)
-	row.Split = g.Config().SplitFirstBlock == gemmrs.SplitOn
 
-	es := int64(dt.Size())
-	var aPtr, bPtr, outPtr, refPtr device.Ptr
-	for _, x := range []struct {
-		p    *device.Ptr
-		size int64
-		want bool
-	}{
-		{&aPtr, int64(shape.M) * int64(kl) * es, true},
-		{&bPtr, int64(kl) * int64(shape.N) * es, true},
-		{&outPtr, int64(rpr) * int64(shape.N) * es, true},
-		{&refPtr, int64(rpr) * int64(shape.N) * es, ref != nil},
-	} {
-		if !x.want {
-			continue
-		}
-		if *x.p, err = r.Dev.Alloc(x.size); err != nil {
-			return row, err
-		}
-		defer func(p device.Ptr) {
-			// Whatever failed, nothing may still read the buffers.
-			sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			_ = s.Synchronize(sctx)
-			err = errors.Join(err, r.Dev.Free(p))
-		}(*x.p)
+	c.status.Printf("bench-gemm: %v: checking the overlapped path...\n", shape)
+	if err := c.check(ctx, &row); err != nil {
+		return row, err
 	}
-	in := &gemmInputs{seed: seed ^ mix64(uint64(shape.M)<<42^uint64(shape.N)<<21^uint64(shape.K)), dt: dt, world: ws,
+	c.status.Printf("bench-gemm: %v: timing...\n", shape)
+	if err := c.timePaths(ctx, &row); err != nil {
+		return row, err
+	}
+	if err := c.gemmTimes(ctx, &row); err != nil {
+		return row, err
+	}
+	return slowestGemmRow(ctx, r, row)
+}
+
+// allocate takes the rank's A, B, output (and NCCL output) buffers and
+// uploads its inputs; free releases them, once nothing may read them.
+func (c *gemmCase) allocate(seed uint64) (free func() error, err error) {
+	r, shape, dt := c.r, c.shape, c.o.DType
+	ws, rank := r.Comm.Size(), r.Comm.Rank()
+	kl, rpr, es := shape.K/ws, shape.M/ws, int64(dt.Size())
+	var taken []device.Ptr
+	free = func() error {
+		// Whatever failed, nothing may still read the buffers.
+		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = c.s.Synchronize(sctx)
+		var errs []error
+		for _, p := range taken {
+			errs = append(errs, r.Dev.Free(p))
+		}
+		return errors.Join(errs...)
+	}
+	alloc := func(size int64) device.Ptr {
+		if err != nil {
+			return 0
+		}
+		var p device.Ptr
+		if p, err = r.Dev.Alloc(size); err == nil {
+			taken = append(taken, p)
+		}
+		return p
+	}
+	c.a = gemmrs.Tensor{Ptr: alloc(int64(shape.M) * int64(kl) * es), Rows: shape.M, Cols: kl, DType: dt}
+	c.b = gemmrs.Tensor{Ptr: alloc(int64(kl) * int64(shape.N) * es), Rows: kl, Cols: shape.N, DType: dt}
+	c.out = gemmrs.Tensor{Ptr: alloc(int64(rpr) * int64(shape.N) * es), Rows: rpr, Cols: shape.N, DType: dt}
+	if c.ref != nil {
+		c.refOut = alloc(int64(rpr) * int64(shape.N) * es)
+	}
+	if err != nil {
+		return free, err
+	}
+	c.in = &gemmInputs{seed: seed ^ mix64(uint64(shape.M)<<42^uint64(shape.N)<<21^uint64(shape.K)), dt: dt, world: ws,
 		n: shape.N, kLocal: kl, rowsPer: rpr}
-	if err := in.upload(r.Dev, aPtr, rank, 0, shape.M, kl); err != nil {
-		return row, err
+	if err := c.in.upload(r.Dev, c.a.Ptr, rank, 0, shape.M, kl); err != nil {
+		return free, err
 	}
-	if err := in.upload(r.Dev, bPtr, rank, 1, kl, shape.N); err != nil {
-		return row, err
-	}
-	a := gemmrs.Tensor{Ptr: aPtr, Rows: shape.M, Cols: kl, DType: dt}
-	b := gemmrs.Tensor{Ptr: bPtr, Rows: kl, Cols: shape.N, DType: dt}
-	out := gemmrs.Tensor{Ptr: outPtr, Rows: rpr, Cols: shape.N, DType: dt}
-	outCount := rpr * shape.N
+	return free, c.in.upload(r.Dev, c.b.Ptr, rank, 1, kl, shape.N)
+}
 
-	// The checked call: C poisoned first, so a block read before its GEMM
-	// wrote it shows as NaN.
-	status.Printf("bench-gemm: %v: checking the overlapped path...\n", shape)
-	if err := g.PoisonC(s, shape.M); err != nil {
-		return row, err
+// The paths the benchmark times, each one call.
+func (c *gemmCase) runGemm(ctx context.Context) error {
+	_, err := c.g.Gemm(ctx, c.a, c.b, c.s)
+	return err
+}
+func (c *gemmCase) runRS(ctx context.Context) error {
+	return c.g.ReduceScatter(ctx, c.g.CBuffer(), c.out, c.s)
+}
+func (c *gemmCase) runNCCL(ctx context.Context) error {
+	if err := c.runGemm(ctx); err != nil {
+		return err
 	}
-	if err := g.RunMode(ctx, gemmrs.Overlap, a, b, out, s); err != nil {
-		return row, err
+	return c.ref.ReduceScatter(c.g.CBuffer().Ptr, c.refOut, int64(c.out.Rows*c.out.Cols), c.o.DType, c.s)
+}
+func (c *gemmCase) runSeq(ctx context.Context) error {
+	return c.g.RunMode(ctx, gemmrs.Sequential, c.a, c.b, c.out, c.s)
+}
+func (c *gemmCase) runOverlap(ctx context.Context) error {
+	return c.g.RunMode(ctx, gemmrs.Overlap, c.a, c.b, c.out, c.s)
+}
+
+// check runs the checked overlapped call, C poisoned first so that a block
+// read before its GEMM wrote it shows as NaN: sampled elements against the
+// exact fp64 sum, C scanned for NaNs and, with NCCL, every element against
+// GEMM + NCCL. Every rank fails if any rank's check did.
+func (c *gemmCase) check(ctx context.Context, row *GemmRow) error {
+	r, shape, dt := c.r, c.shape, c.o.DType
+	ws, rank, nodes := r.Comm.Size(), r.Comm.Rank(), r.Comm.Size()/r.Comm.LocalSize()
+	outCount := c.out.Rows * c.out.Cols
+	if err := c.g.PoisonC(c.s, shape.M); err != nil {
+		return err
 	}
-	if err := s.Synchronize(ctx); err != nil {
-		return row, err
+	if err := c.runOverlap(ctx); err != nil {
+		return err
 	}
-	got := make([]byte, int64(outCount)*es)
-	if err := r.Dev.CopyToHost(got, outPtr); err != nil {
-		return row, err
+	if err := c.s.Synchronize(ctx); err != nil {
+		return err
+	}
+	got := make([]byte, c.out.Bytes())
+	if err := r.Dev.CopyToHost(got, c.out.Ptr); err != nil {
+		return err
 	}
 	var local []error
-	if row.BoundUse, err = checkSamples(in, o, rank, r.Comm.Size()/r.Comm.LocalSize(), got, outCount); err != nil {
+	var err error
+	if row.BoundUse, err = checkSamples(c.in, c.o, rank, nodes, got, outCount); err != nil {
 		local = append(local, err)
 	}
-	// The blocks the overlapped GEMM leaves in C (the others it placed in
-	// the node peers' buffers, where the output check above sees them).
-	cHost := make([]byte, int64(shape.M)*int64(shape.N)*es)
-	if err := r.Dev.CopyToHost(cHost, g.CBuffer().Ptr); err != nil {
-		return row, err
+	cHost := make([]byte, int64(shape.M)*int64(shape.N)*int64(dt.Size()))
+	if err := r.Dev.CopyToHost(cHost, c.g.CBuffer().Ptr); err != nil {
+		return err
 	}
-	blockBytes := int64(rpr) * int64(shape.N) * es
 	for d := 0; d < ws; d++ {
-		if g.InC(d) && math.IsNaN(maxAbs(dt, cHost[int64(d)*blockBytes:], outCount)) {
+		if math.IsNaN(maxAbs(dt, cHost[int64(d)*c.out.Bytes():], outCount)) {
 			local = append(local, fmt.Errorf("rank %d: C's rows for rank %d hold NaNs after the overlapped call (a block the GEMM never wrote?)", rank, d))
 		}
 	}
-	maxC := maxAbs(dt, cHost, shape.M*shape.N) // NaN when blocks went to peers: taken again from the whole GEMM below
-
-	runGemm := func() error { _, err := g.Gemm(ctx, a, b, s); return err }
-	runRS := func() error { return g.ReduceScatter(ctx, g.CBuffer(), out, s) }
-	runNCCL := func() error {
-		if err := runGemm(); err != nil {
+	if c.ref != nil {
+		row.NCCLChecked = true
+		if err := c.runNCCL(ctx); err != nil {
 			return err
 		}
-		return ref.ReduceScatter(g.CBuffer().Ptr, refPtr, int64(outCount), dt, s)
-	}
-	runSeq := func() error { return g.RunMode(ctx, gemmrs.Sequential, a, b, out, s) }
-	runOverlap := func() error { return g.RunMode(ctx, gemmrs.Overlap, a, b, out, s) }
-
-	if ref != nil {
-		row.NCCLChecked = true
-		if err := runNCCL(); err != nil {
-			return row, err
-		}
-		if err := s.Synchronize(ctx); err != nil {
-			return row, err
+		if err := c.s.Synchronize(ctx); err != nil {
+			return err
 		}
 		refHost := make([]byte, len(got))
-		if err := r.Dev.CopyToHost(refHost, refPtr); err != nil {
-			return row, err
+		if err := r.Dev.CopyToHost(refHost, c.refOut); err != nil {
+			return err
 		}
-		if err := r.Dev.CopyToHost(cHost, g.CBuffer().Ptr); err != nil { // the whole GEMM's C
-			return row, err
-		}
-		maxC = maxAbs(dt, cHost, shape.M*shape.N)
-		if row.NCCLMaxDiff, err = agreeWithNCCL(dt, got, refHost, outCount, ws, r.Comm.Size()/r.Comm.LocalSize(), maxC, rank); err != nil {
+		maxC := maxAbs(dt, cHost, shape.M*shape.N)
+		if row.NCCLMaxDiff, err = agreeWithNCCL(dt, got, refHost, outCount, ws, nodes, maxC, rank); err != nil {
 			local = append(local, err)
 		}
 	}
 	if _, err := bootstrap.Agree(ctx, r.Comm, errors.Join(local...), nil); err != nil {
-		return row, fmt.Errorf("check failed: %w", err)
+		return fmt.Errorf("check failed: %w", err)
 	}
+	return nil
+}
 
-	// Warm up every path (first calls pay for setup), then time them,
-	// alternating, best of Reps.
-	status.Printf("bench-gemm: %v: timing...\n", shape)
-	paths := []struct {
+// timePaths warms every path up (first calls pay for setup), then times
+// them in turn within each round, best of Reps.
+func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) error {
+	type path struct {
 		dst *time.Duration
-		run func() error
-	}{{&row.Gemm, runGemm}, {&row.RS, runRS}, {&row.Sequential, runSeq}, {&row.Overlap, runOverlap}}
-	if ref != nil {
-		paths = append(paths, struct {
-			dst *time.Duration
-			run func() error
-		}{&row.GemmNCCL, runNCCL})
+		run func(context.Context) error
+	}
+	paths := []path{{&row.Gemm, c.runGemm}, {&row.RS, c.runRS}, {&row.Sequential, c.runSeq}, {&row.Overlap, c.runOverlap}}
+	if c.ref != nil {
+		paths = append(paths, path{&row.GemmNCCL, c.runNCCL})
 	}
 	for _, x := range paths {
 		*x.dst = math.MaxInt64
-		if err := x.run(); err != nil {
-			return row, err
+		if err := x.run(ctx); err != nil {
+			return err
 		}
 	}
-	if err := s.Synchronize(ctx); err != nil {
-		return row, err
+	if err := c.s.Synchronize(ctx); err != nil {
+		return err
 	}
-	for rep := 0; rep < o.Reps; rep++ {
+	for rep := 0; rep < c.o.Reps; rep++ {
 		for _, x := range paths {
-			d, err := timeCalls(ctx, s, t0, t1, o.Iters, x.run)
+			d, err := timeCalls(ctx, c.s, c.t0, c.t1, c.o.Iters, func() error { return x.run(ctx) })
 			if err != nil {
-				return row, err
+				return err
 			}
 			*x.dst = min(*x.dst, d)
 		}
 	}
-	// The GEMM's own time, in single calls: alone, and inside the
-	// overlapped path (on its GEMM stream, beside the communication).
-	single := func(run func() error) (time.Duration, error) {
+	return nil
+}
+
+// gemmTimes measures the GEMM's own time in single calls (median): alone,
+// and inside the overlapped path (on its GEMM stream, beside the
+// communication); then one traced overlapped call.
+func (c *gemmCase) gemmTimes(ctx context.Context, row *GemmRow) (err error) {
+	single := func(run func(context.Context) error) (time.Duration, error) {
 		var ds []time.Duration
-		for i := 0; i < max(o.Iters, 3); i++ {
-			if err := run(); err != nil {
+		for i := 0; i < max(c.o.Iters, 3); i++ {
+			if err := run(ctx); err != nil {
 				return 0, err
 			}
-			if err := s.Synchronize(ctx); err != nil {
+			if err := c.s.Synchronize(ctx); err != nil {
 				return 0, err
 			}
-			d, err := g.LastGemmTime()
+			d, err := c.g.LastGemmTime()
 			if err != nil {
 				return 0, err
 			}
@@ -529,16 +550,14 @@ func gemmShape(ctx context.Context, r world.Rank, o GemmOptions, shape GemmShape
 		slices.Sort(ds)
 		return ds[len(ds)/2], nil
 	}
-	if row.GemmAlone, err = single(runGemm); err != nil {
-		return row, err
+	if row.GemmAlone, err = single(c.runGemm); err != nil {
+		return err
 	}
-	if row.GemmInOverlap, err = single(runOverlap); err != nil {
-		return row, err
+	if row.GemmInOverlap, err = single(c.runOverlap); err != nil {
+		return err
 	}
-	if row.Stages, row.BlockEnds, row.HostEnqueue, err = tracedCall(ctx, g, s, max(o.Iters, 3), runOverlap); err != nil {
-		return row, err
-	}
-	return slowestGemmRow(ctx, r, row)
+	row.Stages, row.BlockEnds, row.HostEnqueue, err = tracedCall(ctx, c.g, c.s, max(c.o.Iters, 3), func() error { return c.runOverlap(ctx) })
+	return err
 }
 
 // tracedCall runs calls overlapped calls back to back with tracing on and

@@ -14,7 +14,6 @@ import (
 	"github.com/seed12530e24/hiercoll/device/sim"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/gemmrs"
-	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
 )
 
@@ -33,8 +32,8 @@ func TestGemmBenchOnSim(t *testing.T) {
 				var rows []benchmarks.GemmRow
 				opts := benchmarks.GemmOptions{
 					Shapes: []benchmarks.GemmShape{{M: 16 * ws, N: 24, K: 8 * ws}, {M: 4 * ws, N: 7, K: 3 * ws}},
-					DType:  dt, Mode: gemmrs.Overlap, GemmSMs: 2, Iters: 2, Reps: 1,
-					Config: rs2d.Config{Timeout: 20 * time.Second},
+					DType:  dt, Iters: 2, Reps: 1,
+					Config: gemmrs.Config{Mode: gemmrs.Overlap, Timeout: 20 * time.Second},
 					Out:    benchmarks.Printer{W: &out}, Status: &status, Title: "test world", Rows: &rows,
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -1,12 +1,3 @@
-// Package benchmarks holds the jobs hiercoll's command line runs on every
-// rank: the demo, the verification sweep and the bandwidth benchmark, each
-// beside NCCL's reduce-scatter on the same buffers when NCCL is available
-// (CUDA backend), and the small pieces they share: seeded inputs every rank
-// can regenerate, an NCCL reference, tables and CSV.
-//
-// A job is a func(ctx, world.Rank) error: it runs once per goroutine rank of
-// an in-process simulated world, or once in each process of a multi-process
-// job. Rank 0 reports.
 package benchmarks
 
 import (

@@ -10,6 +10,7 @@ import (
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
 )
@@ -157,9 +158,12 @@ func createRS2D(h int64, maxM, n int64, dt int, overlap int, reductionSMs int) (
 	if !ok {
 		return 0, badHandle(h, kindWorld)
 	}
-	cfg := rs2d.Config{MaxM: int(maxM), N: int(n), DType: d, OverlapWithGEMM: overlap&overlapWithGEMM != 0,
-		SplitFirstBlock: overlap&splitFirstBlock != 0, ReductionSMs: reductionSMs}
-	rs, err := rs2d.New(context.Background(), r.rank.Comm, r.rank.Dev, cfg)
+	cfg := rs2d.Config{MaxM: int(maxM), N: int(n), DType: d, OverlapWithGEMM: overlap&overlapWithGEMM != 0}
+	knobs := tune.Knobs{ReductionSMs: reductionSMs}
+	if overlap&splitFirstBlock != 0 {
+		knobs.SplitFirstBlock = tune.SplitOn
+	}
+	rs, err := rs2d.New(tune.With(context.Background(), knobs), r.rank.Comm, r.rank.Dev, cfg)
 	if err != nil {
 		table.mu.Lock()
 		r.contexts--
@@ -219,7 +223,7 @@ func signalValue(h int64) (uint32, error) {
 	if err != nil {
 		return 0, err
 	}
-	return c.rs.SignalValue(), nil
+	return c.rs.NextSignals().Value, nil
 }
 
 func signalAddr(h int64, dest int) (uint64, error) {
@@ -227,7 +231,7 @@ func signalAddr(h int64, dest int) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	p, err := c.rs.SignalAddr(dest)
+	p, err := c.rs.NextSignals().Addr(dest)
 	return uint64(p), err
 }
 
@@ -236,7 +240,7 @@ func raiseSignal(h int64, dest int, stream uint64) error {
 	if err != nil {
 		return err
 	}
-	return c.rs.RaiseSignal(s, dest)
+	return c.rs.NextSignals().Raise(s, dest)
 }
 
 func earlyRows(h int64, m int64) (int64, error) {
@@ -255,7 +259,7 @@ func earlySignalAddr(h int64, dest int) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	p, err := c.rs.EarlySignalAddr(dest)
+	p, err := c.rs.NextSignals().EarlyAddr(dest)
 	return uint64(p), err
 }
 

@@ -28,6 +28,15 @@ func MatmulOf(d Device) (Matmul, error) {
 	return nil, fmt.Errorf("device: %s cannot multiply matrices (no Matmul): %w", d.Name(), ErrNotSupported)
 }
 
+// MatmulLibrary names the library behind m ("cuBLAS 13.1.0 (path)"), where
+// the backend says (a Library() string method), else "".
+func MatmulLibrary(m Matmul) string {
+	if l, ok := m.(interface{ Library() string }); ok {
+		return l.Library()
+	}
+	return ""
+}
+
 // GemmSpec is one row-major matrix product C = A·B: A is [M, K], B is
 // [K, N], C is [M, N], all of DType, where row i of a matrix X starts LDX
 // elements after row i-1 (a leading dimension of 0 means dense: K for A, N

@@ -6,23 +6,20 @@
 //
 //	caller's stream s ──record──▶ GEMM stream: for d in ConsumptionOrder():
 //	                                  C[rows of d] = A[rows of d] · B   (Matmul)
-//	                                  signal[d] = call's value          (write-value)
+//	                                  signal[d] = call's value          (rs2d.Signals)
 //	s: ReduceScatter2D(C → out)        each scatter copy of destination d waits,
 //	                                  on the device, for signal[d]
 //	s waits for the GEMM stream
 //
-// so the copy engines scatter the blocks already computed while the GEMM
+// so the copy engine scatters the blocks already computed while the GEMM
 // computes the next ones, in the order the scatter consumes them. Where the
-// copies set the pace (Config.SplitFirstBlock; by default KLocal < 4096 on
-// one node), the first block goes in two GEMMs with rs2d's early signal
-// between them, so its first half is on its way half a block sooner. With
-// Config.Placed the GEMM of a node peer's block writes it straight into the
-// peer's buffer instead, after the peer's ready word, and raises the peer's
-// placed word (rs2d.Context.ReduceScatterPlaced): no copy engine inside a
-// node. C is a buffer the GemmRS owns ([MaxM, N]); the signals are rs2d's
-// signal words, whose values grow with every call
-// (rs2d.Context.SignalValue), so nothing is reset between calls and a
-// failed call leaves nothing a later call could mistake for its own.
+// copies set the pace (by default KLocal < 4096 on one node), the first
+// block goes in two GEMMs with rs2d's early signal between them, so its
+// first half is on its way half a block sooner. C is a buffer the GemmRS
+// owns ([MaxM, N]); a call is checked and its signal value fixed by
+// rs2d.Context.Prepare before anything is raised, so nothing is reset
+// between calls and a failed call leaves nothing a later call could mistake
+// for its own.
 //
 // For small problems the overlap cannot win (each block's GEMM is too short
 // to hide a copy, and splitting the GEMM costs efficiency): Mode Auto then
@@ -50,6 +47,8 @@ import (
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internal/tune"
+	"github.com/seed12530e24/hiercoll/internode"
 	"github.com/seed12530e24/hiercoll/rs2d"
 )
 
@@ -96,7 +95,7 @@ func ParseMode(s string) (Mode, error) {
 	return Auto, fmt.Errorf("gemmrs: unknown mode %q (want auto, overlap or sequential)", s)
 }
 
-// Defaults of Auto's thresholds.
+// Defaults of Auto's thresholds (tune.Knobs.AutoMinFLOP, AutoMinRowsPerRank).
 const (
 	// DefaultAutoMinFLOP is the per-rank GEMM work (2·M·N·K_local) below
 	// which Auto runs Sequential: smaller GEMMs are too short to hide the
@@ -120,85 +119,34 @@ type Config struct {
 	KLocal int
 	// DType is the element type of A, B and the output: BF16, F16 or F32.
 	DType dtype.DType
-
-	// ReductionSMs bounds the SMs of the reduce-scatter's intra-node
-	// reduce kernels, which run beside the GEMM (rs2d's default: 16).
-	ReductionSMs int
-	// GemmSMs asks the overlapped GEMM to target at most this many SMs,
-	// leaving the rest to the reduce kernels (0: all). Best effort: the
-	// CUDA backend passes it to cublasSetSmCountTarget where cuBLAS has it
-	// (cuda.Device.BLAS reports whether); without it only the reduction
-	// side is bounded. Sequential GEMMs use every SM.
-	GemmSMs int
 	// Mode is how Run runs (Auto by default).
 	Mode Mode
-	// Placed makes the overlapped GEMM of a node peer's block write it
-	// straight into that peer's buffer (rs2d.Context.ReduceScatterPlaced)
-	// instead of into C for the copy engine to scatter. Off by default:
-	// cuBLAS's stores to a peer over NVLink slow the GEMM more than the
-	// copy engine does (4 H200s, 8192×8192×28672: 1.486 ms placed, 1.358
-	// ms copied; benchmarks/RESULTS.md).
-	Placed bool
-	// SplitFirstBlock is whether the overlapped GEMM (copied, not Placed)
-	// computes the first block in consumption order in two halves and
-	// raises the block's early signal between them, so that the copy
-	// engine starts half a block sooner (rs2d.Config.SplitFirstBlock).
-	// SplitAuto by default; New resolves it to SplitOn or SplitOff.
-	SplitFirstBlock Split
-	// AutoMinFLOP and AutoMinRowsPerRank are Auto's thresholds
-	// (0: DefaultAutoMinFLOP, DefaultAutoMinRowsPerRank).
-	AutoMinFLOP        float64
-	AutoMinRowsPerRank int
-
-	// ReduceScatter holds the remaining rs2d settings (Chunks,
-	// CopyStreams, FinalSMs, Transport, Timeout). Its MaxM, N, DType,
-	// OverlapWithGEMM and ReductionSMs are set from this Config.
-	ReduceScatter rs2d.Config
+	// Transport selects the reduce-scatter's inter-node transport.
+	Transport internode.Kind
+	// Timeout bounds host-side waits of New and Close (default 60 s).
+	Timeout time.Duration
 }
 
-// Split is a choice of Config.SplitFirstBlock.
-type Split int
-
-const (
-	// SplitAuto splits when KLocal < SplitAutoMaxKLocal, on one node (with
-	// several, the rail sets the pace), and not Placed.
-	SplitAuto Split = iota
-	SplitOff
-	SplitOn
-)
-
-// SplitAutoMaxKLocal bounds the KLocal that SplitAuto splits at. The cost
-// of a block's GEMM grows with KLocal and the cost of its copy does not:
-// below this the copies, not the GEMM, set the pace of an overlapped call,
-// and starting them sooner is what shortens it. Measured on 4 H200s, bf16
-// (benchmarks/RESULTS.md, fifth session): 8192×8192×8192 on 1×4 (KLocal
-// 2048) ~20 µs faster split; on 1×2 (KLocal 4096) and on 2×2 (KLocal
-// 2048, two nodes) not faster.
+// SplitAutoMaxKLocal bounds the KLocal at which the first block is split by
+// default. The cost of a block's GEMM grows with KLocal and the cost of its
+// copy does not: below this the copies, not the GEMM, set the pace of an
+// overlapped call, and starting them sooner is what shortens it (measured
+// in benchmarks/RESULTS.md). With several nodes the rail sets the pace.
 const SplitAutoMaxKLocal = 4096
 
-func (s Split) String() string {
-	switch s {
-	case SplitAuto:
-		return "auto"
-	case SplitOff:
-		return "off"
-	case SplitOn:
-		return "on"
+// splitFor resolves the split of the first block for a world with every
+// rank on one node (oneNode) or not.
+func splitFor(s tune.Split, kLocal int, oneNode bool) tune.Split {
+	if s != tune.SplitAuto {
+		return s
 	}
-	return fmt.Sprintf("Split(%d)", int(s))
+	if kLocal < SplitAutoMaxKLocal && oneNode {
+		return tune.SplitOn
+	}
+	return tune.SplitOff
 }
 
-// ParseSplit parses auto, on or off.
-func ParseSplit(s string) (Split, error) {
-	for _, v := range []Split{SplitAuto, SplitOff, SplitOn} {
-		if s == v.String() {
-			return v, nil
-		}
-	}
-	return SplitAuto, fmt.Errorf("gemmrs: split %q: want auto, on or off: %w", s, device.ErrInvalidArgument)
-}
-
-func (c Config) validate(world int) error {
+func (c Config) validate(world int, k tune.Knobs) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("gemmrs: %s: %w", fmt.Sprintf(format, args...), device.ErrInvalidArgument)
 	}
@@ -207,14 +155,12 @@ func (c Config) validate(world int) error {
 		return bad("MaxM=%d, N=%d and KLocal=%d must be positive", c.MaxM, c.N, c.KLocal)
 	case c.MaxM%world != 0:
 		return bad("MaxM=%d is not divisible by world size %d", c.MaxM, world)
-	case c.ReductionSMs < 0 || c.GemmSMs < 0 || c.AutoMinFLOP < 0 || c.AutoMinRowsPerRank < 0:
-		return bad("negative SM budget or Auto threshold")
 	case c.Mode != Auto && c.Mode != Overlap && c.Mode != Sequential:
 		return bad("unknown mode %v", c.Mode)
-	case c.SplitFirstBlock < SplitAuto || c.SplitFirstBlock > SplitOn:
-		return bad("unknown SplitFirstBlock %v", c.SplitFirstBlock)
-	case c.SplitFirstBlock == SplitOn && c.Placed:
-		return bad("SplitFirstBlock on with Placed: a placed GEMM stores its blocks into the peers itself")
+	case k.AutoMinFLOP < 0 || k.AutoMinRowsPerRank < 0:
+		return bad("negative Auto threshold")
+	case k.SplitFirstBlock < tune.SplitAuto || k.SplitFirstBlock > tune.SplitOn:
+		return bad("unknown split %d", k.SplitFirstBlock)
 	}
 	switch c.DType {
 	case dtype.BF16, dtype.F16, dtype.F32:
@@ -230,6 +176,7 @@ func (c Config) validate(world int) error {
 // one GemmRS are serialised.
 type GemmRS struct {
 	cfg   Config
+	knobs tune.Knobs // in effect: the split and Auto's thresholds resolved
 	comm  bootstrap.Comm
 	dev   device.Device
 	mm    device.Matmul
@@ -253,20 +200,8 @@ type GemmRS struct {
 	broken error // a call failed after raising signals: the context cannot go on
 	last   Mode  // the mode of the last call (Auto: none yet)
 	timed  bool  // gemmStart and gemmEnd were recorded by the last call
-	warm   map[warmKey]bool
 	hooks  *hooks
 }
-
-// warmKey is a kind of block GEMM, as far as cuBLAS's choice of kernel can
-// tell: its rows and the alignment of its C.
-type warmKey struct {
-	rows  int
-	align int64
-}
-
-// warmAlign bounds the alignments warmKey tells apart (symm.Align: every
-// target's buffer starts on it).
-const warmAlign = 256
 
 // hooks let tests perturb the producer (export_test.go).
 type hooks struct {
@@ -289,48 +224,37 @@ type hooks struct {
 // everywhere instead of hanging its peers later.
 func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config) (*GemmRS, error) {
 	world := comm.Size()
-	if err := cfg.validate(world); err != nil {
+	knobs := tune.From(ctx)
+	if err := cfg.validate(world, knobs); err != nil {
 		return nil, err
 	}
-	if cfg.AutoMinFLOP == 0 {
-		cfg.AutoMinFLOP = DefaultAutoMinFLOP
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = time.Minute
 	}
-	if cfg.AutoMinRowsPerRank == 0 {
-		cfg.AutoMinRowsPerRank = DefaultAutoMinRowsPerRank
+	if knobs.AutoMinFLOP == 0 {
+		knobs.AutoMinFLOP = DefaultAutoMinFLOP
 	}
-	rsCfg := cfg.ReduceScatter
-	rsCfg.MaxM, rsCfg.N, rsCfg.DType = cfg.MaxM, cfg.N, cfg.DType
-	rsCfg.OverlapWithGEMM = true
-	rsCfg.ReductionSMs = cfg.ReductionSMs
-	if cfg.SplitFirstBlock == SplitAuto {
-		cfg.SplitFirstBlock = SplitOff
-		if cfg.KLocal < SplitAutoMaxKLocal && !cfg.Placed && comm.LocalSize() == world {
-			cfg.SplitFirstBlock = SplitOn
-		}
+	if knobs.AutoMinRowsPerRank == 0 {
+		knobs.AutoMinRowsPerRank = DefaultAutoMinRowsPerRank
 	}
-	rsCfg.SplitFirstBlock = cfg.SplitFirstBlock == SplitOn
+	knobs.SplitFirstBlock = splitFor(knobs.SplitFirstBlock, cfg.KLocal, comm.LocalSize() == world)
 	if _, ok := ctx.Deadline(); !ok {
-		timeout := rsCfg.Timeout
-		if timeout <= 0 {
-			timeout = time.Minute
-		}
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
+		ctx, cancel = context.WithTimeout(ctx, cfg.Timeout)
 		defer cancel()
 	}
 
-	g := &GemmRS{cfg: cfg, comm: comm, dev: dev, world: world}
+	g := &GemmRS{cfg: cfg, knobs: knobs, comm: comm, dev: dev, world: world}
 	local := g.prepare(ctx)
 	if _, err := bootstrap.Agree(ctx, comm, local, nil); err != nil {
 		return nil, errors.Join(gemmUnusable(err), g.release())
 	}
-	rs, err := rs2d.New(ctx, comm, dev, rsCfg)
+	rsCfg := rs2d.Config{MaxM: cfg.MaxM, N: cfg.N, DType: cfg.DType, OverlapWithGEMM: true, Transport: cfg.Transport, Timeout: cfg.Timeout}
+	rs, err := rs2d.New(tune.With(ctx, knobs), comm, dev, rsCfg)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("gemmrs: %w", err), g.release())
 	}
 	g.rs = rs
-	rs.AttachProducer(g.gemmStream) // it waits for the peers' ready flags
-	g.cfg.ReduceScatter = rs.Config()
 	g.order = rs.ConsumptionOrder()
 	return g, nil
 }
@@ -353,7 +277,6 @@ func (g *GemmRS) prepare(ctx context.Context) error {
 		return err
 	}
 	size := (int64(g.cfg.MaxM)*int64(g.cfg.N)*int64(g.cfg.DType.Size()) + 3) &^ 3 // whole words, for PoisonC
-	size += warmAlign                                                             // room for warm-up GEMMs at any alignment
 	if g.cBuf, err = g.dev.Alloc(size); err != nil {
 		return fmt.Errorf("C buffer of %d bytes: %w", size, err)
 	}
@@ -415,16 +338,22 @@ func gemmUnusable(err error) error {
 // Config returns the configuration in effect (defaults filled in).
 func (g *GemmRS) Config() Config { return g.cfg }
 
+// SplitsFirstBlock reports whether an overlapped call computes the first
+// block in consumption order in two halves, with the early signal between
+// them.
+func (g *GemmRS) SplitsFirstBlock() bool { return g.knobs.SplitFirstBlock == tune.SplitOn }
+
 // ModeFor returns the mode a call of m rows runs in: Config.Mode unless it
 // is Auto, which picks Sequential on one rank, when M/world is below
-// AutoMinRowsPerRank or the per-rank GEMM (2·M·N·KLocal FLOP) is below
-// AutoMinFLOP, and Overlap otherwise. Every rank picks the same.
+// its threshold or the per-rank GEMM (2·M·N·KLocal FLOP) is below its
+// threshold (DefaultAutoMinRowsPerRank, DefaultAutoMinFLOP), and Overlap
+// otherwise. Every rank picks the same.
 func (g *GemmRS) ModeFor(m int) Mode {
 	if g.cfg.Mode != Auto {
 		return g.cfg.Mode
 	}
 	flop := 2 * float64(m) * float64(g.cfg.N) * float64(g.cfg.KLocal)
-	if g.world == 1 || m/g.world < g.cfg.AutoMinRowsPerRank || flop < g.cfg.AutoMinFLOP {
+	if g.world == 1 || m/g.world < g.knobs.AutoMinRowsPerRank || flop < g.knobs.AutoMinFLOP {
 		return Sequential
 	}
 	return Overlap
@@ -517,7 +446,7 @@ func (g *GemmRS) LastGemmTime() (time.Duration, error) {
 
 // Close releases the GemmRS. It is collective (the reduce-scatter context's
 // Close is): every rank calls it. Work still queued is waited for, bounded
-// by the reduce-scatter's timeout.
+// by Config.Timeout.
 func (g *GemmRS) Close() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -526,18 +455,13 @@ func (g *GemmRS) Close() error {
 	}
 	g.closed = true
 	var errs []error
-	timeout := g.cfg.ReduceScatter.Timeout
-	if timeout <= 0 {
-		timeout = time.Minute
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
 	if g.rs != nil {
-		// It drains the GEMM stream too (attached), ending its waits on
-		// the peers' ready flags if they are stuck.
 		errs = append(errs, g.rs.Close())
 		g.rs = nil
-	} else if g.gemmStream != nil {
+	}
+	if g.gemmStream != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), g.cfg.Timeout)
+		defer cancel()
 		if err := g.gemmStream.Synchronize(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("gemmrs: close: draining the GEMM stream: %w", err))
 		}
@@ -588,18 +512,4 @@ func (g *GemmRS) PoisonC(s device.Stream, m int) error {
 		return err
 	}
 	return g.rs.PoisonReceive(s, m, nanWord(g.cfg.DType))
-}
-
-// InC reports whether an Overlap call leaves the rows for rank dest in C:
-// all of them by default; with Placed only those of the ranks that share
-// this rank's local rank (the node peers' rows went to them).
-func (g *GemmRS) InC(dest int) bool {
-	return !g.cfg.Placed || g.localDest(dest)
-}
-
-// localDest reports whether rank dest has this rank's local rank: its rows
-// stay in C for this rank's own reductions.
-func (g *GemmRS) localDest(dest int) bool {
-	p := g.rs.Place()
-	return dest%p.Shape.LocalSize == p.LocalRank
 }

@@ -8,7 +8,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,7 +20,7 @@ import (
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/gemmrs"
 	"github.com/seed12530e24/hiercoll/internal/check"
-	"github.com/seed12530e24/hiercoll/rs2d"
+	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/world"
 )
 
@@ -196,7 +195,7 @@ func simWorld(t *testing.T, shape bootstrap.Shape, wait time.Duration) *world.Wo
 }
 
 func baseConfig(dt dtype.DType, m, n, k int) gemmrs.Config {
-	return gemmrs.Config{MaxM: m, N: n, KLocal: k, DType: dt, ReduceScatter: rs2d.Config{Timeout: 20 * time.Second}}
+	return gemmrs.Config{MaxM: m, N: n, KLocal: k, DType: dt, Timeout: 20 * time.Second}
 }
 
 var worlds = []bootstrap.Shape{{Nodes: 1, LocalSize: 2}, {Nodes: 2, LocalSize: 2}, {Nodes: 1, LocalSize: 4}, {Nodes: 1, LocalSize: 1}, {Nodes: 2, LocalSize: 1}}
@@ -209,15 +208,11 @@ func TestOverlapAndSequentialMatchReference(t *testing.T) {
 	for _, shape := range worlds {
 		for _, dt := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32} {
 			for i, size := range []struct{ rowsPer, n, k int }{{8, 17, 16}, {16, 32, 64}, {64, 9, 33}, {1, 1, 1}} {
-				placed := i%2 == 1      // half the sizes place the peers' blocks with the GEMM
-				split := gemmrs.SplitOn // the first block in halves ...
-				if i == 2 {
-					split = gemmrs.SplitOff // ... but for one size of the copied ones
+				split := tune.SplitOn // the first block in halves ...
+				if i%2 == 1 {
+					split = tune.SplitOff // ... but for half the sizes
 				}
-				if placed {
-					split = gemmrs.SplitAuto // (off)
-				}
-				t.Run(fmt.Sprintf("%v/%v/rows%d/n%d/k%d/placed=%v/split=%v", shape, dt, size.rowsPer, size.n, size.k, placed, split), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%v/%v/rows%d/n%d/k%d/split=%v", shape, dt, size.rowsPer, size.n, size.k, split == tune.SplitOn), func(t *testing.T) {
 					t.Parallel()
 					ws := shape.World()
 					m := size.rowsPer * ws
@@ -227,8 +222,7 @@ func TestOverlapAndSequentialMatchReference(t *testing.T) {
 					worst := 0.0
 					err := w.Run(testCtx(t), func(ctx context.Context, r world.Rank) (err error) {
 						cfg := baseConfig(dt, m, size.n, size.k)
-						cfg.Placed, cfg.SplitFirstBlock = placed, split
-						g, err := gemmrs.New(ctx, r.Comm, r.Dev, cfg)
+						g, err := gemmrs.New(tune.With(ctx, tune.Knobs{SplitFirstBlock: split}), r.Comm, r.Dev, cfg)
 						if err != nil {
 							return err
 						}
@@ -309,10 +303,8 @@ func (gt *gates) release(rng *rand.Rand, call uint32, maxPause time.Duration) er
 // raised not by the GEMM stream but by a goroutine per rank, on a side
 // stream of its own, in another shuffled order with random pauses;
 // withEarly, that goroutine raises them at once, without waiting for the
-// GEMM (a broken producer). placed picks the overlapped path's scatter
-// (the GEMM placing the rows in the peers, or C and the copy engine). It
-// returns each rank's error.
-func perturbedRun(t *testing.T, shape bootstrap.Shape, sideSignals, early, placed bool) error {
+// GEMM (a broken producer). It returns each rank's error.
+func perturbedRun(t *testing.T, shape bootstrap.Shape, sideSignals, early bool) error {
 	const dt = dtype.BF16
 	ws := shape.World()
 	m, n, k := 16*ws, 24, 32
@@ -321,9 +313,7 @@ func perturbedRun(t *testing.T, shape bootstrap.Shape, sideSignals, early, place
 	return w.Run(testCtx(t), func(ctx context.Context, r world.Rank) (err error) {
 		rank := r.Comm.Rank()
 		rng := rand.New(rand.NewPCG(uint64(rank), rand.Uint64()))
-		cfg := baseConfig(dt, m, n, k)
-		cfg.Placed = placed
-		g, err := gemmrs.New(ctx, r.Comm, r.Dev, cfg)
+		g, err := gemmrs.New(ctx, r.Comm, r.Dev, baseConfig(dt, m, n, k))
 		if err != nil {
 			return err
 		}
@@ -420,12 +410,10 @@ func perturbedRun(t *testing.T, shape bootstrap.Shape, sideSignals, early, place
 func TestPerturbedProducerStillExact(t *testing.T) {
 	for _, shape := range []bootstrap.Shape{{Nodes: 1, LocalSize: 2}, {Nodes: 2, LocalSize: 2}, {Nodes: 1, LocalSize: 4}} {
 		for _, side := range []bool{false, true} {
-			for _, placed := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%v/side-signals=%v/placed=%v", shape, side, placed), func(t *testing.T) {
-					t.Parallel()
-					require.NoError(t, perturbedRun(t, shape, side, false, placed))
-				})
-			}
+			t.Run(fmt.Sprintf("%v/side-signals=%v", shape, side), func(t *testing.T) {
+				t.Parallel()
+				require.NoError(t, perturbedRun(t, shape, side, false))
+			})
 		}
 	}
 }
@@ -438,13 +426,9 @@ func TestEarlySignalsAreCaught(t *testing.T) {
 	if raceDetector {
 		t.Skip("the broken producer races with the scatter on purpose, which the race detector reports")
 	}
-	for _, placed := range []bool{false, true} {
-		t.Run(fmt.Sprintf("placed=%v", placed), func(t *testing.T) {
-			err := perturbedRun(t, bootstrap.Shape{Nodes: 1, LocalSize: 2}, true, true, placed)
-			require.Error(t, err)
-			require.Contains(t, err.Error(), "NaN")
-		})
-	}
+	err := perturbedRun(t, bootstrap.Shape{Nodes: 1, LocalSize: 2}, true, true)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "NaN")
 }
 
 // TestFailedCallThenFreshContext: one rank never makes its second call; the
@@ -525,17 +509,8 @@ func TestFailedCallThenFreshContext(t *testing.T) {
 
 // TestBrokenAfterPartialEnqueue: a call that fails to enqueue after it
 // raised a signal leaves the GemmRS unusable (a later call would take that
-// signal for its own); one that fails before raising any does not. With
-// placement the broken call's GEMM stream is left waiting for the peers'
-// ready flags (their calls never started): Close ends the wait, says so,
-// and still releases everything.
+// signal for its own); one that fails before raising any does not.
 func TestBrokenAfterPartialEnqueue(t *testing.T) {
-	for _, placed := range []bool{false, true} {
-		t.Run(fmt.Sprintf("placed=%v", placed), func(t *testing.T) { brokenAfterPartialEnqueue(t, placed) })
-	}
-}
-
-func brokenAfterPartialEnqueue(t *testing.T, placed bool) {
 	const dt = dtype.BF16
 	shape := bootstrap.Shape{Nodes: 1, LocalSize: 2}
 	m, n, k := 4, 4, 4
@@ -543,18 +518,11 @@ func brokenAfterPartialEnqueue(t *testing.T, placed bool) {
 	w := simWorld(t, shape, 5*time.Second)
 	boom := errors.New("boom")
 	err := w.Run(testCtx(t), func(ctx context.Context, r world.Rank) (err error) {
-		cfg := baseConfig(dt, m, n, k)
-		cfg.Placed = placed
-		g, err := gemmrs.New(ctx, r.Comm, r.Dev, cfg)
+		g, err := gemmrs.New(ctx, r.Comm, r.Dev, baseConfig(dt, m, n, k))
 		if err != nil {
 			return err
 		}
-		defer func() {
-			cerr := g.Close()
-			if cerr != nil && !strings.Contains(cerr.Error(), "ready flag") {
-				err = errors.Join(err, cerr)
-			}
-		}()
+		defer func() { err = errors.Join(err, g.Close()) }()
 		rb, err := newRankBufs(r.Dev, dt, m, n, k, 2)
 		if err != nil {
 			return err
@@ -621,20 +589,19 @@ func TestNewAgreesOnTheGemm(t *testing.T) {
 
 func TestValidation(t *testing.T) {
 	w := simWorld(t, bootstrap.Shape{Nodes: 1, LocalSize: 2}, 5*time.Second)
-	for name, cfg := range map[string]gemmrs.Config{
-		"MaxM not divisible": baseConfig(dtype.BF16, 5, 4, 4),
-		"zero KLocal":        baseConfig(dtype.BF16, 4, 4, 0),
-		"int32":              baseConfig(dtype.I32, 4, 4, 4),
-		"mode":               func() gemmrs.Config { c := baseConfig(dtype.BF16, 4, 4, 4); c.Mode = 7; return c }(),
-		"negative SMs":       func() gemmrs.Config { c := baseConfig(dtype.BF16, 4, 4, 4); c.GemmSMs = -1; return c }(),
-		"split value":        func() gemmrs.Config { c := baseConfig(dtype.BF16, 4, 4, 4); c.SplitFirstBlock = 3; return c }(),
-		"split and placed": func() gemmrs.Config {
-			c := baseConfig(dtype.BF16, 4, 4, 4)
-			c.SplitFirstBlock, c.Placed = gemmrs.SplitOn, true
-			return c
-		}(),
+	base := baseConfig(dtype.BF16, 4, 4, 4)
+	for name, c := range map[string]struct {
+		cfg   gemmrs.Config
+		knobs tune.Knobs
+	}{
+		"MaxM not divisible": {cfg: baseConfig(dtype.BF16, 5, 4, 4)},
+		"zero KLocal":        {cfg: baseConfig(dtype.BF16, 4, 4, 0)},
+		"int32":              {cfg: baseConfig(dtype.I32, 4, 4, 4)},
+		"mode":               {cfg: func() gemmrs.Config { c := base; c.Mode = 7; return c }()},
+		"negative threshold": {cfg: base, knobs: tune.Knobs{AutoMinRowsPerRank: -1}},
+		"split value":        {cfg: base, knobs: tune.Knobs{SplitFirstBlock: 3}},
 	} {
-		_, err := gemmrs.New(testCtx(t), w.Ranks[0].Comm, w.Ranks[0].Dev, cfg)
+		_, err := gemmrs.New(tune.With(testCtx(t), c.knobs), w.Ranks[0].Comm, w.Ranks[0].Dev, c.cfg)
 		require.ErrorIs(t, err, device.ErrInvalidArgument, name)
 	}
 
@@ -693,45 +660,33 @@ func TestValidation(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// SplitAuto splits the first block for small KLocal on one node only, and
-// never for a placed GEMM; New reports what it picked.
+// SplitAuto splits the first block for small KLocal on one node only; New
+// reports what it picked.
 func TestSplitAuto(t *testing.T) {
 	one := simWorld(t, bootstrap.Shape{Nodes: 1, LocalSize: 2}, 5*time.Second)
 	two := simWorld(t, bootstrap.Shape{Nodes: 2, LocalSize: 2}, 5*time.Second)
 	for _, c := range []struct {
 		w      *world.World
 		kLocal int
-		placed bool
-		want   gemmrs.Split
+		want   bool
 	}{
-		{one, gemmrs.SplitAutoMaxKLocal - 1, false, gemmrs.SplitOn},
-		{one, gemmrs.SplitAutoMaxKLocal, false, gemmrs.SplitOff},
-		{one, 8, true, gemmrs.SplitOff},
-		{two, 8, false, gemmrs.SplitOff},
+		{one, gemmrs.SplitAutoMaxKLocal - 1, true},
+		{one, gemmrs.SplitAutoMaxKLocal, false},
+		{two, 8, false},
 	} {
 		err := c.w.Run(testCtx(t), func(ctx context.Context, r world.Rank) (err error) {
-			cfg := baseConfig(dtype.BF16, 8, 4, c.kLocal)
-			cfg.Placed = c.placed
-			g, err := gemmrs.New(ctx, r.Comm, r.Dev, cfg)
+			g, err := gemmrs.New(ctx, r.Comm, r.Dev, baseConfig(dtype.BF16, 8, 4, c.kLocal))
 			if err != nil {
 				return err
 			}
 			defer func() { err = errors.Join(err, g.Close()) }()
-			if got := g.Config().SplitFirstBlock; got != c.want || g.Config().ReduceScatter.SplitFirstBlock != (c.want == gemmrs.SplitOn) {
-				return fmt.Errorf("KLocal %d, placed %v: split %v (reduce-scatter %v), want %v",
-					c.kLocal, c.placed, got, g.Config().ReduceScatter.SplitFirstBlock, c.want)
+			if got := g.SplitsFirstBlock(); got != c.want {
+				return fmt.Errorf("KLocal %d: split %v, want %v", c.kLocal, got, c.want)
 			}
 			return nil
 		})
 		require.NoError(t, err)
 	}
-	for _, s := range []gemmrs.Split{gemmrs.SplitAuto, gemmrs.SplitOff, gemmrs.SplitOn} {
-		got, err := gemmrs.ParseSplit(s.String())
-		require.NoError(t, err)
-		require.Equal(t, s, got)
-	}
-	_, err := gemmrs.ParseSplit("sometimes")
-	require.ErrorIs(t, err, device.ErrInvalidArgument)
 }
 
 func TestModeFor(t *testing.T) {
@@ -746,8 +701,7 @@ func TestModeFor(t *testing.T) {
 		if got := g.ModeFor(1024); got != gemmrs.Sequential {
 			return fmt.Errorf("2·1024·8·4 FLOP is far below 1e11: got %v", got)
 		}
-		cfg.AutoMinFLOP = 1000
-		g2, err := gemmrs.New(ctx, r.Comm, r.Dev, cfg)
+		g2, err := gemmrs.New(tune.With(ctx, tune.Knobs{AutoMinFLOP: 1000}), r.Comm, r.Dev, cfg)
 		if err != nil {
 			return err
 		}
@@ -760,7 +714,7 @@ func TestModeFor(t *testing.T) {
 		if g2.LastMode() != gemmrs.Auto {
 			return fmt.Errorf("LastMode before any call: %v", g2.LastMode())
 		}
-		if g2.Config().AutoMinRowsPerRank != gemmrs.DefaultAutoMinRowsPerRank || g2.Config().ReduceScatter.ReductionSMs == 0 {
+		if g2.Config().Timeout == 0 {
 			return fmt.Errorf("defaults not filled in: %+v", g2.Config())
 		}
 		return nil

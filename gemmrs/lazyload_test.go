@@ -61,11 +61,11 @@ func (l *lazyLoader) Gemm(s device.Stream, g device.GemmSpec) error {
 	return l.mm.Gemm(s, g)
 }
 
-// TestFirstGemmNotBehindPeerWaits: every rank's first overlapped call with
-// placement, and a call with a new M, would enqueue block GEMMs of a new
-// kind behind the GEMM stream's waits for the peers' ready flags; on a
-// device that loads kernels lazily that deadlocks every rank (seen on
-// H200s), unless those GEMMs ran once before any wait (GemmRS's warm-up).
+// TestFirstGemmNotBehindPeerWaits: every rank's first overlapped call, and
+// a call with a new M, enqueue block GEMMs of a new kind; on a device that
+// loads kernels lazily, behind every queued stream (seen with cuBLAS on
+// H200s), that must not deadlock the ranks: nothing the GEMM stream or
+// the streams before it wait for depends on this rank's host.
 func TestFirstGemmNotBehindPeerWaits(t *testing.T) {
 	const dt = dtype.BF16
 	shape := bootstrap.Shape{Nodes: 1, LocalSize: 2}
@@ -83,9 +83,7 @@ func TestFirstGemmNotBehindPeerWaits(t *testing.T) {
 			return err
 		}
 		dev := &lazyLoader{Device: r.Dev, mm: mm, loaded: map[[2]int64]bool{}}
-		cfg := baseConfig(dt, maxM, n, k)
-		cfg.Placed = true
-		g, err := gemmrs.New(ctx, r.Comm, dev, cfg)
+		g, err := gemmrs.New(ctx, r.Comm, dev, baseConfig(dt, maxM, n, k))
 		if err != nil {
 			return err
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/rs2d"
@@ -31,34 +30,24 @@ func (g *GemmRS) RunMode(ctx context.Context, mode Mode, a, b, out Tensor, s dev
 		return err
 	}
 	defer g.mu.Unlock()
-	if err := g.checkGemm(a, b); err != nil {
+	if err := g.checkGemm(a, b, out); err != nil {
 		return err
-	}
-	c := g.cTensor(a.Rows)
-	if err := g.checkRS(c, out); err != nil {
-		return err
-	}
-	for _, t := range []struct {
-		name string
-		t    Tensor
-	}{{"A", a}, {"B", b}} {
-		if overlaps(out, t.t) {
-			return fmt.Errorf("gemmrs: output %v overlaps %s %v: %w", out, t.name, t.t, device.ErrInvalidArgument)
-		}
 	}
 	if mode == Auto {
 		mode = g.ModeFor(a.Rows)
 	}
-	v := g.rs.SignalValue()
-	raised := false
-	var err error
-	switch mode {
-	case Overlap:
-		err = g.enqueueOverlap(ctx, a, b, c, out, s, v, &raised)
-	case Sequential:
-		err = g.enqueueSequential(ctx, a, b, c, out, s, v, &raised)
-	default:
+	if mode != Overlap && mode != Sequential {
 		return fmt.Errorf("gemmrs: unknown mode %v: %w", mode, device.ErrInvalidArgument)
+	}
+	call, err := g.rs.Prepare(g.cTensor(a.Rows), out)
+	if err != nil {
+		return fmt.Errorf("gemmrs: %w", err)
+	}
+	raised := false
+	if mode == Overlap {
+		err = g.enqueueOverlap(ctx, a, b, call, s, &raised)
+	} else {
+		err = g.enqueueSequential(ctx, a, b, call, s, &raised)
 	}
 	if err != nil {
 		if mode == Overlap {
@@ -89,7 +78,7 @@ func (g *GemmRS) Gemm(ctx context.Context, a, b Tensor, s device.Stream) (Tensor
 		return Tensor{}, err
 	}
 	defer g.mu.Unlock()
-	if err := g.checkGemm(a, b); err != nil {
+	if err := g.checkGemm(a, b, Tensor{}); err != nil {
 		return Tensor{}, err
 	}
 	c := g.cTensor(a.Rows)
@@ -107,14 +96,14 @@ func (g *GemmRS) ReduceScatter(ctx context.Context, in, out Tensor, s device.Str
 		return err
 	}
 	defer g.mu.Unlock()
-	if err := g.checkRS(in, out); err != nil {
-		return err
+	call, err := g.rs.Prepare(in, out)
+	if err != nil {
+		return fmt.Errorf("gemmrs: %w", err)
 	}
-	v := g.rs.SignalValue()
 	raised := false
-	err := g.raiseAll(s, v, &raised)
+	err = g.raiseAll(s, call.Signals(), &raised)
 	if err == nil {
-		err = g.reduceScatter(ctx, in, out, s, v)
+		err = call.Enqueue(ctx, s)
 	}
 	if err != nil {
 		return g.fail("reduce-scatter", raised, err)
@@ -161,51 +150,57 @@ func (g *GemmRS) fail(what string, raised bool, err error) error {
 // consumption order, raising each block's signal after it; the
 // reduce-scatter on s waits for the signals on the device; s joins the GEMM
 // stream at the end. The GEMM is enqueued first so that it starts while the
-// host is still enqueueing the reduce-scatter; v is the value the
-// reduce-scatter call enqueued after it waits for, which is safe to raise
-// first because every wait is on the device.
-func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b, c, out Tensor, s device.Stream, v uint32, raised *bool) error {
+// host is still enqueueing the reduce-scatter, which is safe because every
+// wait for a signal is on the device.
+func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b Tensor, call *rs2d.Call, s device.Stream, raised *bool) error {
 	gs := g.gemmStream
-	rowsPer := a.Rows / g.world
 	if err := g.ready.Record(s); err != nil {
 		return err
 	}
 	if err := gs.WaitEvent(g.ready); err != nil {
 		return err
 	}
+	sig := call.Signals()
+	raise := func(st device.Stream, d int) error {
+		*raised = true
+		if g.split(sig, a.Rows, d) {
+			if err := sig.RaiseEarly(st, d); err != nil {
+				return err
+			}
+		}
+		return sig.Raise(st, d)
+	}
+	if g.hooks != nil && g.hooks.signals != nil {
+		// The test hook raises the signals, on streams of its own.
+		if err := g.gemmBlocks(a, b, sig, nil); err != nil {
+			return err
+		}
+		if err := g.hooks.signals(g.gemmDone, raise); err != nil {
+			return err
+		}
+	} else if err := g.gemmBlocks(a, b, sig, raised); err != nil {
+		return err
+	}
+	if err := call.Enqueue(ctx, s); err != nil {
+		return err
+	}
+	return s.WaitEvent(g.gemmDone)
+}
+
+// gemmBlocks enqueues on the GEMM stream the block GEMMs of an overlapped
+// call in consumption order, timed, each followed by its signal (the first
+// block, when split, in two GEMMs with the early signal between them);
+// raised nil: no signals (a test hook raises them). It records gemmDone at
+// the end.
+func (g *GemmRS) gemmBlocks(a, b Tensor, sig rs2d.Signals, raised *bool) error {
+	gs, rowsPer := g.gemmStream, a.Rows/g.world
 	order := g.order
 	if g.hooks != nil && g.hooks.order != nil {
 		order = g.hooks.order(append([]int(nil), order...))
 	}
-	separateSignals := g.hooks != nil && g.hooks.signals != nil
-	sig := g.rs.NextSignals()
-	if sig.Value != v {
-		return fmt.Errorf("the reduce-scatter's next signal value is %d, not %d: %w", sig.Value, v, device.ErrInvalidArgument)
-	}
-	targets := make([]rs2d.Target, g.world)
-	for d := range targets {
-		targets[d] = rs2d.Target{Dest: d, Local: true} // into C, then its signal
-		if g.cfg.Placed {
-			t, err := sig.Target(d, a.Rows)
-			if err != nil {
-				return err
-			}
-			targets[d] = t
-		}
-	}
-	if err := g.warmUp(ctx, a, b, targets, rowsPer); err != nil {
-		return err
-	}
 	if err := g.gemmStart.Record(gs); err != nil {
 		return err
 	}
-	// The first block the scatter consumes may go in two parts: its first
-	// early rows, their early signal, then the rest (SplitFirstBlock).
-	early := 0
-	if !g.cfg.Placed {
-		early = sig.EarlyRows(a.Rows)
-	}
-	split := func(d int) bool { return d == g.order[0] && early > 0 }
 	traced := 0
 	for _, d := range order {
 		if g.hooks != nil && g.hooks.beforeBlock != nil {
@@ -213,19 +208,14 @@ func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b, c, out Tensor, s devi
 				return err
 			}
 		}
-		spec := g.blockSpec(a, b, d, rowsPer, g.cfg.GemmSMs)
-		if t := targets[d]; !t.Local {
-			if err := sig.WaitReady(gs, t); err != nil {
-				return err
-			}
-			spec.C = t.Rows
-		}
-		if split(d) {
+		spec := g.blockSpec(a, b, d, rowsPer)
+		if g.split(sig, a.Rows, d) {
+			early := sig.EarlyRows(a.Rows)
 			head, tail := splitRows(spec, early)
 			if err := g.mm.Gemm(gs, head); err != nil {
 				return fmt.Errorf("GEMM of the first %d rows of the block for rank %d: %w", early, d, err)
 			}
-			if !separateSignals {
+			if raised != nil {
 				*raised = true
 				if err := sig.RaiseEarly(gs, d); err != nil {
 					return err
@@ -242,9 +232,9 @@ func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b, c, out Tensor, s devi
 			}
 			traced++
 		}
-		if !separateSignals {
+		if raised != nil {
 			*raised = true
-			if err := sig.RaisePlaced(gs, targets[d]); err != nil {
+			if err := sig.Raise(gs, d); err != nil {
 				return err
 			}
 		}
@@ -253,89 +243,26 @@ func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b, c, out Tensor, s devi
 		return err
 	}
 	g.timed, g.traced = true, traced
-	if err := g.gemmDone.Record(gs); err != nil {
-		return err
-	}
-	if separateSignals {
-		*raised = true
-		if err := g.hooks.signals(g.gemmDone, func(st device.Stream, d int) error {
-			if split(d) {
-				if err := sig.RaiseEarly(st, d); err != nil {
-					return err
-				}
-			}
-			return sig.RaisePlaced(st, targets[d])
-		}); err != nil {
-			return err
-		}
-	}
-	call := g.rs.ReduceScatter
-	if g.cfg.Placed {
-		call = g.rs.ReduceScatterPlaced
-	}
-	if err := g.reduceScatterWith(ctx, call, c, out, s, v); err != nil {
-		return err
-	}
-	return s.WaitEvent(g.gemmDone)
+	return g.gemmDone.Record(gs)
 }
 
-// warmUp runs, when blocks go to node peers, each kind of block GEMM of
-// the call that has not run before once into C, and waits for it. cuBLAS
-// loads a GEMM's kernel at its first use (CUDA's lazy loading), and a
-// module load waits for work queued on the device: a first block GEMM
-// enqueued behind the wait for a peer's ready flag held the host in the
-// load while the peer waited for this rank's call to announce itself, on
-// every rank at once (a deadlock, seen on H200s). The GEMM stream must
-// already wait for the caller's stream (A and B).
-func (g *GemmRS) warmUp(ctx context.Context, a, b Tensor, targets []rs2d.Target, rowsPer int) error {
-	placed := false
-	for _, t := range targets {
-		placed = placed || !t.Local
-	}
-	if !placed {
-		return nil // nothing waits on the GEMM stream before its GEMMs
-	}
-	if g.warm == nil {
-		g.warm = map[warmKey]bool{}
-	}
-	var ran []warmKey
-	for d, t := range targets {
-		spec := g.blockSpec(a, b, d, rowsPer, g.cfg.GemmSMs)
-		if !t.Local {
-			spec.C = t.Rows
-		}
-		key := warmKey{rows: rowsPer, align: int64(spec.C) % warmAlign}
-		if g.warm[key] || slices.Contains(ran, key) {
-			continue
-		}
-		spec.C = g.cBuf.Add(key.align)
-		if err := g.mm.Gemm(g.gemmStream, spec); err != nil {
-			return fmt.Errorf("warm-up GEMM of %d rows: %w", rowsPer, err)
-		}
-		ran = append(ran, key)
-	}
-	if len(ran) == 0 {
-		return nil
-	}
-	if err := g.gemmStream.Synchronize(ctx); err != nil {
-		return fmt.Errorf("warm-up GEMM of %d rows: %w", rowsPer, err)
-	}
-	for _, k := range ran {
-		g.warm[k] = true
-	}
-	return nil
+// split reports whether the block of destination d of a call of m rows is
+// computed in two parts (the first block in consumption order, when the
+// context splits it).
+func (g *GemmRS) split(sig rs2d.Signals, m, d int) bool {
+	return d == g.order[0] && sig.EarlyRows(m) > 0
 }
 
 // enqueueSequential: the whole GEMM on s, every signal raised after it on
 // s, then the reduce-scatter.
-func (g *GemmRS) enqueueSequential(ctx context.Context, a, b, c, out Tensor, s device.Stream, v uint32, raised *bool) error {
-	if err := g.gemmWhole(a, b, c, s); err != nil {
+func (g *GemmRS) enqueueSequential(ctx context.Context, a, b Tensor, call *rs2d.Call, s device.Stream, raised *bool) error {
+	if err := g.gemmWhole(a, b, g.cTensor(a.Rows), s); err != nil {
 		return err
 	}
-	if err := g.raiseAll(s, v, raised); err != nil {
+	if err := g.raiseAll(s, call.Signals(), raised); err != nil {
 		return err
 	}
-	return g.reduceScatter(ctx, c, out, s, v)
+	return call.Enqueue(ctx, s)
 }
 
 // gemmWhole enqueues C = A·B on s, on every SM, between the timing events.
@@ -355,13 +282,13 @@ func (g *GemmRS) gemmWhole(a, b, c Tensor, s device.Stream) error {
 }
 
 // blockSpec is the GEMM of destination rank d's rows.
-func (g *GemmRS) blockSpec(a, b Tensor, d, rowsPer, sms int) device.GemmSpec {
+func (g *GemmRS) blockSpec(a, b Tensor, d, rowsPer int) device.GemmSpec {
 	es := int64(g.cfg.DType.Size())
 	row0 := int64(d) * int64(rowsPer)
 	return device.GemmSpec{
 		M: rowsPer, N: g.cfg.N, K: g.cfg.KLocal,
 		A: a.Ptr.Add(row0 * int64(g.cfg.KLocal) * es), B: b.Ptr, C: g.cBuf.Add(row0 * int64(g.cfg.N) * es),
-		DType: g.cfg.DType, SMs: sms,
+		DType: g.cfg.DType,
 	}
 }
 
@@ -376,60 +303,20 @@ func splitRows(spec device.GemmSpec, rows int) (head, tail device.GemmSpec) {
 	return head, tail
 }
 
-// raise enqueues on st the write of v into the GEMM signal word of
-// destination rank d.
-func (g *GemmRS) raise(st device.Stream, d int, v uint32) error {
-	addr, err := g.rs.SignalAddr(d)
-	if err != nil {
-		return err
-	}
-	return g.dev.WriteValue32(st, addr, v)
-}
-
-// raiseEarly enqueues on st the write of v into the early signal word of
-// the first block in consumption order.
-func (g *GemmRS) raiseEarly(st device.Stream, v uint32) error {
-	addr, err := g.rs.EarlySignalAddr(g.order[0])
-	if err != nil {
-		return err
-	}
-	return g.dev.WriteValue32(st, addr, v)
-}
-
-// raiseAll enqueues on s the writes of v into every GEMM signal word, and
-// into the early one when the context splits first blocks (a call whose
-// blocks are one row does not wait for it; the write is harmless).
-func (g *GemmRS) raiseAll(s device.Stream, v uint32, raised *bool) error {
+// raiseAll enqueues on s every signal of the call, and the early one of the
+// first block when the context splits first blocks (a call whose blocks are
+// one row does not wait for it; the write is harmless).
+func (g *GemmRS) raiseAll(s device.Stream, sig rs2d.Signals, raised *bool) error {
 	*raised = true
-	if g.cfg.SplitFirstBlock == SplitOn {
-		if err := g.raiseEarly(s, v); err != nil {
+	if g.SplitsFirstBlock() {
+		if err := sig.RaiseEarly(s, g.order[0]); err != nil {
 			return err
 		}
 	}
 	for d := 0; d < g.world; d++ {
-		if err := g.raise(s, d, v); err != nil {
+		if err := sig.Raise(s, d); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// reduceScatter runs the reduce-scatter call whose signals carry v.
-func (g *GemmRS) reduceScatter(ctx context.Context, in, out Tensor, s device.Stream, v uint32) error {
-	return g.reduceScatterWith(ctx, g.rs.ReduceScatter, in, out, s, v)
-}
-
-// reduceScatterWith runs call (rs.ReduceScatter or ReduceScatterPlaced),
-// whose signals carry v.
-func (g *GemmRS) reduceScatterWith(ctx context.Context, call func(context.Context, Tensor, Tensor, device.Stream) error,
-	in, out Tensor, s device.Stream, v uint32) error {
-	if err := call(ctx, in, out, s); err != nil {
-		return err
-	}
-	// The call just enqueued waited for v; the next waits for its
-	// successor. Anything else means someone else called the context.
-	if next := g.rs.SignalValue(); next != rs2d.SignalAfter(v) {
-		return fmt.Errorf("the reduce-scatter call did not wait for signal value %d (the next call's is %d): %w", v, next, device.ErrInvalidArgument)
 	}
 	return nil
 }
@@ -438,8 +325,10 @@ func (g *GemmRS) cTensor(m int) Tensor {
 	return Tensor{Ptr: g.cBuf, Rows: m, Cols: g.cfg.N, DType: g.cfg.DType}
 }
 
-// checkGemm validates A and B before any work is enqueued.
-func (g *GemmRS) checkGemm(a, b Tensor) error {
+// checkGemm validates A and B, and that out (when given) overlaps neither,
+// before any work is enqueued; the reduce-scatter's own arguments are
+// rs2d's to check (Prepare).
+func (g *GemmRS) checkGemm(a, b, out Tensor) error {
 	cfg := g.cfg
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("gemmrs: %s: %w", fmt.Sprintf(format, args...), device.ErrInvalidArgument)
@@ -460,37 +349,18 @@ func (g *GemmRS) checkGemm(a, b Tensor) error {
 	case a.Ptr == 0 || b.Ptr == 0:
 		return bad("nil A or B pointer")
 	}
-	if err := g.checkRange("A", a); err != nil {
-		return err
+	for _, t := range []struct {
+		name string
+		t    Tensor
+	}{{"A", a}, {"B", b}} {
+		if err := g.checkRange(t.name, t.t); err != nil {
+			return err
+		}
+		if out.Ptr != 0 && overlaps(out, t.t) {
+			return bad("output %v overlaps %s %v", out, t.name, t.t)
+		}
 	}
-	return g.checkRange("B", b)
-}
-
-// checkRS validates a reduce-scatter's input and output as rs2d does, so
-// that rs2d never rejects a call whose signals were already raised.
-func (g *GemmRS) checkRS(in, out Tensor) error {
-	cfg := g.cfg
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("gemmrs: %s: %w", fmt.Sprintf(format, args...), device.ErrInvalidArgument)
-	}
-	switch {
-	case in.DType != cfg.DType || out.DType != cfg.DType:
-		return bad("input %v and output %v must be %v as configured", in.DType, out.DType, cfg.DType)
-	case in.Cols != cfg.N || out.Cols != cfg.N:
-		return bad("input has N=%d and output N=%d columns; the GemmRS was made for N=%d", in.Cols, out.Cols, cfg.N)
-	case in.Rows <= 0 || in.Rows > cfg.MaxM || in.Rows%g.world != 0:
-		return bad("M=%d must be positive, at most MaxM=%d and divisible by world size %d", in.Rows, cfg.MaxM, g.world)
-	case out.Rows != in.Rows/g.world:
-		return bad("output has %d rows; M=%d over %d ranks needs %d", out.Rows, in.Rows, g.world, in.Rows/g.world)
-	case in.Ptr == 0 || out.Ptr == 0:
-		return bad("nil input or output pointer")
-	case overlaps(in, out):
-		return bad("output %v overlaps input %v", out, in)
-	}
-	if err := g.checkRange("input", in); err != nil {
-		return err
-	}
-	return g.checkRange("output", out)
+	return nil
 }
 
 func (g *GemmRS) checkRange(name string, t Tensor) error {

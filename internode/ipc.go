@@ -16,14 +16,14 @@ type ipc struct {
 	ep      Endpoint
 	heap    *symm.Heap
 	recv    [2]symm.Region
-	arrived symm.Pad // nnodes words, by source node
+	arrived symm.SignalPad // nnodes words, by source node
 }
 
 func newIPC(ctx context.Context, ep Endpoint) (*ipc, error) {
 	nodes := ep.Place.Shape.Nodes
 	var l symm.Layout
 	t := &ipc{ep: ep}
-	t.arrived = l.AddPad("rail arrivals", nodes)
+	arrived := l.AddPad("rail arrivals", nodes)
 	for i := range t.recv {
 		t.recv[i] = l.Add(fmt.Sprintf("rail receive %d", i), int64(nodes)*ep.BlockBytes)
 	}
@@ -38,6 +38,9 @@ func newIPC(ctx context.Context, ep Endpoint) (*ipc, error) {
 			heap.Close())
 	}
 	t.heap = heap
+	t.arrived = heap.Signals(arrived, func(_, n int) string {
+		return fmt.Sprintf("rail block from rank %d (node %d)", ep.Place.RailPeer(n), n)
+	})
 	return t, nil
 }
 
@@ -59,7 +62,7 @@ func (t *ipc) Send(s device.Stream, to int, src device.Ptr, n int64, epoch uint3
 			return fmt.Errorf("internode: ipc: put to rank %d: %w", peer, err)
 		}
 	}
-	return t.ep.Dev.WriteValue32(s, t.heap.Word(peer, t.arrived, me), epoch)
+	return t.arrived.At(peer, me).Raise(s, epoch)
 }
 
 func (t *ipc) Wait(s device.Stream, epoch uint32) error {
@@ -67,11 +70,7 @@ func (t *ipc) Wait(s device.Stream, epoch uint32) error {
 		if n == t.ep.Place.Node {
 			continue
 		}
-		w := device.Word{
-			Addr:  t.heap.Word(t.ep.Place.Rank, t.arrived, n),
-			Label: fmt.Sprintf("rail block from rank %d (node %d)", t.ep.Place.RailPeer(n), n),
-		}
-		if err := t.ep.Dev.WaitValue32(s, w, device.GEQ, epoch); err != nil {
+		if err := t.arrived.At(t.ep.Place.Rank, n).Wait(s, epoch); err != nil {
 			return err
 		}
 	}
@@ -84,5 +83,5 @@ func (t *ipc) Close() error { return t.heap.Close() }
 // rank's arrival words, ending any wait on them (see
 // intranode.Stage.ReleaseWaits).
 func (t *ipc) ReleaseWaits(s device.Stream, epoch uint32) error {
-	return t.ep.Dev.Memset32(s, t.heap.Word(t.ep.Place.Rank, t.arrived, 0), epoch+1<<30, int64(t.arrived.Words))
+	return t.arrived.Release(s, epoch)
 }

@@ -53,7 +53,6 @@ type PushReduce struct {
 	LWS, Rank    int   // local world size, this rank's local rank
 	Count        int64 // elements per block
 	Chunks       int
-	Group        int // chunks pushed to one peer before the next (1..Chunks; more is Chunks)
 	PushBlocks   int
 	ReduceBlocks int
 	Epoch        uint32 // the call's ready value
@@ -66,12 +65,12 @@ func LaunchPushReduce(dev device.Device, s device.Stream, dt dtype.DType, p Push
 	if !ok {
 		return fmt.Errorf("kernels: no push-reduce kernel for %v: %w", dt, device.ErrNotSupported)
 	}
-	if p.Chunks < 1 || p.Chunks > MaxPushChunks || p.Group < 1 || p.PushBlocks < 1 || p.ReduceBlocks < 1 || p.LWS < 1 || p.Rank < 0 || p.Rank >= p.LWS {
-		return fmt.Errorf("kernels: push-reduce with %d chunks in groups of %d, %d push and %d reduce blocks, local rank %d of %d: %w",
-			p.Chunks, p.Group, p.PushBlocks, p.ReduceBlocks, p.Rank, p.LWS, device.ErrInvalidArgument)
+	if p.Chunks < 1 || p.Chunks > MaxPushChunks || p.PushBlocks < 1 || p.ReduceBlocks < 1 || p.LWS < 1 || p.Rank < 0 || p.Rank >= p.LWS {
+		return fmt.Errorf("kernels: push-reduce with %d chunks, %d push and %d reduce blocks, local rank %d of %d: %w",
+			p.Chunks, p.PushBlocks, p.ReduceBlocks, p.Rank, p.LWS, device.ErrInvalidArgument)
 	}
 	return dev.Launch(s, k, p.PushBlocks+p.ReduceBlocks, p.In, p.Out, p.Peers, p.ScatterOff, p.CountersOff, p.ReadyOff,
-		int32(p.LWS), int32(p.Rank), p.Count, int32(p.Chunks), int32(p.PushBlocks), int32(min(p.Group, p.Chunks)), p.Epoch, p.Target,
+		int32(p.LWS), int32(p.Rank), p.Count, int32(p.Chunks), int32(p.PushBlocks), p.Epoch, p.Target,
 		int32(MaxPushChunks))
 }
 
@@ -81,8 +80,8 @@ func LaunchPushReduce(dev device.Device, s device.Stream, dt dtype.DType, p Push
 // as the GPU's reduce blocks do.
 func pushReduceHost(dt dtype.DType) device.HostFunc {
 	return func(mem device.HostMemory, grid int, args []any) error {
-		if len(args) != 15 {
-			return fmt.Errorf("push-reduce takes 15 arguments, got %d: %w", len(args), device.ErrInvalidArgument)
+		if len(args) != 14 {
+			return fmt.Errorf("push-reduce takes 14 arguments, got %d: %w", len(args), device.ErrInvalidArgument)
 		}
 		p, maxChunks, err := pushReduceArgs(args)
 		if err != nil {
@@ -112,23 +111,23 @@ func pushReduceArgs(args []any) (PushReduce, int, error) {
 		}
 		i64 = append(i64, v)
 	}
-	i32 := make([]int, 0, 6)
-	for _, i := range []int{6, 7, 9, 10, 11, 14} {
+	i32 := make([]int, 0, 5)
+	for _, i := range []int{6, 7, 9, 10, 13} {
 		v, ok := args[i].(int32)
 		if !ok {
 			return p, 0, bad
 		}
 		i32 = append(i32, int(v))
 	}
-	epoch, ok1 := args[12].(uint32)
-	target, ok2 := args[13].(uint32)
+	epoch, ok1 := args[11].(uint32)
+	target, ok2 := args[12].(uint32)
 	if !ok1 || !ok2 {
 		return p, 0, bad
 	}
 	p = PushReduce{In: ptrs[0], Out: ptrs[1], Peers: ptrs[2], ScatterOff: i64[0], CountersOff: i64[1], ReadyOff: i64[2], Count: i64[3],
-		LWS: i32[0], Rank: i32[1], Chunks: i32[2], PushBlocks: i32[3], Group: i32[4], Epoch: epoch, Target: target}
-	maxChunks := i32[5]
-	if p.LWS < 1 || p.Rank < 0 || p.Rank >= p.LWS || p.Chunks < 1 || p.Chunks > maxChunks || p.Group < 1 || p.PushBlocks < 1 || p.Count < 0 {
+		LWS: i32[0], Rank: i32[1], Chunks: i32[2], PushBlocks: i32[3], Epoch: epoch, Target: target}
+	maxChunks := i32[4]
+	if p.LWS < 1 || p.Rank < 0 || p.Rank >= p.LWS || p.Chunks < 1 || p.Chunks > maxChunks || p.PushBlocks < 1 || p.Count < 0 {
 		return p, 0, bad
 	}
 	return p, maxChunks, nil
@@ -187,18 +186,9 @@ func runPushReduce(mem device.HostMemory, dt dtype.DType, p PushReduce, maxChunk
 		}
 		return mem.Add32(counter(q, p.Rank, c), uint32(p.PushBlocks))
 	}
-	// In the kernel's order: groups of chunks, peer by peer within a
-	// group; then the slots the call does not use.
-	for g0 := 0; g0 < p.Chunks; g0 += p.Group {
-		for i := 1; i < p.LWS; i++ {
-			for c := g0; c < min(g0+p.Group, p.Chunks); c++ {
-				if err := push((p.Rank+i)%p.LWS, c); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	for c := p.Chunks; c < maxChunks; c++ {
+	// In the kernel's order: chunk by chunk, peer by peer; then the slots
+	// the call does not use.
+	for c := 0; c < maxChunks; c++ {
 		for i := 1; i < p.LWS; i++ {
 			if err := push((p.Rank+i)%p.LWS, c); err != nil {
 				return err

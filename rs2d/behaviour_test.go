@@ -16,6 +16,7 @@ import (
 	"github.com/seed12530e24/hiercoll/device/sim"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/internal/check"
+	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
 )
@@ -82,7 +83,7 @@ func TestGEMMOverlapProducersInRandomOrder(t *testing.T) {
 			defer cancel()
 			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 				rank := r.Comm.Rank()
-				rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true, Chunks: chunks, Timeout: 20 * time.Second})
+				rs, err := rs2d.New(tune.With(ctx, tune.Knobs{Chunks: chunks}), r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true, Timeout: 20 * time.Second})
 				if err != nil {
 					return err
 				}
@@ -307,18 +308,22 @@ func TestBadInputRejectedBeforeWork(t *testing.T) {
 	defer cancel()
 	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		// Configurations refused by New.
-		for _, cfg := range []rs2d.Config{
-			{MaxM: 3, N: 4, DType: dtype.F32},                         // MaxM not divisible by world
-			{MaxM: 4, N: 0, DType: dtype.F32},                         // no columns
-			{MaxM: 4, N: 4},                                           // no dtype
-			{MaxM: 4, N: 4, DType: dtype.F32, Engine: rs2d.Engine(9)}, // no such engine
-			{MaxM: 4, N: 4, DType: dtype.F32, PushGroup: -1},          // negative push group
-			{MaxM: 4, N: 4, DType: dtype.F32, RailLanes: -1},          // negative lanes
-			{MaxM: 4, N: 4, DType: dtype.F32, RailLanes: 17},          // more lanes than MaxNCCLLanes
-			{MaxM: 4, N: 4, DType: dtype.F32, SplitFirstBlock: true},  // an early signal without GEMM overlap
+		f32 := rs2d.Config{MaxM: 4, N: 4, DType: dtype.F32}
+		for _, c := range []struct {
+			cfg   rs2d.Config
+			knobs tune.Knobs
+		}{
+			{cfg: rs2d.Config{MaxM: 3, N: 4, DType: dtype.F32}},                         // MaxM not divisible by world
+			{cfg: rs2d.Config{MaxM: 4, N: 0, DType: dtype.F32}},                         // no columns
+			{cfg: rs2d.Config{MaxM: 4, N: 4}},                                           // no dtype
+			{cfg: rs2d.Config{MaxM: 4, N: 4, DType: dtype.F32, Engine: rs2d.Engine(9)}}, // no such engine
+			{cfg: f32, knobs: tune.Knobs{Chunks: -1}},                                   // negative chunks
+			{cfg: f32, knobs: tune.Knobs{RailLanes: -1}},                                // negative lanes
+			{cfg: f32, knobs: tune.Knobs{RailLanes: 17}},                                // more lanes than MaxNCCLLanes
+			{cfg: f32, knobs: tune.Knobs{SplitFirstBlock: tune.SplitOn}},                // an early signal without GEMM overlap
 		} {
-			if _, err := rs2d.New(ctx, r.Comm, r.Dev, cfg); !errors.Is(err, device.ErrInvalidArgument) {
-				return fmt.Errorf("New(%+v) = %v, want an invalid-argument error", cfg, err)
+			if _, err := rs2d.New(tune.With(ctx, c.knobs), r.Comm, r.Dev, c.cfg); !errors.Is(err, device.ErrInvalidArgument) {
+				return fmt.Errorf("New(%+v, %+v) = %v, want an invalid-argument error", c.cfg, c.knobs, err)
 			}
 		}
 		if _, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: 4, N: 4, DType: dtype.F32, Engine: rs2d.EngineSM, OverlapWithGEMM: true}); !errors.Is(err, device.ErrNotSupported) {

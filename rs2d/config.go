@@ -6,10 +6,12 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/internode"
 )
 
-// Config describes a ReduceScatter2D context. MaxM, N and DType are required.
+// Config describes a ReduceScatter2D context. MaxM, N and DType are
+// required; the rest have defaults.
 type Config struct {
 	// MaxM is the largest M (rows of the [M, N] input) a call may use; the
 	// symmetric buffers are sized for it.
@@ -18,64 +20,28 @@ type Config struct {
 	N int
 	// DType is the element type: BF16, F16, F32 or I32.
 	DType dtype.DType
-
-	// OverlapWithGEMM makes each scatter copy wait on the device for the GEMM
-	// signal of its destination rank (see Context.SignalAddr), instead of for
-	// the caller's stream alone.
+	// OverlapWithGEMM makes each scatter copy wait on the device for the
+	// GEMM signal of its destination rank (Context.NextSignals), instead of
+	// for the caller's stream alone.
 	OverlapWithGEMM bool
-	// SplitFirstBlock, with OverlapWithGEMM, makes the copy engine send the
-	// first half of the first block in consumption order (EarlyRows rows)
-	// as soon as the producer raises that block's early signal
-	// (Signals.RaiseEarly, EarlySignalAddr), and the rest after its signal:
-	// the scatter starts half a block sooner, for producers whose blocks
-	// take less time than their copies. The producer must then raise both.
-	// Placed calls do not split.
-	SplitFirstBlock bool
-	// ReductionSMs bounds the SMs (thread blocks / CPU workers) the intra-node
-	// reduce kernels use while they overlap other work. Default 16 with the
-	// copy engine, 32 with the SM engine.
-	ReductionSMs int
-	// FinalSMs bounds the SMs of the reductions that end a call, when
-	// nothing else needs the SMs: the final cross-node reduce, and with
-	// OverlapWithGEMM the own node's step (it runs after the own GEMM
-	// block, the last one a producer computes). Default: all.
-	FinalSMs int
-	// Chunks splits each node step so its reduction overlaps its scatter.
-	// 0 picks by size (1 with OverlapWithGEMM).
-	Chunks int
-	// CopyStreams is the number of copy-engine streams the scatter uses
-	// (1: one peer at a time; lws-1: every peer at once). 0 picks.
-	CopyStreams int
-	// Engine moves the rows inside a node: the copy engine (no SMs: the
-	// choice when a GEMM holds the SMs) or SM stores in one push-reduce
-	// kernel per node step (faster when the SMs are free, and the least
-	// latency). Auto: the copy engine with OverlapWithGEMM, else SMs.
+	// Engine moves the rows inside a node. Auto picks the copy engine with
+	// OverlapWithGEMM (the GEMM holds the SMs) and SM stores otherwise. It
+	// is in Config because an engine is a user's choice by name: engines
+	// that touch special hardware run only when named.
 	Engine Engine
-	// PushSMs bounds the SMs that store to peers with the SM engine.
-	// Default 32.
-	PushSMs int
-	// PushGroup is, with the SM engine, how many chunks go to one peer
-	// before the next peer's: 1 cycles the peers every chunk (the
-	// reduction starts earliest); Chunks sends a peer its whole block
-	// before the next, so that every GPU receives from one peer at a time.
-	// 0 picks (see DefaultPushGroup).
-	PushGroup int
 	// Transport selects the inter-node transport (Auto by default).
 	Transport internode.Kind
-	// RailLanes is, with the NCCL transport, how many communicators per
-	// rail carry each block in parallel (0: internode.DefaultNCCLLanes).
-	RailLanes int
 	// Timeout bounds host-side waits of New and Close. Default 60s.
 	Timeout time.Duration
 }
 
-// DefaultPushGroup is PushGroup's default.
-const DefaultPushGroup = 1
-
 const (
-	defaultReductionSMs = 16
-	defaultPushSMs      = 32
-	defaultTimeout      = 60 * time.Second
+	defaultTimeout = 60 * time.Second
+	// pushSMs is the SM engine's budget of push blocks (sweeps of it
+	// measured within 1 µs of this at 1–8 MiB; benchmarks/RESULTS.md).
+	pushSMs = 32
+	// kernelBlocksPerSM is how many kernel blocks run per SM of a budget.
+	kernelBlocksPerSM = 2
 )
 
 // Engine is what moves rows between the GPUs of a node.
@@ -113,48 +79,20 @@ func ParseEngine(s string) (Engine, error) {
 	return EngineAuto, fmt.Errorf("rs2d: unknown engine %q (want auto, copy or sm): %w", s, device.ErrInvalidArgument)
 }
 
-func (c Config) withDefaults(info device.Info, lws int) Config {
-
-	if c.FinalSMs <= 0 {
-		c.FinalSMs = max(info.SMs, c.ReductionSMs)
-	}
-	if c.PushSMs <= 0 {
-		c.PushSMs = defaultPushSMs
-	}
-	if c.PushGroup <= 0 {
-		c.PushGroup = DefaultPushGroup
-	}
-	if info.SMs > 0 {
-		c.PushSMs = min(c.PushSMs, info.SMs)
-	}
+func (c Config) withDefaults() Config {
 	if c.Engine == EngineAuto {
 		c.Engine = EngineSM
 		if c.OverlapWithGEMM {
 			c.Engine = EngineCopy
 		}
 	}
-	if c.ReductionSMs <= 0 {
-		// Beside a GEMM the reduction takes few SMs; alone (the SM engine)
-		// it keeps up with the pushes at twice that (measured on H200s).
-		c.ReductionSMs = defaultReductionSMs
-		if c.Engine == EngineSM {
-			c.ReductionSMs = 2 * defaultReductionSMs
-		}
-	}
-	if info.SMs > 0 {
-		c.ReductionSMs = min(c.ReductionSMs, info.SMs)
-	}
-	if c.CopyStreams <= 0 {
-		c.CopyStreams = 1
-	}
-	c.CopyStreams = max(1, min(c.CopyStreams, lws))
 	if c.Timeout <= 0 {
 		c.Timeout = defaultTimeout
 	}
 	return c
 }
 
-func (c Config) validate(world int) error {
+func (c Config) validate(world int, k tune.Knobs) error {
 	switch {
 	case c.MaxM <= 0:
 		return fmt.Errorf("rs2d: MaxM=%d must be positive: %w", c.MaxM, device.ErrInvalidArgument)
@@ -164,16 +102,18 @@ func (c Config) validate(world int) error {
 		return fmt.Errorf("rs2d: DType %v is not one of bf16, fp16, fp32, int32: %w", c.DType, device.ErrInvalidArgument)
 	case c.MaxM%world != 0:
 		return fmt.Errorf("rs2d: MaxM=%d is not divisible by world size %d: %w", c.MaxM, world, device.ErrInvalidArgument)
-	case c.Chunks < 0 || c.CopyStreams < 0 || c.ReductionSMs < 0 || c.FinalSMs < 0 || c.PushSMs < 0 || c.PushGroup < 0:
-		return fmt.Errorf("rs2d: negative Chunks, CopyStreams, PushGroup or SM budget: %w", device.ErrInvalidArgument)
-	case c.RailLanes < 0 || c.RailLanes > internode.MaxNCCLLanes:
-		return fmt.Errorf("rs2d: RailLanes=%d: want 0 (default %d) to %d: %w", c.RailLanes, internode.DefaultNCCLLanes, internode.MaxNCCLLanes, device.ErrInvalidArgument)
 	case c.Engine < EngineAuto || c.Engine > EngineSM:
 		return fmt.Errorf("rs2d: engine %v: %w", c.Engine, device.ErrInvalidArgument)
-	case c.SplitFirstBlock && !c.OverlapWithGEMM:
-		return fmt.Errorf("rs2d: SplitFirstBlock needs OverlapWithGEMM: %w", device.ErrInvalidArgument)
 	case c.Engine == EngineSM && c.OverlapWithGEMM:
 		return fmt.Errorf("rs2d: the SM engine does not wait for GEMM signals; use the copy engine (or Auto) with OverlapWithGEMM: %w", device.ErrNotSupported)
+	case k.Chunks < 0 || k.ReductionSMs < 0:
+		return fmt.Errorf("rs2d: negative chunks or SM budget: %w", device.ErrInvalidArgument)
+	case k.RailLanes < 0 || k.RailLanes > internode.MaxNCCLLanes:
+		return fmt.Errorf("rs2d: %d rail lanes: want 0 (default %d) to %d: %w", k.RailLanes, internode.DefaultNCCLLanes, internode.MaxNCCLLanes, device.ErrInvalidArgument)
+	case k.SplitFirstBlock == tune.SplitOn && !c.OverlapWithGEMM:
+		return fmt.Errorf("rs2d: splitting the first block needs OverlapWithGEMM: %w", device.ErrInvalidArgument)
+	case k.SplitFirstBlock < tune.SplitAuto || k.SplitFirstBlock > tune.SplitOn:
+		return fmt.Errorf("rs2d: split %d: %w", k.SplitFirstBlock, device.ErrInvalidArgument)
 	}
 	return nil
 }

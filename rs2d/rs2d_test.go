@@ -3,7 +3,6 @@ package rs2d_test
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/seed12530e24/hiercoll/device/sim"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/internal/check"
+	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
 )
@@ -56,6 +56,7 @@ type runSpec struct {
 	n       int
 	calls   int
 	cfg     rs2d.Config // MaxM, N, DType filled in when zero
+	knobs   tune.Knobs
 	opts    world.SimOptions
 }
 
@@ -85,7 +86,7 @@ func runWorld(t *testing.T, spec runSpec) {
 	defer cancel()
 	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		rank := r.Comm.Rank()
-		rs, err := rs2d.New(ctx, r.Comm, r.Dev, cfg)
+		rs, err := rs2d.New(tune.With(ctx, spec.knobs), r.Comm, r.Dev, cfg)
 		if err != nil {
 			return err
 		}
@@ -164,16 +165,16 @@ func TestReduceScatterShapesAndDtypes(t *testing.T) {
 }
 
 // Chunked pipelines: the reduction of one chunk overlaps the scatter of the
-// next; more chunks than rows, uneven chunks, several copy streams.
-func TestReduceScatterChunksAndStreams(t *testing.T) {
+// next; more chunks than rows, uneven chunks.
+func TestReduceScatterChunks(t *testing.T) {
 	for _, engine := range engines {
-		for _, c := range []struct{ chunks, copyStreams, group, rowsPer, n int }{
-			{3, 1, 0, 10, 33}, {4, 3, 4, 8, 64}, {7, 2, 3, 3, 5}, {32, 1, 32, 2, 100}, {32, 1, 5, 2, 100}, {2, 3, 1, 1, 4096},
+		for _, c := range []struct{ chunks, rowsPer, n int }{
+			{3, 10, 33}, {4, 8, 64}, {7, 3, 5}, {32, 2, 100}, {2, 1, 4096},
 		} {
-			t.Run(fmt.Sprintf("%v/chunks%d/streams%d/group%d", engine, c.chunks, c.copyStreams, c.group), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%v/chunks%d/rows%d", engine, c.chunks, c.rowsPer), func(t *testing.T) {
 				t.Parallel()
 				runWorld(t, runSpec{shape: bootstrap.Shape{Nodes: 2, LocalSize: 4}, dt: dtype.I32, rowsPer: c.rowsPer, n: c.n, calls: 3,
-					cfg: rs2d.Config{Engine: engine, Chunks: c.chunks, CopyStreams: c.copyStreams, PushGroup: c.group}})
+					cfg: rs2d.Config{Engine: engine}, knobs: tune.Knobs{Chunks: c.chunks}})
 			})
 		}
 	}
@@ -189,16 +190,4 @@ func TestHundredCallsOnOneContext(t *testing.T) {
 				cfg: rs2d.Config{Engine: engine, MaxM: 4 * 8}})
 		})
 	}
-}
-
-// Call epochs alternate in parity (the rail's two receive-buffer sets) and
-// skip 0 (the pads' initial value), also across the 32-bit wrap.
-func TestEpochsAlternateAcrossTheWrap(t *testing.T) {
-	for _, e := range []uint32{0, 1, 2, 1<<31 - 1, 1 << 31, math.MaxUint32 - 2, math.MaxUint32 - 1, math.MaxUint32} {
-		next := rs2d.SignalAfter(e)
-		require.NotZero(t, next, "after %d", e)
-		require.NotEqual(t, e%2, next%2, "after %d comes %d: the same parity", e, next)
-		require.Greater(t, int32(next-e), int32(0), "after %d comes %d: not ahead cyclically", e, next)
-	}
-	require.Equal(t, uint32(2), rs2d.SignalAfter(math.MaxUint32))
 }

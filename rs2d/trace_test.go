@@ -14,6 +14,7 @@ import (
 	"github.com/seed12530e24/hiercoll/device/sim"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/internal/check"
+	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/intranode"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
@@ -234,7 +235,8 @@ func TestEarlyRowsGoAheadOfTheBlock(t *testing.T) {
 	defer cancel()
 	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		rank := r.Comm.Rank()
-		tr, err := newTracedRank(ctx, t, r, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true, SplitFirstBlock: true,
+		split := tune.With(ctx, tune.Knobs{SplitFirstBlock: tune.SplitOn})
+		tr, err := newTracedRank(split, t, r, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true,
 			Timeout: 20 * time.Second}, ws)
 		if err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sync"
 	"testing"
@@ -537,4 +538,16 @@ func TestPlaceOfRejectsBadNumbering(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, p.Node)
 	require.Equal(t, 2, p.LocalRank)
+}
+
+// Call epochs alternate in parity (the rail's two receive-buffer sets) and
+// skip 0 (the pads' initial value), also across the 32-bit wrap.
+func TestEpochsAlternateAcrossTheWrap(t *testing.T) {
+	for _, e := range []symm.Epoch{0, 1, 2, 1<<31 - 1, 1 << 31, math.MaxUint32 - 2, math.MaxUint32 - 1, math.MaxUint32} {
+		next := e.Next()
+		require.NotZero(t, next, "after %d", e)
+		require.NotEqual(t, e.Parity(), next.Parity(), "after %d comes %d: the same parity", e, next)
+		require.Greater(t, int32(next-e), int32(0), "after %d comes %d: not ahead cyclically", e, next)
+	}
+	require.Equal(t, symm.Epoch(2), symm.Epoch(math.MaxUint32).Next())
 }

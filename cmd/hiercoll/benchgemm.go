@@ -10,6 +10,7 @@ import (
 	"github.com/seed12530e24/hiercoll/benchmarks"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/gemmrs"
+	"github.com/seed12530e24/hiercoll/internal/tune"
 )
 
 // runBenchGemm is `hiercoll bench-gemm`: the row-parallel linear layer's
@@ -23,11 +24,8 @@ func runBenchGemm(ctx context.Context, args []string) error {
 	shapes := fs.String("shapes", "", "MxNxK shapes, comma-separated, K split over the ranks "+
 		"(default 8192x8192x28672,8192x8192x8192,4096x8192x28672 on GPUs; tiny ones on the CPU)")
 	mode := fs.String("mode", "auto", "the path Run takes: auto, overlap or sequential (both are timed either way)")
-	gemmSMs := fs.Int("gemm-sms", 0, "SMs the overlapped GEMM targets via cublasSetSmCountTarget (0: all)")
-	placed := fs.Bool("placed", false, "overlapped path: the GEMM stores a node peer's block straight into the peer's buffer "+
-		"(default: into C, then the copy engine copies it)")
-	split := fs.String("split-first", "auto", "overlapped path: compute the first block in two halves so the copy engine starts sooner: "+
-		"auto (when K/world < "+strconv.Itoa(gemmrs.SplitAutoMaxKLocal)+"), on or off")
+	split := fs.String("split-first", "auto", "tuning, overlapped path: compute the first block in two halves so the copy engine starts sooner: "+
+		"auto (when K/world < "+strconv.Itoa(gemmrs.SplitAutoMaxKLocal)+" on one node), on or off")
 	iters := fs.Int("iters", 0, "calls per timed measurement (0: 20 on GPUs, 2 on the CPU)")
 	reps := fs.Int("reps", 3, "measurements of each path; the best is kept")
 	samples := fs.Int("samples", 0, "output elements per rank checked against the exact sum (0: 64 on GPUs, all of small outputs)")
@@ -43,7 +41,7 @@ func runBenchGemm(ctx context.Context, args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	sp, err := gemmrs.ParseSplit(*split)
+	sp, err := tune.ParseSplit(*split)
 	if err != nil {
 		return usageError{err}
 	}
@@ -53,15 +51,18 @@ func runBenchGemm(ctx context.Context, args []string) error {
 			return usageError{err}
 		}
 	}
-	cfg, err := w.config()
+	ctx, cfg, err := w.setting(ctx)
 	if err != nil {
 		return err
 	}
+	knobs := tune.From(ctx)
+	knobs.SplitFirstBlock = sp
+	ctx = tune.With(ctx, knobs)
 	return runWorld(ctx, &w, func(wh where) benchmarks.Job {
 		return func(ctx context.Context, r worldRank) error {
 			var rows []benchmarks.GemmRow
 			opts := benchmarks.GemmOptions{
-				Shapes: list, DType: d, Mode: m, GemmSMs: *gemmSMs, Placed: *placed, Split: sp, Config: cfg,
+				Shapes: list, DType: d, Config: gemmrs.Config{Mode: m, Transport: cfg.Transport, Timeout: cfg.Timeout},
 				Iters: *iters, Reps: *reps, Samples: *samples,
 				Out: benchmarks.Printer{W: os.Stdout}, Status: os.Stderr, Title: wh.title, Rows: &rows,
 			}

@@ -24,7 +24,7 @@ func runDemo(ctx context.Context, args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	cfg, err := w.config()
+	ctx, cfg, err := w.setting(ctx)
 	if err != nil {
 		return err
 	}

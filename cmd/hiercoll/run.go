@@ -13,13 +13,14 @@ import (
 	"github.com/seed12530e24/hiercoll/benchmarks"
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device/sim"
+	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/internode"
 	"github.com/seed12530e24/hiercoll/launch"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
 )
 
-// worldFlags choose where a collective command runs.
+// worldFlags choose where a collective command runs, with what settings.
 type worldFlags struct {
 	backend string
 	nodes   int
@@ -27,11 +28,8 @@ type worldFlags struct {
 	timeout time.Duration
 
 	reductionSMs string
-	pushSMs      string
-	pushGroup    string
 	railLanes    string
 	chunks       string
-	copyStreams  string
 	engines      string
 	transport    string
 }
@@ -41,27 +39,25 @@ func (w *worldFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&w.nodes, "nodes", 0, "nodes (emulated on one host); default 2 on the CPU backend, 1 on GPUs")
 	fs.IntVar(&w.gpus, "gpus", 0, "GPUs per node; default 4 on the CPU backend, every GPU on GPUs")
 	fs.DurationVar(&w.timeout, "timeout", 2*time.Minute, "bound on every wait")
-	fs.StringVar(&w.reductionSMs, "reduction-sms", "0", "SMs for the intra-node reduce (0: default); bench takes a list")
-	fs.StringVar(&w.pushSMs, "push-sms", "0", "SMs storing to peers with the SM engine (0: default); bench takes a list")
-	fs.StringVar(&w.pushGroup, "push-group", "0", "SM engine: chunks pushed to one peer before the next (0: default); bench takes a list")
-	fs.StringVar(&w.chunks, "chunks", "0", "chunks per node step (0: by size); bench takes a list")
 	fs.StringVar(&w.engines, "engine", "auto", "intra-node engine: auto, sm, copy; bench takes a list")
-	fs.StringVar(&w.copyStreams, "copy-streams", "0", "copy-engine streams for the scatter (0: default); bench takes a list")
 	fs.StringVar(&w.transport, "transport", "auto", "inter-node transport: auto, ipc, nccl, nvshmem")
-	fs.StringVar(&w.railLanes, "rail-lanes", "0", "NCCL transport: communicators per rail (0: default); bench takes a list")
+	fs.StringVar(&w.reductionSMs, "reduction-sms", "0", "tuning: SMs for the intra-node reduce (0: default); bench takes a list")
+	fs.StringVar(&w.chunks, "chunks", "0", "tuning: chunks per node step (0: by size); bench takes a list")
+	fs.StringVar(&w.railLanes, "rail-lanes", "0", "tuning, NCCL transport: communicators per rail (0: default); bench takes a list")
 }
 
-// config is the first of the variants.
-func (w *worldFlags) config() (rs2d.Config, error) {
+// setting is the first of the variants: a context's Config, and its tuning
+// in the context the job runs in.
+func (w *worldFlags) setting(ctx context.Context) (context.Context, rs2d.Config, error) {
 	vs, err := w.variants()
 	if err != nil {
-		return rs2d.Config{}, err
+		return ctx, rs2d.Config{}, err
 	}
-	return vs[0], nil
+	return tune.With(ctx, vs[0].Knobs), vs[0].Config, nil
 }
 
-// variants is every combination of the list-valued tuning flags.
-func (w *worldFlags) variants() ([]rs2d.Config, error) {
+// variants is every combination of the list-valued flags.
+func (w *worldFlags) variants() ([]benchmarks.Variant, error) {
 	kind, err := internode.ParseKind(w.transport)
 	if err != nil {
 		return nil, usageError{err}
@@ -74,9 +70,6 @@ func (w *worldFlags) variants() ([]rs2d.Config, error) {
 	}
 	sms := ints("reduction-sms", w.reductionSMs)
 	chunks := ints("chunks", w.chunks)
-	copies := ints("copy-streams", w.copyStreams)
-	pushes := ints("push-sms", w.pushSMs)
-	groups := ints("push-group", w.pushGroup)
 	lanes := ints("rail-lanes", w.railLanes)
 	var engines []rs2d.Engine
 	for _, name := range strings.Split(w.engines, ",") {
@@ -88,25 +81,22 @@ func (w *worldFlags) variants() ([]rs2d.Config, error) {
 		return nil, usageError{err}
 	}
 	// Every combination, the engine varying slowest.
-	out := []rs2d.Config{{Transport: kind, Timeout: w.timeout}}
-	vary := func(n int, set func(c *rs2d.Config, i int)) {
-		var next []rs2d.Config
-		for _, c := range out {
+	out := []benchmarks.Variant{{Config: rs2d.Config{Transport: kind, Timeout: w.timeout}}}
+	vary := func(n int, set func(v *benchmarks.Variant, i int)) {
+		var next []benchmarks.Variant
+		for _, v := range out {
 			for i := 0; i < n; i++ {
-				v := c
-				set(&v, i)
-				next = append(next, v)
+				x := v
+				set(&x, i)
+				next = append(next, x)
 			}
 		}
 		out = next
 	}
-	vary(len(engines), func(c *rs2d.Config, i int) { c.Engine = engines[i] })
-	vary(len(copies), func(c *rs2d.Config, i int) { c.CopyStreams = copies[i] })
-	vary(len(chunks), func(c *rs2d.Config, i int) { c.Chunks = chunks[i] })
-	vary(len(sms), func(c *rs2d.Config, i int) { c.ReductionSMs = sms[i] })
-	vary(len(pushes), func(c *rs2d.Config, i int) { c.PushSMs = pushes[i] })
-	vary(len(groups), func(c *rs2d.Config, i int) { c.PushGroup = groups[i] })
-	vary(len(lanes), func(c *rs2d.Config, i int) { c.RailLanes = lanes[i] })
+	vary(len(engines), func(v *benchmarks.Variant, i int) { v.Config.Engine = engines[i] })
+	vary(len(chunks), func(v *benchmarks.Variant, i int) { v.Knobs.Chunks = chunks[i] })
+	vary(len(sms), func(v *benchmarks.Variant, i int) { v.Knobs.ReductionSMs = sms[i] })
+	vary(len(lanes), func(v *benchmarks.Variant, i int) { v.Knobs.RailLanes = lanes[i] })
 	return out, nil
 }
 

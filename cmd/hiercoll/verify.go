@@ -28,7 +28,7 @@ func runVerify(ctx context.Context, args []string) error {
 		}
 		list = append(list, d)
 	}
-	cfg, err := w.config()
+	ctx, cfg, err := w.setting(ctx)
 	if err != nil {
 		return err
 	}

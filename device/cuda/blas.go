@@ -300,10 +300,20 @@ func (d *Device) BLAS() (BLASInfo, error) {
 	return BLASInfo{Path: h.lib.path(), Version: h.lib.version(), SMCountTarget: h.lib.hasSMCountTarget()}, nil
 }
 
+// Library names the GEMM's library (loading cuBLAS if that has not
+// happened yet): "cuBLAS 13.1.0 (path), cublasGemmEx", or why it is
+// missing.
+func (d *Device) Library() string {
+	info, err := d.BLAS()
+	if err != nil {
+		return fmt.Sprintf("no cuBLAS (%v)", err)
+	}
+	return fmt.Sprintf("cuBLAS %s (%s), cublasGemmEx", info.Version, info.Path)
+}
+
 // ReleaseBLAS destroys the device's cuBLAS handle (cublasDestroy_v2, which
-// waits for the handle's work), if it has one. Call it before Close:
-// Device.Close does not, and a handle must not outlive its context. A later
-// Gemm creates a new handle.
+// waits for the handle's work), if it has one; Close does it too (a handle
+// must not outlive its context). A later Gemm creates a new handle.
 func (d *Device) ReleaseBLAS() error {
 	blasState.mu.Lock()
 	h, ok := blasState.handles[d]

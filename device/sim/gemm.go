@@ -132,3 +132,6 @@ func store(dt dtype.DType, b []byte, i int, v float32) {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
 	}
 }
+
+// Library names the CPU backend's GEMM.
+func (d *Device) Library() string { return "the CPU backend's GEMM (Go, fp32 accumulation)" }

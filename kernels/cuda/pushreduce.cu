@@ -2,16 +2,12 @@
 // launch, with SMs doing the scatter (the copy engine's rate halves when a
 // GPU sends and receives at once; SM stores keep ~360 GB/s each way).
 //
-// Blocks [0, push_blocks) push: chunks are taken `group` at a time; for each
-// group, for each node peer in rank-swizzle order, for each chunk of the
-// group, they store this rank's rows for that peer straight into the peer's
-// scatter buffer (slot = this rank's local rank); once a chunk is stored to
-// the last peer, they raise every peer's arrival counter for (this rank,
-// chunk) by one with a release atomic.
-// group = 1 cycles the peers every chunk (the reduction starts earliest);
-// group = chunks sends everything to one peer before the next, so that, with
-// every rank at the same phase, each GPU receives from one peer at a time
-// (the ring pattern NVLink carries fastest).
+// Blocks [0, push_blocks) push: chunk by chunk, for each node peer in
+// rank-swizzle order, they store this rank's rows for that peer straight
+// into the peer's scatter buffer (slot = this rank's local rank); once a
+// chunk is stored to the last peer, they raise every peer's arrival counter
+// for (this rank, chunk) by one with a release atomic. Cycling the peers
+// every chunk lets the reduction start earliest.
 // Blocks [push_blocks, gridDim.x) reduce: for each chunk they wait until
 // every peer's counter for the chunk reached its target, then sum the lws
 // blocks (the own block read from the input) into out.
@@ -146,7 +142,7 @@ template <class T>
 __device__ __forceinline__ void push_reduce(const typename T::E* __restrict__ in, typename T::E* __restrict__ out,
                                             const u64* __restrict__ peers, long long scatter_off, long long counters_off,
                                             long long ready_off, int lws, int lr, long long count, int chunks,
-                                            int push_blocks, int group, u32 epoch, u32 target, int max_chunks) {
+                                            int push_blocks, u32 epoch, u32 target, int max_chunks) {
   typedef typename T::E E;
   typedef typename T::A A;
   const int V = T::V;
@@ -169,41 +165,37 @@ __device__ __forceinline__ void push_reduce(const typename T::E* __restrict__ in
     __syncthreads();
     const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const long long nthreads = (long long)push_blocks * blockDim.x;
-    for (int g0 = 0; g0 < chunks; g0 += group) {
-      const int g1 = g0 + group < chunks ? g0 + group : chunks;
+    for (int c = 0; c < chunks; c++) {
       for (int i = 1; i < lws; i++) {
         const int p = (lr + i) % lws;
-        for (int c = g0; c < g1; c++) {
-          long long lo, hi;
-          chunk_range(count, chunks, c, unit, &lo, &hi);
-          const E* src = in + (long long)p * count;
-          E* dst = (E*)((char*)peers[p] + scatter_off) + (long long)lr * count;
-          if (vec) {
-            const pvec4* s = (const pvec4*)(src + lo);
-            pvec4* d = (pvec4*)(dst + lo);
-            const long long n = (hi - lo) / V;
-            long long v = tid;
-            for (; v + 3 * nthreads < n; v += 4 * nthreads) {
-              const pvec4 a = s[v], b = s[v + nthreads], e = s[v + 2 * nthreads], f = s[v + 3 * nthreads];
-              d[v] = a; d[v + nthreads] = b; d[v + 2 * nthreads] = e; d[v + 3 * nthreads] = f;
-            }
-            for (; v < n; v += nthreads) d[v] = s[v];
-          } else {
-            for (long long x = lo + tid; x < hi; x += nthreads) dst[x] = src[x];
+        long long lo, hi;
+        chunk_range(count, chunks, c, unit, &lo, &hi);
+        const E* src = in + (long long)p * count;
+        E* dst = (E*)((char*)peers[p] + scatter_off) + (long long)lr * count;
+        if (vec) {
+          const pvec4* s = (const pvec4*)(src + lo);
+          pvec4* d = (pvec4*)(dst + lo);
+          const long long n = (hi - lo) / V;
+          long long v = tid;
+          for (; v + 3 * nthreads < n; v += 4 * nthreads) {
+            const pvec4 a = s[v], b = s[v + nthreads], e = s[v + 2 * nthreads], f = s[v + 3 * nthreads];
+            d[v] = a; d[v + nthreads] = b; d[v + 2 * nthreads] = e; d[v + 3 * nthreads] = f;
           }
-          // Chunk c is published to every peer at once, after its store to
-          // the last peer of the sweep (the reduction of a chunk needs every
-          // peer's anyway): one system fence per block and chunk on the
-          // critical path, not one per thread, nor one per peer.
-          if (i == lws - 1) publish_chunk(peers, counters_off, lws, lr, c, max_chunks);
+          for (; v < n; v += nthreads) d[v] = s[v];
+        } else {
+          for (long long x = lo + tid; x < hi; x += nthreads) dst[x] = src[x];
         }
+        // Chunk c is published to every peer at once, after its store to
+        // the last peer of the sweep (the reduction of a chunk needs every
+        // peer's anyway): one system fence per block and chunk on the
+        // critical path, not one per thread, nor one per peer.
+        if (i == lws - 1) publish_chunk(peers, counters_off, lws, lr, c, max_chunks);
       }
     }
     // Advance the counters of the chunk slots this call does not use too,
     // so every slot's target stays the same running total of push blocks:
     // block 0 adds all push_blocks at once. These slots carry no data:
-    // relaxed atomics, one per thread, in flight together (one per block
-    // and slot was ~3000 remote atomics per call at 1 MiB on 4 GPUs).
+    // relaxed atomics, one per thread, in flight together.
     const int unused = (max_chunks - chunks) * (lws - 1);
     for (int k = threadIdx.x; blockIdx.x == 0 && k < unused; k += blockDim.x) {
       const int c = chunks + k / (lws - 1);
@@ -260,10 +252,10 @@ __device__ __forceinline__ void push_reduce(const typename T::E* __restrict__ in
 #define HC_PUSH_REDUCE(name, T, E)                                                                            \
   extern "C" __global__ void __launch_bounds__(512, 2)                                                    \
       name(const E* in, E* out, const u64* peers, long long scatter_off, long long counters_off,        \
-           long long ready_off, int lws, int lr, long long count, int chunks, int push_blocks, int group, \
+           long long ready_off, int lws, int lr, long long count, int chunks, int push_blocks,            \
            u32 epoch, u32 target, int max_chunks) {                                                      \
     push_reduce<T>(in, out, peers, scatter_off, counters_off, ready_off, lws, lr, count, chunks,          \
-                   push_blocks, group, epoch, target, max_chunks);                                        \
+                   push_blocks, epoch, target, max_chunks);                                               \
   }
 
 HC_PUSH_REDUCE(hc_push_reduce_bf16, PBF16, u16)

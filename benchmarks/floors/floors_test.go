@@ -1,4 +1,4 @@
-package benchmarks_test
+package floors_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed12530e24/hiercoll/benchmarks"
+	"github.com/seed12530e24/hiercoll/benchmarks/floors"
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device/sim"
 	"github.com/seed12530e24/hiercoll/world"
@@ -24,10 +25,10 @@ func TestFloorsOnSim(t *testing.T) {
 	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
 	require.NoError(t, err)
 	var out bytes.Buffer
-	opts := benchmarks.FloorsOptions{Bytes: 16 << 10, Iters: 1, BesideGemm: true, Out: benchmarks.Printer{W: &out}, Title: "test world"}
+	opts := floors.Options{Bytes: 16 << 10, Iters: 1, BesideGemm: true, Out: benchmarks.Printer{W: &out}, Title: "test world"}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	require.NoError(t, w.Run(ctx, benchmarks.Floors(opts)))
+	require.NoError(t, w.Run(ctx, floors.Job(opts)))
 	require.NoError(t, w.Close())
 	require.Equal(t, before, sim.Live(), "simulated resources left behind")
 
@@ -45,4 +46,19 @@ func TestFloorsOnSim(t *testing.T) {
 		require.NotContains(t, line, " 0.0 us", line)
 		require.NotContains(t, line, "NaN", line)
 	}
+}
+
+// Beside a GEMM, every rank's block of C lies in the source buffer: with
+// more than 4 ranks the GEMMs wrote past it (the simulator reports such a
+// write as a failed stream).
+func TestFloorsBesideGemmOnFiveRanks(t *testing.T) {
+	w, err := world.Sim(bootstrap.Shape{Nodes: 1, LocalSize: 5}, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, w.Close()) }()
+	var out bytes.Buffer
+	opts := floors.Options{Bytes: 16 << 10, Iters: 1, BesideGemm: true, Out: benchmarks.Printer{W: &out}, Title: "five ranks"}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	require.NoError(t, w.Run(ctx, floors.Job(opts)))
+	require.Contains(t, out.String(), "GEMM alone, 5 blocks")
 }

@@ -1,0 +1,89 @@
+package rs2d
+
+import (
+	"fmt"
+
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/internal/tune"
+	"github.com/seed12530e24/hiercoll/symm"
+)
+
+// Signals are the GEMM signals of one call (with OverlapWithGEMM): one word
+// per destination rank in this rank's memory, and the value that releases
+// the call. A producer raises the word of destination dest once the rows
+// for dest are complete, with Raise on a stream or by storing Value to
+// Addr(dest) from a kernel of its own, ideally in ConsumptionOrder.
+type Signals struct {
+	c     *Context
+	Value uint32
+}
+
+// NextSignals returns the signals of the next call (the call a Prepare or
+// ReduceScatter made now would be). Take them before enqueuing that call;
+// raise them whenever the rows are ready.
+func (c *Context) NextSignals() Signals {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.signals()
+}
+
+func (c *Context) signals() Signals { return Signals{c: c, Value: uint32(c.epoch.Next())} }
+
+// signal is destination dest's GEMM word (early: its early word).
+func (g Signals) signal(dest int, early bool) (symm.Signal, error) {
+	if world := g.c.place.Shape.World(); dest < 0 || dest >= world {
+		return symm.Signal{}, fmt.Errorf("rs2d: signal for rank %d of %d: %w", dest, world, device.ErrInvalidArgument)
+	}
+	if early {
+		return g.c.intra.EarlySignal(dest), nil
+	}
+	return g.c.intra.GemmSignal(dest), nil
+}
+
+// Addr is the device address of the signal word of destination rank dest,
+// for a producer kernel of the caller's own.
+func (g Signals) Addr(dest int) (device.Ptr, error) {
+	sig, err := g.signal(dest, false)
+	return sig.Addr(), err
+}
+
+// Raise enqueues on s the write of the signal of destination rank dest.
+func (g Signals) Raise(s device.Stream, dest int) error {
+	sig, err := g.signal(dest, false)
+	if err != nil {
+		return err
+	}
+	return sig.Raise(s, g.Value)
+}
+
+// EarlyRows is how many rows of the first block in consumption order
+// (ConsumptionOrder()[0]) a producer of a call of m rows raises the early
+// signal after (RaiseEarly), before the rest of the block and its signal:
+// half of them when the context splits the first block and has node peers
+// to send to, else 0.
+func (g Signals) EarlyRows(m int) int { return g.c.earlyRows(m) }
+
+// EarlyAddr is the device address of the early signal word of destination
+// rank dest, for a producer kernel of the caller's own.
+func (g Signals) EarlyAddr(dest int) (device.Ptr, error) {
+	sig, err := g.signal(dest, true)
+	return sig.Addr(), err
+}
+
+// RaiseEarly enqueues on s the write of the early signal of destination
+// rank dest: the first EarlyRows rows of its block are complete.
+func (g Signals) RaiseEarly(s device.Stream, dest int) error {
+	sig, err := g.signal(dest, true)
+	if err != nil {
+		return err
+	}
+	return sig.Raise(s, g.Value)
+}
+
+// earlyRows is EarlyRows for this context.
+func (c *Context) earlyRows(m int) int {
+	if c.knobs.SplitFirstBlock != tune.SplitOn || c.place.Shape.LocalSize < 2 {
+		return 0
+	}
+	return m / c.place.Shape.World() / 2
+}
