@@ -215,8 +215,10 @@ def check_library(path):
     if arch != platform.machine():
         _log(f"{path} is an {arch} library: its ABI version is checked only on {arch}")
         return arch
-    probe = "import ctypes, sys; print(ctypes.CDLL(sys.argv[1]).hc_abi_version())"
-    res = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True)
+    # Loaded as hiercoll._lib loads it (RTLD_NOW: an unresolved symbol fails here, not at import).
+    probe = ("import ctypes, os, sys; "
+             "print(ctypes.CDLL(sys.argv[1], mode=os.RTLD_NOW | os.RTLD_LOCAL).hc_abi_version())")
+    res = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, timeout=120)
     want = _abi_version()
     if res.returncode != 0 or res.stdout.strip() != str(want):
         raise BuildError(f"{path} does not load here as ABI version {want} "
