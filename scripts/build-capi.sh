@@ -3,9 +3,10 @@
 #   build/libhiercoll.so   the shared library
 #   build/libhiercoll.h    the header the Go tool writes
 #   build/hiercoll.h       the documented header (capi/hiercoll.h)
-# and copies the library and header into python/hiercoll/ so that
-# `pip install ./python` ships them. On a machine without Go, carry build/
-# (or python/hiercoll/libhiercoll.so) over, or point HIERCOLL_LIB at the file.
+# and copies the library and header into python/hiercoll/, where the package
+# used from the checkout (PYTHONPATH=python) finds them. `pip install ./python`
+# builds its own library (or packages HIERCOLL_LIB's); for a machine without
+# Go, scripts/build-wheel.sh makes a wheel, or point HIERCOLL_LIB at the file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p build

@@ -31,6 +31,11 @@ HC_BACKEND_CUDA = 2
 ENV_LIB = "HIERCOLL_LIB"
 LIB_NAME = "libhiercoll.so"
 
+try:  # only in a wheel: written by hiercoll_build beside the library it packaged
+    from ._wheel import LIBRARY as _wheel_library
+except ImportError:
+    _wheel_library = None
+
 
 class HiercollError(RuntimeError):
     """A failure reported by libhiercoll; .code is its HC_ERR_* code."""
@@ -105,25 +110,31 @@ _lib = None
 
 
 def library_candidates():
-    """Where the library is looked for, in order."""
+    """Where the library is looked for, in order: installed from a wheel, the
+    library inside it (the wheel's _wheel.py marks that); else HIERCOLL_LIB;
+    else next to the package, then build/libhiercoll.so of the checkout."""
+    here = pathlib.Path(__file__).resolve().parent
+    if _wheel_library is not None:
+        return [here / _wheel_library]
     env = os.environ.get(ENV_LIB)
     if env:
         return [pathlib.Path(env)]
-    here = pathlib.Path(__file__).resolve().parent
     return [here / LIB_NAME, here.parent.parent / "build" / LIB_NAME]
 
 
 def library_path():
-    """The path of the library that lib() loads (HIERCOLL_LIB, else next to
-    the package, else build/libhiercoll.so of the repository the package
-    sits in)."""
+    """The path of the library that lib() loads (see library_candidates)."""
     candidates = library_candidates()
     for p in candidates:
         if p.is_file():
             return p
     tried = ", ".join(str(p) for p in candidates)
-    hint = f"{ENV_LIB} names a missing file" if os.environ.get(ENV_LIB) else (
-        f"build it with scripts/build-capi.sh, or set {ENV_LIB}")
+    if _wheel_library is not None:
+        hint = "the installed wheel lacks its library; reinstall it"
+    elif os.environ.get(ENV_LIB):
+        hint = f"{ENV_LIB} names a missing file"
+    else:
+        hint = f"build it with scripts/build-capi.sh, or set {ENV_LIB}"
     raise NotSupportedError(f"hiercoll: {LIB_NAME} not found (tried {tried}); {hint}",
                             HC_ERR_NOT_SUPPORTED)
 
