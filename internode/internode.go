@@ -3,6 +3,10 @@
 // rank sends that M_per_rank × N block to the rank with its own local rank on
 // node `to` (its rail peer), which collects one block per node and sums them.
 //
+// A Rail (rail.go) is one rank's stage: the staging buffer each node step
+// reduces into, the Transport that sends the blocks, and the final sum of
+// the blocks that arrive (Finish).
+//
 // A Transport owns the receive buffers (two sets, by call parity, so a rail
 // peer that is a call ahead never overwrites a block still being reduced) and
 // moves blocks between rail peers:

@@ -138,14 +138,35 @@ func shmemLeave(lib *nvshmem.Lib) error {
 }
 
 // newNVSHMEM builds the transport on every rank (collective; all ranks
-// succeed or all fail).
+// succeed or all fail), in four steps, each ending in an agreement: the
+// ranks say who they are and plan, NVSHMEM starts, the symmetric
+// allocation, the signal words zeroed.
 func newNVSHMEM(ctx context.Context, ep Endpoint) (*shmemRail, error) {
-	place := ep.Place
-	world := place.Shape.World()
+	lib, plan, err := shmemPlanAll(ctx, ep)
+	if err != nil {
+		return nil, err
+	}
+	lay := newShmemLayout(ep.Place.Shape.Nodes, ep.BlockBytes, plan.stage)
+	if err := shmemStart(ctx, ep, lib, plan, lay); err != nil {
+		return nil, err
+	}
+	t, err := shmemAllocate(ctx, ep, lib, lay)
+	if err != nil {
+		return nil, err
+	}
+	// No peer signals into a word before its owner has cleared what an
+	// earlier allocation left there.
+	if _, err := bootstrap.Agree(ctx, ep.Comm, t.zeroSignals(ctx), nil); err != nil {
+		return nil, errors.Join(fmt.Errorf("internode: nvshmem: %w", err), t.release(true))
+	}
+	return t, nil
+}
 
-	// Step 1: every rank checks that it can run NVSHMEM and says which
-	// process it is and whether NVSHMEM already runs there; rank 0 creates
-	// the unique id when it does not.
+// shmemPlanAll is step 1: every rank checks that it can run NVSHMEM and
+// says which process it is and whether NVSHMEM already runs there (rank 0
+// creates the unique id when it does not); every rank plans from the same
+// hellos, so all reach the same plan or the same error.
+func shmemPlanAll(ctx context.Context, ep Endpoint) (*nvshmem.Lib, shmemPlan, error) {
 	var lib *nvshmem.Lib
 	me := shmemHello{host: ep.Dev.Info().HostID, pid: os.Getpid(), stage: os.Getenv(EnvNVSHMEMStage) == "1"}
 	err := func() error {
@@ -166,7 +187,7 @@ func newNVSHMEM(ctx context.Context, ep Endpoint) (*shmemRail, error) {
 			return err
 		}
 		lib, me.up = l, up
-		if !up && place.Rank == 0 {
+		if !up && ep.Place.Rank == 0 {
 			if me.uid, err = lib.UniqueID(); err != nil {
 				return fmt.Errorf("rank 0: creating the NVSHMEM unique id: %w", err)
 			}
@@ -175,25 +196,24 @@ func newNVSHMEM(ctx context.Context, ep Endpoint) (*shmemRail, error) {
 	}()
 	blobs, err := bootstrap.Agree(ctx, ep.Comm, err, me.encode())
 	if err != nil {
-		return nil, fmt.Errorf("internode: nvshmem: %w", err)
+		return nil, shmemPlan{}, fmt.Errorf("internode: nvshmem: %w", err)
 	}
 	hellos := make([]shmemHello, len(blobs))
 	for r, b := range blobs {
 		if hellos[r], err = decodeShmemHello(b); err != nil {
-			return nil, fmt.Errorf("internode: nvshmem: rank %d: %w", r, err)
+			return nil, shmemPlan{}, fmt.Errorf("internode: nvshmem: rank %d: %w", r, err)
 		}
 	}
-	// Every rank plans from the same hellos, so all reach the same plan or
-	// the same error.
 	plan, err := planShmem(hellos)
-	if err != nil {
-		return nil, err
-	}
-	lay := newShmemLayout(place.Shape.Nodes, ep.BlockBytes, plan.stage)
+	return lib, plan, err
+}
 
-	// Step 2: start NVSHMEM over the whole job unless it runs already.
+// shmemStart is step 2: NVSHMEM starts over the whole job unless it runs
+// already, and the ranks agree that it did everywhere.
+func shmemStart(ctx context.Context, ep Endpoint, lib *nvshmem.Lib, plan shmemPlan, lay shmemLayout) error {
+	place, world := ep.Place, ep.Place.Shape.World()
 	fresh := false
-	err = func() error {
+	err := func() error {
 		if plan.up {
 			if pe, n := lib.MyPE(), lib.NPEs(); pe != place.Rank || n != world {
 				return fmt.Errorf("rank %d: NVSHMEM already runs in this process as PE %d of %d, not %d of %d: %w",
@@ -235,11 +255,15 @@ func newNVSHMEM(ctx context.Context, ep Endpoint) (*shmemRail, error) {
 			// Finalize would wait for the PEs that did not start.
 			shmemBreak(fmt.Errorf("it started on rank %d but not on every rank: %w", place.Rank, err))
 		}
-		return nil, fmt.Errorf("internode: nvshmem: %w", err)
+		return fmt.Errorf("internode: nvshmem: %w", err)
 	}
+	return nil
+}
 
-	// Step 3: the symmetric allocation. nvshmem_malloc is collective, and so
-	// is freeing what it returned, so the ranks share whether each got it.
+// shmemAllocate is step 3: the symmetric allocation. nvshmem_malloc is
+// collective, and so is freeing what it returned, so the ranks share
+// whether each got it.
+func shmemAllocate(ctx context.Context, ep Endpoint, lib *nvshmem.Lib, lay shmemLayout) (*shmemRail, error) {
 	shmemProc.mu.Lock()
 	shmemProc.users++
 	shmemProc.mu.Unlock()
@@ -263,14 +287,7 @@ func newNVSHMEM(ctx context.Context, ep Endpoint) (*shmemRail, error) {
 		if mallocErr == nil {
 			mallocErr = fmt.Errorf("the symmetric allocation of %d bytes failed on another rank: %w", lay.size, device.ErrPeer)
 		}
-		return nil, errors.Join(fmt.Errorf("internode: nvshmem: rank %d: %w", place.Rank, mallocErr), t.release(false))
-	}
-
-	// Step 4: zero the signal words, then agree, so that no peer signals
-	// into a word before its owner has cleared what an earlier allocation
-	// left there.
-	if _, err := bootstrap.Agree(ctx, ep.Comm, t.zeroSignals(ctx), nil); err != nil {
-		return nil, errors.Join(fmt.Errorf("internode: nvshmem: %w", err), t.release(true))
+		return nil, errors.Join(fmt.Errorf("internode: nvshmem: rank %d: %w", ep.Place.Rank, mallocErr), t.release(false))
 	}
 	return t, nil
 }

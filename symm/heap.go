@@ -10,7 +10,10 @@
 //
 // Signal pads are regions of 32-bit words inside the heap, zeroed before any
 // peer can see the heap; peers raise them with stream write-values and their
-// owner waits on them with stream wait-values.
+// owner waits on them with stream wait-values. signal.go is the protocol on
+// them: a call's value (Epoch, growing, never reset), a word with its label
+// (Signal: Raise, Wait), a pad of them (SignalPad) and the release of stuck
+// waits.
 package symm
 
 import (
