@@ -31,9 +31,9 @@ if has verify; then
 	fi
 fi
 if has bench; then
-	run $H bench --sizes ${SIZES:-1M,2M,4M,8M,32M,128M,512M,2G} --engine sm --push-sms ${PUSH_SMS:-32,64} --reduction-sms ${RED_SMS:-16,32} --push-group ${PUSH_GROUP:-0} --csv "$OUT/bench-1x$ngpu.csv" --png "$OUT/bench-1x$ngpu.png"
+	run $H bench --sizes ${SIZES:-1M,2M,4M,8M,32M,128M,512M,2G} --engine sm --reduction-sms ${RED_SMS:-16,32} --csv "$OUT/bench-1x$ngpu.csv" --png "$OUT/bench-1x$ngpu.png"
 	[ -n "${WITH_COPY:-}" ] && run $H bench --sizes 8M,128M,2G --engine copy --csv "$OUT/bench-1x$ngpu-copy.csv"
-	[ "$ngpu" -ge 4 ] && run env CUDA_VISIBLE_DEVICES=0,1 $H bench --sizes ${SIZES:-1M,2M,4M,8M,32M,128M,512M,2G} --engine sm --push-sms ${PUSH_SMS:-32,64} --reduction-sms ${RED_SMS:-16,32} --push-group ${PUSH_GROUP:-0} --csv "$OUT/bench-1x2.csv"
+	[ "$ngpu" -ge 4 ] && run env CUDA_VISIBLE_DEVICES=0,1 $H bench --sizes ${SIZES:-1M,2M,4M,8M,32M,128M,512M,2G} --engine sm --reduction-sms ${RED_SMS:-16,32} --csv "$OUT/bench-1x2.csv"
 fi
 if has rail && [ "$ngpu" -ge 4 ]; then
 	run $BIN/native_nccl.test -test.count=1
@@ -55,7 +55,6 @@ fi
 if has gemm; then
 	run bash -c "cd device/cuda && exec ../../$BIN/device_cuda.test -test.v -test.count=1 -test.run 'Gemm|BLAS' -test.skip TestBLASAgainstFakeDriver"
 	run $H bench-gemm --csv "$OUT/gemm-1x$ngpu.csv"
-	run $H bench-gemm --placed --csv "$OUT/gemm-1x$ngpu-placed.csv"
 	run torchrun --nproc-per-node "$ngpu" benchmarks/torch/gemm_baseline.py
 	if [ "$ngpu" -ge 4 ]; then
 		run env CUDA_VISIBLE_DEVICES=0,1 $H bench-gemm --csv "$OUT/gemm-1x2.csv"
