@@ -22,17 +22,22 @@ import (
 
 const envDieChild = "HIERCOLL_RS2D_DIE_CHILD"
 
-// On GPUs, one process per GPU: the last rank exits right after joining the
-// context, as a killed rank would. Every other rank's call must fail with a
-// timeout when its stream is synchronized (not hang), and Close must return.
+// On GPUs, one process per GPU (two sharing the one GPU where there is
+// only one): the last rank exits right after joining the context, as a
+// killed rank would. Every other rank's call must fail with a timeout when
+// its stream is synchronized (not hang), and Close must return.
 func TestGPURankDiesMidRun(t *testing.T) {
 	if engine := os.Getenv(envDieChild); engine != "" {
 		dieChild(t, engine)
 		return
 	}
 	n := world.GPUs()
-	if n < 2 {
-		t.Skipf("needs 2 GPUs (the CUDA driver sees %d)", n)
+	var env []string
+	switch {
+	case n == 0:
+		t.Skip("needs a GPU (the CUDA driver sees none)")
+	case n == 1:
+		n, env = 2, []string{"HIERCOLL_DEVICE=0"}
 	}
 	for _, engine := range []string{"sm", "copy"} {
 		t.Run(engine, func(t *testing.T) {
@@ -42,7 +47,7 @@ func TestGPURankDiesMidRun(t *testing.T) {
 			err := launch.Run(ctx, launch.Spec{
 				NProc:   n,
 				Command: []string{os.Args[0], "-test.run=^TestGPURankDiesMidRun$", "-test.v"},
-				Env:     []string{envDieChild + "=" + engine},
+				Env:     append([]string{envDieChild + "=" + engine}, env...),
 				Stdout:  &out, Stderr: &out,
 			})
 			t.Log(out.String())

@@ -6,8 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p build
-go build -trimpath -o build/hiercoll ./cmd/hiercoll
+go build -trimpath -ldflags='-s -w' -o build/hiercoll ./cmd/hiercoll
 for pkg in device/cuda native/nccl native/nvshmem rs2d internode; do
-	go test -c -trimpath -o "build/$(echo "$pkg" | tr / _).test" "./$pkg"
+	go test -c -trimpath -ldflags='-s -w' -o "build/$(echo "$pkg" | tr / _).test" "./$pkg"
 done
 ls -l build
