@@ -45,7 +45,7 @@ func runModelTo(_ context.Context, args []string, out io.Writer) error {
 	ringNICs := fs.Int("ring-nics", 0, "NICs per node NCCL's ring channels cross on (0: all)")
 	csvPath := fs.String("csv", "", "write the predictions as CSV to this file")
 	pngPath := fs.String("png", "", "write bus bandwidth against size (2D and ring, per node count) to this PNG file")
-	ratioPNG := fs.String("ratio-png", "", "write the ring's time over ReduceScatter2D's against size, per node count, to this PNG file")
+	ratioPNG := fs.String("ratio-png", "", "write NCCL's time (ring, or PAT where faster) over ReduceScatter2D's against size, per node count, to this PNG file")
 	validate := fs.String("validate", "", "compare the model with the bench CSVs under this benchmarks/results folder and with NCCL's published scaling, instead of predicting")
 	pngDir := fs.String("png-dir", "", "with --validate: write anchor.png, one-node.png, emulated-nvlink.png and emulated-sockets.png into this folder")
 	if err := fs.Parse(args); err != nil {
@@ -159,12 +159,22 @@ type modelRow struct {
 
 func (r modelRow) world() int { return r.nodes * r.gpus }
 
-// ratio is the ring's time over ReduceScatter2D's: above 1, 2D is faster.
+// nccl is what NCCL's tuner would run: the ring, or PAT where it is
+// faster (one GPU per node).
+func (r modelRow) nccl() (string, float64) {
+	if r.pat != nil && r.pat.Total < r.ring.Total {
+		return "PAT", r.pat.Total
+	}
+	return "ring", r.ring.Total
+}
+
+// ratio is NCCL's time over ReduceScatter2D's: above 1, 2D is faster.
 func (r modelRow) ratio() float64 {
 	if r.rs2d.Total == 0 {
 		return math.NaN()
 	}
-	return r.ring.Total / r.rs2d.Total
+	_, t := r.nccl()
+	return t / r.rs2d.Total
 }
 
 func predict(p model.Params, bytes int64) (modelRow, error) {
@@ -207,7 +217,7 @@ func printPredictions(out io.Writer, p model.Params, notes []string, rows []mode
 		fmt.Fprintf(out, "  floors: %s\n", n)
 	}
 	fmt.Fprintf(out, "%6s %6s %9s | %11s %8s %-5s | %11s %8s %-6s | %11s %8s | %8s\n",
-		"nodes", "world", "size", "2D us", "busbw", "bound", "ring us", "busbw", "proto", "PAT us", "busbw", "ring/2D")
+		"nodes", "world", "size", "2D us", "busbw", "bound", "ring us", "busbw", "proto", "PAT us", "busbw", "NCCL/2D")
 	for _, r := range rows {
 		pat, patBW := "-", "-"
 		if r.pat != nil {
@@ -220,7 +230,7 @@ func printPredictions(out io.Writer, p model.Params, notes []string, rows []mode
 }
 
 func writeModelCSV(w io.Writer, rows []modelRow) error {
-	if _, err := fmt.Fprintln(w, "nodes,gpus_per_node,bytes_per_rank,rs2d_us,rs2d_busbw_gbps,node_step_us,rail_msg_us,node_stage_us,rail_end_us,final_us,rs2d_bound,ring_us,ring_busbw_gbps,ring_protocol,ring_steps,pat_us,pat_busbw_gbps,ring_over_rs2d"); err != nil {
+	if _, err := fmt.Fprintln(w, "nodes,gpus_per_node,bytes_per_rank,rs2d_us,rs2d_busbw_gbps,node_step_us,rail_msg_us,node_stage_us,rail_end_us,final_us,rs2d_bound,ring_us,ring_busbw_gbps,ring_protocol,ring_steps,pat_us,pat_busbw_gbps,nccl_algo,nccl_over_rs2d"); err != nil {
 		return err
 	}
 	for _, r := range rows {
@@ -229,9 +239,10 @@ func writeModelCSV(w io.Writer, rows []modelRow) error {
 			pat, patBW = fmt.Sprintf("%.3f", r.pat.Total*1e6), fmt.Sprintf("%.3f", r.pat.BusBW(r.world())/1e9)
 		}
 		t := r.rs2d
-		if _, err := fmt.Fprintf(w, "%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%s,%.3f,%.3f,%s,%d,%s,%s,%.4f\n",
+		algo, _ := r.nccl()
+		if _, err := fmt.Fprintf(w, "%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%s,%.3f,%.3f,%s,%d,%s,%s,%s,%.4f\n",
 			r.nodes, r.gpus, r.bytes, t.Total*1e6, t.BusBW(r.world())/1e9, t.NodeStep*1e6, t.RailMsg*1e6, t.Node*1e6, t.Rail*1e6, t.Final*1e6, t.Bound,
-			r.ring.Total*1e6, r.ring.BusBW(r.world())/1e9, r.ring.Protocol, r.ring.Steps, pat, patBW, r.ratio()); err != nil {
+			r.ring.Total*1e6, r.ring.BusBW(r.world())/1e9, r.ring.Protocol, r.ring.Steps, pat, patBW, algo, r.ratio()); err != nil {
 			return err
 		}
 	}
@@ -270,8 +281,8 @@ func busBWChart(p model.Params, rows []modelRow) plot.Chart {
 
 func ratioChart(p model.Params, rows []modelRow) plot.Chart {
 	c := plot.Chart{
-		Title:  fmt.Sprintf("model: NCCL ring time / ReduceScatter2D time, %d GPUs/node, %d x %.0f GB/s NICs", p.GPUs, p.Rail.NICs, p.Rail.NICBW/1e9),
-		XLabel: "input bytes per rank", YLabel: "ring time / 2D time (above 1: 2D faster)", LogX: true, Width: 1000, Height: 600,
+		Title:  fmt.Sprintf("model: NCCL time / ReduceScatter2D time, %d GPUs/node, %d x %.0f GB/s NICs", p.GPUs, p.Rail.NICs, p.Rail.NICBW/1e9),
+		XLabel: "input bytes per rank", YLabel: "NCCL time / 2D time (above 1: 2D faster)", LogX: true, Width: 1000, Height: 600,
 	}
 	order, groups := byNodes(rows)
 	for _, n := range order {

@@ -24,7 +24,7 @@ func TestModelCommandWritesTableCSVAndPNG(t *testing.T) {
 	}, &out)
 	require.NoError(t, err)
 	text := out.String()
-	require.Contains(t, text, "ring/2D")
+	require.Contains(t, text, "NCCL/2D")
 	require.Contains(t, text, "4 GPU(s) per node")
 
 	f, err := os.Open(csvPath)
