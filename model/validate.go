@@ -198,8 +198,8 @@ func Validate(resultsDir string, base *Params) (Report, error) {
 		if err != nil {
 			return Report{}, err
 		}
-		laneBW, err = solveBW(r.us*1e-6, func(bw float64) float64 {
-			return mustRS2D(sockets(r.src, r.lane, bw, 1e15), r.size)
+		laneBW, err = solveBW(r.us*1e-6, func(bw float64) (float64, error) {
+			return rs2dTotal(sockets(r.src, r.lane, bw, 1e15), r.size)
 		})
 		if err != nil {
 			return Report{}, fmt.Errorf("model: calibrating a lane on %s: %w", r.src.Path, err)
@@ -211,8 +211,8 @@ func Validate(resultsDir string, base *Params) (Report, error) {
 		if err != nil {
 			return Report{}, err
 		}
-		perGPU, err = solveBW(r.us*1e-6, func(bw float64) float64 {
-			return mustRS2D(sockets(r.src, r.lane, laneBW, bw), r.size)
+		perGPU, err = solveBW(r.us*1e-6, func(bw float64) (float64, error) {
+			return rs2dTotal(sockets(r.src, r.lane, laneBW, bw), r.size)
 		})
 		if err != nil {
 			return Report{}, fmt.Errorf("model: calibrating the socket path on %s: %w", r.src.Path, err)
@@ -229,12 +229,9 @@ func Validate(resultsDir string, base *Params) (Report, error) {
 		if err != nil {
 			return Report{}, err
 		}
-		ringNet, err = solveBW(r.us*1e-6, func(bw float64) float64 {
+		ringNet, err = solveBW(r.us*1e-6, func(bw float64) (float64, error) {
 			t, err := Ring(flat(r.src, bw), r.size)
-			if err != nil {
-				panic(err)
-			}
-			return t.Total
+			return t.Total, err
 		})
 		if err != nil {
 			return Report{}, fmt.Errorf("model: calibrating the flat ring on %s: %w", r.src.Path, err)
@@ -243,6 +240,7 @@ func Validate(resultsDir string, base *Params) (Report, error) {
 	}
 
 	for _, r := range rows {
+		var err error
 		pt := Point{Source: r.src.Path, Who: r.who, Nodes: r.src.Nodes, GPUs: r.src.GPUs, Bytes: r.size, Measured: r.us * 1e-6}
 		shape := fmt.Sprintf("%d×%d", r.src.Nodes, r.src.GPUs)
 		switch {
@@ -262,14 +260,17 @@ func Validate(resultsDir string, base *Params) (Report, error) {
 			pt.Model = t.Total
 		case r.src.Nodes == 1:
 			pt.Config = shape + " hiercoll (node stage)"
-			pt.Model = mustRS2D(params(r.src), r.size)
+			pt.Model, err = rs2dTotal(params(r.src), r.size)
 		case r.src.Rail == "nccl":
 			pt.Config = fmt.Sprintf("%s hiercoll, NCCL rail, %d lane(s) over sockets", shape, r.lane)
 			pt.Lanes = r.lane
-			pt.Model = mustRS2D(sockets(r.src, r.lane, laneBW, perGPU), r.size)
+			pt.Model, err = rs2dTotal(sockets(r.src, r.lane, laneBW, perGPU), r.size)
 		default:
 			pt.Config = fmt.Sprintf("%s hiercoll, %s rail over NVLink", shape, strings.ToUpper(r.src.Rail))
-			pt.Model = mustRS2D(EmulatedNVLinkRail(params(r.src)), r.size)
+			pt.Model, err = rs2dTotal(EmulatedNVLinkRail(params(r.src)), r.size)
+		}
+		if err != nil {
+			return Report{}, err
 		}
 		c := calPoint{r.src.Path, r.who, r.size}
 		switch {
@@ -311,25 +312,32 @@ func describe(c calPoint) string {
 	return fmt.Sprintf("%s, %s at %d MiB", c.path, c.who, c.bytes>>20)
 }
 
-// mustRS2D is RS2D's total for parameters built here (always valid).
-func mustRS2D(p Params, bytes int64) float64 {
+// rs2dTotal is RS2D's total time.
+func rs2dTotal(p Params, bytes int64) (float64, error) {
 	t, err := RS2D(p, bytes)
-	if err != nil {
-		panic(err)
-	}
-	return t.Total
+	return t.Total, err
 }
 
 // solveBW finds the bandwidth at which predict (a time that falls as the
 // bandwidth grows) gives target, between 1 MB/s and 100 TB/s.
-func solveBW(target float64, predict func(bw float64) float64) (float64, error) {
+func solveBW(target float64, predict func(bw float64) (float64, error)) (float64, error) {
 	lo, hi := math.Log(1e6), math.Log(1e14)
-	if predict(math.Exp(hi)) > target || predict(math.Exp(lo)) < target {
+	at := func(x float64) (float64, error) { return predict(math.Exp(x)) }
+	fast, err1 := at(hi)
+	slow, err2 := at(lo)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	if fast > target || slow < target {
 		return 0, fmt.Errorf("%w: no bandwidth between 1 MB/s and 100 TB/s gives %.1f µs", hcerr.ErrInvalidArgument, target*1e6)
 	}
 	for i := 0; i < 200; i++ {
 		mid := (lo + hi) / 2
-		if predict(math.Exp(mid)) > target {
+		t, err := at(mid)
+		if err != nil {
+			return 0, err
+		}
+		if t > target {
 			lo = mid
 		} else {
 			hi = mid

@@ -102,6 +102,11 @@ func TestModelCommandValidates(t *testing.T) {
 	}
 }
 
+func TestModelCommandValidateRejectsBadTerms(t *testing.T) {
+	err := runModelTo(context.Background(), []string{"--validate", filepath.Join("..", "..", "benchmarks", "results"), "--push-all-bw", "0"}, &bytes.Buffer{})
+	require.ErrorContains(t, err, "node push bandwidth to all peers")
+}
+
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
