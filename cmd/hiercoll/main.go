@@ -6,6 +6,7 @@
 //	hiercoll bench-gemm  GEMM + reduce-scatter, overlapped against GEMM then NCCL (also: bench --gemm)
 //	hiercoll doctor    GPUs, links and the capabilities the library relies on
 //	hiercoll launch    start a multi-process job: launch --nproc N [--nodes K] -- cmd args...
+//	hiercoll model     predicted ReduceScatter2D and NCCL ring times past one host (latency-bandwidth model)
 //
 // The collective commands run where they can: under torchrun or `hiercoll
 // launch` (RANK and WORLD_SIZE set) each process is one rank on its GPU;
@@ -34,6 +35,7 @@ commands:
   doctor   GPUs, NVLink/P2P, driver attributes, NVRTC and NCCL versions
   floors   bandwidth and latency of the primitives (copy engine, SM copies, reduce, signals)
   launch   launch --nproc N [--nodes K] -- command args...   (torchrun-style)
+  model    predicted ReduceScatter2D against NCCL's ring on 2-128 nodes (table, CSV, PNG; --validate)
 
 run "hiercoll <command> -h" for the command's flags.
 `
@@ -65,6 +67,8 @@ func main() {
 		err = runFloors(ctx, args)
 	case "launch":
 		err = runLaunch(ctx, args)
+	case "model":
+		err = runModel(ctx, args)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return
