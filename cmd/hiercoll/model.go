@@ -12,7 +12,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/seed12530e24/hiercoll/benchmarks/plot"
+	"github.com/seed12530e24/hiercoll/internal/plot"
 	"github.com/seed12530e24/hiercoll/model"
 )
 
