@@ -8,8 +8,9 @@
     with hiercoll.ReduceScatter2D(8192, 8192, torch.bfloat16, overlap_with_gemm=True) as rs:
         out = rs.matmul_reduce_scatter(a, b)  # a @ b block by block, scattered as blocks finish
 
-The shared library is found through HIERCOLL_LIB, else next to this package,
-else at build/libhiercoll.so of the repository the package sits in. torch is
+An installed wheel loads the shared library inside it. Uninstalled (from a
+checkout), the library is found through HIERCOLL_LIB, else next to this
+package, else at build/libhiercoll.so of the repository the package sits in. torch is
 needed only for reduce_scatter on tensors; sim_world() runs the collective on
 simulated GPUs without it (raw pointers, for tests).
 """
