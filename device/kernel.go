@@ -1,23 +1,33 @@
 package device
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/seed12530e24/hiercoll/dtype"
+)
 
 // Module is one unit of self-contained CUDA C source (no #include), compiled
 // as one NVRTC program by the CUDA backend and cached on disk.
 type Module struct {
 	Name   string
 	Source string
+	// Arch, when set, is the one architecture the module is written for
+	// ("sm_90a": Hopper's wgmma and setmaxnreg); the CUDA backend compiles
+	// for it and refuses the module on other devices (ErrNotSupported).
+	Arch string
 }
 
 // Kernel is a named entry point of a Module together with a Go function of
 // the same effect, which the CPU backend runs instead.
 //
 // Arguments are passed to Launch in the order the CUDA signature declares
-// them; each must be a Ptr, int32, uint32, int64, uint64 or float32.
+// them; each must be a Ptr, int32, uint32, int64, uint64, float32 or
+// TensorMap.
 type Kernel struct {
 	Module *Module
 	Name   string // extern "C" __global__ entry point in Module
 	Block  int    // threads per block on the GPU
+	Shared int    // bytes of dynamic shared memory per block
 	Host   HostFunc
 }
 
@@ -48,10 +58,47 @@ type HostMemory interface {
 func CheckArgs(k *Kernel, args []any) error {
 	for i, a := range args {
 		switch a.(type) {
-		case Ptr, int32, uint32, int64, uint64, float32:
+		case Ptr, int32, uint32, int64, uint64, float32, TensorMap:
 		default:
 			return fmt.Errorf("device: kernel %s argument %d has unsupported type %T: %w", k.Name, i, a, ErrInvalidArgument)
 		}
+	}
+	return nil
+}
+
+// TensorMap describes a row-major 2-D tensor a kernel loads tiles of with
+// the GPU's tensor memory accelerator (TMA): Rows rows of Cols elements,
+// RowBytes apart, loaded BoxCols × BoxRows at a time into shared memory
+// with the 128-byte swizzle; what lies outside the tensor reads as zero.
+// The CUDA backend encodes it (cuTensorMapEncodeTiled) into the 128-byte
+// __grid_constant__ parameter such a kernel takes; the CPU backend hands it
+// to the kernel's Go twin as it is.
+type TensorMap struct {
+	Base             Ptr
+	DType            dtype.DType // BF16 or F16
+	Cols, Rows       int64
+	RowBytes         int64
+	BoxCols, BoxRows int
+}
+
+// Check reports whether TMA can describe m: 16-byte aligned base and row
+// stride, positive sizes, a box of at most 256 in each dimension whose rows
+// span the 128 bytes of the swizzle.
+func (m TensorMap) Check() error {
+	bad := func(why string) error {
+		return fmt.Errorf("device: tensor map of [%d, %d] %v at %v (row stride %d bytes): %s: %w", m.Rows, m.Cols, m.DType, m.Base, m.RowBytes, why, ErrNotSupported)
+	}
+	switch {
+	case m.DType != dtype.BF16 && m.DType != dtype.F16:
+		return bad("only bf16 and fp16")
+	case m.Rows <= 0 || m.Cols <= 0 || m.BoxRows <= 0 || m.BoxCols <= 0 || m.BoxRows > 256 || m.BoxCols > 256:
+		return bad("sizes")
+	case m.Base == 0 || uint64(m.Base)%16 != 0:
+		return bad("the base is not 16-byte aligned")
+	case m.RowBytes%16 != 0 || m.RowBytes < m.Cols*int64(m.DType.Size()):
+		return bad("the row stride is not a multiple of 16 bytes covering a row")
+	case m.BoxCols*m.DType.Size() != 128:
+		return bad("box rows must be 128 bytes (the swizzle span)")
 	}
 	return nil
 }

@@ -38,14 +38,16 @@ func MatmulLibrary(m Matmul) string {
 }
 
 // GemmSpec is one row-major matrix product C = A·B: A is [M, K], B is
-// [K, N], C is [M, N], all of DType, where row i of a matrix X starts LDX
+// [K, N] (or, with BT, given as its transpose [N, K]: a torch Linear
+// weight), C is [M, N], all of DType, where row i of a matrix X starts LDX
 // elements after row i-1 (a leading dimension of 0 means dense: K for A, N
-// for B and C). Products are accumulated in fp32 and C is rounded to DType
-// once; C must not overlap A or B.
+// for B, K for BT's B, N for C). Products are accumulated in fp32 and C is
+// rounded to DType once; C must not overlap A or B.
 type GemmSpec struct {
 	M, N, K       int
 	A, B, C       Ptr
 	LDA, LDB, LDC int
+	BT            bool
 	DType         dtype.DType
 	// SMs asks the GEMM to target at most this many multiprocessors, leaving
 	// the rest to work that runs beside it (0: all). Best effort: the CUDA
@@ -61,6 +63,9 @@ func (g GemmSpec) Dense() GemmSpec {
 	}
 	if g.LDB == 0 {
 		g.LDB = g.N
+		if g.BT {
+			g.LDB = g.K
+		}
 	}
 	if g.LDC == 0 {
 		g.LDC = g.N
@@ -82,8 +87,8 @@ func (g GemmSpec) Check() error {
 		return bad("sizes must be positive")
 	case g.M > math.MaxInt32 || g.N > math.MaxInt32 || g.K > math.MaxInt32:
 		return bad("sizes must fit in 32 bits")
-	case g.LDA < g.K || g.LDB < g.N || g.LDC < g.N:
-		return bad("leading dimensions LDA=%d, LDB=%d, LDC=%d are shorter than the rows (%d, %d, %d)", g.LDA, g.LDB, g.LDC, g.K, g.N, g.N)
+	case g.LDA < g.K || g.LDB < g.bRow() || g.LDC < g.N:
+		return bad("leading dimensions LDA=%d, LDB=%d, LDC=%d are shorter than the rows (%d, %d, %d)", g.LDA, g.LDB, g.LDC, g.K, g.bRow(), g.N)
 	case g.LDA > math.MaxInt32 || g.LDB > math.MaxInt32 || g.LDC > math.MaxInt32:
 		return bad("leading dimensions must fit in 32 bits")
 	case g.A == 0 || g.B == 0 || g.C == 0:
@@ -105,5 +110,16 @@ func (g GemmSpec) Extent() (a, b, c int64) {
 	g = g.Dense()
 	es := int64(g.DType.Size())
 	span := func(rows, cols, ld int) int64 { return (int64(rows-1)*int64(ld) + int64(cols)) * es }
+	if g.BT {
+		return span(g.M, g.K, g.LDA), span(g.N, g.K, g.LDB), span(g.M, g.N, g.LDC)
+	}
 	return span(g.M, g.K, g.LDA), span(g.K, g.N, g.LDB), span(g.M, g.N, g.LDC)
+}
+
+// bRow is the length of B's rows as stored: K for BT, else N.
+func (g GemmSpec) bRow() int {
+	if g.BT {
+		return g.K
+	}
+	return g.N
 }

@@ -37,7 +37,6 @@ package gemmrs
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -47,6 +46,7 @@ import (
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internal/check"
 	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/internode"
 	"github.com/seed12530e24/hiercoll/rs2d"
@@ -490,26 +490,14 @@ func (g *GemmRS) release() error {
 	return errors.Join(errs...)
 }
 
-// nanWord is a 32-bit pattern of two NaNs of dt (one for fp32), for
-// poisoning buffers with Memset32.
-func nanWord(dt dtype.DType) uint32 {
-	switch dt {
-	case dtype.BF16:
-		return 0x7fc17fc1
-	case dtype.F16:
-		return 0x7e017e01
-	}
-	return binary.LittleEndian.Uint32([]byte{0x01, 0x00, 0xc0, 0x7f})
-}
-
 // PoisonC enqueues on s the filling with NaNs of the first m rows of C and
 // of the rows this rank receives from its node peers in a call of m rows,
 // so that a call that reads rows before the GEMM wrote them shows as NaN
 // in the output (for checks). Enqueue it on the stream of the next call.
 func (g *GemmRS) PoisonC(s device.Stream, m int) error {
 	bytes := int64(m) * int64(g.cfg.N) * int64(g.cfg.DType.Size())
-	if err := g.dev.Memset32(s, g.cBuf, nanWord(g.cfg.DType), (bytes+3)/4); err != nil { // C is allocated in whole words
+	if err := g.dev.Memset32(s, g.cBuf, check.PoisonWord(g.cfg.DType), (bytes+3)/4); err != nil { // C is allocated in whole words
 		return err
 	}
-	return g.rs.PoisonReceive(s, m, nanWord(g.cfg.DType))
+	return g.rs.PoisonReceive(s, m, check.PoisonWord(g.cfg.DType))
 }

@@ -32,6 +32,7 @@ commands:
   bench    bus bandwidth of hiercoll beside NCCL (table, CSV, PNG)
   bench-gemm  GEMM + reduce-scatter: overlapped vs GEMM then NCCL/hiercoll, in one run
            (also spelled "bench --gemm")
+  bench-mm hiercoll's own GEMM against cuBLAS on one GPU (TFLOP/s, both layouts of B)
   doctor   GPUs, NVLink/P2P, driver attributes, NVRTC and NCCL versions
   floors   bandwidth and latency of the primitives (copy engine, SM copies, reduce, signals)
   launch   launch --nproc N [--nodes K] -- command args...   (torchrun-style)
@@ -61,6 +62,8 @@ func main() {
 		}
 	case "bench-gemm":
 		err = runBenchGemm(ctx, args)
+	case "bench-mm":
+		err = runBenchMM(ctx, args)
 	case "doctor":
 		err = runDoctor(ctx, args)
 	case "floors":

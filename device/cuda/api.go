@@ -57,10 +57,19 @@ type api interface {
 	moduleLoadData(ctx uintptr, image []byte) (uintptr, result)
 	moduleGetFunction(ctx, module uintptr, name string) (uintptr, result)
 	moduleUnload(ctx, module uintptr) result
-	// launchKernel launches f with grid×1×1 blocks of block×1×1 threads.
-	// args holds one 8-byte slot per kernel argument (see packArgs); the
-	// implementation copies it into C memory and builds kernelParams there.
-	launchKernel(ctx, f uintptr, grid, block, sharedBytes uint32, stream uintptr, args []byte) result
+	// launchKernel launches f with grid×1×1 blocks of block×1×1 threads and
+	// sharedBytes of dynamic shared memory. args holds the packed arguments,
+	// argument i at offsets[i] (see packArgs); the implementation copies
+	// them into 64-byte aligned C memory and builds kernelParams there.
+	launchKernel(ctx, f uintptr, grid, block, sharedBytes uint32, stream uintptr, args []byte, offsets []int64) result
+	// funcSetAttribute and funcGetAttribute set and read a kernel's
+	// attribute (cuFuncSetAttribute, cuFuncGetAttribute).
+	funcSetAttribute(ctx, f uintptr, attr, value int) result
+	funcGetAttribute(ctx, f uintptr, attr int) (int, result)
+	// tensorMapEncodeTiled encodes a 2-D tensor map: dims and strides
+	// (bytes; stride[0] is the element size, stride[1] the row's) innermost
+	// first, box in elements. cudaErrorNotSupported without the entry point.
+	tensorMapEncodeTiled(dtype int, base device.Ptr, dims, stride [2]uint64, box [2]uint32, swizzle, l2promo int) ([tensorMapSize]byte, result)
 
 	// symbol names the entry point a method resolved to, for messages:
 	// symbol("cuEventElapsedTime") is "cuEventElapsedTime_v2" on drivers

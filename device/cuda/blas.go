@@ -49,6 +49,7 @@ const EnvCUBLAS = "HIERCOLL_CUBLAS"
 // checked against several public transcriptions of those headers.
 const (
 	blasOpN                 = 0  // CUBLAS_OP_N
+	blasOpT                 = 1  // CUBLAS_OP_T
 	cudaR32F                = 0  // CUDA_R_32F
 	cudaR16F                = 2  // CUDA_R_16F
 	cudaR16BF               = 14 // CUDA_R_16BF
@@ -392,8 +393,14 @@ func (d *Device) Gemm(s device.Stream, g device.GemmSpec) error {
 		}
 		h.sms = g.SMs
 	}
+	// Row-major B [K, N] is column-major [N, K] as it is; B given as
+	// [N, K] (BT) is its transpose.
+	transB := blasOpN
+	if g.BT {
+		transB = blasOpT
+	}
 	call := gemmEx{
-		transA: blasOpN, transB: blasOpN,
+		transA: transB, transB: blasOpN,
 		m: g.N, n: g.M, k: g.K,
 		a: g.B, aType: ty, lda: g.LDB,
 		b: g.A, bType: ty, ldb: g.LDA,

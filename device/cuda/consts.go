@@ -72,6 +72,21 @@ const (
 	abiPrimaryCtx  = 7000  // cuDevicePrimaryCtxRetain
 	abiP2PAttr     = 8000  // cuDeviceGetP2PAttribute
 	abiV11         = 11000 // cuIpcOpenMemHandle_v2, cuDevicePrimaryCtxRelease_v2
+	abiFuncAttr    = 9000  // cuFuncSetAttribute
+	abiTensorMap   = 12000 // cuTensorMapEncodeTiled
 	abiStreamMemOp = 11070 // cuStreamWaitValue32_v2, cuStreamWriteValue32_v2
 	abiElapsedV2   = 12080 // cuEventElapsedTime_v2
+)
+
+// Kernel attributes, tensor maps.
+const (
+	funcAttrNumRegs          = 4        // CU_FUNC_ATTRIBUTE_NUM_REGS
+	funcAttrLocalBytes       = 3        // CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES
+	funcAttrMaxDynamicShared = 8        // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+	defaultSharedLimit       = 48 << 10 // dynamic shared memory a kernel gets without asking
+	tensorMapSize            = 128
+	tensorMapFloat16         = 6 // CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+	tensorMapBFloat16        = 9 // CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+	tensorMapSwizzle128B     = 3 // CU_TENSOR_MAP_SWIZZLE_128B
+	tensorMapL2Promotion256B = 3 // CU_TENSOR_MAP_L2_PROMOTION_L2_256B
 )

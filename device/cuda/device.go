@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/dtype"
 )
 
 // Options configure Open.
@@ -562,7 +563,7 @@ func (d *Device) Prepare(k *device.Kernel) error {
 }
 
 // Launch implements device.Device with cuLaunchKernel: grid×1×1 blocks of
-// k.Block threads, no dynamic shared memory. The kernel's module is
+// k.Block threads, k.Shared bytes of dynamic shared memory. The kernel's module is
 // compiled (or found in the disk cache) and loaded on first use (see
 // Prepare).
 func (d *Device) Launch(s device.Stream, k *device.Kernel, grid int, args ...any) error {
@@ -579,7 +580,7 @@ func (d *Device) Launch(s device.Stream, k *device.Kernel, grid int, args ...any
 	if k.Block <= 0 || k.Block > 1024 {
 		return fmt.Errorf("cuda: %s: kernel %s with %d threads per block: %w", d.name, k.Name, k.Block, device.ErrInvalidArgument)
 	}
-	packed, err := packArgs(k, args)
+	packed, offsets, err := packArgs(k, args, d.encodeTensorMap)
 	if err != nil {
 		return err
 	}
@@ -587,7 +588,7 @@ func (d *Device) Launch(s device.Stream, k *device.Kernel, grid int, args ...any
 	if err != nil {
 		return err
 	}
-	r := d.drv.launchKernel(d.ctx, fn, uint32(grid), uint32(k.Block), 0, st.h, packed)
+	r := d.drv.launchKernel(d.ctx, fn, uint32(grid), uint32(k.Block), uint32(k.Shared), st.h, packed, offsets)
 	return d.check(r, "cuLaunchKernel(%s, grid %d, block %d, %s)", k.Name, grid, k.Block, st.name)
 }
 
@@ -607,4 +608,20 @@ func (d *Device) Close() error {
 		return fmt.Errorf("cuda: close %s: %w", d.name, err)
 	}
 	return nil
+}
+
+// encodeTensorMap encodes m for a kernel parameter (cuTensorMapEncodeTiled):
+// 128-byte swizzle, L2 promotion of 256 bytes, zeros outside the tensor.
+func (d *Device) encodeTensorMap(m device.TensorMap) ([tensorMapSize]byte, error) {
+	if err := m.Check(); err != nil {
+		return [tensorMapSize]byte{}, err
+	}
+	dt := tensorMapBFloat16
+	if m.DType == dtype.F16 {
+		dt = tensorMapFloat16
+	}
+	es := uint64(m.DType.Size())
+	enc, r := d.drv.tensorMapEncodeTiled(dt, m.Base, [2]uint64{uint64(m.Cols), uint64(m.Rows)}, [2]uint64{es, uint64(m.RowBytes)},
+		[2]uint32{uint32(m.BoxCols), uint32(m.BoxRows)}, tensorMapSwizzle128B, tensorMapL2Promotion256B)
+	return enc, d.check(r, "cuTensorMapEncodeTiled([%d, %d] %v at %v, box %dx%d)", m.Rows, m.Cols, m.DType, m.Base, m.BoxRows, m.BoxCols)
 }

@@ -272,12 +272,13 @@ static int call_moduleUnload(void *fn, uintptr_t ctx, uintptr_t module) {
 	HC_CALL(ctx, ((CUresult (*)(CUmodule))fn)((CUmodule)module));
 }
 
-// call_launchKernel copies the argument slots (8 bytes each) into C memory,
-// points kernelParams at them, launches, and frees both: cuLaunchKernel has
-// copied the parameter values by the time it returns.
+// call_launchKernel copies the packed arguments into C memory aligned for
+// any parameter (a CUtensorMap needs 64 bytes), points kernelParams at each
+// one's offset, launches, and frees both: cuLaunchKernel has copied the
+// parameter values by the time it returns.
 static int call_launchKernel(void *fn, uintptr_t ctx, uintptr_t f,
 		unsigned int grid, unsigned int block, unsigned int shared, uintptr_t stream,
-		const unsigned char *args, int nargs) {
+		const unsigned char *args, size_t nbytes, const long long *offsets, int nargs) {
 	void **params = NULL;
 	unsigned char *store = NULL;
 	CUcontext saved;
@@ -285,15 +286,15 @@ static int call_launchKernel(void *fn, uintptr_t ctx, uintptr_t f,
 	int i;
 	if (nargs > 0) {
 		params = (void **)malloc((size_t)nargs * sizeof(void *));
-		store = (unsigned char *)malloc((size_t)nargs * 8);
+		store = (unsigned char *)aligned_alloc(64, (nbytes + 63) / 64 * 64);
 		if (params == NULL || store == NULL) {
 			free(params);
 			free(store);
 			return 2; // CUDA_ERROR_OUT_OF_MEMORY (of the host, here)
 		}
-		memcpy(store, args, (size_t)nargs * 8);
+		memcpy(store, args, nbytes);
 		for (i = 0; i < nargs; i++) {
-			params[i] = store + 8 * (size_t)i;
+			params[i] = store + offsets[i];
 		}
 	}
 	r = hc_enter(ctx, &saved);
@@ -306,6 +307,23 @@ static int call_launchKernel(void *fn, uintptr_t ctx, uintptr_t f,
 	free(params);
 	free(store);
 	return r;
+}
+
+static int call_funcSetAttribute(void *fn, uintptr_t ctx, uintptr_t f, int attr, int value) {
+	HC_CALL(ctx, ((CUresult (*)(CUfunction, int, int))fn)((CUfunction)f, attr, value));
+}
+
+static int call_funcGetAttribute(void *fn, uintptr_t ctx, int *value, int attr, uintptr_t f) {
+	HC_CALL(ctx, ((CUresult (*)(int *, int, CUfunction))fn)(value, attr, (CUfunction)f));
+}
+
+// call_tensorMapEncodeTiled encodes a 2-D tiled tensor map (no context needed).
+static int call_tensorMapEncodeTiled(void *fn, void *map, int dtype, unsigned long long base,
+		const unsigned long long *dims, const unsigned long long *stride, const unsigned int *box,
+		const unsigned int *elemStrides, int swizzle, int l2promo) {
+	return ((CUresult (*)(void *, int, unsigned int, void *, const unsigned long long *, const unsigned long long *,
+			const unsigned int *, const unsigned int *, int, int, int, int))fn)(
+		map, dtype, 2, (void *)(uintptr_t)base, dims, stride, box, elemStrides, 0, swizzle, l2promo, 0);
 }
 */
 import "C"
@@ -342,6 +360,8 @@ type entryPoints struct {
 	streamWaitValue32, streamWriteValue32                                         unsafe.Pointer
 	eventCreate, eventRecord, eventQuery, eventDestroy, eventElapsedTime          unsafe.Pointer
 	moduleLoadData, moduleGetFunction, moduleUnload, launchKernel                 unsafe.Pointer
+	funcSetAttribute, funcGetAttribute                                            unsafe.Pointer
+	tensorMapEncodeTiled                                                          unsafe.Pointer // nil before CUDA 12.0
 }
 
 var _ api = (*cuDriver)(nil)
@@ -431,6 +451,8 @@ func loadCUDA() (*cuDriver, error) {
 		{&c.fn.moduleGetFunction, "cuModuleGetFunction", abiBase, "cuModuleGetFunction"},
 		{&c.fn.moduleUnload, "cuModuleUnload", abiBase, "cuModuleUnload"},
 		{&c.fn.launchKernel, "cuLaunchKernel", abiV4, "cuLaunchKernel"},
+		{&c.fn.funcSetAttribute, "cuFuncSetAttribute", abiFuncAttr, "cuFuncSetAttribute"},
+		{&c.fn.funcGetAttribute, "cuFuncGetAttribute", abiV4, "cuFuncGetAttribute"},
 	}
 	for _, e := range entries {
 		p, err := c.resolve(e.base, e.version, e.export)
@@ -448,6 +470,9 @@ func loadCUDA() (*cuDriver, error) {
 	} else {
 		return nil, err
 	}
+	// Tensor maps (TMA) came with CUDA 12.0; without them only the kernels
+	// that take one are unavailable.
+	c.fn.tensorMapEncodeTiled, _ = c.resolve("cuTensorMapEncodeTiled", abiTensorMap, "cuTensorMapEncodeTiled")
 	C.hc_setContextCalls(c.fn.ctxGetCurrent, c.fn.ctxSetCurrent)
 	return c, nil
 }
@@ -712,14 +737,45 @@ func (c *cuDriver) moduleUnload(ctx, module uintptr) result {
 	return result(C.call_moduleUnload(c.fn.moduleUnload, C.uintptr_t(ctx), C.uintptr_t(module)))
 }
 
-func (c *cuDriver) launchKernel(ctx, f uintptr, grid, block, sharedBytes uint32, stream uintptr, args []byte) result {
-	if len(args)%argSlot != 0 {
-		return cudaErrorInvalidValue
-	}
+func (c *cuDriver) launchKernel(ctx, f uintptr, grid, block, sharedBytes uint32, stream uintptr, args []byte, offsets []int64) result {
 	var p *C.uchar
-	if len(args) > 0 {
+	var o *C.longlong
+	if len(offsets) > 0 {
 		p = (*C.uchar)(unsafe.Pointer(&args[0]))
+		o = (*C.longlong)(unsafe.Pointer(&offsets[0]))
 	}
 	return result(C.call_launchKernel(c.fn.launchKernel, C.uintptr_t(ctx), C.uintptr_t(f), C.uint(grid), C.uint(block),
-		C.uint(sharedBytes), C.uintptr_t(stream), p, C.int(len(args)/argSlot)))
+		C.uint(sharedBytes), C.uintptr_t(stream), p, C.size_t(len(args)), o, C.int(len(offsets))))
+}
+
+func (c *cuDriver) funcSetAttribute(ctx, f uintptr, attr, value int) result {
+	return result(C.call_funcSetAttribute(c.fn.funcSetAttribute, C.uintptr_t(ctx), C.uintptr_t(f), C.int(attr), C.int(value)))
+}
+
+func (c *cuDriver) funcGetAttribute(ctx, f uintptr, attr int) (int, result) {
+	var v C.int
+	r := result(C.call_funcGetAttribute(c.fn.funcGetAttribute, C.uintptr_t(ctx), &v, C.int(attr), C.uintptr_t(f)))
+	return int(v), r
+}
+
+func (c *cuDriver) tensorMapEncodeTiled(dtype int, base device.Ptr, dims, stride [2]uint64, box [2]uint32, swizzle, l2promo int) ([tensorMapSize]byte, result) {
+	var out [tensorMapSize]byte
+	if c.fn.tensorMapEncodeTiled == nil {
+		return out, cudaErrorNotSupported
+	}
+	// The map is written into C memory 64-byte aligned, as the driver
+	// requires, then copied out.
+	m := C.aligned_alloc(64, tensorMapSize)
+	if m == nil {
+		return out, cudaErrorOutOfMemory
+	}
+	defer C.free(m)
+	cdims := [2]C.ulonglong{C.ulonglong(dims[0]), C.ulonglong(dims[1])}
+	cstride := [1]C.ulonglong{C.ulonglong(stride[1])}
+	cbox := [2]C.uint{C.uint(box[0]), C.uint(box[1])}
+	ones := [2]C.uint{1, 1}
+	r := result(C.call_tensorMapEncodeTiled(c.fn.tensorMapEncodeTiled, m, C.int(dtype), C.ulonglong(base),
+		&cdims[0], &cstride[0], &cbox[0], &ones[0], C.int(swizzle), C.int(l2promo)))
+	copy(out[:], unsafe.Slice((*byte)(m), tensorMapSize))
+	return out, r
 }

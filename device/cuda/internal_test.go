@@ -18,9 +18,13 @@ import (
 
 func TestPackArgs(t *testing.T) {
 	k := &device.Kernel{Name: "k"}
-	b, err := packArgs(k, []any{device.Ptr(0x1122334455667788), int32(-2), uint32(7), int64(-3), uint64(1 << 63), float32(2.5)})
+	noMaps := func(device.TensorMap) ([tensorMapSize]byte, error) {
+		return [tensorMapSize]byte{}, errors.New("no tensor map expected")
+	}
+	b, offsets, err := packArgs(k, []any{device.Ptr(0x1122334455667788), int32(-2), uint32(7), int64(-3), uint64(1 << 63), float32(2.5)}, noMaps)
 	require.NoError(t, err)
 	require.Len(t, b, 6*argSlot)
+	require.Equal(t, []int64{0, 8, 16, 24, 32, 40}, offsets)
 	ne := binary.NativeEndian
 	require.Equal(t, uint64(0x1122334455667788), ne.Uint64(b[0:]))
 	require.Equal(t, uint32(0xfffffffe), ne.Uint32(b[8:]))
@@ -30,11 +34,28 @@ func TestPackArgs(t *testing.T) {
 	require.Equal(t, uint64(1<<63), ne.Uint64(b[32:]))
 	require.Equal(t, math.Float32bits(2.5), ne.Uint32(b[40:]))
 
-	b, err = packArgs(k, nil)
+	b, offsets, err = packArgs(k, nil, noMaps)
 	require.NoError(t, err)
 	require.Nil(t, b)
-	_, err = packArgs(k, []any{1})
+	require.Empty(t, offsets)
+	_, _, err = packArgs(k, []any{1}, noMaps)
 	require.ErrorIs(t, err, device.ErrInvalidArgument)
+
+	// A tensor map goes to the next 64-byte boundary, 128 bytes long.
+	var enc [tensorMapSize]byte
+	for i := range enc {
+		enc[i] = byte(i + 1)
+	}
+	m := device.TensorMap{Base: 0x1000}
+	b, offsets, err = packArgs(k, []any{int32(5), m, uint32(9)}, func(got device.TensorMap) ([tensorMapSize]byte, error) {
+		require.Equal(t, m, got)
+		return enc, nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, []int64{0, 64, 192}, offsets)
+	require.Equal(t, enc[:], b[64:192])
+	require.Equal(t, uint32(9), ne.Uint32(b[192:]))
+	require.Len(t, b, 200)
 }
 
 func TestWaitDone(t *testing.T) {

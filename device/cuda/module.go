@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -99,6 +100,14 @@ func (d *Device) function(k *device.Kernel) (uintptr, error) {
 		}
 		m.funcs[k.Name] = fn
 	}
+	if k.Shared > defaultSharedLimit {
+		// Above the default limit a kernel must ask for its dynamic shared
+		// memory first.
+		r := d.drv.funcSetAttribute(d.ctx, fn, funcAttrMaxDynamicShared, k.Shared)
+		if err := d.check(r, "cuFuncSetAttribute(%s, max dynamic shared memory %d)", k.Name, k.Shared); err != nil {
+			return 0, err
+		}
+	}
 	ms.byKernel[k] = kernelEntry{module: k.Module, name: k.Name, fn: fn}
 	return fn, nil
 }
@@ -160,12 +169,16 @@ func (d *Device) loadModule(m *device.Module) (*loadedModule, error) {
 // buildModule gets a CUBIN for m (disk cache, else NVRTC) and loads it with
 // cuModuleLoadData. A cached CUBIN the driver rejects is recompiled once.
 func (d *Device) buildModule(m *device.Module) (uintptr, error) {
+	arch, err := moduleArch(m, d.arch)
+	if err != nil {
+		return 0, err
+	}
 	comp, err := loadNVRTC()
 	if err != nil {
 		return 0, fmt.Errorf("module %s needs compiling: %w", m.Name, err)
 	}
-	opts := compileOptions(d.arch)
-	key := cacheKey(m.Source, d.arch, comp.version(), opts)
+	opts := compileOptions(arch)
+	key := cacheKey(m.Source, arch, comp.version(), opts)
 	if image, ok := d.cache.load(m.Name, key); ok && isCUBIN(image) {
 		h, r := d.drv.moduleLoadData(d.ctx, image)
 		if r == cudaSuccess {
@@ -180,24 +193,43 @@ func (d *Device) buildModule(m *device.Module) (uintptr, error) {
 	}
 	d.mods.compiles.Add(1)
 	h, r := d.drv.moduleLoadData(d.ctx, image)
-	if err := d.check(r, "cuModuleLoadData(%s, %d-byte CUBIN for %s)", m.Name, len(image), d.arch); err != nil {
+	if err := d.check(r, "cuModuleLoadData(%s, %d-byte CUBIN for %s)", m.Name, len(image), arch); err != nil {
 		return 0, err
 	}
 	_ = d.cache.store(m.Name, key, image) // a cache that cannot be written costs a recompile later, nothing more
 	return h, nil
 }
 
+// moduleArch is the architecture m is compiled for on a device of arch
+// devArch: the device's, or the module's own where it names one ("sm_90a"),
+// which only a device of that base architecture ("sm_90") runs.
+func moduleArch(m *device.Module, devArch string) (string, error) {
+	if m.Arch == "" {
+		return devArch, nil
+	}
+	if strings.TrimRight(m.Arch, "af") != devArch {
+		return "", fmt.Errorf("cuda: module %s is written for %s; this device is %s: %w", m.Name, m.Arch, devArch, device.ErrNotSupported)
+	}
+	return m.Arch, nil
+}
+
 var archPattern = regexp.MustCompile(`^sm_[0-9]{2,3}[af]?$`)
 
-// CompileOnly compiles module m for arch ("sm_90") with NVRTC and returns
-// the CUBIN and NVRTC's log. It needs NVRTC but no GPU or driver, and does
-// not use the disk cache: it is for checking that sources compile.
+// CompileOnly compiles module m for arch ("sm_90"; a module written for
+// an architecture of its own is compiled for that one, which must match)
+// with NVRTC and returns the CUBIN and NVRTC's log. It needs NVRTC but no
+// GPU or driver, and does not use the disk cache: it is for checking that
+// sources compile.
 func CompileOnly(m *device.Module, arch string) ([]byte, string, error) {
 	if m == nil {
 		return nil, "", fmt.Errorf("cuda: compile of a nil module: %w", device.ErrInvalidArgument)
 	}
 	if !archPattern.MatchString(arch) {
 		return nil, "", fmt.Errorf("cuda: compile %s: architecture %q is not of the form sm_90: %w", m.Name, arch, device.ErrInvalidArgument)
+	}
+	arch, err := moduleArch(m, strings.TrimRight(arch, "af"))
+	if err != nil {
+		return nil, "", err
 	}
 	comp, err := loadNVRTC()
 	if err != nil {
@@ -208,3 +240,27 @@ func CompileOnly(m *device.Module, arch string) ([]byte, string, error) {
 
 // isCUBIN reports whether b looks like a CUBIN (an ELF image).
 func isCUBIN(b []byte) bool { return bytes.HasPrefix(b, []byte("\x7fELF")) }
+
+// KernelResources is what the compiler gave a kernel: registers per thread
+// and local memory per thread (bytes; spills and arrays the compiler could
+// not keep in registers).
+type KernelResources struct {
+	Registers, LocalBytes int
+}
+
+// Resources loads k (as Prepare does) and reports its resources.
+func (d *Device) Resources(k *device.Kernel) (KernelResources, error) {
+	fn, err := d.function(k)
+	if err != nil {
+		return KernelResources{}, err
+	}
+	regs, r := d.drv.funcGetAttribute(d.ctx, fn, funcAttrNumRegs)
+	if err := d.check(r, "cuFuncGetAttribute(%s, registers)", k.Name); err != nil {
+		return KernelResources{}, err
+	}
+	local, r := d.drv.funcGetAttribute(d.ctx, fn, funcAttrLocalBytes)
+	if err := d.check(r, "cuFuncGetAttribute(%s, local bytes)", k.Name); err != nil {
+		return KernelResources{}, err
+	}
+	return KernelResources{Registers: regs, LocalBytes: local}, nil
+}

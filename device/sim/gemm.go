@@ -64,7 +64,11 @@ func (d *Device) gemm(g device.GemmSpec) error {
 	bf := make([]float32, g.K*g.N)
 	for k := 0; k < g.K; k++ {
 		for j := 0; j < g.N; j++ {
-			bf[k*g.N+j] = load(b, k*g.LDB+j)
+			if g.BT {
+				bf[k*g.N+j] = load(b, j*g.LDB+k)
+			} else {
+				bf[k*g.N+j] = load(b, k*g.LDB+j)
+			}
 		}
 	}
 	workers := min(runtime.GOMAXPROCS(0), g.M)

@@ -34,19 +34,28 @@ func Random(rng *rand.Rand, dt dtype.DType, count int) []byte {
 // only through mismatch).
 func Poison(dt dtype.DType, count int) []byte {
 	b := make([]byte, count*dt.Size())
-	for i := 0; i < count; i++ {
-		switch dt {
-		case dtype.BF16:
-			binary.LittleEndian.PutUint16(b[2*i:], 0x7fc1)
-		case dtype.F16:
-			binary.LittleEndian.PutUint16(b[2*i:], 0x7e01)
-		case dtype.F32:
-			binary.LittleEndian.PutUint32(b[4*i:], 0x7fc00001)
-		case dtype.I32:
-			binary.LittleEndian.PutUint32(b[4*i:], 0xdeadbeef)
-		}
+	w := PoisonWord(dt)
+	for i := 0; i+4 <= len(b); i += 4 {
+		binary.LittleEndian.PutUint32(b[i:], w)
+	}
+	if len(b)%4 != 0 { // an odd count of 16-bit elements
+		binary.LittleEndian.PutUint16(b[len(b)-2:], uint16(w))
 	}
 	return b
+}
+
+// PoisonWord is Poison's pattern as a 32-bit word (two elements of a 16-bit
+// dtype), for filling device memory with Memset32.
+func PoisonWord(dt dtype.DType) uint32 {
+	switch dt {
+	case dtype.BF16:
+		return 0x7fc17fc1
+	case dtype.F16:
+		return 0x7e017e01
+	case dtype.F32:
+		return 0x7fc00001
+	}
+	return 0xdeadbeef
 }
 
 // Expected is the reference result of a reduce-scatter for one rank: rows

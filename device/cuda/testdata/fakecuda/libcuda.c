@@ -79,6 +79,7 @@ typedef struct function {
 	char name[64];
 	int nparams;
 	int sizes[8];
+	int max_shared; // dynamic shared memory allowed (cuFuncSetAttribute)
 } function_t;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -678,6 +679,7 @@ EXPORT CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
 	if (!strstr(mod->text, decl) || strlen(name) >= 64) return NOT_FOUND;
 	function_t *fn = calloc(1, sizeof *fn);
 	fn->mod = mod;
+	fn->max_shared = 48 << 10;
 	strcpy(fn->name, name);
 	if (strcmp(name, "hc_test_args") == 0) {
 		int sizes[] = {8, 4, 4, 8, 8, 4};
@@ -710,7 +712,8 @@ EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, u
 		unsigned shared, void *h, void **params, void **extra) {
 	function_t *fn = f;
 	if (!fn || fn->nparams < 0) return NOT_SUPPORTED;
-	if (gy != 1 || gz != 1 || by != 1 || bz != 1 || shared != 0 || extra != NULL) return INVALID_VALUE;
+	if (gy != 1 || gz != 1 || by != 1 || bz != 1 || extra != NULL) return INVALID_VALUE;
+	if (shared > (unsigned)fn->max_shared) return INVALID_VALUE;
 	if (gx == 0 || bx == 0 || bx > 1024) return INVALID_VALUE;
 	op_t *o = new_op(OP_LAUNCH);
 	o->fn = fn;
@@ -720,6 +723,55 @@ EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, u
 	// 8-byte slot here, as the driver captures them at launch.
 	for (int i = 0; i < fn->nparams; i++) memcpy(o->args + 8 * i, params[i], (size_t)fn->sizes[i]);
 	return enqueue(h, o);
+}
+
+// Kernel attributes: the dynamic shared memory limit (48 KiB until raised,
+// at most the 227 KiB of a Hopper SM), and a register count to report.
+EXPORT CUresult cuFuncSetAttribute(void *f, int attr, int value) {
+	CUresult r = need_ctx();
+	if (r) return r;
+	function_t *fn = f;
+	if (!fn) return INVALID_VALUE;
+	if (attr != 8 || value < 0 || value > 232448) return INVALID_VALUE;
+	fn->max_shared = value;
+	return OK;
+}
+
+EXPORT CUresult cuFuncGetAttribute(int *value, int attr, void *f) {
+	CUresult r = need_ctx();
+	if (r) return r;
+	function_t *fn = f;
+	if (!fn || !value) return INVALID_VALUE;
+	switch (attr) {
+	case 8: *value = fn->max_shared; return OK;
+	case 4: *value = 32; return OK; // registers
+	case 3: *value = 0; return OK;  // local memory
+	}
+	return INVALID_VALUE;
+}
+
+// cuTensorMapEncodeTiled: checks what the driver documents (rank, 16-byte
+// aligned address and strides, box dimensions, enum ranges) and writes the
+// arguments into the map so a test can read them back.
+EXPORT CUresult cuTensorMapEncodeTiled(void *map, int dtype, unsigned rank, void *addr, const unsigned long long *dims,
+		const unsigned long long *strides, const unsigned *box, const unsigned *estrides, int interleave, int swizzle,
+		int l2, int oob) {
+	if (!map || ((uintptr_t)map) % 64 != 0 || rank < 1 || rank > 5 || dtype < 0 || dtype > 12) return INVALID_VALUE;
+	if (((uintptr_t)addr) % 16 != 0 || interleave != 0 || swizzle < 0 || swizzle > 3 || l2 < 0 || l2 > 3 || oob < 0 || oob > 1)
+		return INVALID_VALUE;
+	for (unsigned i = 0; i < rank; i++) {
+		if (dims[i] == 0 || box[i] == 0 || box[i] > 256 || estrides[i] == 0) return INVALID_VALUE;
+		if (i + 1 < rank && strides[i] % 16 != 0) return INVALID_VALUE;
+	}
+	unsigned long long *m = map;
+	memset(map, 0, 128);
+	m[0] = (unsigned long long)(uintptr_t)addr;
+	m[1] = dims[0];
+	m[2] = rank > 1 ? dims[1] : 0;
+	m[3] = rank > 1 ? strides[0] : 0;
+	m[4] = box[0] | ((unsigned long long)(rank > 1 ? box[1] : 0) << 32);
+	m[5] = (unsigned long long)dtype | ((unsigned long long)swizzle << 8) | ((unsigned long long)l2 << 16);
+	return OK;
 }
 
 // cuGetProcAddress_v2: the newest variant whose ABI version is at most the
@@ -777,6 +829,9 @@ static const sym_t table[] = {
 	SYM("cuModuleGetFunction", 2000, cuModuleGetFunction),
 	SYM("cuModuleUnload", 2000, cuModuleUnload),
 	SYM("cuLaunchKernel", 4000, cuLaunchKernel),
+	SYM("cuFuncSetAttribute", 9000, cuFuncSetAttribute),
+	SYM("cuFuncGetAttribute", 2020, cuFuncGetAttribute),
+	SYM("cuTensorMapEncodeTiled", 12000, cuTensorMapEncodeTiled),
 };
 
 EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags, int *status) {

@@ -1,0 +1,324 @@
+// hiercoll's GEMM for Hopper (sm_90a): C = A·B, A [M, K] row-major, B either
+// [N, K] row-major (a torch Linear weight: "nk", K-major) or [K, N]
+// row-major ("kn", N-major), C [M, N] row-major; bf16 or fp16 in and out,
+// fp32 accumulation, C rounded once.
+//
+// Persistent and warp-specialised: one CTA per SM walks the output tiles
+// (128 x 256) in the order the host gives (row tiles in the reduce-scatter's
+// consumption order, grouped for L2 reuse). Warpgroup 0 is the producer: one
+// thread loads A and B tiles (64 deep in K) with TMA into a ring of 4 shared
+// memory stages, each completing on a "full" mbarrier; warpgroups 1 and 2
+// are the consumers: each multiplies its 64 rows of the tile with
+// wgmma.m64n256k16 (fp32 accumulators in registers), releasing each stage
+// on its "empty" mbarrier once its wgmmas are done, then rounds its rows to
+// the dtype and stores them. setmaxnreg moves registers from the producer
+// to the consumers.
+//
+// Signals: after both consumers stored a tile, one thread adds 1 to the
+// counter of every segment (a row range of C) the tile's rows meet, with
+// acquire-release semantics at GPU scope; the tile that completes a
+// segment resets its counter (the next launch on the stream starts after
+// this one ends) and, after a system-scope fence, stores the call's value
+// to the segment's signal word, which the reduce-scatter's copies wait on.
+//
+// Tails need nothing special: TMA fills what lies outside A and B with
+// zeros, and the stores are bounds-checked. TMA needs 16-byte aligned bases
+// and row strides (the host checks).
+//
+// Self-contained for NVRTC (no #include); compiled for sm_90a.
+
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+// CUtensorMap as the driver lays it out: 128 opaque bytes, 64-byte aligned.
+struct __align__(64) hc_tensor_map { u64 opaque[16]; };
+
+#define GM_BM 128
+#define GM_BN 256
+#define GM_BK 64
+#define GM_STAGES 4
+#define GM_A_STAGE (GM_BM * GM_BK * 2)  // 16 KiB
+#define GM_B_STAGE (GM_BN * GM_BK * 2)  // 32 KiB
+#define GM_THREADS 384
+// Dynamic shared memory: the stages, 1 KiB to align them for the 128-byte
+// swizzle, and the barriers.
+#define GM_SMEM (GM_STAGES * (GM_A_STAGE + GM_B_STAGE) + 1024 + 2 * GM_STAGES * 8)
+
+// A segment: rows [r0, r1) of C; need tiles complete it; its signal word.
+struct hc_gemm_segment {
+  int r0, r1;
+  u32 need, pad;
+  u64 signal;
+};
+
+__device__ __forceinline__ u32 gm_smem_addr(const void* p) {
+  u64 a;
+  asm("cvta.to.shared.u64 %0, %1;" : "=l"(a) : "l"(p));
+  return (u32)a;
+}
+
+__device__ __forceinline__ void gm_bar_init(u32 bar, u32 count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void gm_bar_expect(u32 bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void gm_bar_arrive(u32 bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void gm_bar_wait(u32 bar, u32 parity) {
+  u32 done;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+// tma_load copies the box at (c0 inner, c1 outer) of map's tensor into
+// shared memory at dst, completing bytes on bar.
+__device__ __forceinline__ void gm_tma_load(u32 dst, const hc_tensor_map* map, int c0, int c1, u32 bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
+      "l"((u64)map), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
+
+// A shared-memory matrix descriptor for wgmma: start address, leading and
+// stride byte offsets, 128-byte swizzle.
+__device__ __forceinline__ u64 gm_desc(u32 addr, u32 lbo, u32 sbo) {
+  return (u64)((addr & 0x3FFFF) >> 4) | ((u64)((lbo >> 4) & 0x3FFF) << 16) | ((u64)((sbo >> 4) & 0x3FFF) << 32) |
+         (1ull << 62);
+}
+
+__device__ __forceinline__ void gm_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void gm_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void gm_wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+
+// wgmma m64n256k16 with fp32 accumulators d[128] (this thread's share of
+// the 64x256 tile), A and B from shared memory through descriptors; the
+// accumulators are added to unless scale_d is 0; TNSP_B 1 reads B MN-major.
+#define HC_WGMMA_256(TY, d, da, db, scale_d, TNSP_B) \
+  asm volatile( \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n" \
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32." TY "." TY " {" \
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127" \
+      "}, %128, %129, p, 1, 1, 0, %131;\n}\n" \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), \
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), \
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), \
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127]) \
+      : "l"(da), "l"(db), "r"(scale_d), "n"(TNSP_B) \
+      : "memory")
+
+// Rounding of two fp32 values to a packed pair of the dtype: lo first in
+// memory.
+// Each dtype's wgmma and the rounding of two fp32 values to a packed pair
+// (lo first in memory).
+struct GmBF16 {
+  template <int TNSP_B>
+  static __device__ __forceinline__ void mma(float* d, u64 da, u64 db) {
+    HC_WGMMA_256("bf16", d, da, db, 1, TNSP_B);
+  }
+  static __device__ __forceinline__ u32 pack(float lo, float hi) {
+    u32 r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+  }
+};
+struct GmF16 {
+  template <int TNSP_B>
+  static __device__ __forceinline__ void mma(float* d, u64 da, u64 db) {
+    HC_WGMMA_256("f16", d, da, db, 1, TNSP_B);
+  }
+  static __device__ __forceinline__ u32 pack(float lo, float hi) {
+    u32 r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+  }
+};
+
+// gm_tile maps the t-th tile of the walk to its row tile and column tile:
+// row tiles come in order[] (the consumption order), taken group at a time;
+// within a group the column tiles go slowest, so that a wave of CTAs
+// shares both A's and B's tiles in L2.
+__device__ __forceinline__ void gm_tile(int t, const int* order, int row_tiles, int col_tiles, int group, int* rt, int* ct) {
+  const int per_group = group * col_tiles;
+  const int g = t / per_group, in = t - g * per_group;
+  const int rows = min(group, row_tiles - g * group);
+  const int r = g * group + in % rows;
+  *ct = in / rows;
+  *rt = order != 0 ? order[r] : r;
+}
+
+// gm_signal adds the tile of rows [r0, r1) to every segment it meets and
+// raises the segments it completes.
+__device__ __forceinline__ void gm_signal(int r0, int r1, const hc_gemm_segment* segs, int nsegs, u32* counters, u32 value) {
+  __threadfence();
+  for (int s = 0; s < nsegs; s++) {
+    const hc_gemm_segment g = segs[s];
+    if (g.r1 <= r0 || r1 <= g.r0) continue;
+    u32 old;
+    asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;" : "=r"(old) : "l"(counters + s) : "memory");
+    if (old + 1 == g.need) {
+      counters[s] = 0;
+      __threadfence_system();
+      asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(g.signal), "r"(value) : "memory");
+    }
+  }
+}
+
+template <class P, int VEC>
+__device__ __forceinline__ void gm_store(const float* d, u16* C, long long ldc, int M, int N, int row, int col0) {
+#pragma unroll
+  for (int i = 0; i < 32; i++) {
+    const int col = col0 + 8 * i;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const int r = row + 8 * h;
+      const float lo = d[4 * i + 2 * h], hi = d[4 * i + 2 * h + 1];
+      if (r >= M || col >= N) continue;
+      u16* p = C + (long long)r * ldc + col;
+      const u32 v = P::pack(lo, hi);
+      if (VEC && col + 1 < N) {
+        *(u32*)p = v;
+      } else {
+        p[0] = (u16)(v & 0xffff);
+        if (col + 1 < N) p[1] = (u16)(v >> 16);
+      }
+    }
+  }
+}
+
+template <class P, int KN, int VEC>
+__device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tensor_map* tmb, u16* C, int M, int N, int K,
+                                        long long ldc, const int* order, int row_tiles, int group,
+                                        const hc_gemm_segment* segs, int nsegs, u32* counters, u32 value) {
+  extern __shared__ unsigned char gm_smem_raw[];
+  const u32 raw = gm_smem_addr(gm_smem_raw);
+  const u32 base = (raw + 1023) & ~1023u;
+  const u32 sa = base, sb = base + GM_STAGES * GM_A_STAGE;
+  const u32 bars = sb + GM_STAGES * GM_B_STAGE;  // full[GM_STAGES], then empty[GM_STAGES]
+  const int col_tiles = (N + GM_BN - 1) / GM_BN;
+  const int tiles = row_tiles * col_tiles;
+  const int k_tiles = (K + GM_BK - 1) / GM_BK;
+  const int wg = threadIdx.x / 128;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < GM_STAGES; s++) {
+      gm_bar_init(bars + 8 * s, 1);
+      gm_bar_init(bars + 8 * (GM_STAGES + s), 8);  // one arrival per consumer warp
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    // Producer.
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+    if (threadIdx.x == 0) {
+      int it = 0;
+      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        int rt, ct;
+        gm_tile(t, order, row_tiles, col_tiles, group, &rt, &ct);
+        for (int k = 0; k < k_tiles; k++, it++) {
+          const int s = it % GM_STAGES;
+          const u32 phase = (it / GM_STAGES) & 1;
+          const u32 full = bars + 8 * s, empty = bars + 8 * (GM_STAGES + s);
+          gm_bar_wait(empty, phase ^ 1);
+          gm_bar_expect(full, GM_A_STAGE + GM_B_STAGE);
+          gm_tma_load(sa + s * GM_A_STAGE, tma, k * GM_BK, rt * GM_BM, full);
+          if (KN) {
+#pragma unroll
+            for (int j = 0; j < GM_BN / 64; j++) {
+              gm_tma_load(sb + s * GM_B_STAGE + j * (64 * GM_BK * 2), tmb, ct * GM_BN + 64 * j, k * GM_BK, full);
+            }
+          } else {
+            gm_tma_load(sb + s * GM_B_STAGE, tmb, k * GM_BK, ct * GM_BN, full);
+          }
+        }
+      }
+    }
+    return;
+  }
+
+  // Consumers: warpgroup cw computes rows [64·cw, 64·cw + 64) of each tile.
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+  const int cw = wg - 1;
+  const int wt = threadIdx.x % 128, warp = wt / 32, lane = wt % 32;
+  float d[128];
+  int it = 0;
+  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    int rt, ct;
+    gm_tile(t, order, row_tiles, col_tiles, group, &rt, &ct);
+#pragma unroll
+    for (int i = 0; i < 128; i++) d[i] = 0.f;
+    int prev = -1;
+    for (int k = 0; k < k_tiles; k++, it++) {
+      const int s = it % GM_STAGES;
+      gm_bar_wait(bars + 8 * s, (it / GM_STAGES) & 1);
+      gm_wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < GM_BK / 16; ks++) {
+        const u64 da = gm_desc(sa + s * GM_A_STAGE + cw * (64 * 128) + ks * 32, 16, 1024);
+        const u64 db = KN ? gm_desc(sb + s * GM_B_STAGE + ks * (16 * 128), 64 * GM_BK * 2, 1024)
+                          : gm_desc(sb + s * GM_B_STAGE + ks * 32, 16, 1024);
+        P::template mma<KN>(d, da, db);
+      }
+      gm_wgmma_commit();
+      gm_wgmma_wait<1>();
+      if (prev >= 0 && lane == 0) gm_bar_arrive(bars + 8 * (GM_STAGES + prev));
+      prev = s;
+    }
+    gm_wgmma_wait<0>();
+    if (prev >= 0 && lane == 0) gm_bar_arrive(bars + 8 * (GM_STAGES + prev));
+
+    gm_store<P, VEC>(d, C, ldc, M, N, rt * GM_BM + cw * 64 + warp * 16 + lane / 4, ct * GM_BN + 2 * (lane % 4));
+    if (nsegs > 0) {
+      asm volatile("bar.sync 1, 256;" ::: "memory");  // both consumers stored the tile
+      if (threadIdx.x == 128) gm_signal(rt * GM_BM, min(rt * GM_BM + GM_BM, M), segs, nsegs, counters, value);
+    }
+  }
+}
+
+#define HC_GEMM(name, P, KN, VEC)                                                                                     \
+  extern "C" __global__ void __launch_bounds__(GM_THREADS, 1)                                                     \
+      name(const __grid_constant__ hc_tensor_map tma, const __grid_constant__ hc_tensor_map tmb, u16* C, int M,     \
+           int N, int K, long long ldc, const int* order, int row_tiles, int group, const hc_gemm_segment* segs,      \
+           int nsegs, u32* counters, u32 value) {                                                                     \
+    gm_gemm<P, KN, VEC>(&tma, &tmb, C, M, N, K, ldc, order, row_tiles, group, segs, nsegs, counters, value);        \
+  }
+
+HC_GEMM(hc_gemm_bf16_nk, GmBF16, 0, 1)
+HC_GEMM(hc_gemm_bf16_kn, GmBF16, 1, 1)
+HC_GEMM(hc_gemm_fp16_nk, GmF16, 0, 1)
+HC_GEMM(hc_gemm_fp16_kn, GmF16, 1, 1)
+HC_GEMM(hc_gemm_bf16_nk_odd, GmBF16, 0, 0)
+HC_GEMM(hc_gemm_bf16_kn_odd, GmBF16, 1, 0)
+HC_GEMM(hc_gemm_fp16_nk_odd, GmF16, 0, 0)
+HC_GEMM(hc_gemm_fp16_kn_odd, GmF16, 1, 0)

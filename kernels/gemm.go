@@ -1,0 +1,263 @@
+package kernels
+
+import (
+	_ "embed"
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/dtype"
+)
+
+//go:embed cuda/gemm.cu
+var gemmSource string
+
+// GemmModule is the CUDA source of hiercoll's own GEMM: Hopper only (wgmma,
+// TMA, setmaxnreg), so it is compiled for sm_90a.
+var GemmModule = &device.Module{Name: "hiercoll_gemm", Source: gemmSource, Arch: "sm_90a"}
+
+// The GEMM's tile: GemmTileM × GemmTileN outputs per CTA step, GemmTileK
+// deep per pipeline stage.
+const (
+	GemmTileM = 128
+	GemmTileN = 256
+	GemmTileK = 64
+
+	gemmThreads = 384
+	gemmStages  = 4
+	gemmShared  = gemmStages*(GemmTileM*GemmTileK*2+GemmTileN*GemmTileK*2) + 1024 + 2*gemmStages*8
+
+	// DefaultGemmGroup is how many row tiles the walk takes at a time (see
+	// Gemm.Group).
+	DefaultGemmGroup = 8
+)
+
+// BLayout is how B lies in memory.
+type BLayout int
+
+// The layouts of B.
+const (
+	BKN BLayout = iota // [K, N] row-major
+	BNK                // [N, K] row-major: a torch Linear weight
+)
+
+func (l BLayout) String() string {
+	if l == BNK {
+		return "nk"
+	}
+	return "kn"
+}
+
+type gemmKey struct {
+	dt     dtype.DType
+	layout BLayout
+	vec    bool
+}
+
+var gemmKernels = map[gemmKey]*device.Kernel{}
+
+func init() {
+	for _, dt := range []dtype.DType{dtype.BF16, dtype.F16} {
+		for _, layout := range []BLayout{BKN, BNK} {
+			for _, vec := range []bool{true, false} {
+				name := fmt.Sprintf("hc_gemm_%v_%v", dt, layout)
+				if !vec {
+					name += "_odd"
+				}
+				gemmKernels[gemmKey{dt, layout, vec}] = &device.Kernel{
+					Module: GemmModule, Name: name, Block: gemmThreads, Shared: gemmShared, Host: gemmHost(dt, layout),
+				}
+			}
+		}
+	}
+}
+
+// GemmSegment is a row range [R0, R1) of C whose signal word Signal the
+// GEMM sets to Gemm.Value once every tile meeting it is stored.
+type GemmSegment struct {
+	R0, R1 int
+	Signal device.Ptr
+}
+
+// Gemm is one product C = A·B for LaunchGemm: A [M, K] row-major, B [K, N]
+// or [N, K] row-major (Layout), C [M, N] row-major, leading dimensions in
+// elements (0: dense), bf16 or fp16, fp32 accumulation, C rounded once.
+type Gemm struct {
+	M, N, K       int
+	A, B, C       device.Ptr
+	LDA, LDB, LDC int
+	DType         dtype.DType
+	Layout        BLayout
+	// Grid is the CTAs (0: one per SM, at most one per tile).
+	Grid int
+	// Order is a device array of GemmRowTiles(M) int32: the order in which
+	// the walk takes C's row tiles (0: top to bottom). Group is how many
+	// of them it takes at a time, walking their column tiles slowest, so
+	// that a wave of CTAs shares A's and B's tiles in L2 (0: the default).
+	Order device.Ptr
+	Group int
+	// Signals: Segments is a device array of NSegs records as GemmTables
+	// writes them, Counters NSegs words, zero before the first launch (the
+	// GEMM leaves them zero again), Value what completed segments raise.
+	Segments, Counters device.Ptr
+	NSegs              int
+	Value              uint32
+}
+
+// GemmRowTiles is the number of row tiles of an M-row product.
+func GemmRowTiles(m int) int { return (m + GemmTileM - 1) / GemmTileM }
+
+// GemmColTiles is the number of column tiles of an N-column product.
+func GemmColTiles(n int) int { return (n + GemmTileN - 1) / GemmTileN }
+
+// gemmSegmentRecord is the size of one segment record on the device:
+// int32 r0, r1; uint32 need, pad; uint64 signal.
+const gemmSegmentRecord = 24
+
+// GemmTables returns, for an M × N product signalling segs (in the order a
+// consumer takes them), the row-tile order (as int32 bytes, for
+// Gemm.Order: the row tiles of each segment in turn, then any others) and
+// the segment records (for Gemm.Segments).
+func GemmTables(m, n int, segs []GemmSegment) (order, records []byte) {
+	rowTiles, colTiles := GemmRowTiles(m), GemmColTiles(n)
+	seen := make([]bool, rowTiles)
+	add := func(rt int) {
+		if !seen[rt] {
+			seen[rt] = true
+			order = binary.LittleEndian.AppendUint32(order, uint32(rt))
+		}
+	}
+	for _, s := range segs {
+		need := 0
+		for rt := 0; rt < rowTiles; rt++ {
+			if rt*GemmTileM < s.R1 && s.R0 < (rt+1)*GemmTileM {
+				add(rt)
+				need++
+			}
+		}
+		records = binary.LittleEndian.AppendUint32(records, uint32(s.R0))
+		records = binary.LittleEndian.AppendUint32(records, uint32(s.R1))
+		records = binary.LittleEndian.AppendUint32(records, uint32(need*colTiles))
+		records = binary.LittleEndian.AppendUint32(records, 0)
+		records = binary.LittleEndian.AppendUint64(records, uint64(s.Signal))
+	}
+	for rt := 0; rt < rowTiles; rt++ {
+		add(rt)
+	}
+	return order, records
+}
+
+func (g Gemm) dense() Gemm {
+	if g.LDA == 0 {
+		g.LDA = g.K
+	}
+	if g.LDB == 0 {
+		g.LDB = g.N
+		if g.Layout == BNK {
+			g.LDB = g.K
+		}
+	}
+	if g.LDC == 0 {
+		g.LDC = g.N
+	}
+	if g.Group <= 0 {
+		g.Group = DefaultGemmGroup
+	}
+	return g
+}
+
+// maps are the tensor maps of A and B: the kernel loads A in 128 × 64
+// boxes, B in 256 × 64 ([N, K]) or 64 × 64 ([K, N]) boxes.
+func (g Gemm) maps() (a, b device.TensorMap) {
+	es := int64(g.DType.Size())
+	a = device.TensorMap{Base: g.A, DType: g.DType, Cols: int64(g.K), Rows: int64(g.M), RowBytes: int64(g.LDA) * es,
+		BoxCols: GemmTileK, BoxRows: GemmTileM}
+	b = device.TensorMap{Base: g.B, DType: g.DType, Cols: int64(g.K), Rows: int64(g.N), RowBytes: int64(g.LDB) * es,
+		BoxCols: GemmTileK, BoxRows: GemmTileN}
+	if g.Layout == BKN {
+		b = device.TensorMap{Base: g.B, DType: g.DType, Cols: int64(g.N), Rows: int64(g.K), RowBytes: int64(g.LDB) * es,
+			BoxCols: 64, BoxRows: GemmTileK}
+	}
+	return a, b
+}
+
+// Check reports whether LaunchGemm can run g: the sizes, the dtype, and
+// what TMA needs of A and B (16-byte aligned bases and row strides: K and,
+// for [K, N], N multiples of 8 when dense); it wraps ErrNotSupported for
+// what only this GEMM cannot do (a caller then uses another).
+func (g Gemm) Check() error {
+	g = g.dense()
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("kernels: gemm %dx%dx%d: %s: %w", g.M, g.N, g.K, fmt.Sprintf(format, args...), device.ErrInvalidArgument)
+	}
+	switch {
+	case g.M <= 0 || g.N <= 0 || g.K <= 0 || g.M > math.MaxInt32 || g.N > math.MaxInt32 || g.K > math.MaxInt32:
+		return bad("sizes must be positive 32-bit integers")
+	case g.A == 0 || g.B == 0 || g.C == 0:
+		return bad("nil matrix pointer")
+	case g.LDA < g.K || g.LDC < g.N || (g.Layout == BNK && g.LDB < g.K) || (g.Layout == BKN && g.LDB < g.N):
+		return bad("leading dimensions shorter than the rows")
+	case g.Layout != BKN && g.Layout != BNK:
+		return bad("unknown layout %d", g.Layout)
+	case g.NSegs < 0 || (g.NSegs > 0 && (g.Segments == 0 || g.Counters == 0)):
+		return bad("%d segments without their tables", g.NSegs)
+	case g.Grid < 0:
+		return bad("negative grid")
+	}
+	if _, ok := gemmKernels[gemmKey{g.DType, g.Layout, true}]; !ok {
+		return fmt.Errorf("kernels: gemm of %v: only bf16 and fp16: %w", g.DType, device.ErrNotSupported)
+	}
+	a, b := g.maps()
+	if err := a.Check(); err != nil {
+		return fmt.Errorf("kernels: gemm: A: %w", err)
+	}
+	if err := b.Check(); err != nil {
+		return fmt.Errorf("kernels: gemm: B: %w", err)
+	}
+	return nil
+}
+
+// LaunchGemm enqueues g on s (checked first; see Gemm.Check).
+func LaunchGemm(dev device.Device, s device.Stream, g Gemm) error {
+	if err := g.Check(); err != nil {
+		return err
+	}
+	g = g.dense()
+	vec := g.LDC%2 == 0 && uint64(g.C)%4 == 0
+	k := gemmKernels[gemmKey{g.DType, g.Layout, vec}]
+	tiles := GemmRowTiles(g.M) * GemmColTiles(g.N)
+	grid := g.Grid
+	if grid == 0 {
+		grid = dev.Info().SMs
+	}
+	grid = max(1, min(grid, tiles))
+	a, b := g.maps()
+	return dev.Launch(s, k, grid, a, b, g.C, int32(g.M), int32(g.N), int32(g.K), int64(g.LDC), g.Order,
+		int32(GemmRowTiles(g.M)), int32(g.Group), g.Segments, int32(g.NSegs), g.Counters, g.Value)
+}
+
+// PrepareGemm loads the GEMM's kernels for dt on dev (see Prepare).
+func PrepareGemm(dev device.Device, dt dtype.DType) error {
+	for _, layout := range []BLayout{BKN, BNK} {
+		for _, vec := range []bool{true, false} {
+			k, ok := gemmKernels[gemmKey{dt, layout, vec}]
+			if !ok {
+				return fmt.Errorf("kernels: no GEMM for %v: %w", dt, device.ErrNotSupported)
+			}
+			if err := dev.Prepare(k); err != nil {
+				return fmt.Errorf("kernels: preparing %s: %w", k.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// GemmKernels lists the GEMM's kernels (for checks of every variant).
+func GemmKernels() []*device.Kernel {
+	var ks []*device.Kernel
+	for _, k := range gemmKernels {
+		ks = append(ks, k)
+	}
+	return ks
+}

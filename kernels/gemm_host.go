@@ -1,0 +1,175 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/dtype"
+)
+
+// gemmArgs are the GEMM kernel's arguments, in LaunchGemm's order.
+type gemmArgs struct {
+	a, b            device.TensorMap
+	c               device.Ptr
+	m, n, k         int
+	ldc             int64
+	order           device.Ptr
+	rowTiles, group int
+	segments        device.Ptr
+	nsegs           int
+	counters        device.Ptr
+	value           uint32
+}
+
+func decodeGemmArgs(args []any) (gemmArgs, error) {
+	var g gemmArgs
+	bad := fmt.Errorf("gemm arguments %v: %w", args, device.ErrInvalidArgument)
+	if len(args) != 14 {
+		return g, bad
+	}
+	var ok [14]bool
+	g.a, ok[0] = args[0].(device.TensorMap)
+	g.b, ok[1] = args[1].(device.TensorMap)
+	g.c, ok[2] = args[2].(device.Ptr)
+	var m, n, k, rowTiles, group, nsegs int32
+	m, ok[3] = args[3].(int32)
+	n, ok[4] = args[4].(int32)
+	k, ok[5] = args[5].(int32)
+	g.ldc, ok[6] = args[6].(int64)
+	g.order, ok[7] = args[7].(device.Ptr)
+	rowTiles, ok[8] = args[8].(int32)
+	group, ok[9] = args[9].(int32)
+	g.segments, ok[10] = args[10].(device.Ptr)
+	nsegs, ok[11] = args[11].(int32)
+	g.counters, ok[12] = args[12].(device.Ptr)
+	g.value, ok[13] = args[13].(uint32)
+	for _, o := range ok {
+		if !o {
+			return g, bad
+		}
+	}
+	g.m, g.n, g.k, g.rowTiles, g.group, g.nsegs = int(m), int(n), int(k), int(rowTiles), int(group), int(nsegs)
+	if g.m <= 0 || g.n <= 0 || g.k <= 0 || g.group <= 0 || g.rowTiles != GemmRowTiles(g.m) || g.nsegs < 0 {
+		return g, bad
+	}
+	return g, nil
+}
+
+// gemmHost is the GEMM's Go twin: the tiles in the kernel's walk, each
+// accumulated in fp32 and rounded once, each followed by its segments'
+// counting and signals, as one CTA would do them.
+func gemmHost(dt dtype.DType, layout BLayout) device.HostFunc {
+	return func(mem device.HostMemory, grid int, args []any) error {
+		g, err := decodeGemmArgs(args)
+		if err != nil {
+			return err
+		}
+		var order []byte
+		if g.order != 0 {
+			if order, err = mem.Bytes(g.order, int64(4*g.rowTiles)); err != nil {
+				return fmt.Errorf("gemm row-tile order: %w", err)
+			}
+		}
+		var segs []byte
+		if g.nsegs > 0 {
+			if segs, err = mem.Bytes(g.segments, int64(gemmSegmentRecord*g.nsegs)); err != nil {
+				return fmt.Errorf("gemm segments: %w", err)
+			}
+		}
+		colTiles := GemmColTiles(g.n)
+		for t := 0; t < g.rowTiles*colTiles; t++ {
+			rt, ct := gemmTile(t, order, g.rowTiles, colTiles, g.group)
+			if err := g.tile(mem, dt, layout, rt, ct); err != nil {
+				return err
+			}
+			if err := g.signal(mem, segs, rt); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// gemmTile is the kernel's gm_tile: the walk's t-th tile.
+func gemmTile(t int, order []byte, rowTiles, colTiles, group int) (rt, ct int) {
+	perGroup := group * colTiles
+	gi, in := t/perGroup, t%perGroup
+	rows := min(group, rowTiles-gi*group)
+	r := gi*group + in%rows
+	ct = in / rows
+	rt = r
+	if order != nil {
+		rt = int(binary.LittleEndian.Uint32(order[4*r:]))
+	}
+	return rt, ct
+}
+
+// tile computes output tile (rt, ct).
+func (g gemmArgs) tile(mem device.HostMemory, dt dtype.DType, layout BLayout, rt, ct int) error {
+	es := int64(dt.Size())
+	r0, r1 := rt*GemmTileM, min((rt+1)*GemmTileM, g.m)
+	c0, c1 := ct*GemmTileN, min((ct+1)*GemmTileN, g.n)
+	if r0 >= r1 || c0 >= c1 {
+		return nil
+	}
+	a, err := mem.Bytes(g.a.Base.Add(int64(r0)*g.a.RowBytes), int64(r1-r0-1)*g.a.RowBytes+int64(g.k)*es)
+	if err != nil {
+		return fmt.Errorf("gemm A: %w", err)
+	}
+	b, err := mem.Bytes(g.b.Base, (g.b.Rows-1)*g.b.RowBytes+g.b.Cols*es)
+	if err != nil {
+		return fmt.Errorf("gemm B: %w", err)
+	}
+	c, err := mem.Bytes(g.c.Add(int64(r0)*g.ldc*es), (int64(r1-r0-1)*g.ldc+int64(c1))*es)
+	if err != nil {
+		return fmt.Errorf("gemm C: %w", err)
+	}
+	aStride, bStride := int(g.a.RowBytes/es), int(g.b.RowBytes/es)
+	bAt := func(kk, j int) float32 { return float32(dt.Get(b, kk*bStride+j)) }
+	if layout == BNK {
+		bAt = func(kk, j int) float32 { return float32(dt.Get(b, j*bStride+kk)) }
+	}
+	for i := 0; i < r1-r0; i++ {
+		for j := c0; j < c1; j++ {
+			var acc float32
+			for kk := 0; kk < g.k; kk++ {
+				acc += float32(dt.Get(a, i*aStride+kk)) * bAt(kk, j)
+			}
+			dt.Put(c, i*int(g.ldc)+j, float64(acc))
+		}
+	}
+	return nil
+}
+
+// signal counts row tile rt in every segment it meets and raises the
+// segments it completes, resetting their counters.
+func (g gemmArgs) signal(mem device.HostMemory, segs []byte, rt int) error {
+	r0, r1 := rt*GemmTileM, min((rt+1)*GemmTileM, g.m)
+	for s := 0; s < g.nsegs; s++ {
+		rec := segs[gemmSegmentRecord*s:]
+		sr0, sr1 := int(int32(binary.LittleEndian.Uint32(rec))), int(int32(binary.LittleEndian.Uint32(rec[4:])))
+		need := binary.LittleEndian.Uint32(rec[8:])
+		if sr1 <= r0 || r1 <= sr0 {
+			continue
+		}
+		counter := g.counters.Add(int64(4 * s))
+		word, err := mem.Bytes(counter, 4)
+		if err != nil {
+			return fmt.Errorf("gemm counter %d: %w", s, err)
+		}
+		n := binary.LittleEndian.Uint32(word) + 1
+		if n == need {
+			n = 0
+		}
+		if err := mem.Store32(counter, n); err != nil {
+			return err
+		}
+		if n == 0 {
+			if err := mem.Store32(device.Ptr(binary.LittleEndian.Uint64(rec[16:])), g.value); err != nil {
+				return fmt.Errorf("gemm signal of segment %d: %w", s, err)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,184 @@
+package kernels_test
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/device/sim"
+	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internal/check"
+	"github.com/seed12530e24/hiercoll/kernels"
+)
+
+// gemmRig is a simulated device with A, B and C of one product, filled
+// with random values (C poisoned).
+type gemmRig struct {
+	dev  *sim.Device
+	s    device.Stream
+	g    kernels.Gemm
+	a, b []byte
+	ldb  int
+}
+
+func newGemmRig(t *testing.T, dt dtype.DType, layout kernels.BLayout, m, n, k int) *gemmRig {
+	t.Helper()
+	dev := sim.New(sim.NewHost("gemm"), 0, sim.Options{WaitTimeout: 5 * time.Second})
+	t.Cleanup(func() { require.NoError(t, dev.Close()) })
+	s, err := dev.NewStream(device.Normal)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	rng := newRNG(t)
+	alloc := func(data []byte) device.Ptr {
+		p, err := dev.Alloc(int64(len(data)))
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, dev.Free(p)) })
+		require.NoError(t, dev.CopyToDevice(p, data))
+		return p
+	}
+	r := &gemmRig{dev: dev, s: s, a: check.Random(rng, dt, m*k), b: check.Random(rng, dt, k*n)}
+	r.g = kernels.Gemm{M: m, N: n, K: k, DType: dt, Layout: layout,
+		A: alloc(r.a), B: alloc(r.b), C: alloc(check.Poison(dt, m*n))}
+	r.ldb = n
+	if layout == kernels.BNK {
+		r.ldb = k
+	}
+	return r
+}
+
+// b is element (kk, j) of the logical [K, N] B.
+func (r *gemmRig) bAt(kk, j int) float64 {
+	if r.g.Layout == kernels.BNK {
+		return r.g.DType.Get(r.b, j*r.ldb+kk)
+	}
+	return r.g.DType.Get(r.b, kk*r.ldb+j)
+}
+
+// check compares C with the fp64 product: each element within the bound
+// of fp32 accumulation of K products and one rounding to the dtype.
+func (r *gemmRig) check(t *testing.T) {
+	t.Helper()
+	g, dt := r.g, r.g.DType
+	got := make([]byte, g.M*g.N*dt.Size())
+	require.NoError(t, r.dev.CopyToHost(got, g.C))
+	for i := 0; i < g.M; i++ {
+		for j := 0; j < g.N; j++ {
+			exact, abs := 0.0, 0.0
+			for kk := 0; kk < g.K; kk++ {
+				p := dt.Get(r.a, i*g.K+kk) * r.bAt(kk, j)
+				exact += p
+				abs += math.Abs(p)
+			}
+			v := dt.Get(got, i*g.N+j)
+			tol := (dt.UnitRoundoff()+float64(g.K)/(1<<24))*abs + 1.0/(1<<24)
+			require.False(t, math.IsNaN(v), "C[%d, %d] was never written", i, j)
+			require.LessOrEqual(t, math.Abs(v-exact), tol, "C[%d, %d] = %g, want %g", i, j, v, exact)
+		}
+	}
+}
+
+// The twin computes every element of every shape, tails included (M, N, K
+// not multiples of the tile, K below one tile, one row), for both layouts
+// of B and both dtypes.
+func TestGemmTwinMatchesReference(t *testing.T) {
+	for _, dt := range []dtype.DType{dtype.BF16, dtype.F16} {
+		for _, layout := range []kernels.BLayout{kernels.BKN, kernels.BNK} {
+			for _, sh := range []struct{ m, n, k int }{{1, 8, 8}, {130, 264, 72}, {257, 16, 8}, {64, 520, 136}} {
+				t.Run(fmt.Sprintf("%v/%v/%dx%dx%d", dt, layout, sh.m, sh.n, sh.k), func(t *testing.T) {
+					r := newGemmRig(t, dt, layout, sh.m, sh.n, sh.k)
+					require.NoError(t, kernels.LaunchGemm(r.dev, r.s, r.g))
+					require.NoError(t, r.s.Synchronize(context.Background()))
+					r.check(t)
+				})
+			}
+		}
+	}
+}
+
+// Segments are raised once every tile meeting them is stored, with the
+// call's value, their counters left at zero for the next launch; a
+// segment's signal is not raised before its rows are in C.
+func TestGemmSignalsSegments(t *testing.T) {
+	const dt = dtype.BF16
+	m, n, k := 300, 520, 64 // 3 row tiles, 3 column tiles
+	r := newGemmRig(t, dt, kernels.BNK, m, n, k)
+	// Segments in a consumer's order: rows 200..300 first, then 0..150
+	// (two row tiles), then 150..200 (inside row tile 1).
+	segs := []kernels.GemmSegment{{R0: 200, R1: 300}, {R0: 0, R1: 150}, {R0: 150, R1: 200}}
+	words, err := r.dev.Alloc(int64(4 * len(segs)))
+	require.NoError(t, err)
+	defer r.dev.Free(words)
+	require.NoError(t, r.dev.CopyToDevice(words, make([]byte, 4*len(segs))))
+	for i := range segs {
+		segs[i].Signal = words.Add(int64(4 * i))
+	}
+	order, records := kernels.GemmTables(m, n, segs)
+	require.Equal(t, []uint32{1, 2, 0}, u32s(order), "row tiles of rows 200..300 (1, 2), then 0..150 (0; 1 taken)")
+	need := func(i int) uint32 { return binary.LittleEndian.Uint32(records[24*i+8:]) }
+	require.Equal(t, []uint32{2 * 3, 2 * 3, 1 * 3}, []uint32{need(0), need(1), need(2)})
+	tables := func(data []byte) device.Ptr {
+		p, err := r.dev.Alloc(int64(len(data)))
+		require.NoError(t, err)
+		require.NoError(t, r.dev.CopyToDevice(p, data))
+		t.Cleanup(func() { require.NoError(t, r.dev.Free(p)) })
+		return p
+	}
+	r.g.Order, r.g.Segments, r.g.Counters, r.g.NSegs = tables(order), tables(records), tables(make([]byte, 12)), len(segs)
+	for call := uint32(7); call < 10; call++ {
+		r.g.Value = call
+		require.NoError(t, kernels.LaunchGemm(r.dev, r.s, r.g))
+		// The scatter's view: wait for each segment's word, then its rows
+		// must be complete.
+		for i := range segs {
+			require.NoError(t, r.dev.WaitValue32(r.s, device.Word{Addr: segs[i].Signal, Label: "segment"}, device.GEQ, call))
+		}
+		require.NoError(t, r.s.Synchronize(context.Background()))
+		r.check(t)
+		got := make([]byte, 12)
+		require.NoError(t, r.dev.CopyToHost(got, r.g.Counters))
+		require.Equal(t, []uint32{0, 0, 0}, u32s(got), "counters back at zero")
+		require.NoError(t, r.dev.CopyToHost(got, words))
+		require.Equal(t, []uint32{call, call, call}, u32s(got))
+		require.NoError(t, r.dev.CopyToDevice(r.g.C, check.Poison(dt, m*n)))
+	}
+}
+
+func u32s(b []byte) []uint32 {
+	out := make([]uint32, len(b)/4)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint32(b[4*i:])
+	}
+	return out
+}
+
+// What TMA cannot describe is refused as not supported (a caller falls
+// back to another GEMM): rows not 16-byte aligned, fp32; bad arguments are
+// invalid.
+func TestGemmCheck(t *testing.T) {
+	ok := kernels.Gemm{M: 8, N: 16, K: 16, A: 0x1000, B: 0x2000, C: 0x3000, DType: dtype.BF16}
+	require.NoError(t, ok.Check())
+	for name, c := range map[string]struct {
+		g    kernels.Gemm
+		want error
+	}{
+		"K not a multiple of 8":     {func() kernels.Gemm { g := ok; g.K = 12; return g }(), device.ErrNotSupported},
+		"N not a multiple of 8, kn": {func() kernels.Gemm { g := ok; g.N = 12; return g }(), device.ErrNotSupported},
+		"fp32":                      {func() kernels.Gemm { g := ok; g.DType = dtype.F32; return g }(), device.ErrNotSupported},
+		"unaligned A":               {func() kernels.Gemm { g := ok; g.A = 0x1008; return g }(), device.ErrNotSupported},
+		"zero M":                    {func() kernels.Gemm { g := ok; g.M = 0; return g }(), device.ErrInvalidArgument},
+		"nil C":                     {func() kernels.Gemm { g := ok; g.C = 0; return g }(), device.ErrInvalidArgument},
+		"segments without tables":   {func() kernels.Gemm { g := ok; g.NSegs = 2; return g }(), device.ErrInvalidArgument},
+	} {
+		require.ErrorIs(t, c.g.Check(), c.want, name)
+	}
+	// [N, K] with N not a multiple of 8 is fine: only K strides B's rows.
+	nk := ok
+	nk.Layout, nk.N = kernels.BNK, 12
+	require.NoError(t, nk.Check())
+}
