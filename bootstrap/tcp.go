@@ -107,6 +107,9 @@ func (e *Error) Error() string {
 	// A context deadline says no more than "timed out" does.
 	if e.Cause != nil && !(e.Err == hcerr.ErrTimeout && errors.Is(e.Cause, context.DeadlineExceeded)) {
 		s += ": " + e.Cause.Error()
+		if errors.Is(e.Cause, e.Err) {
+			return s // it named the sentinel already
+		}
 	}
 	return s + ": " + e.Err.Error()
 }
@@ -292,7 +295,7 @@ func join(ctx context.Context, cfg TCPConfig, addr string, deadline time.Time, b
 func (c *tcpComm) connect(ctx context.Context, deadline time.Time, budget time.Duration) (net.Conn, *session, error) {
 	const op = "rendezvous"
 	backoff := 10 * time.Millisecond
-	var lastErr error
+	var lastErr, noFile error // noFile: the server answered, the secret file was not there
 	for {
 		dialCtx, cancel := context.WithDeadline(ctx, deadline)
 		conn, err := (&net.Dialer{}).DialContext(dialCtx, "tcp", c.addr)
@@ -310,6 +313,9 @@ func (c *tcpComm) connect(ctx context.Context, deadline time.Time, budget time.D
 			}
 		}
 		lastErr = err
+		if errors.Is(err, fs.ErrNotExist) {
+			noFile = err
+		}
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, nil, &Error{Rank: c.rank, Op: op, Err: ctx.Err(),
 				Reason: fmt.Sprintf("cancelled while connecting to rank 0's server at %s", c.addr)}
@@ -317,7 +323,8 @@ func (c *tcpComm) connect(ctx context.Context, deadline time.Time, budget time.D
 		wait := min(backoff, time.Until(deadline))
 		if wait <= 0 {
 			reason := fmt.Sprintf("rank 0's server at %s did not answer within %v", c.addr, roundDur(budget))
-			if errors.Is(lastErr, fs.ErrNotExist) {
+			if noFile != nil {
+				lastErr = noFile
 				reason = fmt.Sprintf("the server at %s answered, but rank 0's secret file %s did not appear within %v "+
 					"(rank 0 writes it when it runs on this host; ranks on several hosts need %s)", c.addr, c.tokenFile, roundDur(budget), EnvToken)
 			}
