@@ -154,7 +154,7 @@ func dialTCP(ctx context.Context, cfg TCPConfig, ln net.Listener) (*tcpComm, err
 	}
 	cfg, err := cfg.check()
 	if err != nil {
-		if ln != nil && cfg.Rank == 0 {
+		if ln != nil {
 			ln.Close()
 		}
 		return nil, err
