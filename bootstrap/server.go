@@ -214,18 +214,23 @@ func (s *server) serveConn(conn net.Conn) {
 	}
 	defer close(m.readerDone)
 	conn.SetReadDeadline(time.Time{}) // a member may idle between collectives as long as it likes
-	limit := max(9+MaxBlob, reportLimit(s.size))
-	for {
-		t, body, err := readTagged(conn, limit, m.sess)
-		if err != nil {
-			s.lost(m, err, errors.Is(err, errForged))
-			return
-		}
-		if err := s.handle(m, t, body); err != nil {
-			s.lost(m, err, true)
-			return
-		}
+	for s.serveFrame(m, conn) {
 	}
+}
+
+// serveFrame reads and handles one frame of an admitted member. It returns
+// false when the member is gone: its connection ended or it was cut off.
+func (s *server) serveFrame(m *member, r io.Reader) bool {
+	t, body, err := readTagged(r, max(9+MaxBlob, reportLimit(s.size)), m.sess)
+	if err != nil {
+		s.lost(m, err, errors.Is(err, errForged))
+		return false
+	}
+	if err := s.handle(m, t, body); err != nil {
+		s.lost(m, err, true)
+		return false
+	}
+	return true
 }
 
 // handshakeConn runs the server's side of the handshake. It returns the
