@@ -243,6 +243,7 @@ type tcpComm struct {
 	timeout                          time.Duration
 	addr                             string
 	token, tokenFile                 string // the job's secret, or where to read it
+	secretRead                       bool   // the secret file was there at some attempt
 
 	conn       net.Conn
 	sess       *session // tags what it sends (under writeMu) and checks what it reads (in readLoop)
@@ -323,7 +324,7 @@ func (c *tcpComm) connect(ctx context.Context, deadline time.Time, budget time.D
 		wait := min(backoff, time.Until(deadline))
 		if wait <= 0 {
 			reason := fmt.Sprintf("rank 0's server at %s did not answer within %v", c.addr, roundDur(budget))
-			if noFile != nil {
+			if noFile != nil && !c.secretRead {
 				lastErr = noFile
 				reason = fmt.Sprintf("the server at %s answered, but rank 0's secret file %s did not appear within %v "+
 					"(rank 0 writes it when it runs on this host; ranks on several hosts need %s)", c.addr, c.tokenFile, roundDur(budget), EnvToken)
@@ -376,6 +377,7 @@ func (c *tcpComm) handshake(ctx context.Context, conn net.Conn, deadline time.Ti
 			return nil, &Error{Rank: c.rank, Op: op, Err: hcerr.ErrInvalidArgument, Cause: err,
 				Reason: fmt.Sprintf("cannot read the job's secret from %s", c.tokenFile)}, nil
 		}
+		c.secretRead = true
 	}
 	h := hello{rank: c.rank, size: c.size, localRank: c.localRank, localSize: c.localSize, nonce: make([]byte, nonceSize)}
 	rand.Read(h.nonce)
