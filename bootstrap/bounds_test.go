@@ -78,7 +78,7 @@ func serverUse(s *server) usage {
 }
 
 // TestTCPMemberOpeningRoundsIsCutOff: an admitted rank that opens collective
-// after collective without waiting for their results (issue 19: the server's
+// after collective without waiting for the others (issue 19: the server's
 // heap grew 151 MiB in 150 frames) is cut off at its second open one, with an
 // error naming it; the other ranks fail cleanly, and the server never holds
 // more than one contribution of it.
@@ -99,6 +99,10 @@ func TestTCPMemberOpeningRoundsIsCutOff(t *testing.T) {
 		}
 		flooded <- sent
 	}()
+	// The others come late: had they kept pace, each of rank 2's
+	// contributions would have completed a collective, and it would never
+	// have been more than one ahead.
+	waitFailed(t, comms[0].srv)
 	errs := onRanks([]int{0, 1}, func(r int) error {
 		for range 3 {
 			if _, err := comms[r].AllGather(context.Background(), []byte{byte(r)}); err != nil {
