@@ -5,21 +5,28 @@
 //
 // Two implementations:
 //   - Local: an in-process world of goroutine ranks (tests, the CPU demo).
-//   - TCP: one OS process per rank, configured from the torchrun variables
-//     (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
-//     MASTER_PORT); rank 0 serves a small rendezvous that checks a per-job
-//     token, bounds message sizes and times out.
+//   - TCP: one OS process per rank. Rank 0 serves a small rendezvous that
+//     authenticates every connection, bounds what each may make it hold and
+//     times out. FromEnv configures it from the torchrun variables (RANK,
+//     WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT);
+//     DialStore through a key-value store the job already shares (torch's).
 //
 // The TCP rendezvous is a star: every rank, rank 0 included, holds one
 // connection to the server in rank 0's process; a collective sends the rank's
-// blob up and gets every rank's blob back. The server listens on
-// HIERCOLL_PORT, else MASTER_PORT+1 (torchrun and torch.distributed already
-// own MASTER_PORT). Each rank proves it holds the job's token; without
-// HIERCOLL_TOKEN the token is derived from the job's public variables, which
-// keeps jobs apart but is no secret, so give a real secret through
-// HIERCOLL_TOKEN on a shared network. Every wait is bounded by the context or
-// TCPConfig.Timeout, and a rank that never arrives or drops out is named in
-// the error.
+// blob up and gets every rank's blob back. Under FromEnv the server listens
+// on HIERCOLL_PORT, else MASTER_PORT+1 (torchrun and torch.distributed
+// already own MASTER_PORT); under DialStore on a port the kernel picks, which
+// rank 0 publishes in the store.
+//
+// Every rank and the server prove to each other that they hold the job's
+// secret, and every later frame is authenticated (see wire.go), so neither a
+// stranger joining nor a process squatting on the port can take part. The
+// secret comes from HIERCOLL_TOKEN (`hiercoll launch` sets a random one), from
+// a private file rank 0 writes for a job on one host, or from the store; a
+// job across hosts without one is refused unless HIERCOLL_INSECURE_TOKEN=1
+// accepts a token anyone can compute (see EnvConfig). Every wait is bounded
+// by the context or TCPConfig.Timeout, and a rank that never arrives, drops
+// out or misbehaves is named in the error.
 //
 // Ranks are numbered node-major: rank = node*LocalSize + localRank.
 package bootstrap

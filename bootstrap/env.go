@@ -2,8 +2,6 @@ package bootstrap
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
@@ -22,11 +20,12 @@ const (
 	EnvLocalWorldSize = "LOCAL_WORLD_SIZE"
 	EnvMasterAddr     = "MASTER_ADDR"
 	EnvMasterPort     = "MASTER_PORT"
-	EnvRunID          = "TORCHELASTIC_RUN_ID" // optional; mixed into the derived token
+	EnvRunID          = "TORCHELASTIC_RUN_ID" // optional; names the job's secret file and the insecure token
 
-	EnvPort    = "HIERCOLL_PORT"    // rendezvous port; default MASTER_PORT+1
-	EnvToken   = "HIERCOLL_TOKEN"   // per-job secret; default derived from the job's variables
-	EnvTimeout = "HIERCOLL_TIMEOUT" // Go duration ("90s"); default DefaultTimeout
+	EnvPort          = "HIERCOLL_PORT"           // rendezvous port; default MASTER_PORT+1
+	EnvToken         = "HIERCOLL_TOKEN"          // per-job secret, the same on every rank (see EnvConfig)
+	EnvInsecureToken = "HIERCOLL_INSECURE_TOKEN" // "1": accept a token derived from the job's public variables
+	EnvTimeout       = "HIERCOLL_TIMEOUT"        // Go duration ("90s"); default DefaultTimeout
 )
 
 // EnvPresent reports whether this process was started by a torchrun-style
@@ -37,27 +36,55 @@ func EnvPresent() bool {
 }
 
 // FromEnv joins the multi-process world described by the environment (see
-// EnvConfig).
+// EnvConfig). With HIERCOLL_INSECURE_TOKEN=1 in force it says so on stderr.
 func FromEnv(ctx context.Context) (Comm, error) {
 	cfg, err := EnvConfig()
 	if err != nil {
 		return nil, err
 	}
+	if insecureToken(os.LookupEnv) {
+		fmt.Fprintf(os.Stderr, "hiercoll: rank %d: %s=1: the rendezvous token is derived from the job's public variables; "+
+			"any user who can see them can join this job as a rank (set %s to a random value to prevent it)\n", cfg.Rank, EnvInsecureToken, EnvToken)
+	}
 	return DialTCP(ctx, cfg)
 }
 
-// EnvConfig reads the TCPConfig of this rank from the environment.
+// EnvConfig reads the TCPConfig of this rank from the environment. It only
+// reads: the secret file it may name is written and read by DialTCP.
 //
 // RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT
 // are required. torchrun's agent and torch.distributed already listen on
 // MASTER_PORT, so the rendezvous uses HIERCOLL_PORT, or MASTER_PORT+1 when it
-// is unset. The token is HIERCOLL_TOKEN, or when that is unset a hash of
-// TORCHELASTIC_RUN_ID, MASTER_ADDR, MASTER_PORT and WORLD_SIZE: enough to
-// keep two jobs from joining each other by mistake, but not a secret, since
-// anyone who can read those values can compute it. Give a real secret
-// through HIERCOLL_TOKEN where the network is shared.
+// is unset.
+//
+// The job's secret is the first of these that applies:
+//   - HIERCOLL_TOKEN (Token): the same value on every rank, hard to guess.
+//     `hiercoll launch` sets a random one for each job.
+//   - HIERCOLL_INSECURE_TOKEN=1 (Token): a hash of TORCHELASTIC_RUN_ID,
+//     MASTER_ADDR, MASTER_PORT and WORLD_SIZE. It keeps two jobs apart but is
+//     no secret: anyone who can see those values (any user of the host, in
+//     /proc) can compute it and join as a rank. Only by explicit choice, for
+//     setups that cannot do better; FromEnv warns.
+//   - every rank on this host (WORLD_SIZE == LOCAL_WORLD_SIZE) (TokenFile):
+//     rank 0 makes a fresh random secret and shares it through a file that
+//     only this user can read, named from the job's public variables, in
+//     $XDG_RUNTIME_DIR/hiercoll or else $TMPDIR/hiercoll-<uid> (see
+//     TCPConfig.TokenFile). The ranks must run as one user and see the same
+//     directory.
+//   - otherwise an error naming HIERCOLL_TOKEN: ranks on several hosts share
+//     no file, and a job whose secret anyone can compute is not started
+//     silently. Under torchrun with torch.distributed, the store bootstrap
+//     (DialStore) needs neither.
 func EnvConfig() (TCPConfig, error) {
 	return configFrom(os.LookupEnv)
+}
+
+// insecureToken reports whether the environment asks for the derived token
+// (HIERCOLL_INSECURE_TOKEN=1 without HIERCOLL_TOKEN).
+func insecureToken(lookup func(string) (string, bool)) bool {
+	_, hasToken := lookup(EnvToken)
+	v, _ := lookup(EnvInsecureToken)
+	return !hasToken && v == "1"
 }
 
 func configFrom(lookup func(string) (string, bool)) (TCPConfig, error) {
@@ -112,15 +139,13 @@ func configFrom(lookup func(string) (string, bool)) (TCPConfig, error) {
 	}
 	cfg.Addr = net.JoinHostPort(masterAddr, strconv.Itoa(port))
 
-	if token, ok := lookup(EnvToken); ok {
-		if token == "" {
-			return TCPConfig{}, fmt.Errorf("bootstrap: environment variable %s is set but empty: %w", EnvToken, hcerr.ErrInvalidArgument)
-		}
-		cfg.Token = token
-	} else {
-		runID, _ := lookup(EnvRunID)
-		sum := sha256.Sum256(fmt.Appendf(nil, "hiercoll token v1\x00%s\x00%s\x00%d\x00%d", runID, masterAddr, masterPort, cfg.Size))
-		cfg.Token = hex.EncodeToString(sum[:])
+	token, hasToken := lookup(EnvToken)
+	if hasToken && token == "" {
+		return TCPConfig{}, fmt.Errorf("bootstrap: environment variable %s is set but empty: %w", EnvToken, hcerr.ErrInvalidArgument)
+	}
+	if v, ok := lookup(EnvInsecureToken); ok && v != "" && v != "0" && v != "1" {
+		return TCPConfig{}, fmt.Errorf("bootstrap: environment variable %s=%q: set it to 1 to accept a guessable token, or leave it unset: %w",
+			EnvInsecureToken, v, hcerr.ErrInvalidArgument)
 	}
 
 	if v, ok := lookup(EnvTimeout); ok {
@@ -135,6 +160,22 @@ func configFrom(lookup func(string) (string, bool)) (TCPConfig, error) {
 	if cfg.Size%cfg.LocalSize != 0 || cfg.LocalRank != cfg.Rank%cfg.LocalSize {
 		return TCPConfig{}, fmt.Errorf("bootstrap: %s=%d, %s=%d, %s=%d, %s=%d are not node-major (local rank = rank mod local world size, which divides the world size): %w",
 			EnvRank, cfg.Rank, EnvWorldSize, cfg.Size, EnvLocalRank, cfg.LocalRank, EnvLocalWorldSize, cfg.LocalSize, hcerr.ErrInvalidArgument)
+	}
+
+	runID, _ := lookup(EnvRunID)
+	switch {
+	case hasToken:
+		cfg.Token = token
+	case insecureToken(lookup):
+		cfg.Token = derivedToken(runID, masterAddr, masterPort, cfg.Size)
+	case cfg.Size == cfg.LocalSize:
+		cfg.TokenFile = secretFilePath(lookup, runID, masterAddr, masterPort, port, cfg.Size)
+	default:
+		return TCPConfig{}, fmt.Errorf("bootstrap: the job spans %d nodes (%s=%d, %s=%d) and %s is not set: "+
+			"set it to the same random value on every rank (`hiercoll launch` does; `openssl rand -hex 32` makes one), "+
+			"or rendezvous through torch.distributed's store; %s=1 accepts a token derived from the job's public variables, "+
+			"which any user who can see them can compute: %w",
+			cfg.Size/cfg.LocalSize, EnvWorldSize, cfg.Size, EnvLocalWorldSize, cfg.LocalSize, EnvToken, EnvInsecureToken, hcerr.ErrInvalidArgument)
 	}
 	return cfg, nil
 }

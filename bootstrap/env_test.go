@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,8 +34,15 @@ func torchrunEnv(rank int) map[string]string {
 	}
 }
 
+// withInsecureToken opts env out of a real secret.
+func withInsecureToken(env map[string]string) map[string]string {
+	env[EnvInsecureToken] = "1"
+	return env
+}
+
 func TestEnvConfig(t *testing.T) {
-	cfg, err := configFrom(lookupIn(torchrunEnv(5)))
+	// Two nodes without HIERCOLL_TOKEN, opted out of a real secret.
+	cfg, err := configFrom(lookupIn(withInsecureToken(torchrunEnv(5))))
 	require.NoError(t, err)
 	require.Equal(t, 5, cfg.Rank)
 	require.Equal(t, 8, cfg.Size)
@@ -45,10 +53,10 @@ func TestEnvConfig(t *testing.T) {
 	require.Zero(t, cfg.Timeout)
 
 	// Every rank of the job derives the same token; another job does not.
-	other, err := configFrom(lookupIn(torchrunEnv(0)))
+	other, err := configFrom(lookupIn(withInsecureToken(torchrunEnv(0))))
 	require.NoError(t, err)
 	require.Equal(t, cfg.Token, other.Token)
-	env := torchrunEnv(0)
+	env := withInsecureToken(torchrunEnv(0))
 	env[EnvRunID] = "job-18"
 	other, err = configFrom(lookupIn(env))
 	require.NoError(t, err)
@@ -162,11 +170,42 @@ func worker() error {
 // torchrun's variables, and knocks on the rendezvous with a wrong token and
 // with garbage while the job runs.
 func TestMultiProcess(t *testing.T) {
-	const size, lws = 4, 2
+	multiProcess(t, 2, "not the token", EnvToken+"=multiprocess-test-secret")
+}
+
+// TestMultiProcessOneHostSecretFile runs a one-node × 4-rank world as four OS
+// processes without HIERCOLL_TOKEN: rank 0 shares a fresh secret through a
+// private file. A stranger who computes the token of public values, as
+// before issue 19, is turned away; the file is gone once the job runs.
+func TestMultiProcessOneHostSecretFile(t *testing.T) {
+	runtimeDir := t.TempDir()
+	dir := filepath.Join(runtimeDir, "hiercoll")
+	// The token anyone could compute from the job's variables (MASTER_PORT is
+	// the rendezvous port - 1 in multiProcess).
+	guessed := func(port int) string { return derivedToken("multiprocess-test", "127.0.0.1", port-1, 4) }
+	multiProcess(t, 4, guessed, "XDG_RUNTIME_DIR="+runtimeDir)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err, "rank 0 makes the secret directory")
+	require.Empty(t, entries, "rank 0 removes the secret file once every rank has joined")
+	fi, err := os.Stat(dir)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+}
+
+// multiProcess runs a world of 4 ranks, lws per node, as OS processes with
+// torchrun's variables and env, and knocks on the rendezvous with
+// strangerToken (a string, or a func of the rendezvous port) and with
+// garbage while the job runs.
+func multiProcess(t *testing.T, lws int, strangerToken any, env ...string) {
+	const size = 4
 	ln := listen(t)
 	p := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	addr := ln.Addr().String()
+	token, ok := strangerToken.(string)
+	if !ok {
+		token = strangerToken.(func(int) string)(p)
+	}
 
 	var base []string
 	for _, kv := range os.Environ() {
@@ -193,6 +232,7 @@ func TestMultiProcess(t *testing.T) {
 			EnvLocalRank+"="+strconv.Itoa(r%lws), EnvLocalWorldSize+"="+strconv.Itoa(lws),
 			EnvMasterAddr+"=127.0.0.1", EnvMasterPort+"="+strconv.Itoa(p-1), // the rendezvous takes MASTER_PORT+1
 			EnvRunID+"=multiprocess-test", EnvTimeout+"=30s")
+		pr.cmd.Env = append(pr.cmd.Env, env...)
 		pr.cmd.Stdout, pr.cmd.Stderr = &pr.stdout, &pr.stderr
 		if r == 0 {
 			var err error
@@ -220,14 +260,14 @@ func TestMultiProcess(t *testing.T) {
 	})
 
 	// Strangers knock while the ranks assemble ...
-	typ, rep := foreignHello(t, addr, "not the token", hello{rank: 1, size: size, localRank: 1, localSize: lws})
+	typ, rep := foreignHello(t, addr, token, hello{rank: 1, size: size, localRank: 1, localSize: lws})
 	require.Equal(t, frameReject, typ)
 	require.Equal(t, "wrong token", rep.reason)
 
 	// ... and once the job is running.
 	require.Eventually(t, func() bool { return strings.Contains(procs[0].stdout.String(), "joined") },
 		30*time.Second, 10*time.Millisecond, "rank 0 never joined: %s", procs[0].stderr.String())
-	_, rep = foreignHello(t, addr, "not the token", hello{rank: 2, size: size, localRank: 0, localSize: lws})
+	_, rep = foreignHello(t, addr, token, hello{rank: 2, size: size, localRank: 2 % lws, localSize: lws})
 	require.Equal(t, "wrong token", rep.reason)
 	garbage := rawChallenge(t, addr)
 	_, err := garbage.Write([]byte("\x00\x00\x00\x02\x02xx"))

@@ -2,8 +2,11 @@ package bootstrap
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"strconv"
@@ -19,13 +22,36 @@ import (
 // whose context has no deadline.
 const DefaultTimeout = 60 * time.Second
 
-// TCPConfig says who this process is in a multi-process world and where
-// rank 0's rendezvous server listens.
+// TCPConfig says who this process is in a multi-process world, where rank
+// 0's rendezvous server listens and what secret the job's ranks share.
+//
+// The secret is Token, or for a job on one host TokenFile: exactly one of
+// them is set. Every rank proves it holds the secret, and so does the server,
+// so that neither a stranger joining nor a stranger squatting on Addr can
+// take part.
 type TCPConfig struct {
 	Rank, Size, LocalRank, LocalSize int
-	Addr                             string        // host:port of rank 0's server; rank 0 listens there
-	Token                            string        // per-job secret every rank must present
-	Timeout                          time.Duration // bound on connect and on each collective when ctx has no deadline; 0 means DefaultTimeout
+
+	// Addr is host:port of rank 0's server; rank 0 listens there, unless
+	// Listener is set.
+	Addr string
+	// Token is the per-job secret every rank must present: the same on every
+	// rank, and hard to guess (NewSecret makes one).
+	Token string
+	// TokenFile, instead of Token, shares a secret among the ranks of a job
+	// on one host: rank 0 makes a fresh one with NewSecret and writes it to
+	// this file (mode 0600 in a directory of mode 0700, both checked to be
+	// this user's) before its server answers anyone, and removes it once
+	// every rank has joined or the rendezvous has failed; the other ranks
+	// read it once the server answers. EnvConfig picks the path.
+	TokenFile string
+	// Listener, on rank 0 only: serve on this listener from Listen instead
+	// of listening on Addr (which may then be empty). DialTCP takes it over,
+	// also when it fails.
+	Listener *Listener
+	// Timeout bounds connecting and each collective when ctx has no
+	// deadline; 0 means DefaultTimeout.
+	Timeout time.Duration
 }
 
 func (cfg TCPConfig) check() (TCPConfig, error) {
@@ -41,13 +67,19 @@ func (cfg TCPConfig) check() (TCPConfig, error) {
 		return bad("local world size %d does not divide world size %d", cfg.LocalSize, cfg.Size)
 	case cfg.LocalRank != cfg.Rank%cfg.LocalSize:
 		return bad("local rank %d is not rank %d mod local world size %d (ranks are node-major)", cfg.LocalRank, cfg.Rank, cfg.LocalSize)
-	case cfg.Token == "":
+	case cfg.Token == "" && cfg.TokenFile == "":
 		return bad("empty token")
+	case cfg.Token != "" && cfg.TokenFile != "":
+		return bad("both a token and a token file")
 	case cfg.Timeout < 0:
 		return bad("negative timeout %v", cfg.Timeout)
+	case cfg.Listener != nil && cfg.Rank != 0:
+		return bad("only rank 0 serves the rendezvous, on a Listener")
 	}
-	if _, _, err := net.SplitHostPort(cfg.Addr); err != nil {
-		return bad("server address %q: %v", cfg.Addr, err)
+	if cfg.Listener == nil {
+		if _, _, err := net.SplitHostPort(cfg.Addr); err != nil {
+			return bad("server address %q: %v", cfg.Addr, err)
+		}
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
@@ -75,6 +107,9 @@ func (e *Error) Error() string {
 	// A context deadline says no more than "timed out" does.
 	if e.Cause != nil && !(e.Err == hcerr.ErrTimeout && errors.Is(e.Cause, context.DeadlineExceeded)) {
 		s += ": " + e.Cause.Error()
+		if errors.Is(e.Cause, e.Err) {
+			return s // it named the sentinel already
+		}
 	}
 	return s + ": " + e.Err.Error()
 }
@@ -88,10 +123,13 @@ func (e *Error) Unwrap() []error {
 
 // DialTCP joins the world described by cfg and returns this rank's Comm once
 // every rank has joined. Rank 0 first starts the rendezvous server on
-// cfg.Addr; then every rank, rank 0 included, connects to it (retrying until
-// the deadline, since rank 0 may start last), proves it holds cfg.Token and
-// waits for the others. If some never arrive, the error wraps
-// hcerr.ErrTimeout and names them.
+// cfg.Addr (or cfg.Listener); then every rank, rank 0 included, connects to
+// it (retrying until the deadline, since rank 0 may start last), proves it
+// holds the job's secret, checks that the server holds it too, and waits for
+// the others. If some never arrive, the error wraps hcerr.ErrTimeout and
+// names them. A server that cannot prove it holds the secret (another
+// process listening on the port) is refused with an error naming its
+// address that wraps hcerr.ErrPeer.
 //
 // The Comm's methods are for one goroutine at a time, except Close. After a
 // failed collective the Comm is broken for good (the others have been told),
@@ -108,8 +146,17 @@ func DialTCP(ctx context.Context, cfg TCPConfig) (Comm, error) {
 // dialTCP is DialTCP; rank 0 serves on ln when it is not nil (tests pass a
 // listener on port 0 so that no port has to be guessed).
 func dialTCP(ctx context.Context, cfg TCPConfig, ln net.Listener) (*tcpComm, error) {
+	if cfg.Listener != nil && ln == nil {
+		if !cfg.Listener.taken.CompareAndSwap(false, true) {
+			return nil, fmt.Errorf("bootstrap: rank %d: the Listener on %s was closed, or passed to DialTCP before: %w", cfg.Rank, cfg.Listener.Addr(), hcerr.ErrInvalidArgument)
+		}
+		ln = cfg.Listener.ln
+	}
 	cfg, err := cfg.check()
 	if err != nil {
+		if ln != nil {
+			ln.Close()
+		}
 		return nil, err
 	}
 	deadline, budget := opDeadline(ctx, cfg.Timeout)
@@ -120,6 +167,21 @@ func dialTCP(ctx context.Context, cfg TCPConfig, ln net.Listener) (*tcpComm, err
 			if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
 				return nil, &Error{Rank: 0, Op: "rendezvous", Err: hcerr.ErrInvalidArgument, Cause: err,
 					Reason: fmt.Sprintf("cannot serve the rendezvous on %s (another job on that port? %s picks another)", cfg.Addr, EnvPort)}
+			}
+		}
+		if cfg.TokenFile != "" {
+			// A fresh secret, shared through the file before anyone is
+			// answered; once every rank has joined (or the rendezvous has
+			// failed) nobody needs it.
+			path := cfg.TokenFile
+			cfg.Token, cfg.TokenFile = NewSecret(), ""
+			if cfg.Size > 1 {
+				if err := writeSecretFile(path, cfg.Token); err != nil {
+					ln.Close()
+					return nil, &Error{Rank: 0, Op: "rendezvous", Err: hcerr.ErrInvalidArgument, Cause: err,
+						Reason: fmt.Sprintf("cannot share the job's secret with the other ranks (set %s to the same random value on every rank instead)", EnvToken)}
+				}
+				defer os.Remove(path)
 			}
 		}
 		srv = startServer(ln, cfg.Size, cfg.LocalSize, cfg.Token, cfg.Timeout)
@@ -180,8 +242,11 @@ type tcpComm struct {
 	rank, size, localRank, localSize int
 	timeout                          time.Duration
 	addr                             string
+	token, tokenFile                 string // the job's secret, or where to read it
+	secretRead                       bool   // the secret file was there at some attempt
 
 	conn       net.Conn
+	sess       *session // tags what it sends (under writeMu) and checks what it reads (in readLoop)
 	frames     chan inbound
 	stop       chan struct{} // closed when the connection is abandoned
 	readerDone chan struct{}
@@ -209,21 +274,15 @@ func (c *tcpComm) LocalSize() int { return c.localSize }
 func join(ctx context.Context, cfg TCPConfig, addr string, deadline time.Time, budget time.Duration) (*tcpComm, error) {
 	c := &tcpComm{
 		rank: cfg.Rank, size: cfg.Size, localRank: cfg.LocalRank, localSize: cfg.LocalSize,
-		timeout: cfg.Timeout, addr: addr,
+		timeout: cfg.Timeout, addr: addr, token: cfg.Token, tokenFile: cfg.TokenFile,
 		frames: make(chan inbound, 4), stop: make(chan struct{}), readerDone: make(chan struct{}),
 	}
-	conn, nonce, err := c.connect(ctx, deadline, budget)
+	conn, sess, err := c.connect(ctx, deadline, budget)
 	if err != nil {
 		return nil, err
 	}
-	h := hello{rank: cfg.Rank, size: cfg.Size, localRank: cfg.LocalRank, localSize: cfg.LocalSize}
-	h.mac = helloMAC(cfg.Token, nonce, h)
-	if _, err := conn.Write(encodeHello(h)); err != nil { // still under connect's deadline
-		conn.Close()
-		return nil, c.lost("rendezvous", err)
-	}
 	conn.SetDeadline(time.Time{})
-	c.conn = conn
+	c.conn, c.sess = conn, sess
 	go c.readLoop()
 	if _, err := c.await(ctx, 0, "rendezvous", joinSeq, deadline, budget); err != nil {
 		return nil, c.fail(err)
@@ -231,48 +290,46 @@ func join(ctx context.Context, cfg TCPConfig, addr string, deadline time.Time, b
 	return c, nil
 }
 
-// connect dials rank 0's server until it answers with a challenge, or the
+// connect dials rank 0's server until a handshake with it succeeds, it
+// refuses this rank, it fails to prove it holds the job's secret, or the
 // deadline passes.
-func (c *tcpComm) connect(ctx context.Context, deadline time.Time, budget time.Duration) (net.Conn, []byte, error) {
+func (c *tcpComm) connect(ctx context.Context, deadline time.Time, budget time.Duration) (net.Conn, *session, error) {
 	const op = "rendezvous"
 	backoff := 10 * time.Millisecond
-	var lastErr error
+	var lastErr, noFile error // noFile: the server answered, the secret file was not there
 	for {
 		dialCtx, cancel := context.WithDeadline(ctx, deadline)
 		conn, err := (&net.Dialer{}).DialContext(dialCtx, "tcp", c.addr)
 		cancel()
 		if err == nil {
-			conn.SetDeadline(deadline)
-			stop := watch(ctx, func() { conn.SetReadDeadline(time.Unix(1, 0)) })
-			var t frameType
-			var body []byte
-			t, body, err = readFrame(conn, maxHandshakeFrame)
-			stop()
-			if err == nil && t != frameChallenge {
-				err = fmt.Errorf("%w: it opened with a %v", errMalformed, t)
-			}
-			var nonce []byte
-			if err == nil {
-				nonce, err = decodeChallenge(body)
-			}
-			if err == nil {
-				return conn, nonce, nil
+			var sess *session
+			var fatal error
+			sess, fatal, err = c.handshake(ctx, conn, deadline)
+			if err == nil && fatal == nil {
+				return conn, sess, nil
 			}
 			conn.Close()
-			if errors.Is(err, errMalformed) || errors.Is(err, errFrameTooLarge) {
-				return nil, nil, &Error{Rank: c.rank, Op: op, Ranks: []int{0}, Err: hcerr.ErrInvalidArgument, Cause: err,
-					Reason: fmt.Sprintf("%s is not a hiercoll rendezvous server", c.addr)}
+			if fatal != nil {
+				return nil, nil, fatal
 			}
 		}
 		lastErr = err
+		if errors.Is(err, fs.ErrNotExist) {
+			noFile = err
+		}
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, nil, &Error{Rank: c.rank, Op: op, Err: ctx.Err(),
 				Reason: fmt.Sprintf("cancelled while connecting to rank 0's server at %s", c.addr)}
 		}
 		wait := min(backoff, time.Until(deadline))
 		if wait <= 0 {
-			return nil, nil, &Error{Rank: c.rank, Op: op, Ranks: []int{0}, Err: hcerr.ErrTimeout, Cause: lastErr,
-				Reason: fmt.Sprintf("rank 0's server at %s did not answer within %v", c.addr, roundDur(budget))}
+			reason := fmt.Sprintf("rank 0's server at %s did not answer within %v", c.addr, roundDur(budget))
+			if noFile != nil && !c.secretRead {
+				lastErr = noFile
+				reason = fmt.Sprintf("the server at %s answered, but rank 0's secret file %s did not appear within %v "+
+					"(rank 0 writes it when it runs on this host; ranks on several hosts need %s)", c.addr, c.tokenFile, roundDur(budget), EnvToken)
+			}
+			return nil, nil, &Error{Rank: c.rank, Op: op, Ranks: []int{0}, Err: hcerr.ErrTimeout, Cause: lastErr, Reason: reason}
 		}
 		select {
 		case <-time.After(wait):
@@ -280,6 +337,84 @@ func (c *tcpComm) connect(ctx context.Context, deadline time.Time, budget time.D
 		}
 		backoff = min(2*backoff, 250*time.Millisecond)
 	}
+}
+
+// handshake runs the client's side of the handshake on a fresh connection:
+// challenge, hello, admit. It returns the session, or a fatal error (the
+// server refused this rank, or is not this job's), or an error worth
+// retrying on a new connection (the connection broke, or the secret file is
+// not there yet).
+func (c *tcpComm) handshake(ctx context.Context, conn net.Conn, deadline time.Time) (sess *session, fatal, retry error) {
+	const op = "rendezvous"
+	notServer := func(err error) error {
+		return &Error{Rank: c.rank, Op: op, Ranks: []int{0}, Err: hcerr.ErrInvalidArgument, Cause: err,
+			Reason: fmt.Sprintf("%s is not a hiercoll rendezvous server", c.addr)}
+	}
+	conn.SetDeadline(deadline)
+	stop := watch(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	t, body, err := readFrame(conn, maxHandshakeFrame)
+	if err == nil && t != frameChallenge {
+		err = fmt.Errorf("%w: it opened with a %v", errMalformed, t)
+	}
+	var serverNonce []byte
+	if err == nil {
+		serverNonce, err = decodeChallenge(body)
+	}
+	if err != nil {
+		if errors.Is(err, errMalformed) || errors.Is(err, errFrameTooLarge) {
+			return nil, notServer(err), nil
+		}
+		return nil, nil, err
+	}
+	token := c.token
+	if token == "" {
+		// Read once the server answers: rank 0 wrote it before serving.
+		if token, err = readSecretFile(c.tokenFile); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, nil, err
+			}
+			return nil, &Error{Rank: c.rank, Op: op, Err: hcerr.ErrInvalidArgument, Cause: err,
+				Reason: fmt.Sprintf("cannot read the job's secret from %s", c.tokenFile)}, nil
+		}
+		c.secretRead = true
+	}
+	h := hello{rank: c.rank, size: c.size, localRank: c.localRank, localSize: c.localSize, nonce: make([]byte, nonceSize)}
+	rand.Read(h.nonce)
+	h.mac = helloMAC(token, serverNonce, h)
+	if _, err := conn.Write(encodeHello(h)); err != nil {
+		return nil, nil, err
+	}
+	t, body, err = readFrame(conn, max(maxHandshakeFrame, reportLimit(c.size)))
+	if err != nil {
+		if errors.Is(err, errMalformed) || errors.Is(err, errFrameTooLarge) {
+			return nil, notServer(err), nil
+		}
+		return nil, nil, err
+	}
+	impostor := func(why string, cause error) error {
+		return &Error{Rank: c.rank, Op: op, Err: hcerr.ErrPeer, Cause: cause,
+			Reason: fmt.Sprintf("the server at %s %s: it is not this job's rank 0 (another process listening on that port?)", c.addr, why)}
+	}
+	switch t {
+	case frameAdmit:
+		proof, err := decodeAdmit(body)
+		if err != nil {
+			return nil, impostor("sent a malformed proof of the job's secret", err), nil
+		}
+		if !hmac.Equal(proof, admitProof(token, serverNonce, h)) {
+			return nil, impostor("failed to prove it holds the job's secret", nil), nil
+		}
+		return newSession(token, serverNonce, h, false), nil, nil
+	case frameReject:
+		rep, err := decodeReport(body, c.size)
+		if err != nil {
+			return nil, notServer(err), nil
+		}
+		return nil, &Error{Rank: c.rank, Op: op, Ranks: rep.ranks, Err: rep.code.sentinel(),
+			Reason: fmt.Sprintf("rank 0's server at %s rejected rank %d: %s", c.addr, c.rank, rep.reason)}, nil
+	}
+	return nil, impostor(fmt.Sprintf("answered the hello with a %v instead of proving it holds the job's secret", t), nil), nil
 }
 
 // watch runs undo as soon as ctx is done; the returned stop unlinks it and
@@ -298,7 +433,7 @@ func (c *tcpComm) readLoop() {
 	defer close(c.readerDone)
 	limit := max(13+uint64(c.size)*(4+MaxBlob), reportLimit(c.size))
 	for {
-		t, body, err := readFrame(c.conn, limit)
+		t, body, err := readTagged(c.conn, limit, c.sess)
 		select {
 		case c.frames <- inbound{t, body, err}:
 		case <-c.stop:
@@ -316,8 +451,15 @@ func (c *tcpComm) write(ctx context.Context, f []byte, deadline time.Time) error
 	defer c.writeMu.Unlock()
 	c.conn.SetWriteDeadline(deadline)
 	stop := watch(ctx, func() { c.conn.SetWriteDeadline(time.Unix(1, 0)) })
-	_, err := c.conn.Write(f)
+	err := c.send(f)
 	stop()
+	return err
+}
+
+// send writes an encoded frame and its tag. Called with writeMu held.
+func (c *tcpComm) send(f []byte) error {
+	bufs := net.Buffers{f, c.sess.tag(frameDigest(f))}
+	_, err := bufs.WriteTo(c.conn)
 	return err
 }
 
@@ -382,6 +524,10 @@ func (c *tcpComm) await(ctx context.Context, op opKind, name string, seq uint64,
 	for {
 		select {
 		case in := <-c.frames:
+			if errors.Is(in.err, errForged) {
+				return nil, &Error{Rank: c.rank, Op: name, Err: hcerr.ErrPeer, Cause: in.err,
+					Reason: fmt.Sprintf("a frame from the server at %s fails authentication (altered on the way, or not from this job's rank 0)", c.addr)}
+			}
 			if in.err != nil {
 				return nil, c.lost(name, in.err)
 			}
@@ -404,13 +550,9 @@ func (c *tcpComm) await(ctx context.Context, op opKind, name string, seq uint64,
 					}
 					continue
 				}
-			case frameFailure, frameReject:
+			case frameFailure:
 				if rep, err := decodeReport(in.body, c.size); err == nil {
-					reason := rep.reason
-					if in.t == frameReject {
-						reason = fmt.Sprintf("rank 0's server at %s rejected rank %d: %s", c.addr, c.rank, reason)
-					}
-					return nil, &Error{Rank: c.rank, Op: name, Ranks: rep.ranks, Reason: reason, Err: rep.code.sentinel()}
+					return nil, &Error{Rank: c.rank, Op: name, Ranks: rep.ranks, Reason: rep.reason, Err: rep.code.sentinel()}
 				}
 			}
 			return nil, &Error{Rank: c.rank, Op: name, Ranks: []int{0}, Err: hcerr.ErrPeer,
@@ -479,7 +621,7 @@ func (c *tcpComm) abandon(bye *report) {
 		// TryLock: a Close racing a collective's send does not wait for it.
 		if bye != nil && c.writeMu.TryLock() {
 			c.conn.SetWriteDeadline(time.Now().Add(min(time.Second, c.timeout)))
-			c.conn.Write(encodeReport(frameBye, *bye))
+			c.send(encodeReport(frameBye, *bye))
 			c.writeMu.Unlock()
 		}
 		close(c.stop)
@@ -529,4 +671,40 @@ func roundDur(d time.Duration) time.Duration {
 		return d.Round(10 * time.Millisecond)
 	}
 	return d.Round(time.Millisecond)
+}
+
+// Listener is rank 0's rendezvous socket, opened before the Comm so that its
+// real address can be published (a port picked by the kernel, for example)
+// before the ranks connect. See Listen, and DialStore for its use.
+type Listener struct {
+	ln    net.Listener
+	taken atomic.Bool // closed, or passed to DialTCP, which owns it from then on
+}
+
+// Listen opens rank 0's rendezvous socket on addr, "host:port". Port 0 lets
+// the kernel pick a free one. Use a host the other ranks reach this one at
+// (MASTER_ADDR, say): Addr reports it with the real port; an unspecified
+// host (":0") is reported as localhost, good for one host only.
+//
+// Pass the Listener as TCPConfig.Listener to rank 0's DialTCP, which serves
+// on it and owns it from then on; Close it only if it is never passed.
+func Listen(addr string) (*Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, &Error{Rank: 0, Op: "rendezvous", Err: hcerr.ErrInvalidArgument, Cause: err,
+			Reason: fmt.Sprintf("cannot serve the rendezvous on %s", addr)}
+	}
+	return &Listener{ln: ln}, nil
+}
+
+// Addr is the address the other ranks connect to, with the real port.
+func (l *Listener) Addr() string { return dialable(l.ln.Addr()) }
+
+// Close closes a Listener that was never passed to DialTCP; after that it
+// does nothing.
+func (l *Listener) Close() error {
+	if !l.taken.CompareAndSwap(false, true) {
+		return nil
+	}
+	return l.ln.Close()
 }

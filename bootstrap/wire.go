@@ -13,7 +13,7 @@ import (
 
 // The rendezvous speaks frames over one TCP connection per rank:
 //
-//	length uint32 (big endian: the type byte plus the body) | type byte | body
+//	length uint32 (big endian: the type byte plus the body) | type byte | body [| tag]
 //
 // A reader knows the largest frame it can legitimately get at each point of
 // the conversation and refuses a longer one from its header alone, before it
@@ -21,20 +21,40 @@ import (
 //
 // A conversation, client (any rank, rank 0 included) on the left:
 //
-//	                    <- challenge  magic, version, nonce
-//	hello ->                          magic, version, rank, size, local rank, local size, HMAC(token, nonce | fields)
-//	                    <- welcome    (once every rank has joined)  or  <- reject (and close)
+//	                    <- challenge  magic, version, server nonce
+//	hello ->                          magic, version, rank, size, local rank, local size, client nonce,
+//	                                  HMAC(token, "hello" | server nonce | client nonce | fields)
+//	                    <- admit      HMAC(token, "admit" | server nonce | client nonce | fields)  or  <- reject (and close)
+//	  from here on every frame, both ways, is followed by its tag (below)
+//	                    <- welcome    (once every rank has joined)
 //	contribute ->                     seq, op, blob
 //	                    <- result     seq, op, every rank's blob     or  <- failure (the job is over)
 //	query ->                          seq: which ranks are we still waiting for?
 //	                    <- missing    seq, ranks
 //	bye ->                            code, ranks, reason (code 0: a clean close)
+//
+// Authentication is mutual: the client proves it holds the job's token over
+// the server's fresh nonce, and the server proves it over the client's, so a
+// process squatting on the port without the token is refused by the client
+// before it can say anything that counts. Both proofs cover both nonces and
+// the hello's fields, so neither can be replayed on another connection or
+// for another rank. The tag after each later frame is
+//
+//	HMAC(session key, direction | frame number in that direction | SHA-256(type | body))
+//
+// with session key = HMAC(token, "session" | server nonce | client nonce |
+// fields): a frame cannot be forged, replayed, reordered, reflected or moved
+// to another connection. The body is hashed once, so that the server tags a
+// result it sends to every rank with one hash of it and one small HMAC per
+// rank. The tag is not counted in the length, so the limits on bodies are
+// those of the plain format.
 
 const (
 	wireMagic   = "HCOL"
-	wireVersion = 1
+	wireVersion = 2 // 2: mutual authentication, tagged frames
 	nonceSize   = 32
 	macSize     = sha256.Size
+	tagSize     = macSize
 
 	// maxReason bounds the human-readable text of a reject, failure or bye.
 	maxReason = 1024
@@ -59,12 +79,13 @@ const (
 	frameMissing                         // server → client
 	frameFailure                         // server → client: the job has failed
 	frameBye                             // client → server
+	frameAdmit                           // server → client: the server's proof, once the hello checks out
 )
 
 var frameNames = map[frameType]string{
 	frameChallenge: "challenge", frameHello: "hello", frameReject: "reject", frameWelcome: "welcome",
 	frameContribute: "contribute", frameResult: "result", frameQuery: "query", frameMissing: "missing",
-	frameFailure: "failure", frameBye: "bye",
+	frameFailure: "failure", frameBye: "bye", frameAdmit: "admit",
 }
 
 func (t frameType) String() string {
@@ -229,6 +250,7 @@ func (d *decoder) done() error {
 // hello is what a rank says about itself when it joins.
 type hello struct {
 	rank, size, localRank, localSize int
+	nonce                            []byte // the client's challenge to the server
 	mac                              []byte
 }
 
@@ -236,53 +258,176 @@ func (h hello) fields(f frame) frame {
 	return f.u32(uint32(h.rank)).u32(uint32(h.size)).u32(uint32(h.localRank)).u32(uint32(h.localSize))
 }
 
-// helloMAC proves knowledge of the token without sending it: HMAC-SHA256
-// keyed by the token over the server's nonce and the hello's fields.
-func helloMAC(token string, nonce []byte, h hello) []byte {
+// handshakeMAC is HMAC-SHA256 keyed by the token over a label, both nonces
+// and the hello's fields: the client's proof ("hello"), the server's
+// ("admit") and the session key ("session") differ by the label alone.
+func handshakeMAC(label, token string, serverNonce []byte, h hello) []byte {
 	m := hmac.New(sha256.New, []byte(token))
-	m.Write([]byte("hiercoll hello v1\x00"))
-	m.Write(nonce)
+	m.Write([]byte("hiercoll " + label + " v2\x00"))
+	m.Write(serverNonce)
+	m.Write(h.nonce)
 	m.Write(h.fields(nil))
 	return m.Sum(nil)
+}
+
+// helloMAC proves knowledge of the token to the server without sending it.
+func helloMAC(token string, serverNonce []byte, h hello) []byte {
+	return handshakeMAC("hello", token, serverNonce, h)
+}
+
+// admitProof is the server's proof of the token, over the client's nonce.
+func admitProof(token string, serverNonce []byte, h hello) []byte {
+	return handshakeMAC("admit", token, serverNonce, h)
 }
 
 func encodeChallenge(nonce []byte) []byte {
 	return newFrame(frameChallenge, 6+nonceSize).raw([]byte(wireMagic)).u32(wireVersion).raw(nonce).bytes()
 }
 
+// checkVersion reads the magic and version that open a challenge and a hello.
+func checkVersion(d *decoder, what string) error {
+	magic, version := d.take(len(wireMagic)), d.u32()
+	if d.err != nil {
+		return d.err
+	}
+	if string(magic) != wireMagic {
+		return fmt.Errorf("%w: not a hiercoll %s (magic %q)", errMalformed, what, magic)
+	}
+	if version != wireVersion {
+		return fmt.Errorf("%w: a %s of protocol version %d, this side speaks %d (mixed hiercoll versions?)", errMalformed, what, version, wireVersion)
+	}
+	return nil
+}
+
 func decodeChallenge(body []byte) (nonce []byte, err error) {
 	d := decoder{b: body}
-	magic, version := d.take(len(wireMagic)), d.u32()
+	if err := checkVersion(&d, "challenge"); err != nil {
+		return nil, err
+	}
 	nonce = d.take(nonceSize)
 	if err := d.done(); err != nil {
 		return nil, err
-	}
-	if string(magic) != wireMagic {
-		return nil, fmt.Errorf("%w: bad magic %q", errMalformed, magic)
-	}
-	if version != wireVersion {
-		return nil, fmt.Errorf("%w: protocol version %d, this side speaks %d", errMalformed, version, wireVersion)
 	}
 	return nonce, nil
 }
 
 func encodeHello(h hello) []byte {
-	f := newFrame(frameHello, 8+16+macSize).raw([]byte(wireMagic)).u32(wireVersion)
-	return h.fields(f).raw(h.mac).bytes()
+	f := newFrame(frameHello, 8+16+nonceSize+macSize).raw([]byte(wireMagic)).u32(wireVersion)
+	return h.fields(f).raw(h.nonce).raw(h.mac).bytes()
 }
 
 func decodeHello(body []byte) (hello, error) {
 	d := decoder{b: body}
-	magic, version := d.take(len(wireMagic)), d.u32()
+	if err := checkVersion(&d, "hello"); err != nil {
+		return hello{}, err
+	}
 	h := hello{rank: int(d.u32()), size: int(d.u32()), localRank: int(d.u32()), localSize: int(d.u32())}
+	h.nonce = d.take(nonceSize)
 	h.mac = d.take(macSize)
 	if err := d.done(); err != nil {
 		return hello{}, err
 	}
-	if string(magic) != wireMagic || version != wireVersion {
-		return hello{}, fmt.Errorf("%w: not a hiercoll hello (magic %q, version %d)", errMalformed, magic, version)
-	}
 	return h, nil
+}
+
+func encodeAdmit(proof []byte) []byte { return newFrame(frameAdmit, macSize).raw(proof).bytes() }
+
+func decodeAdmit(body []byte) ([]byte, error) {
+	d := decoder{b: body}
+	proof := d.take(macSize)
+	return proof, d.done()
+}
+
+// direction says which way a tagged frame travels; it is part of the tag, so
+// that a frame cannot be reflected back to its sender.
+type direction byte
+
+const (
+	toServer direction = 'c'
+	toClient direction = 's'
+)
+
+// session is the state of one admitted connection's tags, on either side.
+type session struct {
+	key            []byte
+	send, recv     direction
+	sent, received uint64 // frames tagged and verified so far
+}
+
+// newSession derives the session of a handshake; the server sends toClient.
+func newSession(token string, serverNonce []byte, h hello, server bool) *session {
+	s := &session{key: handshakeMAC("session", token, serverNonce, h), send: toServer, recv: toClient}
+	if server {
+		s.send, s.recv = s.recv, s.send
+	}
+	return s
+}
+
+// digest is what a frame's tag covers besides its number: the hash of its
+// type and body.
+type digest [sha256.Size]byte
+
+// frameDigest hashes an encoded frame (header included; the length is not
+// hashed, since the type and body determine it).
+func frameDigest(f []byte) digest { return sha256.Sum256(f[4:]) }
+
+func bodyDigest(t frameType, body []byte) digest {
+	h := sha256.New()
+	h.Write([]byte{byte(t)})
+	h.Write(body)
+	var d digest
+	h.Sum(d[:0])
+	return d
+}
+
+func (s *session) mac(dir direction, n uint64, d digest) []byte {
+	m := hmac.New(sha256.New, s.key)
+	var hdr [9]byte
+	hdr[0] = byte(dir)
+	binary.BigEndian.PutUint64(hdr[1:], n)
+	m.Write(hdr[:])
+	m.Write(d[:])
+	return m.Sum(nil)
+}
+
+// tag returns the tag of the next frame this side sends. The caller sends
+// frames in the order it tags them.
+func (s *session) tag(d digest) []byte {
+	t := s.mac(s.send, s.sent, d)
+	s.sent++
+	return t
+}
+
+// errForged is a frame whose tag does not check out.
+var errForged = errors.New("frame fails authentication")
+
+// verify checks the tag of the next frame received.
+func (s *session) verify(t frameType, body, tag []byte) error {
+	if !hmac.Equal(tag, s.mac(s.recv, s.received, bodyDigest(t, body))) {
+		return fmt.Errorf("%w: %v number %d", errForged, t, s.received)
+	}
+	s.received++
+	return nil
+}
+
+// readTagged reads one frame whose body may be at most limit bytes, and its
+// tag, and verifies it.
+func readTagged(r io.Reader, limit uint64, s *session) (frameType, []byte, error) {
+	t, body, err := readFrame(r, limit)
+	if err != nil {
+		return 0, nil, err
+	}
+	tag := make([]byte, tagSize)
+	if _, err := io.ReadFull(r, tag); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, nil, err
+	}
+	if err := s.verify(t, body, tag); err != nil {
+		return 0, nil, err
+	}
+	return t, body, nil
 }
 
 // report is the body of a reject, failure or bye: which sentinel, which

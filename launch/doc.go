@@ -7,7 +7,9 @@
 // LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT) and
 // hiercoll's own (HIERCOLL_PORT and HIERCOLL_TOKEN for the bootstrap
 // rendezvous, HIERCOLL_DEVICE for the GPU ordinal), so that a child only has
-// to call bootstrap.FromEnv to join the others. Spec.Nodes splits the ranks
+// to call bootstrap.FromEnv to join the others. HIERCOLL_TOKEN is a fresh
+// secret for each job, 128 bits from crypto/rand, so the rendezvous admits
+// only this job's ranks however many (emulated) nodes it spans. Spec.Nodes splits the ranks
 // into emulated nodes, node-major (rank = node*LOCAL_WORLD_SIZE + local
 // rank), each with its own NCCL_HOSTID, so that hierarchical code paths can
 // be exercised on one machine.

@@ -134,8 +134,9 @@ func Run(ctx context.Context, spec Spec) error {
 	if j.masterPort, j.hiercollPort, err = twoFreePorts(); err != nil {
 		return fmt.Errorf("launch: finding free loopback ports: %w", err)
 	}
+	// The job's rendezvous secret: nobody outside this process tree can know it.
 	secret := make([]byte, 16)
-	rand.Read(secret)
+	rand.Read(secret) // crypto/rand: never fails (it aborts the program instead)
 	j.token = hex.EncodeToString(secret)
 
 	out := &sink{}

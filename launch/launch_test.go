@@ -104,6 +104,12 @@ func TestRunSetsTheEnvironment(t *testing.T) {
 	require.Regexp(t, `^[0-9a-f]{32}$`, fields[0]["T"])
 }
 
+func TestRunTokenIsFreshPerJob(t *testing.T) {
+	a, b := runEnv(t, 1, 1)[0]["T"], runEnv(t, 1, 1)[0]["T"]
+	require.Regexp(t, `^[0-9a-f]{32}$`, a)
+	require.NotEqual(t, a, b, "every job gets its own secret")
+}
+
 func TestRunEmulatesNodes(t *testing.T) {
 	fields := runEnv(t, 4, 2)
 	for rank, f := range fields {
