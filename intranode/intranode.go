@@ -20,8 +20,9 @@
 // them, all growing, so nothing ever needs resetting:
 //   - ready[src]   = epoch: src has finished the previous call and may receive.
 //   - arrived[src] = seq: src's block of the (step, chunk) numbered seq landed.
-//   - gemm[dest]   = epoch: a GEMM producer finished the rows for rank dest
-//     (with GEMM overlap; early[dest] for the first part of them).
+//   - gemm[dest, j] = epoch: a GEMM producer finished segment j of the rows
+//     for rank dest (with GEMM overlap; Buffers.Segments segments per
+//     destination, one by default; early[dest] for the first part of them).
 //   - permit[dest] = seq (in the sender's pad): dest has received the block
 //     of the rank that sends to it one step earlier (pacing, scatter.go).
 //
@@ -54,20 +55,26 @@ type Buffers struct {
 	ScatterBuf symm.Region // MaxM × N elements: one region of M_per_node rows per node step
 	Ready      symm.Pad    // lws words, by source local rank
 	Arrived    symm.Pad    // lws words, by source local rank
-	Gemm       symm.Pad    // world words, by destination rank (GEMM overlap)
+	Gemm       symm.Pad    // world × Segments words, by destination rank, then segment (GEMM overlap)
 	Early      symm.Pad    // world words, by destination rank: the first part of its rows (GEMM overlap, Step.EarlyRows)
 	Permits    symm.Pad    // lws words, by receiving local rank (pacing, with GEMM overlap)
 	Counters   symm.Pad    // SM engine: lws × kernels.MaxPushChunks arrival counters
 	PeerTable  symm.Region // SM engine: lws heap base addresses as mapped here
+	// Segments is how many GEMM signals each destination's rows come in,
+	// set before AddTo (0 means 1): a producer that signals finer than a
+	// block lets the copies start sooner. Segment j of a block of rows
+	// rows is SegmentRows(rows, Segments, j).
+	Segments int
 }
 
 // AddTo lays out the stage's regions for a world of place's shape with
 // scatter bytes of scatter buffer.
 func (b *Buffers) AddTo(l *symm.Layout, place symm.Place, scatter int64) {
 	lws, world := place.Shape.LocalSize, place.Shape.World()
+	b.Segments = max(1, b.Segments)
 	b.Ready = l.AddPad("ready", lws)
 	b.Arrived = l.AddPad("arrived", lws)
-	b.Gemm = l.AddPad("gemm signals", world)
+	b.Gemm = l.AddPad("gemm signals", world*b.Segments)
 	b.Early = l.AddPad("early gemm signals", world)
 	b.Permits = l.AddPad("permits", lws)
 	b.Counters = l.AddPad("arrival counters", lws*kernels.MaxPushChunks)
@@ -114,8 +121,11 @@ func New(dev device.Device, place symm.Place, heap *symm.Heap, buf Buffers, dt d
 	}
 	st.ready = heap.Signals(buf.Ready, func(_, src int) string { return "ready flag of " + local(src) })
 	st.arrived = heap.Signals(buf.Arrived, func(_, src int) string { return "arrival of the block of " + local(src) })
-	st.gemm = heap.Signals(buf.Gemm, func(owner, dest int) string {
-		return fmt.Sprintf("GEMM signal for rank %d on rank %d", dest, owner)
+	st.gemm = heap.Signals(buf.Gemm, func(owner, i int) string {
+		if buf.Segments > 1 {
+			return fmt.Sprintf("GEMM signal of segment %d for rank %d on rank %d", i%buf.Segments, i/buf.Segments, owner)
+		}
+		return fmt.Sprintf("GEMM signal for rank %d on rank %d", i, owner)
 	})
 	st.early = heap.Signals(buf.Early, func(owner, dest int) string {
 		return fmt.Sprintf("early GEMM signal for rank %d on rank %d", dest, owner)
@@ -154,6 +164,10 @@ func chunkRows(rows, chunks, c int) (int, int) {
 	return r0, min(r0+per, rows)
 }
 
+// SegmentRows is the row range [r0, r1) of segment j of a block of rows
+// rows signalled in segments segments (empty for segments past the rows).
+func SegmentRows(rows, segments, j int) (int, int) { return chunkRows(rows, segments, j) }
+
 // Announce enqueues on s this rank's ready flag (epoch) into every node
 // peer's pad: this rank has finished reading its buffers of earlier calls.
 // s must be ordered after this rank's previous call.
@@ -173,10 +187,15 @@ func (st *Stage) ReceiveRows() device.Ptr {
 	return st.heap.Local().Add(st.buf.ScatterBuf.Off)
 }
 
-// GemmSignal is the GEMM signal word for destination rank dest in this
-// rank's pad: a producer raises it to the call's epoch once the rows for
-// dest are complete.
-func (st *Stage) GemmSignal(dest int) symm.Signal { return st.gemm.At(st.place.Rank, dest) }
+// Segments is how many GEMM signals each destination's rows come in.
+func (st *Stage) Segments() int { return st.buf.Segments }
+
+// GemmSignal is the GEMM signal word of segment j of the rows for
+// destination rank dest in this rank's pad: a producer raises it to the
+// call's epoch once those rows are complete.
+func (st *Stage) GemmSignal(dest, j int) symm.Signal {
+	return st.gemm.At(st.place.Rank, dest*st.buf.Segments+j)
+}
 
 // EarlySignal is the early GEMM signal word for destination rank dest in
 // this rank's pad: the first Step.EarlyRows rows of its block are complete.

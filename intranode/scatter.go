@@ -97,14 +97,8 @@ func (sc *scatter) pacedPeer(i, peer int) error {
 			return err
 		}
 	}
-	from := 0
-	if split {
-		from = sc.step.EarlyRows
-	}
-	for c := 0; c < sc.step.Chunks; c++ {
-		if err := sc.copyChunk(peer, c, from); err != nil {
-			return err
-		}
+	if err := sc.copySegments(peer, split); err != nil {
+		return err
 	}
 	if i < lws-2 { // the rank one place before sends to peer next
 		prev := (me - 1 + lws) % lws
@@ -143,6 +137,41 @@ func (sc *scatter) gate(peer int, split bool) error {
 		return err
 	}
 	return sc.trace(peer, Signal)
+}
+
+// copySegments copies peer's block of an overlapped step, chunk by chunk,
+// and, when the producer signals in segments, each segment after its signal
+// (the gate waited for the first); split: the early rows went ahead.
+func (sc *scatter) copySegments(peer int, split bool) error {
+	st := sc.st
+	from := 0
+	if split {
+		from = sc.step.EarlyRows
+	}
+	if segs := st.Segments(); segs > 1 {
+		dest := sc.step.Node*st.lws() + peer
+		for j := 0; j < segs; j++ {
+			r0, r1 := SegmentRows(sc.step.RowsPer, segs, j)
+			if r1 <= r0 {
+				break
+			}
+			if j > 0 {
+				if err := st.GemmSignal(dest, j).Wait(sc.s, uint32(sc.step.Epoch)); err != nil {
+					return err
+				}
+			}
+			if err := sc.copyRows(peer, max(r0, from), r1); err != nil {
+				return err
+			}
+		}
+		return st.arrived.At(st.place.NodePeer(peer), st.place.LocalRank).Raise(sc.s, sc.seqs[len(sc.seqs)-1])
+	}
+	for c := 0; c < sc.step.Chunks; c++ {
+		if err := sc.copyChunk(peer, c, from); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // early copies the first step.EarlyRows rows of peer's block once the
@@ -198,17 +227,35 @@ func (sc *scatter) trace(peer int, at Point) error {
 }
 
 // waitGemm makes s wait, with GEMM overlap, until the producer finished the
-// rows of step.Node's local rank peer (early: their first step.EarlyRows).
+// first segment of the rows of step.Node's local rank peer (early: their
+// first step.EarlyRows; all: every segment).
 func (st *Stage) waitGemm(s device.Stream, step Step, peer int, early bool) error {
 	if !st.overlap {
 		return nil
 	}
 	dest := step.Node*st.lws() + peer
-	sig := st.GemmSignal(dest)
 	if early {
-		sig = st.EarlySignal(dest)
+		return st.EarlySignal(dest).Wait(s, uint32(step.Epoch))
 	}
-	return sig.Wait(s, uint32(step.Epoch))
+	return st.GemmSignal(dest, 0).Wait(s, uint32(step.Epoch))
+}
+
+// waitBlock makes s wait, with GEMM overlap, until the producer finished
+// every segment of the rows of step.Node's local rank peer.
+func (st *Stage) waitBlock(s device.Stream, step Step, peer int) error {
+	if !st.overlap {
+		return nil
+	}
+	dest := step.Node*st.lws() + peer
+	for j := 0; j < st.Segments(); j++ {
+		if r0, r1 := SegmentRows(step.RowsPer, st.Segments(), j); r1 <= r0 {
+			break
+		}
+		if err := st.GemmSignal(dest, j).Wait(s, uint32(step.Epoch)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Reduce enqueues on r, for each chunk, a wait for the lws-1 peer blocks of
@@ -219,7 +266,7 @@ func (st *Stage) Reduce(r device.Stream, step Step, seqs []uint32) error {
 	rowBytes := st.rowBytes()
 	rowsPerNode := step.RowsPer * lws
 	local := st.heap.Local()
-	if err := st.waitGemm(r, step, lr, false); err != nil {
+	if err := st.waitBlock(r, step, lr); err != nil {
 		return err
 	}
 	for c, seq := range seqs {

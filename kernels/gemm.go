@@ -25,8 +25,8 @@ const (
 	GemmTileK = 64
 
 	gemmThreads = 384
-	gemmStages  = 4
-	gemmShared  = gemmStages*(GemmTileM*GemmTileK*2+GemmTileN*GemmTileK*2) + 1024 + 2*gemmStages*8
+	gemmStages  = 3
+	gemmShared  = gemmStages*(GemmTileM*GemmTileK*2+GemmTileN*GemmTileK*2) + GemmTileM*GemmTileN*2 + 1024 + (2*gemmStages+2)*8
 
 	// DefaultGemmGroup is how many row tiles the walk takes at a time (see
 	// Gemm.Group).
@@ -49,10 +49,12 @@ func (l BLayout) String() string {
 	return "kn"
 }
 
+// gemmKey picks a kernel: tma is whether C is stored with TMA (16-byte
+// aligned rows), else straight from registers.
 type gemmKey struct {
 	dt     dtype.DType
 	layout BLayout
-	vec    bool
+	tma    bool
 }
 
 var gemmKernels = map[gemmKey]*device.Kernel{}
@@ -60,12 +62,12 @@ var gemmKernels = map[gemmKey]*device.Kernel{}
 func init() {
 	for _, dt := range []dtype.DType{dtype.BF16, dtype.F16} {
 		for _, layout := range []BLayout{BKN, BNK} {
-			for _, vec := range []bool{true, false} {
+			for _, tma := range []bool{true, false} {
 				name := fmt.Sprintf("hc_gemm_%v_%v", dt, layout)
-				if !vec {
+				if !tma {
 					name += "_odd"
 				}
-				gemmKernels[gemmKey{dt, layout, vec}] = &device.Kernel{
+				gemmKernels[gemmKey{dt, layout, tma}] = &device.Kernel{
 					Module: GemmModule, Name: name, Block: gemmThreads, Shared: gemmShared, Host: gemmHost(dt, layout),
 				}
 			}
@@ -182,6 +184,13 @@ func (g Gemm) maps() (a, b device.TensorMap) {
 	return a, b
 }
 
+// cMap is the tensor map of C, stored in 64 × 64 boxes.
+func (g Gemm) cMap() device.TensorMap {
+	es := int64(g.DType.Size())
+	return device.TensorMap{Base: g.C, DType: g.DType, Cols: int64(g.N), Rows: int64(g.M), RowBytes: int64(g.LDC) * es,
+		BoxCols: 64, BoxRows: 64}
+}
+
 // Check reports whether LaunchGemm can run g: the sizes, the dtype, and
 // what TMA needs of A and B (16-byte aligned bases and row strides: K and,
 // for [K, N], N multiples of 8 when dense); it wraps ErrNotSupported for
@@ -224,24 +233,28 @@ func LaunchGemm(dev device.Device, s device.Stream, g Gemm) error {
 		return err
 	}
 	g = g.dense()
-	vec := g.LDC%2 == 0 && uint64(g.C)%4 == 0
-	k := gemmKernels[gemmKey{g.DType, g.Layout, vec}]
+	a, b := g.maps()
+	c := g.cMap()
+	tma := c.Check() == nil
+	if !tma {
+		c = a // unused by the kernel that stores from registers
+	}
+	k := gemmKernels[gemmKey{g.DType, g.Layout, tma}]
 	tiles := GemmRowTiles(g.M) * GemmColTiles(g.N)
 	grid := g.Grid
 	if grid == 0 {
 		grid = dev.Info().SMs
 	}
 	grid = max(1, min(grid, tiles))
-	a, b := g.maps()
-	return dev.Launch(s, k, grid, a, b, g.C, int32(g.M), int32(g.N), int32(g.K), int64(g.LDC), g.Order,
+	return dev.Launch(s, k, grid, a, b, c, g.C, int32(g.M), int32(g.N), int32(g.K), int64(g.LDC), g.Order,
 		int32(GemmRowTiles(g.M)), int32(g.Group), g.Segments, int32(g.NSegs), g.Counters, g.Value)
 }
 
 // PrepareGemm loads the GEMM's kernels for dt on dev (see Prepare).
 func PrepareGemm(dev device.Device, dt dtype.DType) error {
 	for _, layout := range []BLayout{BKN, BNK} {
-		for _, vec := range []bool{true, false} {
-			k, ok := gemmKernels[gemmKey{dt, layout, vec}]
+		for _, tma := range []bool{true, false} {
+			k, ok := gemmKernels[gemmKey{dt, layout, tma}]
 			if !ok {
 				return fmt.Errorf("kernels: no GEMM for %v: %w", dt, device.ErrNotSupported)
 			}

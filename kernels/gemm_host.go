@@ -10,7 +10,7 @@ import (
 
 // gemmArgs are the GEMM kernel's arguments, in LaunchGemm's order.
 type gemmArgs struct {
-	a, b            device.TensorMap
+	a, b, cMap      device.TensorMap
 	c               device.Ptr
 	m, n, k         int
 	ldc             int64
@@ -25,25 +25,26 @@ type gemmArgs struct {
 func decodeGemmArgs(args []any) (gemmArgs, error) {
 	var g gemmArgs
 	bad := fmt.Errorf("gemm arguments %v: %w", args, device.ErrInvalidArgument)
-	if len(args) != 14 {
+	if len(args) != 15 {
 		return g, bad
 	}
-	var ok [14]bool
+	var ok [15]bool
 	g.a, ok[0] = args[0].(device.TensorMap)
 	g.b, ok[1] = args[1].(device.TensorMap)
-	g.c, ok[2] = args[2].(device.Ptr)
+	g.cMap, ok[2] = args[2].(device.TensorMap)
+	g.c, ok[3] = args[3].(device.Ptr)
 	var m, n, k, rowTiles, group, nsegs int32
-	m, ok[3] = args[3].(int32)
-	n, ok[4] = args[4].(int32)
-	k, ok[5] = args[5].(int32)
-	g.ldc, ok[6] = args[6].(int64)
-	g.order, ok[7] = args[7].(device.Ptr)
-	rowTiles, ok[8] = args[8].(int32)
-	group, ok[9] = args[9].(int32)
-	g.segments, ok[10] = args[10].(device.Ptr)
-	nsegs, ok[11] = args[11].(int32)
-	g.counters, ok[12] = args[12].(device.Ptr)
-	g.value, ok[13] = args[13].(uint32)
+	m, ok[4] = args[4].(int32)
+	n, ok[5] = args[5].(int32)
+	k, ok[6] = args[6].(int32)
+	g.ldc, ok[7] = args[7].(int64)
+	g.order, ok[8] = args[8].(device.Ptr)
+	rowTiles, ok[9] = args[9].(int32)
+	group, ok[10] = args[10].(int32)
+	g.segments, ok[11] = args[11].(device.Ptr)
+	nsegs, ok[12] = args[12].(int32)
+	g.counters, ok[13] = args[13].(device.Ptr)
+	g.value, ok[14] = args[14].(uint32)
 	for _, o := range ok {
 		if !o {
 			return g, bad

@@ -63,14 +63,23 @@ func callerAndProducer(dev device.Device) (s, producer device.Stream, closeBoth 
 // GEMM overlap: each rank's producer writes the rows of each destination
 // rank in a random order, with random delays, and raises that rank's signal
 // only then. The input starts as garbage, so a scatter that copied a block
-// before its signal would be caught. One world also copies in chunks.
+// before its signal would be caught. One world also copies in chunks; two
+// signal in segments (three of 2, 2 and 1 rows; seven, two of them empty),
+// raised one by one in a random order across destinations.
 func TestGEMMOverlapProducersInRandomOrder(t *testing.T) {
-	for i, shape := range []bootstrap.Shape{{Nodes: 1, LocalSize: 4}, {Nodes: 2, LocalSize: 2}, {Nodes: 3, LocalSize: 1}, {Nodes: 1, LocalSize: 4}} {
-		chunks := 0
-		if i == 3 {
-			chunks = 3
-		}
-		t.Run(fmt.Sprintf("%v/chunks%d", shape, chunks), func(t *testing.T) {
+	for _, tc := range []struct {
+		shape            bootstrap.Shape
+		chunks, segments int
+	}{
+		{bootstrap.Shape{Nodes: 1, LocalSize: 4}, 0, 0},
+		{bootstrap.Shape{Nodes: 2, LocalSize: 2}, 0, 0},
+		{bootstrap.Shape{Nodes: 3, LocalSize: 1}, 0, 0},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 4}, 3, 0},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 4}, 0, 3},
+		{bootstrap.Shape{Nodes: 2, LocalSize: 2}, 0, 7},
+	} {
+		shape, chunks, segments := tc.shape, tc.chunks, tc.segments
+		t.Run(fmt.Sprintf("%v/chunks%d/segments%d", shape, chunks, segments), func(t *testing.T) {
 			t.Parallel()
 			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
 			require.NoError(t, err)
@@ -83,7 +92,8 @@ func TestGEMMOverlapProducersInRandomOrder(t *testing.T) {
 			defer cancel()
 			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 				rank := r.Comm.Rank()
-				rs, err := rs2d.New(tune.With(ctx, tune.Knobs{Chunks: chunks}), r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true, Timeout: 20 * time.Second})
+				knobs := tune.Knobs{Chunks: chunks, Segments: segments}
+				rs, err := rs2d.New(tune.With(ctx, knobs), r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true, Timeout: 20 * time.Second})
 				if err != nil {
 					return err
 				}
@@ -114,15 +124,19 @@ func TestGEMMOverlapProducersInRandomOrder(t *testing.T) {
 						return err
 					}
 					prng := rand.New(rand.NewPCG(uint64(rank), uint64(call)))
-					for _, dest := range prng.Perm(ws) {
-						time.Sleep(time.Duration(prng.IntN(1500)) * time.Microsecond)
-						block := inputs[call][rank][dest*blockBytes : (dest+1)*blockBytes]
-						if err := r.Dev.CopyToDevice(in.Ptr.Add(int64(dest*blockBytes)), block); err != nil {
-							return err
+					if segments == 0 {
+						for _, dest := range prng.Perm(ws) {
+							time.Sleep(time.Duration(prng.IntN(1500)) * time.Microsecond)
+							block := inputs[call][rank][dest*blockBytes : (dest+1)*blockBytes]
+							if err := r.Dev.CopyToDevice(in.Ptr.Add(int64(dest*blockBytes)), block); err != nil {
+								return err
+							}
+							if err := sig.Raise(producer, dest); err != nil {
+								return err
+							}
 						}
-						if err := sig.Raise(producer, dest); err != nil {
-							return err
-						}
+					} else if err := raiseSegments(r.Dev, producer, sig, prng, inputs[call][rank], in.Ptr, m, ws); err != nil {
+						return err
 					}
 					if err := s.Synchronize(ctx); err != nil {
 						return err
@@ -139,6 +153,37 @@ func TestGEMMOverlapProducersInRandomOrder(t *testing.T) {
 			require.NoError(t, err)
 		})
 	}
+}
+
+// raiseSegments writes each segment of each of ws destinations' rows of
+// data (a rank's [m, n] input) into in, in a random order with random
+// delays, raising the segment's signal after it; empty segments are never
+// raised (nothing waits for them).
+func raiseSegments(dev device.Device, producer device.Stream, sig rs2d.Signals, prng *rand.Rand, data []byte, in device.Ptr, m, ws int) error {
+	rowBytes, rowsPer := len(data)/m, m/ws
+	type seg struct{ dest, j int }
+	var segs []seg
+	for dest := 0; dest < ws; dest++ {
+		for j := 0; j < sig.Segments(); j++ {
+			segs = append(segs, seg{dest, j})
+		}
+	}
+	for _, i := range prng.Perm(len(segs)) {
+		sg := segs[i]
+		r0, r1 := sig.SegmentRows(m, sg.j)
+		if r1 <= r0 {
+			continue
+		}
+		time.Sleep(time.Duration(prng.IntN(700)) * time.Microsecond)
+		off := (sg.dest*rowsPer + r0) * rowBytes
+		if err := dev.CopyToDevice(in.Add(int64(off)), data[off:off+(r1-r0)*rowBytes]); err != nil {
+			return err
+		}
+		if err := sig.RaiseSegment(producer, sg.dest, sg.j); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Two contexts on the same ranks, used at the same time on different streams.

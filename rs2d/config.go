@@ -110,6 +110,10 @@ func (c Config) validate(world int, k tune.Knobs) error {
 		return fmt.Errorf("rs2d: negative chunks or SM budget: %w", device.ErrInvalidArgument)
 	case k.RailLanes < 0 || k.RailLanes > internode.MaxNCCLLanes:
 		return fmt.Errorf("rs2d: %d rail lanes: want 0 (default %d) to %d: %w", k.RailLanes, internode.DefaultNCCLLanes, internode.MaxNCCLLanes, device.ErrInvalidArgument)
+	case k.Segments < 0 || k.Segments > tune.MaxSegments:
+		return fmt.Errorf("rs2d: %d signal segments: want 0 to %d: %w", k.Segments, tune.MaxSegments, device.ErrInvalidArgument)
+	case k.Segments > 1 && (!c.OverlapWithGEMM || k.SplitFirstBlock == tune.SplitOn || k.Chunks > 1):
+		return fmt.Errorf("rs2d: signal segments need OverlapWithGEMM, without a split first block or chunks: %w", device.ErrInvalidArgument)
 	case k.SplitFirstBlock == tune.SplitOn && !c.OverlapWithGEMM:
 		return fmt.Errorf("rs2d: splitting the first block needs OverlapWithGEMM: %w", device.ErrInvalidArgument)
 	case k.SplitFirstBlock < tune.SplitAuto || k.SplitFirstBlock > tune.SplitOn:

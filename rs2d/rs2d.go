@@ -96,7 +96,7 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 
 	c := &Context{cfg: cfg, knobs: knobs, comm: comm, dev: dev, place: place}
 	var l symm.Layout
-	var buf intranode.Buffers
+	buf := intranode.Buffers{Segments: knobs.Segments}
 	buf.AddTo(&l, place, int64(cfg.MaxM)*c.rowBytes())
 	if c.heap, err = symm.New(ctx, comm, dev, &l); err != nil {
 		return nil, fmt.Errorf("rs2d: %w", err)

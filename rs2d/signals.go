@@ -5,6 +5,7 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/internal/tune"
+	"github.com/seed12530e24/hiercoll/intranode"
 	"github.com/seed12530e24/hiercoll/symm"
 )
 
@@ -37,23 +38,59 @@ func (g Signals) signal(dest int, early bool) (symm.Signal, error) {
 	if early {
 		return g.c.intra.EarlySignal(dest), nil
 	}
-	return g.c.intra.GemmSignal(dest), nil
+	return g.c.intra.GemmSignal(dest, 0), nil
 }
 
-// Addr is the device address of the signal word of destination rank dest,
-// for a producer kernel of the caller's own.
+// Addr is the device address of the signal word of destination rank dest
+// (of its first segment), for a producer kernel of the caller's own.
 func (g Signals) Addr(dest int) (device.Ptr, error) {
 	sig, err := g.signal(dest, false)
 	return sig.Addr(), err
 }
 
-// Raise enqueues on s the write of the signal of destination rank dest.
-func (g Signals) Raise(s device.Stream, dest int) error {
-	sig, err := g.signal(dest, false)
-	if err != nil {
+// Segments is how many signal words each destination's rows come in.
+func (g Signals) Segments() int { return g.c.intra.Segments() }
+
+// SegmentRows is the row range [r0, r1), within the block of each
+// destination of a call of m rows, of segment j (empty for a segment past
+// the block's rows, which is never waited for).
+func (g Signals) SegmentRows(m, j int) (r0, r1 int) {
+	return intranode.SegmentRows(m/g.c.place.Shape.World(), g.Segments(), j)
+}
+
+// SegmentAddr is the device address of the signal word of segment j of
+// destination rank dest.
+func (g Signals) SegmentAddr(dest, j int) (device.Ptr, error) {
+	if _, err := g.signal(dest, false); err != nil {
+		return 0, err
+	}
+	if j < 0 || j >= g.Segments() {
+		return 0, fmt.Errorf("rs2d: signal segment %d of %d: %w", j, g.Segments(), device.ErrInvalidArgument)
+	}
+	return g.c.intra.GemmSignal(dest, j).Addr(), nil
+}
+
+// RaiseSegment enqueues on s the write of the signal of segment j of
+// destination rank dest.
+func (g Signals) RaiseSegment(s device.Stream, dest, j int) error {
+	if _, err := g.SegmentAddr(dest, j); err != nil {
 		return err
 	}
-	return sig.Raise(s, g.Value)
+	return g.c.intra.GemmSignal(dest, j).Raise(s, g.Value)
+}
+
+// Raise enqueues on s the writes of the signals of destination rank dest
+// (every segment of its rows).
+func (g Signals) Raise(s device.Stream, dest int) error {
+	if _, err := g.signal(dest, false); err != nil {
+		return err
+	}
+	for j := 0; j < g.Segments(); j++ {
+		if err := g.c.intra.GemmSignal(dest, j).Raise(s, g.Value); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // EarlyRows is how many rows of the first block in consumption order

@@ -30,6 +30,10 @@ type Knobs struct {
 	// block in consumption order in two halves with the early signal
 	// between them, so the copy engine starts half a block sooner.
 	SplitFirstBlock Split
+	// Segments is, with GEMM overlap, how many signals each destination's
+	// rows come in (0: one; at most MaxSegments), for a producer that
+	// finishes rows finer than a block (gemmrs's own GEMM).
+	Segments int
 	// AutoMinFLOP and AutoMinRowsPerRank are the thresholds below which
 	// gemmrs's Auto mode runs the GEMM then the reduce-scatter instead of
 	// overlapping them.
@@ -79,6 +83,9 @@ func From(ctx context.Context) Knobs {
 	k, _ := ctx.Value(key{}).(Knobs)
 	return k
 }
+
+// MaxSegments bounds Knobs.Segments.
+const MaxSegments = 64
 
 // DefaultReductionSMs is ReductionSMs's default beside a GEMM (the copy
 // engine); beside the SM engine's pushes the reduce takes twice as many,

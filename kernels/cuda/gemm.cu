@@ -37,13 +37,15 @@ struct __align__(64) hc_tensor_map { u64 opaque[16]; };
 #define GM_BM 128
 #define GM_BN 256
 #define GM_BK 64
-#define GM_STAGES 4
+#define GM_STAGES 3
 #define GM_A_STAGE (GM_BM * GM_BK * 2)  // 16 KiB
 #define GM_B_STAGE (GM_BN * GM_BK * 2)  // 32 KiB
+#define GM_C_STAGE (GM_BM * GM_BN * 2)  // 64 KiB: the staged output tile
 #define GM_THREADS 384
-// Dynamic shared memory: the stages, 1 KiB to align them for the 128-byte
-// swizzle, and the barriers.
-#define GM_SMEM (GM_STAGES * (GM_A_STAGE + GM_B_STAGE) + 1024 + 2 * GM_STAGES * 8)
+// Dynamic shared memory: the stages, the staging buffer, 1 KiB to align
+// them for the 128-byte swizzle, and the barriers (full and empty per stage,
+// staged, free).
+#define GM_SMEM (GM_STAGES * (GM_A_STAGE + GM_B_STAGE) + GM_C_STAGE + 1024 + (2 * GM_STAGES + 2) * 8)
 
 // A segment: rows [r0, r1) of C; need tiles complete it; its signal word.
 struct hc_gemm_segment {
@@ -85,6 +87,14 @@ __device__ __forceinline__ void gm_tma_load(u32 dst, const hc_tensor_map* map, i
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
       "l"((u64)map), "r"(c0), "r"(c1), "r"(bar)
       : "memory");
+}
+
+// tma_store copies the box at smem src to (c0 inner, c1 outer) of map's
+// tensor, in the calling thread's current bulk async-group.
+__device__ __forceinline__ void gm_tma_store(const hc_tensor_map* map, int c0, int c1, u32 src) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" ::"l"((u64)map), "r"(c0),
+               "r"(c1), "r"(src)
+               : "memory");
 }
 
 // A shared-memory matrix descriptor for wgmma: start address, leading and
@@ -136,8 +146,6 @@ __device__ __forceinline__ void gm_wgmma_wait() {
       : "l"(da), "l"(db), "r"(scale_d), "n"(TNSP_B) \
       : "memory")
 
-// Rounding of two fp32 values to a packed pair of the dtype: lo first in
-// memory.
 // Each dtype's wgmma and the rounding of two fp32 values to a packed pair
 // (lo first in memory).
 struct GmBF16 {
@@ -179,7 +187,6 @@ __device__ __forceinline__ void gm_tile(int t, const int* order, int row_tiles, 
 // gm_signal adds the tile of rows [r0, r1) to every segment it meets and
 // raises the segments it completes.
 __device__ __forceinline__ void gm_signal(int r0, int r1, const hc_gemm_segment* segs, int nsegs, u32* counters, u32 value) {
-  __threadfence();
   for (int s = 0; s < nsegs; s++) {
     const hc_gemm_segment g = segs[s];
     if (g.r1 <= r0 || r1 <= g.r0) continue;
@@ -193,7 +200,10 @@ __device__ __forceinline__ void gm_signal(int r0, int r1, const hc_gemm_segment*
   }
 }
 
-template <class P, int VEC>
+// gm_store stores this thread's share of a consumer's 64 x 256 rows of the
+// tile straight from registers, bounds-checked, two bytes at a time (the
+// epilogue where C's rows are not 16-byte aligned).
+template <class P>
 __device__ __forceinline__ void gm_store(const float* d, u16* C, long long ldc, int M, int N, int row, int col0) {
 #pragma unroll
   for (int i = 0; i < 32; i++) {
@@ -201,29 +211,82 @@ __device__ __forceinline__ void gm_store(const float* d, u16* C, long long ldc, 
 #pragma unroll
     for (int h = 0; h < 2; h++) {
       const int r = row + 8 * h;
-      const float lo = d[4 * i + 2 * h], hi = d[4 * i + 2 * h + 1];
       if (r >= M || col >= N) continue;
+      const u32 v = P::pack(d[4 * i + 2 * h], d[4 * i + 2 * h + 1]);
       u16* p = C + (long long)r * ldc + col;
-      const u32 v = P::pack(lo, hi);
-      if (VEC && col + 1 < N) {
-        *(u32*)p = v;
-      } else {
-        p[0] = (u16)(v & 0xffff);
-        if (col + 1 < N) p[1] = (u16)(v >> 16);
-      }
+      p[0] = (u16)(v & 0xffff);
+      if (col + 1 < N) p[1] = (u16)(v >> 16);
     }
   }
 }
 
-template <class P, int KN, int VEC>
-__device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tensor_map* tmb, u16* C, int M, int N, int K,
-                                        long long ldc, const int* order, int row_tiles, int group,
-                                        const hc_gemm_segment* segs, int nsegs, u32* counters, u32 value) {
+// gm_stage writes this thread's share of a consumer's 64 x 256 rows into
+// the staging buffer at stage: four 64 x 64 boxes of 8 KiB, each row 128
+// bytes with its 16-byte chunks swizzled by the row (chunk ^ row % 8), the
+// layout TMA's 128-byte swizzle stores from. A warp's 32 stores of one
+// instruction land in 32 different banks.
+template <class P>
+__device__ __forceinline__ void gm_stage(const float* d, u32 stage, int row, int lane) {
+#pragma unroll
+  for (int i = 0; i < 32; i++) {
+    const u32 box = stage + (i >> 3) * (64 * 128);
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const int r = row + 8 * h;
+      const u32 addr = box + r * 128 + ((((u32)i & 7) ^ ((u32)r & 7)) << 4) + 4 * (lane & 3);
+      const u32 v = P::pack(d[4 * i + 2 * h], d[4 * i + 2 * h + 1]);
+      asm volatile("st.shared.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+    }
+  }
+}
+
+// gm_storer is the storer thread's loop: per tile, wait until the consumers
+// staged it (TMA) or stored it (direct), store it with TMA and free the
+// staging buffer once read, then wait for the writes and signal.
+template <int TMA>
+__device__ __forceinline__ void gm_storer(const hc_tensor_map* tmc, u32 cstage, u32 staged, u32 freed, int M,
+                                          const int* order, int row_tiles, int col_tiles, int group, int tiles,
+                                          const hc_gemm_segment* segs, int nsegs, u32* counters, u32 value) {
+  int n = 0;
+  for (int t = blockIdx.x; t < tiles; t += gridDim.x, n++) {
+    int rt, ct;
+    gm_tile(t, order, row_tiles, col_tiles, group, &rt, &ct);
+    gm_bar_wait(staged, n & 1);
+    if (TMA) {
+#pragma unroll
+      for (int cw = 0; cw < 2; cw++) {
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+          gm_tma_store(tmc, ct * GM_BN + 64 * j, rt * GM_BM + 64 * cw, cstage + (cw * 4 + j) * (64 * 128));
+        }
+      }
+      asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+      asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+      gm_bar_arrive(freed);
+      if (nsegs == 0) continue;
+      asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+      asm volatile("fence.proxy.async.global;" ::: "memory");
+    } else {
+      gm_bar_arrive(freed);
+      if (nsegs == 0) continue;
+    }
+    __threadfence();
+    gm_signal(rt * GM_BM, min(rt * GM_BM + GM_BM, M), segs, nsegs, counters, value);
+  }
+  if (TMA) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
+
+template <class P, int KN, int TMA>
+__device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tensor_map* tmb, const hc_tensor_map* tmc,
+                                        u16* C, int M, int N, int K, long long ldc, const int* order, int row_tiles,
+                                        int group, const hc_gemm_segment* segs, int nsegs, u32* counters, u32 value) {
   extern __shared__ unsigned char gm_smem_raw[];
   const u32 raw = gm_smem_addr(gm_smem_raw);
   const u32 base = (raw + 1023) & ~1023u;
   const u32 sa = base, sb = base + GM_STAGES * GM_A_STAGE;
-  const u32 bars = sb + GM_STAGES * GM_B_STAGE;  // full[GM_STAGES], then empty[GM_STAGES]
+  const u32 cstage = sb + GM_STAGES * GM_B_STAGE;
+  const u32 bars = cstage + GM_C_STAGE;  // full[GM_STAGES], empty[GM_STAGES], staged, freed
+  const u32 staged = bars + 16 * GM_STAGES, freed = staged + 8;
   const int col_tiles = (N + GM_BN - 1) / GM_BN;
   const int tiles = row_tiles * col_tiles;
   const int k_tiles = (K + GM_BK - 1) / GM_BK;
@@ -234,33 +297,38 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
       gm_bar_init(bars + 8 * s, 1);
       gm_bar_init(bars + 8 * (GM_STAGES + s), 8);  // one arrival per consumer warp
     }
+    gm_bar_init(staged, 256);  // every consumer thread
+    gm_bar_init(freed, 1);     // the storer
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
 
   if (wg == 0) {
-    // Producer.
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
-    if (threadIdx.x == 0) {
-      int it = 0;
-      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-        int rt, ct;
-        gm_tile(t, order, row_tiles, col_tiles, group, &rt, &ct);
-        for (int k = 0; k < k_tiles; k++, it++) {
-          const int s = it % GM_STAGES;
-          const u32 phase = (it / GM_STAGES) & 1;
-          const u32 full = bars + 8 * s, empty = bars + 8 * (GM_STAGES + s);
-          gm_bar_wait(empty, phase ^ 1);
-          gm_bar_expect(full, GM_A_STAGE + GM_B_STAGE);
-          gm_tma_load(sa + s * GM_A_STAGE, tma, k * GM_BK, rt * GM_BM, full);
-          if (KN) {
+    if (threadIdx.x == 32) {
+      gm_storer<TMA>(tmc, cstage, staged, freed, M, order, row_tiles, col_tiles, group, tiles, segs, nsegs, counters,
+                     value);
+    }
+    if (threadIdx.x != 0) return;
+    // The loader.
+    int it = 0;
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      int rt, ct;
+      gm_tile(t, order, row_tiles, col_tiles, group, &rt, &ct);
+      for (int k = 0; k < k_tiles; k++, it++) {
+        const int s = it % GM_STAGES;
+        const u32 phase = (it / GM_STAGES) & 1;
+        const u32 full = bars + 8 * s, empty = bars + 8 * (GM_STAGES + s);
+        gm_bar_wait(empty, phase ^ 1);
+        gm_bar_expect(full, GM_A_STAGE + GM_B_STAGE);
+        gm_tma_load(sa + s * GM_A_STAGE, tma, k * GM_BK, rt * GM_BM, full);
+        if (KN) {
 #pragma unroll
-            for (int j = 0; j < GM_BN / 64; j++) {
-              gm_tma_load(sb + s * GM_B_STAGE + j * (64 * GM_BK * 2), tmb, ct * GM_BN + 64 * j, k * GM_BK, full);
-            }
-          } else {
-            gm_tma_load(sb + s * GM_B_STAGE, tmb, k * GM_BK, ct * GM_BN, full);
+          for (int j = 0; j < GM_BN / 64; j++) {
+            gm_tma_load(sb + s * GM_B_STAGE + j * (64 * GM_BK * 2), tmb, ct * GM_BN + 64 * j, k * GM_BK, full);
           }
+        } else {
+          gm_tma_load(sb + s * GM_B_STAGE, tmb, k * GM_BK, ct * GM_BN, full);
         }
       }
     }
@@ -272,8 +340,8 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
   const int cw = wg - 1;
   const int wt = threadIdx.x % 128, warp = wt / 32, lane = wt % 32;
   float d[128];
-  int it = 0;
-  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+  int it = 0, n = 0;
+  for (int t = blockIdx.x; t < tiles; t += gridDim.x, n++) {
     int rt, ct;
     gm_tile(t, order, row_tiles, col_tiles, group, &rt, &ct);
 #pragma unroll
@@ -298,20 +366,24 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
     gm_wgmma_wait<0>();
     if (prev >= 0 && lane == 0) gm_bar_arrive(bars + 8 * (GM_STAGES + prev));
 
-    gm_store<P, VEC>(d, C, ldc, M, N, rt * GM_BM + cw * 64 + warp * 16 + lane / 4, ct * GM_BN + 2 * (lane % 4));
-    if (nsegs > 0) {
-      asm volatile("bar.sync 1, 256;" ::: "memory");  // both consumers stored the tile
-      if (threadIdx.x == 128) gm_signal(rt * GM_BM, min(rt * GM_BM + GM_BM, M), segs, nsegs, counters, value);
+    // The storer has taken the previous tile out of the staging buffer.
+    if (n > 0) gm_bar_wait(freed, (n - 1) & 1);
+    if (TMA) {
+      gm_stage<P>(d, cstage + cw * (4 * 64 * 128), warp * 16 + lane / 4, lane);
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    } else {
+      gm_store<P>(d, C, ldc, M, N, rt * GM_BM + cw * 64 + warp * 16 + lane / 4, ct * GM_BN + 2 * (lane % 4));
     }
+    gm_bar_arrive(staged);
   }
 }
 
-#define HC_GEMM(name, P, KN, VEC)                                                                                     \
+#define HC_GEMM(name, P, KN, TMA)                                                                                    \
   extern "C" __global__ void __launch_bounds__(GM_THREADS, 1)                                                     \
-      name(const __grid_constant__ hc_tensor_map tma, const __grid_constant__ hc_tensor_map tmb, u16* C, int M,     \
-           int N, int K, long long ldc, const int* order, int row_tiles, int group, const hc_gemm_segment* segs,      \
-           int nsegs, u32* counters, u32 value) {                                                                     \
-    gm_gemm<P, KN, VEC>(&tma, &tmb, C, M, N, K, ldc, order, row_tiles, group, segs, nsegs, counters, value);        \
+      name(const __grid_constant__ hc_tensor_map tma, const __grid_constant__ hc_tensor_map tmb,                  \
+           const __grid_constant__ hc_tensor_map tmc, u16* C, int M, int N, int K, long long ldc, const int* order, \
+           int row_tiles, int group, const hc_gemm_segment* segs, int nsegs, u32* counters, u32 value) {            \
+    gm_gemm<P, KN, TMA>(&tma, &tmb, &tmc, C, M, N, K, ldc, order, row_tiles, group, segs, nsegs, counters, value); \
   }
 
 HC_GEMM(hc_gemm_bf16_nk, GmBF16, 0, 1)
