@@ -17,6 +17,7 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/gemmrs"
+	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
 )
@@ -107,7 +108,12 @@ type GemmRow struct {
 	HostEnqueue time.Duration
 	Picks       gemmrs.Mode // the path Run takes for this M
 	Split       bool        // the overlapped GEMM computed its first block in two halves
-	BoundUse    float64     // largest sampled error / gemmrs.Tolerance (any rank)
+	// Choice is the GEMM the ranks agreed on (own or cublas) and Why rank
+	// 0's reason; Segments the signals per destination's rows.
+	Choice      tune.Gemm
+	Why         string
+	Segments    int
+	BoundUse    float64 // largest sampled error / gemmrs.Tolerance (any rank)
 	NCCLChecked bool
 	NCCLMaxDiff float64 // largest |overlap − (GEMM + NCCL)| over every element
 }
@@ -123,6 +129,10 @@ func (r GemmRow) TraceLine() string {
 	for _, d := range r.BlockEnds {
 		ends = append(ends, fmt.Sprintf("%.0f", us(d)))
 	}
+	what := "GEMM blocks end"
+	if r.Choice == tune.GemmOwn {
+		what = fmt.Sprintf("own GEMM (%d signals per destination) ends", r.Segments)
+	}
 	st := r.Stages
 	for _, p := range st.Peers {
 		start := max(p.Signal, p.Permit)
@@ -137,8 +147,8 @@ func (r GemmRow) TraceLine() string {
 	if r.Split {
 		split = " (the first in two halves)"
 	}
-	line := fmt.Sprintf("traced call (us): GEMM blocks end %s%s | copies, free to start→landed: %s | ready flags seen %s | node reduce %.0f",
-		strings.Join(ends, " "), split, strings.Join(copies, " "), strings.Join(ready, " "), us(st.IntraReduce))
+	line := fmt.Sprintf("traced call (us): %s %s%s | copies, free to start→landed: %s | ready flags seen %s | node reduce %.0f",
+		what, strings.Join(ends, " "), split, strings.Join(copies, " "), strings.Join(ready, " "), us(st.IntraReduce))
 	if st.InterNode > 0 {
 		line += fmt.Sprintf(" | rail %.0f", us(st.InterNode))
 	}
@@ -206,7 +216,9 @@ func gemmBench(ctx context.Context, r world.Rank, o GemmOptions) (err error) {
 	if mm, err := device.MatmulOf(r.Dev); err == nil {
 		p.Printf("  GEMM: %s, fp32 accumulation\n", device.MatmulLibrary(mm))
 	}
-	p.Printf("  overlapped path: every block into C, copied to the node peers by the copy engine after its signal\n")
+	p.Printf("  overlapped path: C computed in the scatter's order by hiercoll's own GEMM (one launch that signals each segment of a\n" +
+		"  destination's rows as its tiles are stored) or by the matmul block by block (a signal per block); the copy engine copies\n" +
+		"  each part to the node peers after its signal\n")
 	if ref == nil {
 		p.Printf("  NCCL: not run (%s)\n", why)
 	} else {
@@ -237,6 +249,7 @@ func gemmBench(ctx context.Context, r world.Rank, o GemmOptions) (err error) {
 			shape, row.KLocal, us(row.Gemm), row.TFLOPS(), us(row.RS), usOrDash(row.GemmNCCL), us(row.Sequential), us(row.Overlap),
 			vs(row.GemmNCCL, row.Overlap), vs(row.Sequential, row.Overlap), us(row.GemmAlone), us(row.GemmInOverlap), row.Slowdown(),
 			row.Picks, checkText)
+		p.Printf("%-18s GEMM: %v (%s)\n", "", row.Choice, row.Why)
 		p.Printf("%-18s %s\n", "", row.TraceLine())
 	}
 	p.Printf("  vs nccl = (gemm+nccl)/overlap, vs seq = (gemm+rs)/overlap, slow = gemm@ovl/gemm1; picks = the path Run takes (--mode %v)\n", o.Config.Mode)
@@ -352,6 +365,8 @@ func gemmShape(ctx context.Context, r world.Rank, o GemmOptions, shape GemmShape
 	defer func() { err = errors.Join(err, c.g.Close()) }()
 	row.Picks = c.g.ModeFor(shape.M)
 	row.Split = c.g.SplitsFirstBlock()
+	row.Choice, row.Why = c.g.GemmChoice()
+	row.Segments = c.g.Segments()
 	free, err := c.allocate(seed)
 	defer func() { err = errors.Join(err, free()) }()
 	if err != nil {
@@ -710,13 +725,13 @@ func maxAbs(dt dtype.DType, b []byte, count int) float64 {
 // WriteGemmCSV writes the rows as CSV (times in microseconds).
 func WriteGemmCSV(w io.Writer, rows []GemmRow, world int, dt dtype.DType) error {
 	if _, err := fmt.Fprintln(w, "M,N,K,k_local,world,dtype,gemm_us,gemm_tflops,rs_us,gemm_nccl_us,gemm_rs_us,overlap_us,"+
-		"gemm_single_us,gemm_in_overlap_us,gemm_slowdown,picks,bound_use,max_abs_diff_vs_nccl"); err != nil {
+		"gemm_single_us,gemm_in_overlap_us,gemm_slowdown,picks,bound_use,max_abs_diff_vs_nccl,gemm"); err != nil {
 		return err
 	}
 	for _, r := range rows {
-		if _, err := fmt.Fprintf(w, "%d,%d,%d,%d,%d,%v,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.3f,%v,%.4f,%g\n",
+		if _, err := fmt.Fprintf(w, "%d,%d,%d,%d,%d,%v,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.3f,%v,%.4f,%g,%v\n",
 			r.Shape.M, r.Shape.N, r.Shape.K, r.KLocal, world, dt, us(r.Gemm), r.TFLOPS(), us(r.RS), us(r.GemmNCCL),
-			us(r.Sequential), us(r.Overlap), us(r.GemmAlone), us(r.GemmInOverlap), r.Slowdown(), r.Picks, r.BoundUse, r.NCCLMaxDiff); err != nil {
+			us(r.Sequential), us(r.Overlap), us(r.GemmAlone), us(r.GemmInOverlap), r.Slowdown(), r.Picks, r.BoundUse, r.NCCLMaxDiff, r.Choice); err != nil {
 			return err
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/seed12530e24/hiercoll/device/sim"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/gemmrs"
+	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/world"
 )
 
@@ -45,6 +46,10 @@ func TestGemmBenchOnSim(t *testing.T) {
 				require.Equal(t, before, sim.Live(), "simulated resources left behind")
 
 				require.Len(t, rows, 2)
+				// Auto on the CPU: the own GEMM's twin where it can compute
+				// the product (N and K multiples of 8), the matmul elsewhere.
+				require.Equal(t, tune.GemmOwn, rows[0].Choice, rows[0].Why)
+				require.Equal(t, tune.GemmCuBLAS, rows[1].Choice, rows[1].Why)
 				for _, row := range rows {
 					require.Equal(t, gemmrs.Overlap, row.Picks)
 					require.Positive(t, row.Gemm)
@@ -56,9 +61,14 @@ func TestGemmBenchOnSim(t *testing.T) {
 					require.False(t, row.NCCLChecked)
 					require.Greater(t, row.BoundUse, 0.0)
 					require.LessOrEqual(t, row.BoundUse, 1.0)
-					// The traced call: every block's end, and a copy to each
-					// node peer of the last node step.
-					require.Len(t, row.BlockEnds, ws)
+					// The traced call: every block's end (the own GEMM's
+					// one launch: its end), and a copy to each node peer of
+					// the last node step.
+					if row.Choice == tune.GemmOwn {
+						require.Len(t, row.BlockEnds, 1)
+					} else {
+						require.Len(t, row.BlockEnds, ws)
+					}
 					require.Len(t, row.Stages.Peers, shape.LocalSize-1)
 					require.Positive(t, row.Stages.Total)
 				}
@@ -66,7 +76,8 @@ func TestGemmBenchOnSim(t *testing.T) {
 				require.Contains(t, text, "NCCL: not run")
 				require.Contains(t, text, "ok ")
 				require.Equal(t, 2, strings.Count(text, "% of bound"), text)
-				require.Equal(t, 2, strings.Count(text, "traced call (us): GEMM blocks end"), text)
+				require.Equal(t, 1, strings.Count(text, "traced call (us): own GEMM (1 signals per destination) ends"), text)
+				require.Equal(t, 1, strings.Count(text, "traced call (us): GEMM blocks end"), text)
 
 				var csv bytes.Buffer
 				require.NoError(t, benchmarks.WriteGemmCSV(&csv, rows, ws, dt))

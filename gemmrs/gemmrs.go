@@ -161,6 +161,10 @@ func (c Config) validate(world int, k tune.Knobs) error {
 		return bad("negative Auto threshold")
 	case k.SplitFirstBlock < tune.SplitAuto || k.SplitFirstBlock > tune.SplitOn:
 		return bad("unknown split %d", k.SplitFirstBlock)
+	case k.Gemm < tune.GemmAuto || k.Gemm > tune.GemmCuBLAS:
+		return bad("unknown GEMM choice %d", k.Gemm)
+	case k.Gemm == tune.GemmOwn && k.SplitFirstBlock == tune.SplitOn:
+		return bad("the split first block is for the block-by-block GEMM, not the own GEMM, which signals in segments")
 	}
 	switch c.DType {
 	case dtype.BF16, dtype.F16, dtype.F32:
@@ -182,9 +186,14 @@ type GemmRS struct {
 	mm    device.Matmul
 	world int
 
-	rs         *rs2d.Context
-	order      []int      // rs.ConsumptionOrder(): the GEMM's block order
-	cBuf       device.Ptr // [MaxM, N]
+	rs    *rs2d.Context
+	order []int      // rs.ConsumptionOrder(): the GEMM's block order
+	cBuf  device.Ptr // [MaxM, N]
+	// With the own GEMM (knobs.Gemm, own.go): its segment counters (zero
+	// between launches) and its tables by M; why it was chosen or not.
+	counters   device.Ptr
+	tables     map[int]ownTables
+	why        string
 	gemmStream device.Stream
 	// ready joins the caller's stream into the GEMM stream (A and B are
 	// ready); gemmDone joins the GEMM stream back. gemmStart and gemmEnd
@@ -193,7 +202,8 @@ type GemmRS struct {
 	// blockEnds, while tracing, are recorded after each block of an
 	// overlapped call, in the order computed (nil when not tracing).
 	blockEnds []device.Event
-	traced    int // blocks recorded by the last traced call
+	traced    int  // blocks recorded by the last traced call
+	ownTraced bool // the last overlapped call ran the own GEMM
 
 	mu     sync.Mutex
 	closed bool
@@ -216,6 +226,9 @@ type hooks struct {
 	signals func(gemmDone device.Event, raise func(s device.Stream, d int) error) error
 }
 
+// The hooks perturb the block-by-block producer: with hooks set, calls use
+// it even where the own GEMM was chosen.
+
 // New creates a GemmRS on every rank of comm (collective: every rank calls
 // it with the same Config). Before the collective ReduceScatter2D context is
 // built, each rank checks that its device can multiply (a 2×2 product
@@ -237,7 +250,6 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 	if knobs.AutoMinRowsPerRank == 0 {
 		knobs.AutoMinRowsPerRank = DefaultAutoMinRowsPerRank
 	}
-	knobs.SplitFirstBlock = splitFor(knobs.SplitFirstBlock, cfg.KLocal, comm.LocalSize() == world)
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cfg.Timeout)
@@ -245,18 +257,57 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 	}
 
 	g := &GemmRS{cfg: cfg, knobs: knobs, comm: comm, dev: dev, world: world}
+	if knobs.SplitFirstBlock == tune.SplitOn && knobs.Gemm == tune.GemmAuto {
+		g.knobs.Gemm = tune.GemmCuBLAS // the split is the block producer's
+	}
 	local := g.prepare(ctx)
-	if _, err := bootstrap.Agree(ctx, comm, local, nil); err != nil {
+	vote := []byte{0}
+	if local == nil {
+		var own bool
+		own, g.why, local = g.chooseGemm(ctx)
+		if own {
+			vote[0] = 1
+		}
+	}
+	votes, err := bootstrap.Agree(ctx, comm, local, vote)
+	if err != nil {
 		return nil, errors.Join(gemmUnusable(err), g.release())
 	}
+	g.knobs = g.resolve(votes)
 	rsCfg := rs2d.Config{MaxM: cfg.MaxM, N: cfg.N, DType: cfg.DType, OverlapWithGEMM: true, Transport: cfg.Transport, Timeout: cfg.Timeout}
-	rs, err := rs2d.New(tune.With(ctx, knobs), comm, dev, rsCfg)
+	rs, err := rs2d.New(tune.With(ctx, g.knobs), comm, dev, rsCfg)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("gemmrs: %w", err), g.release())
 	}
 	g.rs = rs
 	g.order = rs.ConsumptionOrder()
 	return g, nil
+}
+
+// resolve settles the knobs once every rank voted for the own GEMM or not:
+// the own GEMM only if every rank can and would use it (it signals in
+// segments, so the first block is not split); else the device's matmul,
+// block by block.
+func (g *GemmRS) resolve(votes [][]byte) tune.Knobs {
+	k := g.knobs
+	own := true
+	for _, v := range votes {
+		own = own && len(v) == 1 && v[0] == 1
+	}
+	if own {
+		k.Gemm = tune.GemmOwn
+		k.Segments = segmentsFor(k, g.cfg.MaxM/g.world)
+		k.SplitFirstBlock = tune.SplitOff
+		return k
+	}
+	if k.Gemm != tune.GemmCuBLAS && g.why != "" && votes[g.comm.Rank()][0] == 1 {
+		g.why = "another rank cannot use the own GEMM or measured cuBLAS faster"
+	}
+	k.Gemm = tune.GemmCuBLAS
+	if k.Segments <= 1 { // segments asked for replace the split
+		k.SplitFirstBlock = splitFor(k.SplitFirstBlock, g.cfg.KLocal, g.comm.LocalSize() == g.world)
+	}
+	return k
 }
 
 // prepare takes this rank's own resources and checks its GEMM.
@@ -280,7 +331,11 @@ func (g *GemmRS) prepare(ctx context.Context) error {
 	if g.cBuf, err = g.dev.Alloc(size); err != nil {
 		return fmt.Errorf("C buffer of %d bytes: %w", size, err)
 	}
-	return nil
+	counters := make([]byte, 4*g.world*tune.MaxSegments)
+	if g.counters, err = g.dev.Alloc(int64(len(counters))); err != nil {
+		return err
+	}
+	return g.dev.CopyToDevice(g.counters, counters)
 }
 
 // selfTest multiplies [[1 2] [3 4]] by [[5 6] [7 8]] on s and checks the
@@ -412,10 +467,15 @@ func (g *GemmRS) LastStages() (rs2d.Stages, error) { return g.rs.LastStages() }
 
 // LastBlockEnds returns, for the last traced overlapped call, when each
 // block's GEMM ended (in the order computed, ConsumptionOrder), from the
-// start of its first block. Synchronize the call's stream first.
+// start of its first block; with the own GEMM (one launch), when it ended.
+// Synchronize the call's stream first.
 func (g *GemmRS) LastBlockEnds() ([]time.Duration, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.ownTraced && g.blockEnds != nil {
+		d, err := g.gemmEnd.Since(g.gemmStart)
+		return []time.Duration{d}, err // one launch: its end
+	}
 	if g.traced == 0 {
 		return nil, fmt.Errorf("gemmrs: no traced overlapped call to report: %w", device.ErrInvalidArgument)
 	}
@@ -472,9 +532,15 @@ func (g *GemmRS) Close() error {
 // release frees what prepare took.
 func (g *GemmRS) release() error {
 	var errs []error
-	if g.cBuf != 0 {
-		errs = append(errs, g.dev.Free(g.cBuf))
-		g.cBuf = 0
+	for _, p := range []*device.Ptr{&g.cBuf, &g.counters} {
+		if *p != 0 {
+			errs = append(errs, g.dev.Free(*p))
+			*p = 0
+		}
+	}
+	for m, t := range g.tables {
+		errs = append(errs, t.free(g.dev))
+		delete(g.tables, m)
 	}
 	for _, e := range []*device.Event{&g.ready, &g.gemmDone, &g.gemmStart, &g.gemmEnd} {
 		if *e != nil {

@@ -207,7 +207,7 @@ var worlds = []bootstrap.Shape{{Nodes: 1, LocalSize: 2}, {Nodes: 2, LocalSize: 2
 func TestOverlapAndSequentialMatchReference(t *testing.T) {
 	for _, shape := range worlds {
 		for _, dt := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32} {
-			for i, size := range []struct{ rowsPer, n, k int }{{8, 17, 16}, {16, 32, 64}, {64, 9, 33}, {1, 1, 1}} {
+			for i, size := range []struct{ rowsPer, n, k int }{{8, 17, 16}, {16, 32, 64}, {64, 9, 33}, {1, 1, 1}, {24, 8, 8}, {20, 40, 24}} {
 				split := tune.SplitOn // the first block in halves ...
 				if i%2 == 1 {
 					split = tune.SplitOff // ... but for half the sizes
@@ -227,6 +227,13 @@ func TestOverlapAndSequentialMatchReference(t *testing.T) {
 							return err
 						}
 						defer func() { err = errors.Join(err, g.Close()) }()
+						// Auto takes the own GEMM (its twin on the CPU) where
+						// it can compute the product and nothing asks for
+						// the block producer's split.
+						wantOwn := dt != dtype.F32 && size.n%8 == 0 && size.k%8 == 0 && split != tune.SplitOn
+						if choice, why := g.GemmChoice(); (choice == tune.GemmOwn) != wantOwn {
+							return fmt.Errorf("GEMM %v (%s), want own: %v", choice, why, wantOwn)
+						}
 						rb, err := newRankBufs(r.Dev, dt, m, size.n, size.k, ws)
 						if err != nil {
 							return err
@@ -267,6 +274,52 @@ func TestOverlapAndSequentialMatchReference(t *testing.T) {
 					t.Logf("largest error: %.1f%% of the bound", 100*worst)
 				})
 			}
+		}
+	}
+}
+
+// The own GEMM with its rows signalled in segments (three per destination,
+// 14 rows each, so row tiles meet several segments and destinations), on
+// poisoned C and output, against the fp64 reference; and the device's
+// matmul when asked for, with the same signals.
+func TestOwnGemmInSegments(t *testing.T) {
+	for _, shape := range []bootstrap.Shape{{Nodes: 1, LocalSize: 4}, {Nodes: 2, LocalSize: 2}} {
+		for _, choice := range []tune.Gemm{tune.GemmOwn, tune.GemmCuBLAS} {
+			t.Run(fmt.Sprintf("%v/%v", shape, choice), func(t *testing.T) {
+				t.Parallel()
+				const dt, rowsPer, n, k = dtype.BF16, 42, 24, 16
+				ws := shape.World()
+				m := rowsPer * ws
+				ps := newProblems(dt, ws, m, n, k)
+				w := simWorld(t, shape, 10*time.Second)
+				err := w.Run(testCtx(t), func(ctx context.Context, r world.Rank) (err error) {
+					g, err := gemmrs.New(tune.With(ctx, tune.Knobs{Gemm: choice, Segments: 3}), r.Comm, r.Dev, baseConfig(dt, m, n, k))
+					if err != nil {
+						return err
+					}
+					defer func() { err = errors.Join(err, g.Close()) }()
+					if got, why := g.GemmChoice(); got != choice {
+						return fmt.Errorf("GEMM %v (%s), asked for %v", got, why, choice)
+					}
+					rb, err := newRankBufs(r.Dev, dt, m, n, k, ws)
+					if err != nil {
+						return err
+					}
+					defer func() { err = errors.Join(err, rb.close()) }()
+					for call := 0; call < 3; call++ {
+						p := ps.get(call)
+						got, err := runCall(ctx, g, rb, ps, p, r.Comm.Rank(), gemmrs.Overlap)
+						if err != nil {
+							return fmt.Errorf("call %d: %w", call, err)
+						}
+						if _, err := ps.compare(p, r.Comm.Rank(), shape.Nodes, got); err != nil {
+							return fmt.Errorf("call %d: %w", call, err)
+						}
+					}
+					return nil
+				})
+				require.NoError(t, err)
+			})
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/internal/tune"
+	"github.com/seed12530e24/hiercoll/kernels"
 	"github.com/seed12530e24/hiercoll/rs2d"
 )
 
@@ -170,7 +172,11 @@ func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b Tensor, call *rs2d.Cal
 		}
 		return sig.Raise(st, d)
 	}
-	if g.hooks != nil && g.hooks.signals != nil {
+	if spec := g.ownSpec(a, b); g.knobs.Gemm == tune.GemmOwn && g.hooks == nil && spec.Check() == nil {
+		if err := g.enqueueOwn(spec, sig, raised); err != nil {
+			return err
+		}
+	} else if g.hooks != nil && g.hooks.signals != nil {
 		// The test hook raises the signals, on streams of its own.
 		if err := g.gemmBlocks(a, b, sig, nil); err != nil {
 			return err
@@ -242,7 +248,7 @@ func (g *GemmRS) gemmBlocks(a, b Tensor, sig rs2d.Signals, raised *bool) error {
 	if err := g.gemmEnd.Record(gs); err != nil {
 		return err
 	}
-	g.timed, g.traced = true, traced
+	g.timed, g.traced, g.ownTraced = true, traced, false
 	return g.gemmDone.Record(gs)
 }
 
@@ -265,13 +271,19 @@ func (g *GemmRS) enqueueSequential(ctx context.Context, a, b Tensor, call *rs2d.
 	return call.Enqueue(ctx, s)
 }
 
-// gemmWhole enqueues C = A·B on s, on every SM, between the timing events.
+// gemmWhole enqueues C = A·B on s, on every SM, between the timing events:
+// the own GEMM where it was chosen and can take these operands, else the
+// device's matmul.
 func (g *GemmRS) gemmWhole(a, b, c Tensor, s device.Stream) error {
 	if err := g.gemmStart.Record(s); err != nil {
 		return err
 	}
-	spec := device.GemmSpec{M: a.Rows, N: g.cfg.N, K: g.cfg.KLocal, A: a.Ptr, B: b.Ptr, C: c.Ptr, DType: g.cfg.DType}
-	if err := g.mm.Gemm(s, spec); err != nil {
+	if own := g.ownSpec(a, b); g.knobs.Gemm == tune.GemmOwn && own.Check() == nil {
+		own.C = c.Ptr
+		if err := kernels.LaunchGemm(g.dev, s, own); err != nil {
+			return err
+		}
+	} else if err := g.mm.Gemm(s, device.GemmSpec{M: a.Rows, N: g.cfg.N, K: g.cfg.KLocal, A: a.Ptr, B: b.Ptr, C: c.Ptr, DType: g.cfg.DType}); err != nil {
 		return err
 	}
 	if err := g.gemmEnd.Record(s); err != nil {

@@ -57,6 +57,10 @@ func decodeGemmArgs(args []any) (gemmArgs, error) {
 	return g, nil
 }
 
+// gemmTileHook, when set (by tests), is called before the twin computes a
+// tile.
+var gemmTileHook func(rt, ct int)
+
 // gemmHost is the GEMM's Go twin: the tiles in the kernel's walk, each
 // accumulated in fp32 and rounded once, each followed by its segments'
 // counting and signals, as one CTA would do them.
@@ -81,6 +85,9 @@ func gemmHost(dt dtype.DType, layout BLayout) device.HostFunc {
 		colTiles := GemmColTiles(g.n)
 		for t := 0; t < g.rowTiles*colTiles; t++ {
 			rt, ct := gemmTile(t, order, g.rowTiles, colTiles, g.group)
+			if gemmTileHook != nil {
+				gemmTileHook(rt, ct)
+			}
 			if err := g.tile(mem, dt, layout, rt, ct); err != nil {
 				return err
 			}

@@ -149,6 +149,52 @@ func TestGemmSignalsSegments(t *testing.T) {
 	}
 }
 
+// No copy of a segment starts before its tiles are stored: a copier on
+// another stream copies each segment out of C as soon as its signal is
+// raised, while the GEMM runs with one tile of a segment held back; C and
+// the copies' destination start poisoned, so a segment signalled early
+// would leave poison in the copy.
+func TestGemmSignalGatesCopies(t *testing.T) {
+	const dt = dtype.BF16
+	m, n, k := 300, 520, 64
+	r := newGemmRig(t, dt, kernels.BNK, m, n, k)
+	segs := []kernels.GemmSegment{{R0: 200, R1: 300}, {R0: 0, R1: 150}, {R0: 150, R1: 200}}
+	alloc := func(data []byte) device.Ptr {
+		p, err := r.dev.Alloc(int64(len(data)))
+		require.NoError(t, err)
+		require.NoError(t, r.dev.CopyToDevice(p, data))
+		t.Cleanup(func() { require.NoError(t, r.dev.Free(p)) })
+		return p
+	}
+	words := alloc(make([]byte, 4*len(segs)))
+	for i := range segs {
+		segs[i].Signal = words.Add(int64(4 * i))
+	}
+	order, records := kernels.GemmTables(m, n, segs)
+	r.g.Order, r.g.Segments, r.g.Counters, r.g.NSegs, r.g.Value = alloc(order), alloc(records), alloc(make([]byte, 12)), len(segs), 1
+	dst := alloc(check.Poison(dt, m*n))
+	copier, err := r.dev.NewStream(device.Normal)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, copier.Close()) }()
+	rowBytes := int64(n * dt.Size())
+	for i, sg := range segs {
+		require.NoError(t, r.dev.WaitValue32(copier, device.Word{Addr: segs[i].Signal, Label: "segment"}, device.GEQ, 1))
+		require.NoError(t, r.dev.Copy(copier, dst.Add(int64(sg.R0)*rowBytes), r.g.C.Add(int64(sg.R0)*rowBytes), int64(sg.R1-sg.R0)*rowBytes))
+	}
+	// Row tile 0, column tile 2 (rows 0..128) belongs to segment 1.
+	kernels.SetGemmTileHook(func(rt, ct int) {
+		if rt == 0 && ct == 2 {
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	defer kernels.SetGemmTileHook(nil)
+	require.NoError(t, kernels.LaunchGemm(r.dev, r.s, r.g))
+	require.NoError(t, copier.Synchronize(context.Background()))
+	require.NoError(t, r.s.Synchronize(context.Background()))
+	r.g.C = dst // check the copies
+	r.check(t)
+}
+
 func u32s(b []byte) []uint32 {
 	out := make([]uint32, len(b)/4)
 	for i := range out {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"strconv"
 
@@ -26,6 +27,9 @@ func runBenchGemm(ctx context.Context, args []string) error {
 	mode := fs.String("mode", "auto", "the path Run takes: auto, overlap or sequential (both are timed either way)")
 	split := fs.String("split-first", "auto", "tuning, overlapped path: compute the first block in two halves so the copy engine starts sooner: "+
 		"auto (when K/world < "+strconv.Itoa(gemmrs.SplitAutoMaxKLocal)+" on one node), on or off")
+	gemm := fs.String("gemm", "auto", "the GEMM: own (hiercoll's, per-segment signals), cublas (the device's matmul, block by block), "+
+		"or auto (own where every rank can run it and measured it at least as fast as cuBLAS)")
+	segments := fs.Int("segments", 0, "tuning, own GEMM: signals per destination's rows (0: about one per 1024 rows, at most 8)")
 	iters := fs.Int("iters", 0, "calls per timed measurement (0: 20 on GPUs, 2 on the CPU)")
 	reps := fs.Int("reps", 3, "measurements of each path; the best is kept")
 	samples := fs.Int("samples", 0, "output elements per rank checked against the exact sum (0: 64 on GPUs, all of small outputs)")
@@ -45,6 +49,13 @@ func runBenchGemm(ctx context.Context, args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
+	gm, err := tune.ParseGemm(*gemm)
+	if err != nil {
+		return usageError{err}
+	}
+	if *segments < 0 || *segments > tune.MaxSegments {
+		return usageError{fmt.Errorf("--segments %d: want 0 to %d", *segments, tune.MaxSegments)}
+	}
 	var list []benchmarks.GemmShape
 	if *shapes != "" {
 		if list, err = benchmarks.ParseGemmShapes(*shapes); err != nil {
@@ -56,7 +67,7 @@ func runBenchGemm(ctx context.Context, args []string) error {
 		return err
 	}
 	knobs := tune.From(ctx)
-	knobs.SplitFirstBlock = sp
+	knobs.SplitFirstBlock, knobs.Gemm, knobs.Segments = sp, gm, *segments
 	ctx = tune.With(ctx, knobs)
 	return runWorld(ctx, &w, func(wh where) benchmarks.Job {
 		return func(ctx context.Context, r worldRank) error {

@@ -34,6 +34,10 @@ type Knobs struct {
 	// rows come in (0: one; at most MaxSegments), for a producer that
 	// finishes rows finer than a block (gemmrs's own GEMM).
 	Segments int
+	// Gemm is gemmrs's GEMM: its own (kernels.LaunchGemm), the device's
+	// matmul (cuBLAS), or Auto (the own GEMM where every rank can run it
+	// and measured it at least as fast as cuBLAS at the context's shape).
+	Gemm Gemm
 	// AutoMinFLOP and AutoMinRowsPerRank are the thresholds below which
 	// gemmrs's Auto mode runs the GEMM then the reduce-scatter instead of
 	// overlapping them.
@@ -71,6 +75,38 @@ func ParseSplit(s string) (Split, error) {
 		}
 	}
 	return SplitAuto, fmt.Errorf("split %q: want auto, on or off: %w", s, hcerr.ErrInvalidArgument)
+}
+
+// Gemm is a choice of Knobs.Gemm.
+type Gemm int
+
+// The choices.
+const (
+	GemmAuto Gemm = iota
+	GemmOwn
+	GemmCuBLAS
+)
+
+func (g Gemm) String() string {
+	switch g {
+	case GemmAuto:
+		return "auto"
+	case GemmOwn:
+		return "own"
+	case GemmCuBLAS:
+		return "cublas"
+	}
+	return fmt.Sprintf("gemm(%d)", int(g))
+}
+
+// ParseGemm parses auto, own or cublas.
+func ParseGemm(s string) (Gemm, error) {
+	for _, v := range []Gemm{GemmAuto, GemmOwn, GemmCuBLAS} {
+		if s == v.String() {
+			return v, nil
+		}
+	}
+	return GemmAuto, fmt.Errorf("gemm %q: want auto, own or cublas: %w", s, hcerr.ErrInvalidArgument)
 }
 
 type key struct{}

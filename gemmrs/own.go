@@ -1,0 +1,242 @@
+package gemmrs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internal/tune"
+	"github.com/seed12530e24/hiercoll/kernels"
+	"github.com/seed12530e24/hiercoll/rs2d"
+)
+
+// The own GEMM as the producer. One launch of kernels.LaunchGemm computes
+// all of C, its row tiles in the scatter's consumption order, and raises
+// the signal of each segment of a destination's rows (rs2d
+// Signals.SegmentAddr) as soon as the segment's tiles are stored, so the
+// copy engine starts on a destination's rows before the whole block is
+// done, and no GEMM is cut into blocks.
+
+// segmentRows is about how many rows a signal segment covers: the rows the
+// GEMM's walk finishes together (kernels.DefaultGemmGroup row tiles).
+const segmentRows = kernels.DefaultGemmGroup * kernels.GemmTileM
+
+// maxAutoSegments bounds the segments Auto gives a destination's rows.
+const maxAutoSegments = 8
+
+// segmentsFor is how many signal segments each destination's rows come in
+// with the own GEMM (knobs.Segments when set).
+func segmentsFor(k tune.Knobs, rowsPerRank int) int {
+	if k.Segments > 0 {
+		return k.Segments
+	}
+	return max(1, min(maxAutoSegments, rowsPerRank/segmentRows))
+}
+
+// ownSpec is the own GEMM's product C[:M] = A·B for a call.
+func (g *GemmRS) ownSpec(a, b Tensor) kernels.Gemm {
+	return kernels.Gemm{M: a.Rows, N: g.cfg.N, K: g.cfg.KLocal, A: a.Ptr, B: b.Ptr, C: g.cBuf, DType: g.cfg.DType, Layout: kernels.BKN}
+}
+
+// GemmChoice reports which GEMM the GemmRS computes with: tune.GemmOwn or
+// tune.GemmCuBLAS (the device's matmul), as every rank agreed in New, and
+// why.
+func (g *GemmRS) GemmChoice() (tune.Gemm, string) { return g.knobs.Gemm, g.why }
+
+// Segments is how many signals each destination's rows come in.
+func (g *GemmRS) Segments() int { return max(1, g.knobs.Segments) }
+
+// chooseGemm is this rank's vote for the own GEMM (see tune.Knobs.Gemm):
+// whether it asks for it or Auto finds it at least as fast as the device's
+// matmul at the MaxM product, with the reason. Asking for it where it cannot
+// run is an error.
+func (g *GemmRS) chooseGemm(ctx context.Context) (bool, string, error) {
+	if g.knobs.Gemm == tune.GemmCuBLAS {
+		return false, "asked for", nil
+	}
+	spec := g.ownSpec(Tensor{Ptr: 256, Rows: g.cfg.MaxM}, Tensor{Ptr: 256})
+	spec.C = 256
+	err := spec.Check()
+	if err == nil {
+		err = kernels.PrepareGemm(g.dev, g.cfg.DType)
+	}
+	switch {
+	case err != nil && g.knobs.Gemm == tune.GemmOwn:
+		return false, "", fmt.Errorf("the own GEMM cannot compute this product: %w", err)
+	case err != nil:
+		return false, fmt.Sprintf("the own GEMM cannot compute it (%v)", err), nil
+	case g.knobs.Gemm == tune.GemmOwn:
+		return true, "asked for", nil
+	case g.dev.Info().Backend != "cuda":
+		return true, "the CPU backend runs the own GEMM's reference twin", nil
+	}
+	own, mm, err := g.timeGemms(ctx)
+	if err != nil {
+		return false, "", fmt.Errorf("timing the GEMMs: %w", err)
+	}
+	why := fmt.Sprintf("measured at %dx%dx%d: own %v, cuBLAS %v", g.cfg.MaxM, g.cfg.N, g.cfg.KLocal, own, mm)
+	return own <= mm, why, nil
+}
+
+// timeGemms times the own GEMM and the device's matmul at the MaxM product
+// on the GEMM stream, in turn, over three rounds of three calls each, on
+// scratch inputs of ones, and returns each one's median time per call.
+func (g *GemmRS) timeGemms(ctx context.Context) (own, mm time.Duration, err error) {
+	cfg, es := g.cfg, int64(g.cfg.DType.Size())
+	a, err := g.dev.Alloc(int64(cfg.MaxM) * int64(cfg.KLocal) * es)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() { err = errors.Join(err, g.dev.Free(a)) }()
+	b, err := g.dev.Alloc(int64(cfg.KLocal) * int64(cfg.N) * es)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() { err = errors.Join(err, g.dev.Free(b)) }()
+	one := uint32(0x3c003c00) // fp16 1.0, twice
+	if cfg.DType == dtype.BF16 {
+		one = 0x3f803f80
+	}
+	s := g.gemmStream
+	for _, p := range []struct {
+		ptr   device.Ptr
+		bytes int64
+	}{{a, int64(cfg.MaxM) * int64(cfg.KLocal) * es}, {b, int64(cfg.KLocal) * int64(cfg.N) * es}} {
+		if err := g.dev.Memset32(s, p.ptr, one, p.bytes/4); err != nil {
+			return 0, 0, err
+		}
+	}
+	spec := g.ownSpec(Tensor{Ptr: a, Rows: cfg.MaxM}, Tensor{Ptr: b})
+	ref := device.GemmSpec{M: cfg.MaxM, N: cfg.N, K: cfg.KLocal, A: a, B: b, C: g.cBuf, DType: cfg.DType}
+	const rounds, calls = 3, 3
+	var owns, mms []time.Duration
+	for round := 0; round <= rounds; round++ { // round 0 warms up
+		for _, x := range []struct {
+			run func() error
+			ds  *[]time.Duration
+		}{{func() error { return kernels.LaunchGemm(g.dev, s, spec) }, &owns}, {func() error { return g.mm.Gemm(s, ref) }, &mms}} {
+			d, err := g.timeOnGemmStream(ctx, calls, x.run)
+			if err != nil {
+				return 0, 0, err
+			}
+			if round > 0 {
+				*x.ds = append(*x.ds, d)
+			}
+		}
+	}
+	return median(owns), median(mms), nil
+}
+
+// timeOnGemmStream times calls runs of run on the GEMM stream (per call).
+func (g *GemmRS) timeOnGemmStream(ctx context.Context, calls int, run func() error) (time.Duration, error) {
+	s := g.gemmStream
+	if err := g.gemmStart.Record(s); err != nil {
+		return 0, err
+	}
+	for range calls {
+		if err := run(); err != nil {
+			return 0, err
+		}
+	}
+	if err := g.gemmEnd.Record(s); err != nil {
+		return 0, err
+	}
+	if err := s.Synchronize(ctx); err != nil {
+		return 0, err
+	}
+	d, err := g.gemmEnd.Since(g.gemmStart)
+	return d / time.Duration(calls), err
+}
+
+func median(ds []time.Duration) time.Duration {
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	return ds[len(ds)/2]
+}
+
+// ownTables are the own GEMM's device tables for calls of one M: the
+// row-tile order and the segment records (kernels.GemmTables).
+type ownTables struct {
+	order, segs device.Ptr
+	n           int
+}
+
+// tablesFor returns the tables for calls of m rows, uploading them at the
+// first call of that M (the signal words they name do not move).
+func (g *GemmRS) tablesFor(m int, sig rs2d.Signals) (ownTables, error) {
+	if t, ok := g.tables[m]; ok {
+		return t, nil
+	}
+	var segs []kernels.GemmSegment
+	rowsPer := m / g.world
+	for _, d := range g.order {
+		for j := 0; j < sig.Segments(); j++ {
+			r0, r1 := sig.SegmentRows(m, j)
+			if r1 <= r0 {
+				continue // nothing waits for an empty segment
+			}
+			addr, err := sig.SegmentAddr(d, j)
+			if err != nil {
+				return ownTables{}, err
+			}
+			segs = append(segs, kernels.GemmSegment{R0: d*rowsPer + r0, R1: d*rowsPer + r1, Signal: addr})
+		}
+	}
+	order, records := kernels.GemmTables(m, g.cfg.N, segs)
+	t := ownTables{n: len(segs)}
+	var err error
+	for _, x := range []struct {
+		p    *device.Ptr
+		data []byte
+	}{{&t.order, order}, {&t.segs, records}} {
+		if *x.p, err = g.dev.Alloc(int64(len(x.data))); err != nil {
+			return ownTables{}, errors.Join(err, t.free(g.dev))
+		}
+		if err = g.dev.CopyToDevice(*x.p, x.data); err != nil {
+			return ownTables{}, errors.Join(err, t.free(g.dev))
+		}
+	}
+	if g.tables == nil {
+		g.tables = map[int]ownTables{}
+	}
+	g.tables[m] = t
+	return t, nil
+}
+
+func (t ownTables) free(dev device.Device) error {
+	var errs []error
+	for _, p := range []device.Ptr{t.order, t.segs} {
+		if p != 0 {
+			errs = append(errs, dev.Free(p))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// enqueueOwn enqueues on the GEMM stream the own GEMM of an overlapped
+// call: all of C in one launch that raises each segment's signal as its
+// tiles are stored. It records gemmDone at the end.
+func (g *GemmRS) enqueueOwn(spec kernels.Gemm, sig rs2d.Signals, raised *bool) error {
+	gs := g.gemmStream
+	t, err := g.tablesFor(spec.M, sig)
+	if err != nil {
+		return err
+	}
+	spec.Order, spec.Segments, spec.NSegs, spec.Counters, spec.Value = t.order, t.segs, t.n, g.counters, sig.Value
+	if err := g.gemmStart.Record(gs); err != nil {
+		return err
+	}
+	*raised = true
+	if err := kernels.LaunchGemm(g.dev, gs, spec); err != nil {
+		return fmt.Errorf("the own GEMM: %w", err)
+	}
+	if err := g.gemmEnd.Record(gs); err != nil {
+		return err
+	}
+	g.timed, g.traced, g.ownTraced = true, 0, true
+	return g.gemmDone.Record(gs)
+}
