@@ -141,18 +141,50 @@ func EmulatedNVLinkRail(p Params) Params {
 // and then used for all the others; everything else is Defaults (or base, if
 // given: its Nodes and GPUs are replaced by each point's).
 func Validate(resultsDir string, base *Params) (Report, error) {
-	type row struct {
-		src  Source
-		who  string
-		lane int
-		size int64
-		us   float64
+	v := validation{base: base}
+	if err := v.readRows(resultsDir); err != nil {
+		return Report{}, err
 	}
-	var rows []row
+	var rep Report
+	if err := v.calibrate(&rep); err != nil {
+		return Report{}, err
+	}
+	for _, r := range v.rows {
+		pt, err := v.point(r)
+		if err != nil {
+			return Report{}, err
+		}
+		rep.Points = append(rep.Points, pt)
+	}
+	var err error
+	rep.Anchor, err = v.anchor()
+	return rep, err
+}
+
+// validation is Validate's state: the recorded runs, and the emulated
+// socket links' terms once calibrated.
+type validation struct {
+	base                    *Params
+	rows                    []recorded
+	laneBW, perGPU, ringNet float64
+}
+
+// recorded is one timed point of a recorded run: who (hiercoll or nccl),
+// the NCCL rail's lanes, the size and the time.
+type recorded struct {
+	src  Source
+	who  string
+	lane int
+	size int64
+	us   float64
+}
+
+// readRows reads every timed point of Sources under resultsDir.
+func (v *validation) readRows(resultsDir string) error {
 	for _, s := range Sources {
 		recs, err := readBenchCSV(filepath.Join(resultsDir, s.Path))
 		if err != nil {
-			return Report{}, err
+			return err
 		}
 		for _, r := range recs {
 			lanes := s.Lanes
@@ -160,150 +192,150 @@ func Validate(resultsDir string, base *Params) (Report, error) {
 				lanes, _ = strconv.Atoi(m[1])
 			}
 			if s.Rail == "nccl" && lanes == 0 {
-				return Report{}, fmt.Errorf("model: %s: variant %q names no lanes", s.Path, r.variant)
+				return fmt.Errorf("model: %s: variant %q names no lanes", s.Path, r.variant)
 			}
-			rows = append(rows, row{s, "hiercoll", lanes, r.bytes, r.hiercollUS})
+			v.rows = append(v.rows, recorded{s, "hiercoll", lanes, r.bytes, r.hiercollUS})
 			if r.ncclUS > 0 {
-				rows = append(rows, row{s, "nccl", 0, r.bytes, r.ncclUS})
+				v.rows = append(v.rows, recorded{s, "nccl", 0, r.bytes, r.ncclUS})
 			}
 		}
 	}
-	find := func(c calPoint) (row, error) {
-		for _, r := range rows {
-			if r.src.Path == c.path && r.who == c.who && r.size == c.bytes {
-				return r, nil
-			}
-		}
-		return row{}, fmt.Errorf("model: %w: calibration point %s %s at %d bytes is missing", hcerr.ErrInvalidArgument, c.path, c.who, c.bytes)
-	}
-	params := func(s Source) Params {
-		p := Defaults(s.Nodes, s.GPUs)
-		if base != nil {
-			p = *base
-			p.Nodes, p.GPUs = s.Nodes, s.GPUs
-		}
-		return p
-	}
+	return nil
+}
 
-	// The socket path's terms, in the order they depend on each other.
-	var rep Report
-	sockets := func(s Source, lanes int, laneBW, perGPU float64) Params {
-		p := params(s)
-		p.Rail = RailTerms{NICs: s.GPUs, NICBW: perGPU, Lat: p.Rail.Lat, Lanes: lanes, LaneBW: laneBW}
-		return p
+func (v *validation) find(c calPoint) (recorded, error) {
+	for _, r := range v.rows {
+		if r.src.Path == c.path && r.who == c.who && r.size == c.bytes {
+			return r, nil
+		}
 	}
-	var laneBW, perGPU, ringNet float64
-	{
-		r, err := find(calLane)
-		if err != nil {
-			return Report{}, err
-		}
-		laneBW, err = solveBW(r.us*1e-6, func(bw float64) (float64, error) {
-			return rs2dTotal(sockets(r.src, r.lane, bw, 1e15), r.size)
-		})
-		if err != nil {
-			return Report{}, fmt.Errorf("model: calibrating a lane on %s: %w", r.src.Path, err)
-		}
-		rep.Terms = append(rep.Terms, Term{"one NCCL lane over sockets", laneBW, describe(calLane)})
+	return recorded{}, fmt.Errorf("model: %w: calibration point %s %s at %d bytes is missing", hcerr.ErrInvalidArgument, c.path, c.who, c.bytes)
+}
+
+// params are the terms of a run of s's shape: Defaults, or base with s's
+// shape.
+func (v *validation) params(s Source) Params {
+	p := Defaults(s.Nodes, s.GPUs)
+	if v.base != nil {
+		p = *v.base
+		p.Nodes, p.GPUs = s.Nodes, s.GPUs
 	}
-	{
-		r, err := find(calSockets)
-		if err != nil {
-			return Report{}, err
-		}
-		perGPU, err = solveBW(r.us*1e-6, func(bw float64) (float64, error) {
-			return rs2dTotal(sockets(r.src, r.lane, laneBW, bw), r.size)
-		})
-		if err != nil {
-			return Report{}, fmt.Errorf("model: calibrating the socket path on %s: %w", r.src.Path, err)
-		}
-		rep.Terms = append(rep.Terms, Term{"socket path per GPU, all lanes", perGPU, describe(calSockets)})
-	}
-	flat := func(s Source, net float64) Params {
-		p := params(s)
-		p.Ring.NetBW = net
-		return p
-	}
-	{
-		r, err := find(calRing)
-		if err != nil {
-			return Report{}, err
-		}
-		ringNet, err = solveBW(r.us*1e-6, func(bw float64) (float64, error) {
-			t, err := Ring(flat(r.src, bw), r.size)
+	return p
+}
+
+// sockets are s's terms with the rail over emulated sockets.
+func (v *validation) sockets(s Source, lanes int, laneBW, perGPU float64) Params {
+	p := v.params(s)
+	p.Rail = RailTerms{NICs: s.GPUs, NICBW: perGPU, Lat: p.Rail.Lat, Lanes: lanes, LaneBW: laneBW}
+	return p
+}
+
+// flat are s's terms with the flat ring's network rate net.
+func (v *validation) flat(s Source, net float64) Params {
+	p := v.params(s)
+	p.Ring.NetBW = net
+	return p
+}
+
+// calibrate sets the socket path's terms from one point each, in the order
+// they depend on each other, and lists them in rep.
+func (v *validation) calibrate(rep *Report) error {
+	steps := []struct {
+		at    calPoint
+		what  string
+		term  *float64
+		model func(r recorded, bw float64) (float64, error)
+	}{
+		{calLane, "one NCCL lane over sockets", &v.laneBW, func(r recorded, bw float64) (float64, error) {
+			return rs2dTotal(v.sockets(r.src, r.lane, bw, 1e15), r.size)
+		}},
+		{calSockets, "socket path per GPU, all lanes", &v.perGPU, func(r recorded, bw float64) (float64, error) {
+			return rs2dTotal(v.sockets(r.src, r.lane, v.laneBW, bw), r.size)
+		}},
+		{calRing, "NCCL ring across the emulated node boundary (sockets)", &v.ringNet, func(r recorded, bw float64) (float64, error) {
+			t, err := Ring(v.flat(r.src, bw), r.size)
 			return t.Total, err
-		})
-		if err != nil {
-			return Report{}, fmt.Errorf("model: calibrating the flat ring on %s: %w", r.src.Path, err)
-		}
-		rep.Terms = append(rep.Terms, Term{"NCCL ring across the emulated node boundary (sockets)", ringNet, describe(calRing)})
+		}},
 	}
+	for _, st := range steps {
+		r, err := v.find(st.at)
+		if err != nil {
+			return err
+		}
+		*st.term, err = solveBW(r.us*1e-6, func(bw float64) (float64, error) { return st.model(r, bw) })
+		if err != nil {
+			return fmt.Errorf("model: calibrating %s on %s: %w", st.what, r.src.Path, err)
+		}
+		rep.Terms = append(rep.Terms, Term{st.what, *st.term, describe(st.at)})
+	}
+	return nil
+}
 
-	for _, r := range rows {
-		var err error
-		pt := Point{Source: r.src.Path, Who: r.who, Nodes: r.src.Nodes, GPUs: r.src.GPUs, Bytes: r.size, Measured: r.us * 1e-6}
-		shape := fmt.Sprintf("%d×%d", r.src.Nodes, r.src.GPUs)
-		switch {
-		case r.who == "nccl" && r.src.Nodes == 1:
-			pt.Config = shape + " NCCL ring"
-			t, err := Ring(params(r.src), r.size)
-			if err != nil {
-				return Report{}, err
-			}
-			pt.Model = t.Total
-		case r.who == "nccl":
+// point is the model's prediction beside a recorded point.
+func (v *validation) point(r recorded) (Point, error) {
+	var err error
+	pt := Point{Source: r.src.Path, Who: r.who, Nodes: r.src.Nodes, GPUs: r.src.GPUs, Bytes: r.size, Measured: r.us * 1e-6}
+	shape := fmt.Sprintf("%d×%d", r.src.Nodes, r.src.GPUs)
+	switch {
+	case r.who == "nccl":
+		p := v.params(r.src)
+		pt.Config = shape + " NCCL ring"
+		if r.src.Nodes > 1 {
 			pt.Config = shape + " NCCL flat ring, sockets between nodes"
-			t, err := Ring(flat(r.src, ringNet), r.size)
-			if err != nil {
-				return Report{}, err
-			}
-			pt.Model = t.Total
-		case r.src.Nodes == 1:
-			pt.Config = shape + " hiercoll (node stage)"
-			pt.Model, err = rs2dTotal(params(r.src), r.size)
-		case r.src.Rail == "nccl":
-			pt.Config = fmt.Sprintf("%s hiercoll, NCCL rail, %d lane(s) over sockets", shape, r.lane)
-			pt.Lanes = r.lane
-			pt.Model, err = rs2dTotal(sockets(r.src, r.lane, laneBW, perGPU), r.size)
-		default:
-			pt.Config = fmt.Sprintf("%s hiercoll, %s rail over NVLink", shape, strings.ToUpper(r.src.Rail))
-			pt.Model, err = rs2dTotal(EmulatedNVLinkRail(params(r.src)), r.size)
+			p = v.flat(r.src, v.ringNet)
 		}
-		if err != nil {
-			return Report{}, err
-		}
-		c := calPoint{r.src.Path, r.who, r.size}
-		switch {
-		case c == calLane:
-			pt.Calibration = "sets one lane's rate"
-		case c == calSockets:
-			pt.Calibration = "sets the socket path's rate"
-		case c == calRing:
-			pt.Calibration = "sets the flat ring's rate"
-		case (c == calNodeLat[0] || c == calNodeLat[1]) && params(r.src).Node == Defaults(1, 1).Node:
-			pt.Calibration = "sets the default node step latency"
-		}
-		rep.Points = append(rep.Points, pt)
+		var t RingTime
+		t, err = Ring(p, r.size)
+		pt.Model = t.Total
+	case r.src.Nodes == 1:
+		pt.Config = shape + " hiercoll (node stage)"
+		pt.Model, err = rs2dTotal(v.params(r.src), r.size)
+	case r.src.Rail == "nccl":
+		pt.Config = fmt.Sprintf("%s hiercoll, NCCL rail, %d lane(s) over sockets", shape, r.lane)
+		pt.Lanes = r.lane
+		pt.Model, err = rs2dTotal(v.sockets(r.src, r.lane, v.laneBW, v.perGPU), r.size)
+	default:
+		pt.Config = fmt.Sprintf("%s hiercoll, %s rail over NVLink", shape, strings.ToUpper(r.src.Rail))
+		pt.Model, err = rs2dTotal(EmulatedNVLinkRail(v.params(r.src)), r.size)
 	}
+	if err != nil {
+		return Point{}, err
+	}
+	switch c := (calPoint{r.src.Path, r.who, r.size}); {
+	case c == calLane:
+		pt.Calibration = "sets one lane's rate"
+	case c == calSockets:
+		pt.Calibration = "sets the socket path's rate"
+	case c == calRing:
+		pt.Calibration = "sets the flat ring's rate"
+	case (c == calNodeLat[0] || c == calNodeLat[1]) && v.params(r.src).Node == Defaults(1, 1).Node:
+		pt.Calibration = "sets the default node step latency"
+	}
+	return pt, nil
+}
 
+// anchor is the model's bus bandwidth of NCCL's ring and ReduceScatter2D
+// beside each NCCLAnchor point.
+func (v *validation) anchor() ([]AnchorRow, error) {
+	var rows []AnchorRow
 	for _, a := range NCCLAnchor {
 		ar := AnchorRow{Anchor: a}
-		p := params(Source{Nodes: a.Nodes, GPUs: 8})
+		p := v.params(Source{Nodes: a.Nodes, GPUs: 8})
 		for _, s := range AnchorSizes {
 			rt, err := Ring(p, s)
 			if err != nil {
-				return Report{}, err
+				return nil, err
 			}
 			t, err := RS2D(p, s)
 			if err != nil {
-				return Report{}, err
+				return nil, err
 			}
 			ar.Ring = append(ar.Ring, rt.BusBW(p.World()))
 			ar.RS2D = append(ar.RS2D, t.BusBW(p.World()))
 		}
-		rep.Anchor = append(rep.Anchor, ar)
+		rows = append(rows, ar)
 	}
-	return rep, nil
+	return rows, nil
 }
 
 var lanesRE = regexp.MustCompile(`\blanes(\d+)\b`)
