@@ -189,10 +189,9 @@ type GemmRS struct {
 	rs    *rs2d.Context
 	order []int      // rs.ConsumptionOrder(): the GEMM's block order
 	cBuf  device.Ptr // [MaxM, N]
-	// With the own GEMM (knobs.Gemm, own.go): its segment counters (zero
-	// between launches) and its tables by M; why it was chosen or not.
-	counters   device.Ptr
-	tables     map[int]ownTables
+	// producer is the own GEMM (knobs.Gemm, own.go); why it was chosen or
+	// not.
+	producer   *Producer
 	why        string
 	gemmStream device.Stream
 	// ready joins the caller's stream into the GEMM stream (A and B are
@@ -296,7 +295,9 @@ func (g *GemmRS) resolve(votes [][]byte) tune.Knobs {
 	}
 	if own {
 		k.Gemm = tune.GemmOwn
-		k.Segments = segmentsFor(k, g.cfg.MaxM/g.world)
+		if k.Segments == 0 {
+			k.Segments = SegmentsFor(g.cfg.MaxM / g.world)
+		}
 		k.SplitFirstBlock = tune.SplitOff
 		return k
 	}
@@ -331,11 +332,8 @@ func (g *GemmRS) prepare(ctx context.Context) error {
 	if g.cBuf, err = g.dev.Alloc(size); err != nil {
 		return fmt.Errorf("C buffer of %d bytes: %w", size, err)
 	}
-	counters := make([]byte, 4*g.world*tune.MaxSegments)
-	if g.counters, err = g.dev.Alloc(int64(len(counters))); err != nil {
-		return err
-	}
-	return g.dev.CopyToDevice(g.counters, counters)
+	g.producer, err = NewProducer(g.dev, g.world)
+	return err
 }
 
 // selfTest multiplies [[1 2] [3 4]] by [[5 6] [7 8]] on s and checks the
@@ -532,15 +530,13 @@ func (g *GemmRS) Close() error {
 // release frees what prepare took.
 func (g *GemmRS) release() error {
 	var errs []error
-	for _, p := range []*device.Ptr{&g.cBuf, &g.counters} {
-		if *p != 0 {
-			errs = append(errs, g.dev.Free(*p))
-			*p = 0
-		}
+	if g.cBuf != 0 {
+		errs = append(errs, g.dev.Free(g.cBuf))
+		g.cBuf = 0
 	}
-	for m, t := range g.tables {
-		errs = append(errs, t.free(g.dev))
-		delete(g.tables, m)
+	if g.producer != nil {
+		errs = append(errs, g.producer.Close())
+		g.producer = nil
 	}
 	for _, e := range []*device.Event{&g.ready, &g.gemmDone, &g.gemmStart, &g.gemmEnd} {
 		if *e != nil {

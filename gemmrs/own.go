@@ -28,12 +28,10 @@ const segmentRows = kernels.DefaultGemmGroup * kernels.GemmTileM
 // maxAutoSegments bounds the segments Auto gives a destination's rows.
 const maxAutoSegments = 8
 
-// segmentsFor is how many signal segments each destination's rows come in
-// with the own GEMM (knobs.Segments when set).
-func segmentsFor(k tune.Knobs, rowsPerRank int) int {
-	if k.Segments > 0 {
-		return k.Segments
-	}
+// SegmentsFor is how many signal segments each destination's rows come in,
+// by default, for an own GEMM with rowsPerRank rows per destination: about
+// one per segmentRows rows, at most maxAutoSegments.
+func SegmentsFor(rowsPerRank int) int {
 	return max(1, min(maxAutoSegments, rowsPerRank/segmentRows))
 }
 
@@ -158,6 +156,60 @@ func median(ds []time.Duration) time.Duration {
 	return ds[len(ds)/2]
 }
 
+// Producer is the own GEMM as the producer of an rs2d context's overlapped
+// calls (GemmRS's, or a caller's through the C ABI): it keeps the segment
+// counters the GEMM counts tiles in (zero between launches) and, by M, the
+// tables that order C's row tiles and name each segment's signal word.
+type Producer struct {
+	dev      device.Device
+	counters device.Ptr
+	tables   map[int]ownTables
+}
+
+// NewProducer makes a producer for a world of world ranks on dev.
+func NewProducer(dev device.Device, world int) (*Producer, error) {
+	zero := make([]byte, 4*world*tune.MaxSegments)
+	p, err := dev.Alloc(int64(len(zero)))
+	if err != nil {
+		return nil, fmt.Errorf("gemmrs: segment counters: %w", err)
+	}
+	if err := dev.CopyToDevice(p, zero); err != nil {
+		return nil, errors.Join(fmt.Errorf("gemmrs: segment counters: %w", err), dev.Free(p))
+	}
+	return &Producer{dev: dev, counters: p, tables: map[int]ownTables{}}, nil
+}
+
+// Enqueue enqueues on s the own GEMM spec (spec.C the call's [M, N] input,
+// spec.M its rows) in one launch that computes C's row tiles in order (the
+// context's consumption order) and raises each segment of sig as its tiles
+// are stored. It refuses a product the GEMM cannot compute and a context
+// that splits its first block (a producer of two block GEMMs), wrapping
+// ErrNotSupported, before enqueuing anything.
+func (p *Producer) Enqueue(s device.Stream, spec kernels.Gemm, order []int, sig rs2d.Signals) error {
+	if err := spec.Check(); err != nil {
+		return err
+	}
+	if sig.EarlyRows(spec.M) > 0 {
+		return fmt.Errorf("gemmrs: the context splits its first block, which the own GEMM does not: %w", device.ErrNotSupported)
+	}
+	t, err := p.tablesFor(spec.M, spec.N, order, sig)
+	if err != nil {
+		return err
+	}
+	spec.Order, spec.Segments, spec.NSegs, spec.Counters, spec.Value = t.order, t.segs, t.n, p.counters, sig.Value
+	return kernels.LaunchGemm(p.dev, s, spec)
+}
+
+// Close frees the producer's counters and tables; its launches must be done.
+func (p *Producer) Close() error {
+	errs := []error{p.dev.Free(p.counters)}
+	for m, t := range p.tables {
+		errs = append(errs, t.free(p.dev))
+		delete(p.tables, m)
+	}
+	return errors.Join(errs...)
+}
+
 // ownTables are the own GEMM's device tables for calls of one M: the
 // row-tile order and the segment records (kernels.GemmTables).
 type ownTables struct {
@@ -167,13 +219,13 @@ type ownTables struct {
 
 // tablesFor returns the tables for calls of m rows, uploading them at the
 // first call of that M (the signal words they name do not move).
-func (g *GemmRS) tablesFor(m int, sig rs2d.Signals) (ownTables, error) {
-	if t, ok := g.tables[m]; ok {
+func (p *Producer) tablesFor(m, n int, order []int, sig rs2d.Signals) (ownTables, error) {
+	if t, ok := p.tables[m]; ok {
 		return t, nil
 	}
 	var segs []kernels.GemmSegment
-	rowsPer := m / g.world
-	for _, d := range g.order {
+	rowsPer := m / len(order)
+	for _, d := range order {
 		for j := 0; j < sig.Segments(); j++ {
 			r0, r1 := sig.SegmentRows(m, j)
 			if r1 <= r0 {
@@ -186,24 +238,21 @@ func (g *GemmRS) tablesFor(m int, sig rs2d.Signals) (ownTables, error) {
 			segs = append(segs, kernels.GemmSegment{R0: d*rowsPer + r0, R1: d*rowsPer + r1, Signal: addr})
 		}
 	}
-	order, records := kernels.GemmTables(m, g.cfg.N, segs)
+	tileOrder, records := kernels.GemmTables(m, n, segs)
 	t := ownTables{n: len(segs)}
 	var err error
 	for _, x := range []struct {
 		p    *device.Ptr
 		data []byte
-	}{{&t.order, order}, {&t.segs, records}} {
-		if *x.p, err = g.dev.Alloc(int64(len(x.data))); err != nil {
-			return ownTables{}, errors.Join(err, t.free(g.dev))
+	}{{&t.order, tileOrder}, {&t.segs, records}} {
+		if *x.p, err = p.dev.Alloc(int64(len(x.data))); err != nil {
+			return ownTables{}, errors.Join(err, t.free(p.dev))
 		}
-		if err = g.dev.CopyToDevice(*x.p, x.data); err != nil {
-			return ownTables{}, errors.Join(err, t.free(g.dev))
+		if err = p.dev.CopyToDevice(*x.p, x.data); err != nil {
+			return ownTables{}, errors.Join(err, t.free(p.dev))
 		}
 	}
-	if g.tables == nil {
-		g.tables = map[int]ownTables{}
-	}
-	g.tables[m] = t
+	p.tables[m] = t
 	return t, nil
 }
 
@@ -218,20 +267,14 @@ func (t ownTables) free(dev device.Device) error {
 }
 
 // enqueueOwn enqueues on the GEMM stream the own GEMM of an overlapped
-// call: all of C in one launch that raises each segment's signal as its
-// tiles are stored. It records gemmDone at the end.
+// call, between the timing events, and records gemmDone at the end.
 func (g *GemmRS) enqueueOwn(spec kernels.Gemm, sig rs2d.Signals, raised *bool) error {
 	gs := g.gemmStream
-	t, err := g.tablesFor(spec.M, sig)
-	if err != nil {
-		return err
-	}
-	spec.Order, spec.Segments, spec.NSegs, spec.Counters, spec.Value = t.order, t.segs, t.n, g.counters, sig.Value
 	if err := g.gemmStart.Record(gs); err != nil {
 		return err
 	}
 	*raised = true
-	if err := kernels.LaunchGemm(g.dev, gs, spec); err != nil {
+	if err := g.producer.Enqueue(gs, spec, g.order, sig); err != nil {
 		return fmt.Errorf("the own GEMM: %w", err)
 	}
 	if err := g.gemmEnd.Record(gs); err != nil {
