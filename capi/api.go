@@ -10,6 +10,7 @@ import (
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/gemmrs"
 	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
@@ -162,6 +163,10 @@ func createRS2D(h int64, maxM, n int64, dt int, overlap int, reductionSMs int) (
 	knobs := tune.Knobs{ReductionSMs: reductionSMs}
 	if overlap&splitFirstBlock != 0 {
 		knobs.SplitFirstBlock = tune.SplitOn
+	} else if cfg.OverlapWithGEMM {
+		// Signals in segments, for the own GEMM of
+		// hc_rs2d_matmul_reduce_scatter (a block producer raises them all).
+		knobs.Segments = gemmrs.SegmentsFor(cfg.MaxM / r.shape.World())
 	}
 	rs, err := rs2d.New(tune.With(context.Background(), knobs), r.rank.Comm, r.rank.Dev, cfg)
 	if err != nil {
@@ -185,6 +190,9 @@ func destroyRS2D(h int64) error {
 		return badHandle(h, kindRS2D)
 	}
 	err := c.rs.Close()
+	if c.mm != nil {
+		err = errors.Join(err, c.mm.close())
+	}
 	table.mu.Lock()
 	c.owner.contexts--
 	table.mu.Unlock()

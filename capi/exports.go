@@ -229,6 +229,15 @@ func hc_rs2d_consumption_order(ctx C.int64_t, order *C.int, n C.int) (rc C.int) 
 	return result(consumptionOrder(int64(ctx), dst))
 }
 
+//export hc_rs2d_matmul_reduce_scatter
+func hc_rs2d_matmul_reduce_scatter(ctx C.int64_t, a C.uint64_t, lda C.int64_t, b C.uint64_t, ldb C.int64_t, bLayout C.int,
+	m, k C.int64_t, c C.uint64_t, out C.uint64_t, stream C.uint64_t) (rc C.int) {
+	defer guard(&rc)
+	x := matmulArgs{a: uint64(a), b: uint64(b), c: uint64(c), out: uint64(out), lda: int64(lda), ldb: int64(ldb),
+		m: int64(m), k: int64(k), layout: int(bLayout)}
+	return result(matmulReduceScatter(int64(ctx), x, uint64(stream)))
+}
+
 //export hc_stream_create
 func hc_stream_create(world C.int64_t, stream *C.uint64_t) (rc C.int) {
 	defer guard(&rc)

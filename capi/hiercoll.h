@@ -57,7 +57,7 @@ extern "C" {
 #endif
 
 /* The ABI this header describes; hc_abi_version() returns the library's. */
-#define HC_ABI_VERSION 2
+#define HC_ABI_VERSION 3
 
 /* Return codes. */
 #define HC_OK 0
@@ -204,6 +204,30 @@ int hc_rs2d_skip_call(int64_t ctx);
  * communication start earliest.
  */
 int hc_rs2d_consumption_order(int64_t ctx, int* order, int len);
+
+/* The layouts of B for hc_rs2d_matmul_reduce_scatter. */
+#define HC_B_KN 0 /* [k, n] row-major */
+#define HC_B_NK 1 /* [n, k] row-major: a torch Linear weight */
+
+/*
+ * GEMM + reduce-scatter with hiercoll's own GEMM (Hopper GPUs; the CPU
+ * backend runs its reference twin), on a context made with
+ * HC_OVERLAP_WITH_GEMM (without HC_SPLIT_FIRST_BLOCK): c[0 .. m-1] = a · b is
+ * computed in one launch, on a stream of the context's that first waits for
+ * stream's earlier work, and each part of a destination's rows is signalled
+ * as soon as it is stored, so the reduce-scatter of c into out, enqueued on
+ * stream, copies it while the rest is computed; stream then waits for the
+ * GEMM. a is [m, k] with rows lda elements apart (0: k); b is [k, n]
+ * (HC_B_KN) or [n, k] (HC_B_NK) with rows ldb elements apart (0: dense); c
+ * is [m, n] contiguous and out [m / world, n], all of the context's dtype.
+ * Every rank calls it with the same m. Fails with HC_ERR_NOT_SUPPORTED,
+ * before anything is enqueued, where the own GEMM cannot compute the product
+ * (fp32 or int32, rows of a, b or c not 16-byte aligned, a GPU that is not
+ * Hopper): the caller then computes c itself and raises the signals.
+ * (ABI version 3.)
+ */
+int hc_rs2d_matmul_reduce_scatter(int64_t ctx, uint64_t a, int64_t lda, uint64_t b, int64_t ldb, int b_layout,
+                                  int64_t m, int64_t k, uint64_t c, uint64_t out, uint64_t stream);
 
 /* ---- Streams ----------------------------------------------------------- */
 

@@ -39,4 +39,6 @@ const abiVersion = C.HC_ABI_VERSION
 const (
 	_ = uint(overlapWithGEMM-C.HC_OVERLAP_WITH_GEMM) + uint(C.HC_OVERLAP_WITH_GEMM-overlapWithGEMM)
 	_ = uint(splitFirstBlock-C.HC_SPLIT_FIRST_BLOCK) + uint(C.HC_SPLIT_FIRST_BLOCK-splitFirstBlock)
+	_ = uint(layoutKN-C.HC_B_KN) + uint(C.HC_B_KN-layoutKN)
+	_ = uint(layoutNK-C.HC_B_NK) + uint(C.HC_B_NK-layoutNK)
 )

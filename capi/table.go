@@ -57,6 +57,10 @@ type rs2dObj struct {
 	world int // ranks
 	n     int
 	dt    dtype.DType
+
+	mmMu  sync.Mutex   // guards mm and mmErr (matmul.go)
+	mm    *matmulState // the own GEMM, from the first matmul call
+	mmErr error        // why it could not be made
 }
 
 // The backends of hc_world_device.

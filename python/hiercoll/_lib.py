@@ -5,7 +5,7 @@ import os
 import pathlib
 import threading
 
-ABI_VERSION = 2  # HC_ABI_VERSION of capi/hiercoll.h
+ABI_VERSION = 3  # HC_ABI_VERSION of capi/hiercoll.h
 
 # Return codes (hiercoll.h).
 HC_OK = 0
@@ -96,6 +96,7 @@ _PROTOTYPES = {
     "hc_rs2d_raise_early": (_i64, _int, _u64),
     "hc_rs2d_early_signal_addr": (_i64, _int, _P(_u64)),
     "hc_rs2d_consumption_order": (_i64, _P(_int), _int),
+    "hc_rs2d_matmul_reduce_scatter": (_i64, _u64, _i64, _u64, _i64, _int, _i64, _i64, _u64, _u64, _u64),
     "hc_stream_create": (_i64, _P(_u64)),
     "hc_stream_synchronize": (_i64, _u64, _i64),
     "hc_stream_destroy": (_i64, _u64),

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/gemmrs"
+	"github.com/seed12530e24/hiercoll/kernels"
+	"github.com/seed12530e24/hiercoll/rs2d"
+)
+
+// The layouts of B as hiercoll.h defines them (HC_B_KN, HC_B_NK; main.go
+// checks them against the header).
+const (
+	layoutKN = 0
+	layoutNK = 1
+)
+
+// matmulState is what hc_rs2d_matmul_reduce_scatter adds to an overlap
+// context at its first call: the own GEMM's producer, the stream it runs on
+// and the events that join it to the caller's stream.
+type matmulState struct {
+	producer *gemmrs.Producer
+	gemm     device.Stream
+	ready    device.Event // the caller's stream: A, B and C may be used
+	done     device.Event // the GEMM stream: the GEMM finished
+}
+
+// matmul returns the context's matmul state, making it at the first call
+// (the own GEMM's kernels loaded, which fails where the device cannot run
+// them); a failure is kept and returned again.
+func (c *rs2dObj) matmul() (*matmulState, error) {
+	c.mmMu.Lock()
+	defer c.mmMu.Unlock()
+	if c.mm != nil || c.mmErr != nil {
+		return c.mm, c.mmErr
+	}
+	dev := c.owner.rank.Dev
+	st := &matmulState{}
+	err := kernels.PrepareGemm(dev, c.dt)
+	if err == nil {
+		st.producer, err = gemmrs.NewProducer(dev, c.world)
+	}
+	if err == nil {
+		st.gemm, err = dev.NewStream(device.Normal)
+	}
+	if err == nil {
+		st.ready, err = dev.NewEvent()
+	}
+	if err == nil {
+		st.done, err = dev.NewEvent()
+	}
+	if err != nil {
+		c.mmErr = errors.Join(fmt.Errorf("hiercoll: the own GEMM: %w", err), st.close())
+		return nil, c.mmErr
+	}
+	c.mm = st
+	return st, nil
+}
+
+// close releases what matmul made; the context's work must be done.
+func (st *matmulState) close() error {
+	var errs []error
+	if st.producer != nil {
+		errs = append(errs, st.producer.Close())
+	}
+	for _, e := range []device.Event{st.ready, st.done} {
+		if e != nil {
+			errs = append(errs, e.Close())
+		}
+	}
+	if st.gemm != nil {
+		errs = append(errs, st.gemm.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// matmulArgs are hc_rs2d_matmul_reduce_scatter's operands.
+type matmulArgs struct {
+	a, b, c, out   uint64
+	lda, ldb, m, k int64
+	layout         int
+}
+
+// matmulReduceScatter is hc_rs2d_matmul_reduce_scatter: on context h (made
+// with GEMM overlap), c[:m] = a·b by the own GEMM on the context's GEMM
+// stream after stream's earlier work, each segment of a destination's rows
+// signalled as it is stored, and the reduce-scatter of c into out on
+// stream, which then waits for the GEMM. What the own GEMM cannot compute
+// fails with ErrNotSupported before anything is enqueued.
+func matmulReduceScatter(h int64, x matmulArgs, stream uint64) error {
+	c, s, err := contextAndStream(h, stream)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !c.rs.Config().OverlapWithGEMM:
+		return fmt.Errorf("hiercoll: matmul + reduce-scatter needs a context made with HC_OVERLAP_WITH_GEMM: %w", device.ErrInvalidArgument)
+	case x.layout != layoutKN && x.layout != layoutNK:
+		return fmt.Errorf("hiercoll: b_layout %d is not HC_B_KN (0) or HC_B_NK (1): %w", x.layout, device.ErrInvalidArgument)
+	case x.m <= 0 || x.m > maxDim || x.k <= 0 || x.k > maxDim || x.lda < 0 || x.lda > maxDim || x.ldb < 0 || x.ldb > maxDim:
+		return fmt.Errorf("hiercoll: m=%d, k=%d must be positive and lda=%d, ldb=%d not negative (all below 2^40): %w", x.m, x.k, x.lda, x.ldb, device.ErrInvalidArgument)
+	}
+	layout := kernels.BKN
+	if x.layout == layoutNK {
+		layout = kernels.BNK
+	}
+	spec := kernels.Gemm{M: int(x.m), N: c.n, K: int(x.k), A: device.Ptr(x.a), B: device.Ptr(x.b), C: device.Ptr(x.c),
+		LDA: int(x.lda), LDB: int(x.ldb), DType: c.dt, Layout: layout}
+	if err := spec.Check(); err != nil {
+		return fmt.Errorf("hiercoll: %w", err)
+	}
+	st, err := c.matmul()
+	if err != nil {
+		return err
+	}
+	in := rs2d.Tensor{Ptr: device.Ptr(x.c), Rows: int(x.m), Cols: c.n, DType: c.dt}
+	out := rs2d.Tensor{Ptr: device.Ptr(x.out), Rows: int(x.m) / c.world, Cols: c.n, DType: c.dt}
+	call, err := c.rs.Prepare(in, out)
+	if err != nil {
+		return err
+	}
+	if err := st.enqueueGemm(s, spec, c.rs.ConsumptionOrder(), call.Signals()); err != nil {
+		call.Skip() // whatever the GEMM raised releases nothing later
+		return errors.Join(err, s.WaitEvent(st.done))
+	}
+	err = call.Enqueue(context.Background(), s)
+	return errors.Join(err, s.WaitEvent(st.done))
+}
+
+// enqueueGemm has the GEMM stream wait for s, then enqueues the own GEMM
+// and marks its end (done).
+func (st *matmulState) enqueueGemm(s device.Stream, spec kernels.Gemm, order []int, sig rs2d.Signals) error {
+	if err := st.ready.Record(s); err != nil {
+		return err
+	}
+	if err := st.gemm.WaitEvent(st.ready); err != nil {
+		return err
+	}
+	err := st.producer.Enqueue(st.gemm, spec, order, sig)
+	return errors.Join(err, st.done.Record(st.gemm))
+}
