@@ -181,7 +181,7 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, 
 	}
 	p.Printf("variant %q: engine %v, reduction SMs %d, chunks %d (0: by size), transport %s\n",
 		name, v.Config.Engine, tune.ReductionSMsOf(v.Knobs, v.Config.Engine == rs2d.EngineSM, r.Dev.Info().SMs), v.Knobs.Chunks, rs.Transport())
-	p.Printf("  symmetric memory per rank: %v\n", rs.Memory())
+	p.Printf("  symmetric memory: %v\n", rs.Memory())
 	p.Printf("%12s %12s %6s %10s %8s %8s %10s %8s %8s %7s %9s\n",
 		"size(B)", "count", "type", "time(us)", "algbw", "busbw", "nccl(us)", "algbw", "busbw", "speedup", "maxerr")
 	for i, m := range ms {

@@ -25,7 +25,8 @@ type Config struct {
 	// for the caller's stream alone.
 	OverlapWithGEMM bool
 	// Engine moves the rows inside a node. Auto picks the copy engine with
-	// OverlapWithGEMM (the GEMM holds the SMs) and SM stores otherwise. It
+	// OverlapWithGEMM (the GEMM holds the SMs) and SM stores otherwise, or
+	// the ring where MaxSymmetricBytes leaves the direct path no room. It
 	// is in Config because an engine is a user's choice by name: engines
 	// that touch special hardware run only when named.
 	Engine Engine

@@ -14,6 +14,10 @@
 //	        each after the destination's GEMM signal, paced so each GPU
 //	        receives one block at a time, then a reduce kernel on a
 //	        high-priority stream with a bounded SM budget
+//	      ring (under Config.MaxSymmetricBytes): chunks travel the ring of
+//	        the node's ranks through FIFO slots with head/tail credits, each
+//	        hop adding its rows; the call goes in rail rounds of rows that
+//	        the bound leaves room for (ring.go, memory.go)
 //	    cur != node: send the reduced block to my rail peer on node cur (internode)
 //	wait for the blocks from every other node; reduce the nnodes blocks → output
 //
