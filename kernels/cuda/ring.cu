@@ -161,7 +161,7 @@ __device__ __forceinline__ void hop_combine(typename T::E* dst, const typename T
 // ring_ready raises this rank's ready word on every node peer (block 0) and
 // waits until every peer's ready word here reached epoch.
 __device__ __forceinline__ void ring_ready(const u64* __restrict__ peers, long long ready_off, int lws, int lr, u32 epoch) {
-  if (blockIdx.x == 0 && threadIdx.x < lws && threadIdx.x != lr) {
+  if (blockIdx.x == 0 && (int)threadIdx.x < lws && (int)threadIdx.x != lr) {
     rg_st_release_sys((u32*)((char*)peers[threadIdx.x] + ready_off) + lr, epoch);
   }
   if (threadIdx.x == 0) {
