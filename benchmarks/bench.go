@@ -151,6 +151,9 @@ func (v Variant) Name(sms int) string {
 	k := v.Knobs
 	red := tune.ReductionSMsOf(k, v.Config.Engine == rs2d.EngineSM, sms)
 	name := fmt.Sprintf("%v red%d ch%d", v.Config.Engine, red, k.Chunks)
+	if v.Config.Engine == rs2d.EngineRing { // its own tuning (0: default)
+		name = fmt.Sprintf("ring slots%d chunk%d channels%d", k.RingSlots, k.RingChunkBytes, k.RingChannels)
+	}
 	if k.RailLanes > 0 {
 		name += fmt.Sprintf(" lanes%d", k.RailLanes)
 	}
@@ -178,6 +181,7 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, 
 	}
 	p.Printf("variant %q: engine %v, reduction SMs %d, chunks %d (0: by size), transport %s\n",
 		name, v.Config.Engine, tune.ReductionSMsOf(v.Knobs, v.Config.Engine == rs2d.EngineSM, r.Dev.Info().SMs), v.Knobs.Chunks, rs.Transport())
+	p.Printf("  symmetric memory: %v\n", rs.Memory())
 	p.Printf("%12s %12s %6s %10s %8s %8s %10s %8s %8s %7s %9s\n",
 		"size(B)", "count", "type", "time(us)", "algbw", "busbw", "nccl(us)", "algbw", "busbw", "speedup", "maxerr")
 	for i, m := range ms {

@@ -67,6 +67,7 @@ func demo(ctx context.Context, r world.Rank, o DemoOptions, result *DemoResult) 
 	p.Printf("hiercoll demo: ReduceScatter2D over %s\n", o.Title)
 	p.Printf("  input per rank  [%d, %d] %v (%s); output per rank [%d, %d]; %d chunk(s) per node step; transport between nodes: %s\n",
 		o.M, o.N, o.DType, FormatBytes(int64(o.M)*int64(o.N)*es), plan.RowsPerRank, o.N, plan.Chunks, rs.Transport())
+	p.Printf("  buffers         %v\n", rs.Memory())
 
 	// One checked call on fresh random data, with the output poisoned first.
 	seed, err := agreeSeed(ctx, r)
@@ -94,7 +95,7 @@ func demo(ctx context.Context, r world.Rank, o DemoOptions, result *DemoResult) 
 	if err := r.Dev.CopyToHost(got, buf.out); err != nil {
 		return err
 	}
-	rep := in.Expected(r.Comm.Rank()).Compare(got, rs2d.Roundings(r.Comm.Size()/r.Comm.LocalSize()))
+	rep := in.Expected(r.Comm.Rank()).Compare(got, rs.Roundings())
 
 	// Timed calls (the first call above paid for kernel compilation).
 	var times []time.Duration

@@ -67,13 +67,15 @@ func verify(ctx context.Context, r world.Rank, o VerifyOptions) (err error) {
 	failed := 0
 	total := len(o.DTypes) * len(o.Cases)
 	i := 0
+	last := ""
 	for _, dt := range o.DTypes {
 		for _, c := range o.Cases {
 			i++
 			start := time.Now()
 			msg, desc, err := verifyCase(ctx, r, o, ref, s, dt, c)
-			if i == 1 {
+			if desc != last { // the engine a bound picks can change with the shape
 				p.Printf("  %s\n", desc)
+				last = desc
 			}
 			if err != nil {
 				return fmt.Errorf("%v rows/rank %d N %d: %w", dt, c.RowsPer, c.N, err)
@@ -158,6 +160,9 @@ func verifyCase(ctx context.Context, r world.Rank, o VerifyOptions, ref *Referen
 	}
 	defer func() { err = errors.Join(err, rs.Close()) }()
 	desc = fmt.Sprintf("engine %v, transport between nodes %s", rs.Config().Engine, rs.Transport())
+	if mem := rs.Memory(); mem.Engine == rs2d.EngineRing {
+		desc += fmt.Sprintf(": %d channels × %d slots of %s per peer", mem.Ring.Channels, mem.Ring.Slots, FormatBytes(mem.Ring.ChunkBytes))
+	}
 	buf, err := allocBuffers(r.Dev, m, c.N, ws, dt, ref != nil)
 	if err != nil {
 		return "", desc, err
@@ -198,7 +203,7 @@ func verifyCase(ctx context.Context, r world.Rank, o VerifyOptions, ref *Referen
 		if err := r.Dev.CopyToHost(got, buf.out); err != nil {
 			return "", desc, err
 		}
-		if rep := want.Compare(got, rs2d.Roundings(ws/r.Comm.LocalSize())); !rep.OK() {
+		if rep := want.Compare(got, rs.Roundings()); !rep.OK() {
 			return fmt.Sprintf("call %d: hiercoll vs fp64: %v", call, rep), desc, nil
 		}
 		if ref == nil {

@@ -14,7 +14,10 @@
 // rows into the peers' scatter buffers and count arrivals with release
 // atomics, reduce blocks wait on the counts; on NVLink with traffic both ways
 // SM stores keep a higher rate than the copy engine, and one launch per step
-// is the least latency there is.
+// is the least latency there is. The ring (Ring; file ring.go) is the node
+// step in bounded memory: chunks travel the ring of the node's ranks through
+// a few FIFO slots per peer, each rank adding its rows on the way, so that
+// no buffer grows with M.
 //
 // Signal words (symm.SignalPad), all in the pad of the rank that waits on
 // them, all growing, so nothing ever needs resetting:
@@ -27,7 +30,7 @@
 //     of the rank that sends to it one step earlier (pacing, scatter.go).
 //
 // The SM engine's arrival counters live in a pad of their own, raised by the
-// kernel's atomics.
+// kernel's atomics; so do the ring's tails and heads (ring.go).
 package intranode
 
 import (
@@ -59,12 +62,16 @@ type Buffers struct {
 	Early      symm.Pad    // world words, by destination rank: the first part of its rows (GEMM overlap, Step.EarlyRows)
 	Permits    symm.Pad    // lws words, by receiving local rank (pacing, with GEMM overlap)
 	Counters   symm.Pad    // SM engine: lws × kernels.MaxPushChunks arrival counters
-	PeerTable  symm.Region // SM engine: lws heap base addresses as mapped here
+	PeerTable  symm.Region // SM engine and ring: lws heap base addresses as mapped here
 	// Segments is how many GEMM signals each destination's rows come in,
 	// set before AddTo (0 means 1): a producer that signals finer than a
 	// block lets the copies start sooner. Segment j of a block of rows
 	// rows is SegmentRows(rows, Segments, j).
 	Segments int
+	// The ring (AddRingTo): its shape, credit words and FIFO slots.
+	Ring         RingShape
+	Tails, Heads symm.Pad
+	Fifo         symm.Region
 }
 
 // AddTo lays out the stage's regions for a world of place's shape with
@@ -92,11 +99,15 @@ type Stage struct {
 	n     int // columns
 
 	ready, arrived, gemm, early, permits symm.SignalPad
+	tails, heads                         symm.SignalPad // the ring's credits
 
 	overlap bool
 	seq     uint32 // last arrival sequence number used (same on every rank)
 	pushed  uint32 // SM engine: push blocks launched so far (every counter's target)
-	trace   *tracer
+	// ringSent is the ring's messages so far per (channel, hop) FIFO: the
+	// count of every tail and head word once they all landed.
+	ringSent uint32
+	trace    *tracer
 }
 
 // New returns the stage of the rank at place, on heap laid out with buf.
@@ -134,6 +145,7 @@ func New(dev device.Device, place symm.Place, heap *symm.Heap, buf Buffers, dt d
 		next := (place.LocalRank + 1) % place.Shape.LocalSize
 		return fmt.Sprintf("permit from %s to send to rank %d", local(next), place.NodePeer(dest))
 	})
+	st.ringPads()
 	return st, nil
 }
 
@@ -203,8 +215,8 @@ func (st *Stage) EarlySignal(dest int) symm.Signal { return st.early.At(st.place
 
 // ReleaseWaits enqueues on s (a stream of its own, not one that is stuck)
 // the writes of values past every target into this rank's own ready,
-// arrival, permit, counter and GEMM-signal words (early ones too), so that
-// every wait on them (stream wait-values, the push-reduce kernel's spins)
+// arrival, permit, counter, ring-credit and GEMM-signal words (early ones
+// too), so that every wait on them (stream wait-values, the kernels' spins)
 // ends. It is the way out when a peer is gone and work is stuck waiting for
 // it: the results are garbage, and the stage must not be used again.
 func (st *Stage) ReleaseWaits(s device.Stream, epoch symm.Epoch) error {
@@ -219,7 +231,12 @@ func (st *Stage) ReleaseWaits(s device.Stream, epoch symm.Epoch) error {
 		{st.arrived, st.seq},
 		{st.permits, st.seq},
 		{counters, st.pushed},
+		{st.tails, st.ringSent},
+		{st.heads, st.ringSent},
 	} {
+		if w.pad.Words() == 0 {
+			continue
+		}
 		if err := w.pad.Release(s, w.last); err != nil {
 			return fmt.Errorf("intranode: %w", err)
 		}

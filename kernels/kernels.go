@@ -10,7 +10,10 @@
 // this rank's rows into the peers' scatter buffers and count arrivals with
 // release atomics, reduce blocks wait for the counts and sum:
 // LaunchPushReduce. Both accumulate in fp32 (exact for int32) in block order,
-// so every backend and both kernels give the same bits.
+// so every backend and both kernels give the same bits. The ring kernel
+// moves a node step through a few FIFO slots per peer with head / tail
+// credits, each hop adding its rows in fp32 and rounding to the element
+// type: LaunchRing.
 package kernels
 
 import (

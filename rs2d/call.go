@@ -220,8 +220,11 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch symm.Epoch) err
 		return err
 	}
 	c.intra.BeginTrace()
-	if c.cfg.Engine == EngineSM {
+	switch c.cfg.Engine {
+	case EngineSM:
 		return c.enqueueSM(in, out, s, epoch)
+	case EngineRing:
+		return c.enqueueRing(in, out, s, epoch)
 	}
 	return c.enqueueCopy(in, out, s, epoch)
 }

@@ -25,7 +25,8 @@ type Config struct {
 	// for the caller's stream alone.
 	OverlapWithGEMM bool
 	// Engine moves the rows inside a node. Auto picks the copy engine with
-	// OverlapWithGEMM (the GEMM holds the SMs) and SM stores otherwise. It
+	// OverlapWithGEMM (the GEMM holds the SMs) and SM stores otherwise, or
+	// the ring where MaxSymmetricBytes leaves the direct path no room. It
 	// is in Config because an engine is a user's choice by name: engines
 	// that touch special hardware run only when named.
 	Engine Engine
@@ -33,6 +34,13 @@ type Config struct {
 	Transport internode.Kind
 	// Timeout bounds host-side waits of New and Close. Default 60s.
 	Timeout time.Duration
+	// MaxSymmetricBytes bounds the device memory of the context's buffers
+	// per rank (0: no bound). When the direct path's buffers (Memory: the
+	// scatter buffer of MaxM × N elements, the rail buffers, the pads)
+	// would exceed it, an Auto engine becomes the ring, whose memory does
+	// not grow with M; New fails with ErrInvalidArgument, naming the
+	// minimum, when even the ring does not fit.
+	MaxSymmetricBytes int64
 }
 
 const (
@@ -52,6 +60,7 @@ const (
 	EngineAuto Engine = iota
 	EngineCopy        // copy-engine scatter, then a reduce kernel
 	EngineSM          // one push-reduce kernel: SM stores to peers, counted arrivals
+	EngineRing        // the bounded-memory ring: FIFO slots per peer, head/tail credits
 )
 
 func (e Engine) String() string {
@@ -62,6 +71,8 @@ func (e Engine) String() string {
 		return "copy"
 	case EngineSM:
 		return "sm"
+	case EngineRing:
+		return "ring"
 	}
 	return fmt.Sprintf("engine(%d)", int(e))
 }
@@ -75,8 +86,17 @@ func ParseEngine(s string) (Engine, error) {
 		return EngineCopy, nil
 	case "sm":
 		return EngineSM, nil
+	case "ring":
+		return EngineRing, nil
 	}
-	return EngineAuto, fmt.Errorf("rs2d: unknown engine %q (want auto, copy or sm): %w", s, device.ErrInvalidArgument)
+	return EngineAuto, fmt.Errorf("rs2d: unknown engine %q (want auto, copy, sm or ring): %w", s, device.ErrInvalidArgument)
+}
+
+// known reports whether e is one of the engines (unknown ones print as
+// "engine(N)").
+func (e Engine) known() bool {
+	_, err := ParseEngine(e.String())
+	return err == nil
 }
 
 func (c Config) withDefaults() Config {
@@ -102,8 +122,14 @@ func (c Config) validate(world int, k tune.Knobs) error {
 		return fmt.Errorf("rs2d: DType %v is not one of bf16, fp16, fp32, int32: %w", c.DType, device.ErrInvalidArgument)
 	case c.MaxM%world != 0:
 		return fmt.Errorf("rs2d: MaxM=%d is not divisible by world size %d: %w", c.MaxM, world, device.ErrInvalidArgument)
-	case c.Engine < EngineAuto || c.Engine > EngineSM:
+	case !c.Engine.known():
 		return fmt.Errorf("rs2d: engine %v: %w", c.Engine, device.ErrInvalidArgument)
+	case c.MaxSymmetricBytes < 0:
+		return fmt.Errorf("rs2d: MaxSymmetricBytes=%d must be 0 (no bound) or positive: %w", c.MaxSymmetricBytes, device.ErrInvalidArgument)
+	case c.Engine == EngineRing && c.OverlapWithGEMM:
+		return fmt.Errorf("rs2d: the ring does not wait for GEMM signals; use the copy engine (or Auto, without a MaxSymmetricBytes the direct path exceeds) with OverlapWithGEMM: %w", device.ErrNotSupported)
+	case k.RingSlots < 0 || k.RingChannels < 0 || k.RingChunkBytes < 0:
+		return fmt.Errorf("rs2d: negative ring slots, channels or chunk bytes: %w", device.ErrInvalidArgument)
 	case c.Engine == EngineSM && c.OverlapWithGEMM:
 		return fmt.Errorf("rs2d: the SM engine does not wait for GEMM signals; use the copy engine (or Auto) with OverlapWithGEMM: %w", device.ErrNotSupported)
 	case k.Chunks < 0 || k.ReductionSMs < 0:

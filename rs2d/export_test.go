@@ -10,3 +10,9 @@ func SetCloseStep(f func(string)) func(string) {
 	closeStep = f
 	return old
 }
+
+// NodeHeapBytes is the size of the node stage's symmetric heap as allocated.
+func (c *Context) NodeHeapBytes() (int64, error) {
+	_, size, err := c.dev.AddressRange(c.heap.Local())
+	return size, err
+}

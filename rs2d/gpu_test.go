@@ -39,7 +39,7 @@ func TestGPURankDiesMidRun(t *testing.T) {
 	case n == 1:
 		n, env = 2, []string{"HIERCOLL_DEVICE=0"}
 	}
-	for _, engine := range []string{"sm", "copy"} {
+	for _, engine := range []string{"sm", "copy", "ring"} {
 		t.Run(engine, func(t *testing.T) {
 			var out bytes.Buffer
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -14,6 +14,10 @@
 //	        each after the destination's GEMM signal, paced so each GPU
 //	        receives one block at a time, then a reduce kernel on a
 //	        high-priority stream with a bounded SM budget
+//	      ring (under Config.MaxSymmetricBytes): chunks travel the ring of
+//	        the node's ranks through FIFO slots with head/tail credits, each
+//	        hop adding its rows; the call goes in rail rounds of rows that
+//	        the bound leaves room for (ring.go, memory.go)
 //	    cur != node: send the reduced block to my rail peer on node cur (internode)
 //	wait for the blocks from every other node; reduce the nnodes blocks → output
 //
@@ -61,6 +65,9 @@ type Context struct {
 	rail    *internode.Rail // nil on one node
 	streams *streams.Set
 
+	mem     Memory     // the path and its buffers' sizes
+	railSeq symm.Epoch // the ring's last rail round (its rail counts rounds, not calls)
+
 	mu     sync.Mutex
 	epoch  symm.Epoch   // the epoch of the last call
 	done   device.Event // the end of the last call, on the caller's stream
@@ -76,11 +83,11 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 	if err != nil {
 		return nil, fmt.Errorf("rs2d: %w", err)
 	}
-	knobs := tune.From(ctx)
-	if err := cfg.validate(place.Shape.World(), knobs); err != nil {
+	plan, mem, err := newPlanner(ctx, cfg, place, dev.Info().SMs)
+	if err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg, knobs := plan.cfg, plan.knobs
 	knobs.ReductionSMs = tune.ReductionSMsOf(knobs, cfg.Engine == EngineSM, dev.Info().SMs)
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -93,12 +100,19 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 	if err := kernels.Prepare(dev, cfg.DType, cfg.Engine == EngineSM); err != nil {
 		return nil, fmt.Errorf("rs2d: %w", err)
 	}
+	if cfg.Engine == EngineRing {
+		if err := kernels.PrepareRing(dev, cfg.DType); err != nil {
+			return nil, fmt.Errorf("rs2d: %w", err)
+		}
+	}
 
-	c := &Context{cfg: cfg, knobs: knobs, comm: comm, dev: dev, place: place}
-	var l symm.Layout
-	buf := intranode.Buffers{Segments: knobs.Segments}
-	buf.AddTo(&l, place, int64(cfg.MaxM)*c.rowBytes())
-	if c.heap, err = symm.New(ctx, comm, dev, &l); err != nil {
+	c := &Context{cfg: cfg, knobs: knobs, comm: comm, dev: dev, place: place, mem: mem}
+	var ring *intranode.RingShape
+	if cfg.Engine == EngineRing {
+		ring = &mem.Ring
+	}
+	l, buf := plan.nodeLayout(ring)
+	if c.heap, err = symm.New(ctx, comm, dev, l); err != nil {
 		return nil, fmt.Errorf("rs2d: %w", err)
 	}
 	fail := func(err error) (*Context, error) {
@@ -116,7 +130,7 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 		return fail(err)
 	}
 	if place.Shape.Nodes > 1 {
-		ep := internode.Endpoint{Dev: dev, Comm: comm, Place: place, BlockBytes: c.blockStride(), DType: cfg.DType, Lanes: knobs.RailLanes}
+		ep := internode.Endpoint{Dev: dev, Comm: comm, Place: place, BlockBytes: plan.railBlock(mem.RailRows), DType: cfg.DType, Lanes: knobs.RailLanes}
 		if c.rail, err = internode.NewRail(ctx, cfg.Transport, ep); err != nil {
 			return fail(err)
 		}
@@ -140,21 +154,31 @@ func (c *Context) Transport() string {
 
 func (c *Context) rowBytes() int64 { return int64(c.cfg.N) * int64(c.cfg.DType.Size()) }
 
-// blockStride is the distance between node blocks in the rail buffers.
-func (c *Context) blockStride() int64 {
-	return alignUp(int64(c.cfg.MaxM/c.place.Shape.World())*c.rowBytes(), symm.Align)
-}
+// Memory is the path in use and its buffers' device memory per rank.
+func (c *Context) Memory() Memory { return c.mem }
 
 func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
 
 // Roundings is how many times a float result is rounded to its dtype on the
-// way (once per level: the node reduce, and the cross-node reduce when
-// nnodes > 1); the accumulation itself is fp32.
+// way with the direct path (once per level: the node reduce, and the
+// cross-node reduce when nnodes > 1); the accumulation itself is fp32.
 func Roundings(nodes int) int {
 	if nodes > 1 {
 		return 2
 	}
 	return 1
+}
+
+// Roundings is how many times this context rounds a float result to its
+// dtype on the way: Roundings(nnodes) on the direct path; the ring rounds
+// at each of its lws−1 hops instead of once in the node (partial sums
+// travel in the dtype), so lws−1 (at least 1), plus 1 across nodes.
+func (c *Context) Roundings() int {
+	shape := c.place.Shape
+	if c.cfg.Engine != EngineRing {
+		return Roundings(shape.Nodes)
+	}
+	return max(1, shape.LocalSize-1) + Roundings(shape.Nodes) - 1
 }
 
 // ConsumptionOrder is the order in which the scatter consumes destination
@@ -200,6 +224,12 @@ func (c *Context) PlanFor(m int) Plan {
 func (c *Context) PoisonReceive(s device.Stream, m int, w uint32) error {
 	if m <= 0 || m > c.cfg.MaxM {
 		return fmt.Errorf("rs2d: poison %d rows of %d: %w", m, c.cfg.MaxM, device.ErrInvalidArgument)
+	}
+	if c.cfg.Engine == EngineRing { // the ring receives into its FIFO slots
+		if fifo, size := c.intra.RingFifo(); size > 0 {
+			return c.dev.Memset32(s, fifo, w, size/4)
+		}
+		return nil
 	}
 	bytes := int64(m) * c.rowBytes()
 	return c.dev.Memset32(s, c.intra.ReceiveRows(), w, bytes/4)
@@ -277,7 +307,7 @@ func (c *Context) releaseWaits(ctx context.Context) (err error) {
 	defer func() { err = errors.Join(err, s.Close()) }()
 	errs := []error{c.intra.ReleaseWaits(s, c.epoch)}
 	if c.rail != nil {
-		errs = append(errs, c.rail.ReleaseWaits(s, c.epoch))
+		errs = append(errs, c.rail.ReleaseWaits(s, c.railEpoch()))
 	}
 	errs = append(errs, s.Synchronize(ctx))
 	if err := errors.Join(errs...); err != nil {

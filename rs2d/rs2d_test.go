@@ -58,6 +58,7 @@ type runSpec struct {
 	cfg     rs2d.Config // MaxM, N, DType filled in when zero
 	knobs   tune.Knobs
 	opts    world.SimOptions
+	inspect func(*rs2d.Context) error // checks a rank's context once made (nil: none)
 }
 
 // runWorld runs spec.calls reduce-scatters on a fresh simulated world and
@@ -91,6 +92,11 @@ func runWorld(t *testing.T, spec runSpec) {
 			return err
 		}
 		defer rs.Close()
+		if spec.inspect != nil {
+			if err := spec.inspect(rs); err != nil {
+				return err
+			}
+		}
 		es := spec.dt.Size()
 		inPtr, err := r.Dev.Alloc(int64(m * spec.n * es))
 		if err != nil {
@@ -129,7 +135,7 @@ func runWorld(t *testing.T, spec runSpec) {
 			if err := r.Dev.CopyToHost(got, outPtr); err != nil {
 				return err
 			}
-			rep := check.ReduceScatter(spec.dt, all, rank, spec.rowsPer, spec.n).Compare(got, rs2d.Roundings(spec.shape.Nodes))
+			rep := check.ReduceScatter(spec.dt, all, rank, spec.rowsPer, spec.n).Compare(got, rs.Roundings())
 			if !rep.OK() {
 				return fmt.Errorf("call %d: %v", call, rep)
 			}
@@ -145,7 +151,7 @@ var shapes = []bootstrap.Shape{
 	{Nodes: 2, LocalSize: 2}, {Nodes: 2, LocalSize: 4}, {Nodes: 4, LocalSize: 2}, {Nodes: 3, LocalSize: 3},
 }
 
-var engines = []rs2d.Engine{rs2d.EngineCopy, rs2d.EngineSM}
+var engines = []rs2d.Engine{rs2d.EngineCopy, rs2d.EngineSM, rs2d.EngineRing}
 
 func TestReduceScatterShapesAndDtypes(t *testing.T) {
 	for _, engine := range engines {

@@ -33,11 +33,15 @@ step verify $H verify
 if [ "$ngpu" -ge 4 ]; then
 	step verify-2x2 $H verify --nodes 2
 	step verify-4x1 $H verify --nodes 4
+	# The bounded-memory ring, and on 2 nodes its rail in rounds.
+	step verify-ring $H verify --max-symm 1M
+	step verify-2x2-ring $H verify --nodes 2 --max-symm 1M
 elif [ "$ngpu" -eq 1 ]; then
 	# Several ranks sharing the one GPU: IPC, peer write-values and the
 	# emulated-node path run for real (slowly; NCCL refuses shared GPUs).
 	step verify-1x2-shared $H verify --gpus 2 --repeat 200
 	step verify-2x1-shared $H verify --nodes 2 --gpus 1 --repeat 200
+	step verify-1x2-shared-ring $H verify --gpus 2 --max-symm 1M --repeat 200
 fi
 if [ "$mode" = quick ]; then
 	step bench $H bench --sizes 1M,8M,32M,128M,512M --csv "$OUT/bench.csv" --png "$OUT/bench.png" "$@"

@@ -32,6 +32,10 @@ type worldFlags struct {
 	chunks       string
 	engines      string
 	transport    string
+	maxSymm      string
+	ringSlots    int
+	ringChannels int
+	ringChunk    string
 }
 
 func (w *worldFlags) register(fs *flag.FlagSet) {
@@ -39,11 +43,15 @@ func (w *worldFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&w.nodes, "nodes", 0, "nodes (emulated on one host); default 2 on the CPU backend, 1 on GPUs")
 	fs.IntVar(&w.gpus, "gpus", 0, "GPUs per node; default 4 on the CPU backend, every GPU on GPUs")
 	fs.DurationVar(&w.timeout, "timeout", 2*time.Minute, "bound on every wait")
-	fs.StringVar(&w.engines, "engine", "auto", "intra-node engine: auto, sm, copy; bench takes a list")
+	fs.StringVar(&w.engines, "engine", "auto", "intra-node engine: auto, sm, copy, ring; bench takes a list")
 	fs.StringVar(&w.transport, "transport", "auto", "inter-node transport: auto, ipc, nccl, nvshmem")
 	fs.StringVar(&w.reductionSMs, "reduction-sms", "0", "tuning: SMs for the intra-node reduce (0: default); bench takes a list")
 	fs.StringVar(&w.chunks, "chunks", "0", "tuning: chunks per node step (0: by size); bench takes a list")
 	fs.StringVar(&w.railLanes, "rail-lanes", "0", "tuning, NCCL transport: communicators per rail (0: default); bench takes a list")
+	fs.StringVar(&w.maxSymm, "max-symm", "0", "bound on each rank's buffer memory, with K/M/G suffixes (0: none); auto takes the ring above it")
+	fs.IntVar(&w.ringSlots, "ring-slots", 0, "tuning, ring: FIFO slots per channel and node peer (0: default)")
+	fs.IntVar(&w.ringChannels, "ring-channels", 0, "tuning, ring: channels, one thread block each (0: default)")
+	fs.StringVar(&w.ringChunk, "ring-chunk", "0", "tuning, ring: bytes per slot, with K/M suffixes (0: default, shrunk to fit --max-symm)")
 }
 
 // setting is the first of the variants: a context's Config, and its tuning
@@ -77,11 +85,21 @@ func (w *worldFlags) variants() ([]benchmarks.Variant, error) {
 		errs = append(errs, err)
 		engines = append(engines, e)
 	}
+	maxSymm, err := sizeOrZero("max-symm", w.maxSymm)
+	errs = append(errs, err)
+	ringChunk, err := sizeOrZero("ring-chunk", w.ringChunk)
+	errs = append(errs, err)
+	if w.ringSlots < 0 || w.ringChannels < 0 {
+		errs = append(errs, fmt.Errorf("--ring-slots %d, --ring-channels %d: want non-negative counts", w.ringSlots, w.ringChannels))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, usageError{err}
 	}
 	// Every combination, the engine varying slowest.
-	out := []benchmarks.Variant{{Config: rs2d.Config{Transport: kind, Timeout: w.timeout}}}
+	out := []benchmarks.Variant{{
+		Config: rs2d.Config{Transport: kind, Timeout: w.timeout, MaxSymmetricBytes: maxSymm},
+		Knobs:  tune.Knobs{RingSlots: w.ringSlots, RingChannels: w.ringChannels, RingChunkBytes: ringChunk},
+	}}
 	vary := func(n int, set func(v *benchmarks.Variant, i int)) {
 		var next []benchmarks.Variant
 		for _, v := range out {
@@ -98,6 +116,18 @@ func (w *worldFlags) variants() ([]benchmarks.Variant, error) {
 	vary(len(sms), func(v *benchmarks.Variant, i int) { v.Knobs.ReductionSMs = sms[i] })
 	vary(len(lanes), func(v *benchmarks.Variant, i int) { v.Knobs.RailLanes = lanes[i] })
 	return out, nil
+}
+
+// sizeOrZero reads one size with an optional K, M or G suffix, or 0.
+func sizeOrZero(name, s string) (int64, error) {
+	if strings.TrimSpace(s) == "0" {
+		return 0, nil
+	}
+	v, err := parseSizes(s)
+	if err != nil || len(v) != 1 {
+		return 0, fmt.Errorf("--%s %q: want one size such as 64M or 1G, or 0", name, s)
+	}
+	return v[0], nil
 }
 
 func intList(name, s string) ([]int, error) {

@@ -1,7 +1,8 @@
 // Package tune carries the settings the benchmarks sweep and users do not
 // set: how many SMs the intra-node reduce takes beside other work, how many
 // chunks a node step is cut into, how many NCCL communicators carry a rail,
-// and the GEMM overlap's split first block and Auto thresholds. They travel
+// the GEMM overlap's split first block and Auto thresholds, and the shape
+// of the bounded-memory ring's FIFOs. They travel
 // in the context.Context given to rs2d.New and gemmrs.New (With), so the
 // public Configs stay what a user of a collective sets; a zero Knobs (no
 // With) means every default.
@@ -43,6 +44,13 @@ type Knobs struct {
 	// overlapping them.
 	AutoMinFLOP        float64
 	AutoMinRowsPerRank int
+	// RingSlots, RingChunkBytes and RingChannels shape the bounded-memory
+	// ring's FIFOs: slots per node peer, bytes per slot (one chunk), and
+	// independent rings (one thread block each). A chunk size left at 0
+	// shrinks to fit Config.MaxSymmetricBytes.
+	RingSlots      int
+	RingChunkBytes int64
+	RingChannels   int
 }
 
 // Split is a choice of Knobs.SplitFirstBlock.

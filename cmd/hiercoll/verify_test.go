@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The command the ring's issue names: the CPU backend's default world (2
+// nodes × 4) with 1 MiB of buffers per rank, where the largest shapes take
+// the ring and its rail rounds, passes.
+func TestVerifySimWithMaxSymm(t *testing.T) {
+	out := captureStdout(t, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		return runVerify(ctx, []string{"--backend", "sim", "--max-symm", "1M"})
+	})
+	require.Contains(t, out, "engine ring")
+	require.Contains(t, out, "PASS")
+}
+
+// captureStdout runs fn with os.Stdout going to a pipe and returns what it
+// printed; fn's error fails the test.
+func captureStdout(t *testing.T, fn func() error) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	old := os.Stdout
+	os.Stdout = w
+	done := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(r)
+		done <- b
+	}()
+	runErr := fn()
+	os.Stdout = old
+	require.NoError(t, w.Close())
+	out := string(<-done)
+	require.NoError(t, r.Close())
+	require.NoError(t, runErr, "output:\n%s", out)
+	return out
+}
+
+func TestWorldFlagsMaxSymmAndRing(t *testing.T) {
+	parse := func(args ...string) (*worldFlags, error) {
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		var w worldFlags
+		w.register(fs)
+		return &w, fs.Parse(args)
+	}
+	w, err := parse("--max-symm", "64M", "--ring-slots", "1", "--ring-chunk", "4K", "--ring-channels", "8", "--engine", "auto,ring")
+	require.NoError(t, err)
+	vs, err := w.variants()
+	require.NoError(t, err)
+	require.Len(t, vs, 2)
+	for _, v := range vs {
+		require.Equal(t, int64(64<<20), v.Config.MaxSymmetricBytes)
+		require.Equal(t, 1, v.Knobs.RingSlots)
+		require.Equal(t, int64(4<<10), v.Knobs.RingChunkBytes)
+		require.Equal(t, 8, v.Knobs.RingChannels)
+	}
+	w, err = parse()
+	require.NoError(t, err)
+	vs, err = w.variants()
+	require.NoError(t, err)
+	require.Zero(t, vs[0].Config.MaxSymmetricBytes, "no bound by default")
+	for _, bad := range [][]string{{"--max-symm", "1X"}, {"--max-symm", "1M,2M"}, {"--ring-chunk", "-4"}, {"--ring-slots", "-1"}} {
+		w, err := parse(bad...)
+		require.NoError(t, err)
+		_, err = w.variants()
+		var ue usageError
+		require.True(t, errors.As(err, &ue), "%q: %v", bad, err)
+	}
+}

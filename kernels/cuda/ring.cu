@@ -1,0 +1,241 @@
+// hiercoll ring kernel: one node step of ReduceScatter2D through a ring of
+// FIFO slots (NCCL's simple protocol), so that the symmetric memory a rank
+// holds is slots × chunk bytes per node peer, whatever M is.
+//
+// Ring: local rank lr sends to next = lr+1 and receives from prev = lr-1.
+// The rows destined to local rank d travel a chain of lws-1 hops, from rank
+// d+1 around to d: the first rank sends its own rows (send), every rank on
+// the way adds its own rows to what it received and forwards the sum
+// (recvReduceSend), and d adds its own and writes the result to out
+// (recvReduceCopy). At op s (0 <= s < lws) rank lr works on the chain of
+// destination d = lr-s-1: a hop of index s (it receives hop s and sends hop
+// s+1).
+//
+// FIFOs: each rank has, per channel and per hop h = 1..lws-1, `slots` slots
+// of one chunk each in its heap, written by prev: the chain that arrives
+// there at hop h started at rank lr-h, so these are "slots per node peer".
+// Separate FIFOs per hop make one slot enough: a send at op s waits only
+// for a slot its next freed at op s+1 of an earlier chunk, so no cycle of
+// waits can close around the ring (with one FIFO shared by all hops, a
+// single slot deadlocks once lws >= 3).
+//
+// Credits, one pair of words per (channel, hop), counting messages and only
+// ever growing (cyclic comparisons; nothing is reset between calls):
+//   tail (in the receiver's pad)  += 1 when the sender posted a chunk;
+//   head (in the sender's pad)    += 1 when the receiver freed its slot.
+// Message m (0-based over the context's life) of a (channel, hop) sits in
+// slot m % slots; its sender waits for head >= m+1-slots, its receiver for
+// tail >= m+1. Counts are raised with adds, not stores, so that values
+// written past every target to end stuck waits (Close) stay past them.
+//
+// Channels: block b of the grid is channel b, an independent ring over
+// elements [b*per, (b+1)*per) of every destination's block, cut into
+// `msgs` chunks of `chunk` elements (the last ones may be short or empty:
+// every channel posts the same number of messages, so the host knows each
+// count). Blocks of a rank wait only on the same block of its neighbours.
+//
+// Readiness: block 0 raises this rank's ready word to epoch on every node
+// peer, and each block waits until every peer's word has reached it before
+// its first op: a rank that never came is then named by every rank that
+// waits, not only by its next.
+//
+// Partial sums travel in the element type: fp32 accumulation inside each
+// hop, rounded to the type at every hop (lws-1 roundings at this level; the
+// host's tolerance counts them). int32 wraps.
+//
+// Self-contained for NVRTC (no #include).
+
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+struct alignas(16) rvec4 { u32 x, y, z, w; };
+
+__device__ __forceinline__ float rg_u32_as_f32(u32 u) { float f; asm("mov.b32 %0, %1;" : "=f"(f) : "r"(u)); return f; }
+__device__ __forceinline__ u32 rg_f32_as_u32(float f) { u32 u; asm("mov.b32 %0, %1;" : "=r"(u) : "f"(f)); return u; }
+
+__device__ __forceinline__ u32 rg_ld_acquire_sys(const u32* p) {
+  u32 v;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void rg_st_release_sys(u32* p, u32 v) {
+  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void rg_add_relaxed_sys(u32* p, u32 v) {
+  asm volatile("red.relaxed.sys.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+// Loads of slots another GPU wrote: through L2, never a stale L1 line (a
+// slot is reused every `slots` messages).
+__device__ __forceinline__ rvec4 rg_ld_cg_vec(const rvec4* p) {
+  rvec4 v;
+  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ void rg_wait_geq(const u32* p, u32 target) {
+  while ((int)(rg_ld_acquire_sys(p) - target) < 0) {
+  }
+}
+
+struct RBF16 {
+  typedef u16 E; typedef float A; enum { V = 8 };
+  static __device__ __forceinline__ float widen(u16 h) { return rg_u32_as_f32(((u32)h) << 16); }
+  static __device__ __forceinline__ u16 narrow(float f) { u16 r; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f)); return r; }
+  static __device__ __forceinline__ void add(float* a, const rvec4& v) {
+    const u32 w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int j = 0; j < 4; j++) { a[2 * j] += rg_u32_as_f32(w[j] << 16); a[2 * j + 1] += rg_u32_as_f32(w[j] & 0xffff0000u); }
+  }
+  static __device__ __forceinline__ rvec4 pack(const float* a) {
+    u32 w[4];
+#pragma unroll
+    for (int j = 0; j < 4; j++) w[j] = (u32)narrow(a[2 * j]) | ((u32)narrow(a[2 * j + 1]) << 16);
+    rvec4 v; v.x = w[0]; v.y = w[1]; v.z = w[2]; v.w = w[3]; return v;
+  }
+};
+struct RF16 {
+  typedef u16 E; typedef float A; enum { V = 8 };
+  static __device__ __forceinline__ float widen(u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+  static __device__ __forceinline__ u16 narrow(float f) { u16 r; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f)); return r; }
+  static __device__ __forceinline__ void add(float* a, const rvec4& v) {
+    const u32 w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int j = 0; j < 4; j++) { a[2 * j] += widen((u16)(w[j] & 0xffffu)); a[2 * j + 1] += widen((u16)(w[j] >> 16)); }
+  }
+  static __device__ __forceinline__ rvec4 pack(const float* a) {
+    u32 w[4];
+#pragma unroll
+    for (int j = 0; j < 4; j++) w[j] = (u32)narrow(a[2 * j]) | ((u32)narrow(a[2 * j + 1]) << 16);
+    rvec4 v; v.x = w[0]; v.y = w[1]; v.z = w[2]; v.w = w[3]; return v;
+  }
+};
+struct RF32 {
+  typedef float E; typedef float A; enum { V = 4 };
+  static __device__ __forceinline__ float widen(float h) { return h; }
+  static __device__ __forceinline__ float narrow(float f) { return f; }
+  static __device__ __forceinline__ void add(float* a, const rvec4& v) {
+    a[0] += rg_u32_as_f32(v.x); a[1] += rg_u32_as_f32(v.y); a[2] += rg_u32_as_f32(v.z); a[3] += rg_u32_as_f32(v.w);
+  }
+  static __device__ __forceinline__ rvec4 pack(const float* a) {
+    rvec4 v; v.x = rg_f32_as_u32(a[0]); v.y = rg_f32_as_u32(a[1]); v.z = rg_f32_as_u32(a[2]); v.w = rg_f32_as_u32(a[3]); return v;
+  }
+};
+struct RI32 {
+  typedef u32 E; typedef u32 A; enum { V = 4 };
+  static __device__ __forceinline__ u32 widen(u32 h) { return h; }
+  static __device__ __forceinline__ u32 narrow(u32 f) { return f; }
+  static __device__ __forceinline__ void add(u32* a, const rvec4& v) { a[0] += v.x; a[1] += v.y; a[2] += v.z; a[3] += v.w; }
+  static __device__ __forceinline__ rvec4 pack(const u32* a) { rvec4 v; v.x = a[0]; v.y = a[1]; v.z = a[2]; v.w = a[3]; return v; }
+};
+
+// hop_combine: dst[i] = (recv ? slot[i] : 0) + own[i] for i < n, summed
+// from 0 in that order in the accumulator type and rounded once: the
+// block's threads share the chunk, 16-byte vectors when vec, then the tail.
+template <class T>
+__device__ __forceinline__ void hop_combine(typename T::E* dst, const typename T::E* slot, const typename T::E* own,
+                                            long long n, bool vec) {
+  typedef typename T::E E;
+  typedef typename T::A A;
+  const int V = T::V;
+  long long done = 0;
+  if (vec) {
+    const long long nv = n / V;
+    for (long long v = threadIdx.x; v < nv; v += blockDim.x) {
+      A acc[V];
+#pragma unroll
+      for (int j = 0; j < V; j++) acc[j] = (A)0;
+      if (slot) T::add(acc, rg_ld_cg_vec((const rvec4*)slot + v));
+      T::add(acc, ((const rvec4*)own)[v]);
+      ((rvec4*)dst)[v] = T::pack(acc);
+    }
+    done = nv * V;
+  }
+  for (long long x = done + threadIdx.x; x < n; x += blockDim.x) {
+    A acc = (A)0;
+    if (slot) acc += T::widen(*(volatile const E*)(slot + x));
+    acc += T::widen(own[x]);
+    dst[x] = T::narrow(acc);
+  }
+}
+
+// ring_ready raises this rank's ready word on every node peer (block 0) and
+// waits until every peer's ready word here reached epoch.
+__device__ __forceinline__ void ring_ready(const u64* __restrict__ peers, long long ready_off, int lws, int lr, u32 epoch) {
+  if (blockIdx.x == 0 && (int)threadIdx.x < lws && (int)threadIdx.x != lr) {
+    rg_st_release_sys((u32*)((char*)peers[threadIdx.x] + ready_off) + lr, epoch);
+  }
+  if (threadIdx.x == 0) {
+    const u32* ready = (const u32*)((char*)peers[lr] + ready_off);
+    for (int p = 0; p < lws; p++) {
+      if (p != lr) rg_wait_geq(ready + p, epoch);
+    }
+  }
+  __syncthreads();
+}
+
+template <class T>
+__device__ __forceinline__ void ring_step(const typename T::E* __restrict__ in, typename T::E* __restrict__ out,
+                                          const u64* __restrict__ peers, long long stride, long long count,
+                                          long long per, long long chunk, u32 msgs, u32 base, long long fifo_off,
+                                          long long slot_bytes, long long tails_off, long long heads_off,
+                                          long long ready_off, int lws, int lr, int slots, u32 epoch) {
+  typedef typename T::E E;
+  const long long es = (long long)sizeof(E);
+  const bool vec = ((((u64)in) | ((u64)out) | (u64)(stride * es) | (u64)(per * es) | (u64)(chunk * es) |
+                     (u64)slot_bytes | (u64)fifo_off) & 15ull) == 0;
+  const int hops = lws - 1;
+  const int ch = blockIdx.x;
+  char* my_heap = (char*)peers[lr];
+  char* next_heap = (char*)peers[(lr + 1) % lws];
+  char* prev_heap = (char*)peers[(lr + hops) % lws];
+
+  ring_ready(peers, ready_off, lws, lr, epoch);
+
+  const long long c0 = (long long)ch * per;
+  const long long c1 = c0 + per < count ? c0 + per : count;
+  for (u32 k = 0; k < msgs; k++) {
+    const long long lo = c0 + (long long)k * chunk;
+    const long long hi = lo + chunk < c1 ? lo + chunk : c1;
+    const long long n = hi > lo ? hi - lo : 0;
+    const u32 msg = base + k;
+    const long long slot = (long long)(msg % (u32)slots);
+    for (int s = 0; s < lws; s++) {
+      const int d = (lr - s - 1 + 2 * lws) % lws;
+      const bool recv = s >= 1, send = s + 1 < lws;
+      // Word and slot of hop h (1..hops) of this channel: index (ch*hops + h-1).
+      const long long w_in = (long long)ch * hops + s - 1, w_out = (long long)ch * hops + s;
+      if (threadIdx.x == 0) {
+        if (recv) rg_wait_geq((const u32*)(my_heap + tails_off) + w_in, msg + 1);
+        if (send) rg_wait_geq((const u32*)(my_heap + heads_off) + w_out, msg + 1 - (u32)slots);
+      }
+      __syncthreads();
+      const E* src = recv ? (const E*)(my_heap + fifo_off + (w_in * slots + slot) * slot_bytes) : (const E*)0;
+      E* dst = send ? (E*)(next_heap + fifo_off + (w_out * slots + slot) * slot_bytes) : out + lo;
+      if (n > 0) hop_combine<T>(dst, src, in + (long long)d * stride + lo, n, vec);
+      // Every thread's loads and stores of this op come before the posts:
+      // the barrier orders them, the system fence makes the stores visible
+      // to the next rank before its tail moves.
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        __threadfence_system();
+        if (send) rg_add_relaxed_sys((u32*)(next_heap + tails_off) + w_out, 1);
+        if (recv) rg_add_relaxed_sys((u32*)(prev_heap + heads_off) + w_in, 1);
+      }
+    }
+  }
+}
+
+#define HC_RING(name, T, E)                                                                                   \
+  extern "C" __global__ void __launch_bounds__(512, 1)                                                      \
+      name(const E* in, E* out, const u64* peers, long long stride, long long count, long long per,       \
+           long long chunk, long long fifo_off, long long slot_bytes, long long tails_off,                 \
+           long long heads_off, long long ready_off, u32 msgs, u32 base, u32 epoch, int lws, int lr,       \
+           int slots, int rank0 /* names ranks in the host twin's timeouts; unused here */) {              \
+    ring_step<T>(in, out, peers, stride, count, per, chunk, msgs, base, fifo_off, slot_bytes, tails_off,   \
+                 heads_off, ready_off, lws, lr, slots, epoch);                                              \
+  }
+
+HC_RING(hc_ring_bf16, RBF16, u16)
+HC_RING(hc_ring_fp16, RF16, u16)
+HC_RING(hc_ring_fp32, RF32, float)
+HC_RING(hc_ring_int32, RI32, u32)

@@ -1,0 +1,316 @@
+package rs2d_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed12530e24/hiercoll/bootstrap"
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/device/sim"
+	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internal/tune"
+	"github.com/seed12530e24/hiercoll/rs2d"
+	"github.com/seed12530e24/hiercoll/world"
+)
+
+// The world shapes the ring runs on (1×3: a ring of three, where one FIFO
+// slot per hop matters; 1×8: the longest chain).
+var ringShapes = []bootstrap.Shape{
+	{Nodes: 1, LocalSize: 1}, {Nodes: 1, LocalSize: 2}, {Nodes: 1, LocalSize: 3}, {Nodes: 1, LocalSize: 4},
+	{Nodes: 2, LocalSize: 2}, {Nodes: 2, LocalSize: 1}, {Nodes: 4, LocalSize: 1}, {Nodes: 2, LocalSize: 4},
+	{Nodes: 1, LocalSize: 8},
+}
+
+// ringKnobs is a small ring whose credits are busy: two channels, slots
+// slots per peer, chunks of three elements (which divide neither a block
+// of 5 × 7 elements nor a channel's share of it).
+func ringKnobs(dt dtype.DType, slots int) tune.Knobs {
+	return tune.Knobs{RingChannels: 2, RingSlots: slots, RingChunkBytes: 3 * int64(dt.Size())}
+}
+
+func wantRing(slots int) func(*rs2d.Context) error {
+	return func(rs *rs2d.Context) error {
+		if m := rs.Memory(); m.Engine != rs2d.EngineRing || rs.Config().Engine != rs2d.EngineRing || m.Ring.Slots != slots {
+			return fmt.Errorf("context runs %v (config %v) with %d slots, want the ring with %d", m.Engine, rs.Config().Engine, m.Ring.Slots, slots)
+		}
+		return nil
+	}
+}
+
+// Every world shape and dtype, one and two slots, chunks that divide
+// nothing: int32 bit for bit, floats against fp64 within the ring's
+// roundings (rs.Roundings), outputs poisoned first.
+func TestRingShapesDtypesAndSlots(t *testing.T) {
+	for _, shape := range ringShapes {
+		for _, dt := range dtype.All {
+			for _, slots := range []int{1, 2} {
+				t.Run(fmt.Sprintf("%v/%v/slots%d", shape, dt, slots), func(t *testing.T) {
+					t.Parallel()
+					runWorld(t, runSpec{shape: shape, dt: dt, rowsPer: 5, n: 7, calls: 3,
+						cfg: rs2d.Config{Engine: rs2d.EngineRing}, knobs: ringKnobs(dt, slots), inspect: wantRing(slots)})
+				})
+			}
+		}
+	}
+}
+
+// railBound is a MaxSymmetricBytes under which the ring's rail carries
+// rounds of two rows of n elements of dt (rows of 200 or 400 bytes: two
+// fill a 256-byte-aligned block that three would not).
+func railBound(t *testing.T, shape bootstrap.Shape, dt dtype.DType, m, n int, knobs tune.Knobs) int64 {
+	t.Helper()
+	ctx := tune.With(context.Background(), knobs)
+	unbounded, err := rs2d.MemoryOf(ctx, rs2d.Config{MaxM: m, N: n, DType: dt, Engine: rs2d.EngineRing}, shape, 0)
+	require.NoError(t, err)
+	row := int64(n * dt.Size())
+	block := (2*row + 255) / 256 * 256
+	require.Less(t, block, 3*row, "two rows, not three, per block")
+	return unbounded.Node + 3*int64(shape.Nodes)*block
+}
+
+// More than one node under a bound: the rail goes in rounds of two rows of
+// five (2, 2, 1), with the receive sets alternating by round; the bound
+// makes Auto pick the ring, which fits in it.
+func TestRingRailRoundsUnderABound(t *testing.T) {
+	for _, shape := range []bootstrap.Shape{{Nodes: 2, LocalSize: 1}, {Nodes: 2, LocalSize: 2}, {Nodes: 4, LocalSize: 1}, {Nodes: 2, LocalSize: 4}} {
+		for _, dt := range dtype.All {
+			t.Run(fmt.Sprintf("%v/%v", shape, dt), func(t *testing.T) {
+				t.Parallel()
+				const rowsPer, n = 5, 100
+				knobs := ringKnobs(dt, 1)
+				bound := railBound(t, shape, dt, rowsPer*shape.World(), n, knobs)
+				runWorld(t, runSpec{shape: shape, dt: dt, rowsPer: rowsPer, n: n, calls: 3,
+					cfg: rs2d.Config{MaxSymmetricBytes: bound}, knobs: knobs,
+					inspect: func(rs *rs2d.Context) error {
+						m := rs.Memory()
+						if err := wantRing(1)(rs); err != nil {
+							return err
+						}
+						if m.RailRows != 2 || m.Total() > bound {
+							return fmt.Errorf("memory %v: want rounds of 2 rows within %d bytes", m, bound)
+						}
+						return nil
+					}})
+			})
+		}
+	}
+}
+
+// 100 calls in a row on one context, fresh data each, one slot, rail
+// rounds: the credits and the round counter keep growing across calls.
+func TestRingHundredCalls(t *testing.T) {
+	for _, dt := range []dtype.DType{dtype.I32, dtype.BF16} {
+		t.Run(dt.String(), func(t *testing.T) {
+			t.Parallel()
+			shape := bootstrap.Shape{Nodes: 2, LocalSize: 2}
+			const rowsPer, n = 5, 100
+			knobs := ringKnobs(dt, 1)
+			runWorld(t, runSpec{shape: shape, dt: dt, rowsPer: rowsPer, n: n, calls: 100,
+				cfg:   rs2d.Config{Engine: rs2d.EngineRing, MaxSymmetricBytes: railBound(t, shape, dt, rowsPer*shape.World(), n, knobs)},
+				knobs: knobs, inspect: wantRing(1)})
+		})
+	}
+}
+
+// The path New takes under a bound, and its memory: the direct path while
+// it fits, the ring (within the bound) when Auto's direct path does not,
+// errors for a named direct engine, GEMM overlap, and a bound below the
+// ring's minimum, which the error names exactly.
+func TestMemoryBoundPicksThePath(t *testing.T) {
+	ctx := context.Background()
+	for _, shape := range []bootstrap.Shape{{Nodes: 1, LocalSize: 1}, {Nodes: 1, LocalSize: 4}, {Nodes: 2, LocalSize: 4}, {Nodes: 4, LocalSize: 1}} {
+		t.Run(shape.String(), func(t *testing.T) {
+			cfg := rs2d.Config{MaxM: 64 * shape.World(), N: 4096, DType: dtype.BF16}
+			direct, err := rs2d.MemoryOf(ctx, cfg, shape, 132)
+			require.NoError(t, err)
+			require.Equal(t, rs2d.EngineSM, direct.Engine)
+			require.GreaterOrEqual(t, direct.Node, int64(cfg.MaxM*cfg.N*2), "the scatter buffer holds MaxM × N")
+
+			at := cfg
+			at.MaxSymmetricBytes = direct.Total()
+			m, err := rs2d.MemoryOf(ctx, at, shape, 132)
+			require.NoError(t, err)
+			require.Equal(t, direct, m, "a bound the direct path meets keeps it")
+
+			at.MaxSymmetricBytes = direct.Total() - 1
+			ring, err := rs2d.MemoryOf(ctx, at, shape, 132)
+			require.NoError(t, err)
+			require.Equal(t, rs2d.EngineRing, ring.Engine)
+			require.LessOrEqual(t, ring.Total(), at.MaxSymmetricBytes)
+
+			named := at
+			named.Engine = rs2d.EngineSM
+			_, err = rs2d.MemoryOf(ctx, named, shape, 132)
+			require.ErrorIs(t, err, device.ErrInvalidArgument)
+			overlap := at
+			overlap.OverlapWithGEMM = true
+			_, err = rs2d.MemoryOf(ctx, overlap, shape, 132)
+			require.ErrorIs(t, err, device.ErrNotSupported)
+
+			at.MaxSymmetricBytes = 1
+			_, err = rs2d.MemoryOf(ctx, at, shape, 132)
+			require.ErrorIs(t, err, device.ErrInvalidArgument)
+			found := regexp.MustCompile(`minimum of (\d+) bytes`).FindStringSubmatch(err.Error())
+			require.NotNil(t, found, "the error names the minimum: %v", err)
+			least, err := strconv.ParseInt(found[1], 10, 64)
+			require.NoError(t, err)
+			at.MaxSymmetricBytes = least
+			m, err = rs2d.MemoryOf(ctx, at, shape, 132)
+			require.NoError(t, err, "the minimum itself fits")
+			require.LessOrEqual(t, m.Total(), least)
+			at.MaxSymmetricBytes = least - 1
+			_, err = rs2d.MemoryOf(ctx, at, shape, 132)
+			require.ErrorIs(t, err, device.ErrInvalidArgument, "one byte less does not")
+		})
+	}
+	_, err := rs2d.MemoryOf(ctx, rs2d.Config{MaxM: 4, N: 4, DType: dtype.F32, Engine: rs2d.EngineRing, OverlapWithGEMM: true}, bootstrap.Shape{Nodes: 1, LocalSize: 2}, 0)
+	require.ErrorIs(t, err, device.ErrNotSupported, "the ring with GEMM overlap")
+	_, err = rs2d.MemoryOf(ctx, rs2d.Config{MaxM: 4, N: 4, DType: dtype.F32, MaxSymmetricBytes: -1}, bootstrap.Shape{Nodes: 1, LocalSize: 2}, 0)
+	require.ErrorIs(t, err, device.ErrInvalidArgument, "a negative bound")
+	_, err = rs2d.MemoryOf(tune.With(ctx, tune.Knobs{RingSlots: -1}), rs2d.Config{MaxM: 4, N: 4, DType: dtype.F32, Engine: rs2d.EngineRing}, bootstrap.Shape{Nodes: 1, LocalSize: 2}, 0)
+	require.ErrorIs(t, err, device.ErrInvalidArgument, "negative ring slots")
+	_, err = rs2d.MemoryOf(tune.With(ctx, tune.Knobs{RingChunkBytes: 6}), rs2d.Config{MaxM: 4, N: 4, DType: dtype.F32, Engine: rs2d.EngineRing}, bootstrap.Shape{Nodes: 1, LocalSize: 2}, 0)
+	require.ErrorIs(t, err, device.ErrInvalidArgument, "a chunk of a element and a half")
+}
+
+// What New allocates is what MemoryOf says, on every rank, for both paths;
+// and New refuses what MemoryOf refuses, before any collective step.
+func TestMemoryIsWhatNewAllocates(t *testing.T) {
+	shape := bootstrap.Shape{Nodes: 2, LocalSize: 2}
+	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
+	require.NoError(t, err)
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := rs2d.Config{MaxM: 16 * shape.World(), N: 1000, DType: dtype.F32}
+	sms := w.Ranks[0].Dev.Info().SMs
+	direct, err := rs2d.MemoryOf(ctx, cfg, shape, sms)
+	require.NoError(t, err)
+	bounded := cfg
+	bounded.MaxSymmetricBytes = direct.Total() / 3
+	ring, err := rs2d.MemoryOf(ctx, bounded, shape, sms)
+	require.NoError(t, err)
+	require.Equal(t, rs2d.EngineRing, ring.Engine)
+	require.Less(t, ring.RailRows, 16, "the rail goes in rounds")
+	tooSmall := cfg
+	tooSmall.MaxSymmetricBytes = 100
+	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+		if _, err := rs2d.New(ctx, r.Comm, r.Dev, tooSmall); !errors.Is(err, device.ErrInvalidArgument) {
+			return fmt.Errorf("a bound below the ring's minimum: %v", err)
+		}
+		for _, c := range []struct {
+			cfg  rs2d.Config
+			want rs2d.Memory
+		}{{cfg, direct}, {bounded, ring}} {
+			rs, err := rs2d.New(ctx, r.Comm, r.Dev, c.cfg)
+			if err != nil {
+				return err
+			}
+			heap, err := rs.NodeHeapBytes()
+			got := rs.Memory()
+			err = errors.Join(err, rs.Close())
+			if err != nil {
+				return err
+			}
+			if got != c.want || heap != c.want.Node {
+				return fmt.Errorf("New made %v with a node heap of %d bytes; MemoryOf said %v", got, heap, c.want)
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+}
+
+// The example the README quotes: M = 8192, N = 16384, bf16, 8 GPUs of 132
+// SMs, the direct path and the ring (default shape, and under 64 MiB).
+func TestMemoryExample(t *testing.T) {
+	ctx := context.Background()
+	cfg := rs2d.Config{MaxM: 8192, N: 16384, DType: dtype.BF16}
+	const MiB = 1 << 20
+	for _, c := range []struct {
+		shape       bootstrap.Shape
+		engine      rs2d.Engine
+		bound       int64
+		node, rail  int64
+		railRows    int
+		chunk       int64
+		description string
+	}{
+		{bootstrap.Shape{Nodes: 1, LocalSize: 8}, rs2d.EngineAuto, 0, 256*MiB + 2560, 0, 1024, 0, "1×8 direct"},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 8}, rs2d.EngineRing, 0, 28*MiB + 3584, 0, 1024, 128 << 10, "1×8 ring"},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 8}, rs2d.EngineAuto, 64 * MiB, 28*MiB + 3584, 0, 1024, 128 << 10, "1×8 under 64 MiB"},
+		{bootstrap.Shape{Nodes: 2, LocalSize: 4}, rs2d.EngineAuto, 0, 256*MiB + 2048, 192 * MiB, 1024, 0, "2×4 direct"},
+		{bootstrap.Shape{Nodes: 2, LocalSize: 4}, rs2d.EngineAuto, 64 * MiB, 12*MiB + 2560, 3 * 2 * 277 * 32 << 10, 277, 128 << 10, "2×4 under 64 MiB"},
+	} {
+		cfg := cfg
+		cfg.Engine, cfg.MaxSymmetricBytes = c.engine, c.bound
+		m, err := rs2d.MemoryOf(ctx, cfg, c.shape, 132)
+		require.NoError(t, err, c.description)
+		t.Logf("%s: %v (%d bytes: node %d, rail %d)", c.description, m, m.Total(), m.Node, m.Rail)
+		require.Equal(t, c.node, m.Node, c.description)
+		require.Equal(t, c.rail, m.Rail, c.description)
+		require.Equal(t, c.railRows, m.RailRows, c.description)
+		require.Equal(t, c.chunk, m.Ring.ChunkBytes, c.description)
+		if c.bound > 0 {
+			require.LessOrEqual(t, m.Total(), c.bound, c.description)
+		}
+	}
+}
+
+// A rank that joins but never calls, on 2 nodes with rail rounds: every
+// other rank's stream fails with a timeout within the bound, and its node
+// peer's names it (the others wait on that peer, across the rail).
+func TestRingMissingRankOnTwoNodes(t *testing.T) {
+	shape := bootstrap.Shape{Nodes: 2, LocalSize: 2}
+	const bound = 500 * time.Millisecond
+	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: bound}})
+	require.NoError(t, err)
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const rowsPer, n = 5, 100
+	dt := dtype.F32
+	m := rowsPer * shape.World()
+	knobs := ringKnobs(dt, 1)
+	cfg := rs2d.Config{MaxM: m, N: n, DType: dt, Engine: rs2d.EngineRing, Timeout: 10 * time.Second,
+		MaxSymmetricBytes: railBound(t, shape, dt, m, n, knobs)}
+	errs := make([]error, shape.World())
+	err = w.Run(tune.With(ctx, knobs), func(ctx context.Context, r world.Rank) error {
+		rs, err := rs2d.New(ctx, r.Comm, r.Dev, cfg)
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		if r.Comm.Rank() == 3 {
+			return nil // never calls
+		}
+		in, out, free := rankBuffers(t, r.Dev, m, n, shape.World(), dt)
+		defer free()
+		s, err := r.Dev.NewStream(device.Normal)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		start := time.Now()
+		if err := rs.ReduceScatter(ctx, in, out, s); err != nil {
+			return err
+		}
+		errs[r.Comm.Rank()] = s.Synchronize(ctx)
+		if took := time.Since(start); took > 10*bound {
+			return fmt.Errorf("the timeout took %v", took)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	for rank := 0; rank < 3; rank++ {
+		require.ErrorIs(t, errs[rank], device.ErrTimeout, "rank %d", rank)
+	}
+	require.Regexp(t, `rank 3 \(node 1, local rank 1\)`, errs[2].Error(), "rank 3's node peer names it")
+}
