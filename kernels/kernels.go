@@ -10,7 +10,11 @@
 // this rank's rows into the peers' scatter buffers and count arrivals with
 // release atomics, reduce blocks wait for the counts and sum:
 // LaunchPushReduce. Both accumulate in fp32 (exact for int32) in block order,
-// so every backend and both kernels give the same bits.
+// so every backend and both kernels give the same bits. The NVLS kernel
+// (nvls.go) reads a node step's block through an NVLink multicast address
+// with multimem.ld_reduce, the NVSwitch summing every GPU's copy (fp32
+// accumulation for bf16 and fp16, int32 exact): LaunchNVLSReduce; its Go twin
+// reads the CPU backend's simulated multicast object.
 package kernels
 
 import (
