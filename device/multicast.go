@@ -94,7 +94,8 @@ type Multicast interface {
 // implements it.
 type MulticastMemory interface {
 	// Multimem returns, for the multicast address p, the n bytes at p's
-	// offset in every bound buffer, in the order the devices were added.
+	// offset in every bound buffer, in the order of the devices' ordinals
+	// (a world's rank order).
 	// It fails where the hardware would fault: p not inside a mapping of a
 	// multicast object, [p, p+n) running past it, p not a multiple of
 	// align, or a device of the team not (or no longer) bound.

@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/seed12530e24/hiercoll/device"
 )
@@ -229,8 +230,9 @@ func (h *Host) Multimem(p device.Ptr, n, align int64) ([][]byte, error) {
 		return nil, fmt.Errorf("sim: multimem access of %d bytes at offset %d runs past the end of the %d-byte multicast object: %w",
 			n, off, o.size, device.ErrInvalidArgument)
 	}
-	views := make([][]byte, len(o.added))
-	for i, d := range o.added {
+	added := slices.SortedFunc(slices.Values(o.added), func(a, b *Device) int { return a.ordinal - b.ordinal })
+	views := make([][]byte, len(added))
+	for i, d := range added {
 		r, ok := o.bound[d]
 		if !ok {
 			return nil, fmt.Errorf("sim: multimem access to multicast object %d, to which %s has no memory bound: %w", o.id, d.name, device.ErrInvalidArgument)

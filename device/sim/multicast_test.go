@@ -52,7 +52,7 @@ func team(t *testing.T, devs []*Device, size int64) ([]device.Multicast, []devic
 }
 
 // A load-reduce through any device's mapping sees every device's bound
-// buffer at the same offset, in the order the devices were added.
+// buffer at the same offset, in the order of the devices' ordinals.
 func TestMulticastLoadReduceSeesEveryBoundBuffer(t *testing.T) {
 	h := NewHost("mc")
 	devs := []*Device{newDevice(t, h, 0, Options{}), newDevice(t, h, 1, Options{}), newDevice(t, h, 2, Options{})}
