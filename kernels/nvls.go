@@ -90,8 +90,8 @@ func LaunchNVLSReduce(dev device.Device, s device.Stream, dt dtype.DType, grid i
 // nvlsHost is the CPU backend's NVLS reduce: the multicast address read
 // through the simulated object (device.MulticastMemory), whole vectors as
 // the kernel reads them, summed in device order (local-rank order in a
-// simulated world) with the reduce's
-// arithmetic (fp32 accumulation, one rounding; int32 wraps).
+// simulated world) with the reduce's arithmetic (fp32 accumulation, one
+// rounding; int32 wraps).
 func nvlsHost(dt dtype.DType) device.HostFunc {
 	return func(mem device.HostMemory, grid int, args []any) error {
 		if len(args) != 3 {
