@@ -105,8 +105,7 @@ type MulticastMemory interface {
 // Permit is the gate's leave to use a device's Multicaster. The zero Permit
 // allows nothing; AllowMulticast is the only way to get another.
 type Permit struct {
-	dev Device
-	by  string
+	by string // who asked for multicast by name
 }
 
 // AllowMulticast is the gate every use of NVLink multicast goes through. It
@@ -127,18 +126,19 @@ func AllowMulticast(d Device, by string) (Permit, error) {
 		return Permit{}, fmt.Errorf("device: %s: NVLink multicast refused: %w", d.Name(), err)
 	}
 	if _, ok := d.(Multicaster); !ok {
-		return Permit{}, fmt.Errorf("device: %s: NVLink multicast refused: the %s backend cannot create multicast objects: %w",
-			d.Name(), d.Info().Backend, ErrNotSupported)
+		return Permit{}, fmt.Errorf("device: %s: NVLink multicast refused: it cannot create multicast objects (%T is no device.Multicaster): %w",
+			d.Name(), d, ErrNotSupported)
 	}
-	return Permit{dev: d, by: by}, nil
+	return Permit{by: by}, nil
 }
 
 // Check is what a backend calls before any multicast driver call on d: p
-// must have come from AllowMulticast for d, and the gate must still pass
-// (the environment may have changed since).
+// must have come from AllowMulticast, and the gate must still pass for d
+// (the environment may have changed since, and d is the device the backend
+// is about to use).
 func (p Permit) Check(d Device) error {
-	if p.dev == nil || p.dev != d {
-		return fmt.Errorf("device: %s: NVLink multicast refused: no permit from AllowMulticast for this device: %w", d.Name(), ErrNotSupported)
+	if p.by == "" {
+		return fmt.Errorf("device: %s: NVLink multicast refused: no permit from AllowMulticast: %w", d.Name(), ErrNotSupported)
 	}
 	if err := multicastGate(p.by, d.Info(), os.LookupEnv); err != nil {
 		return fmt.Errorf("device: %s: NVLink multicast refused: %w", d.Name(), err)

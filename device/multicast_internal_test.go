@@ -101,6 +101,7 @@ func TestPermit(t *testing.T) {
 	t.Setenv(AllowMulticastEnv, "1")
 	d := &fakeMC{info: Info{Backend: "cuda", Multicast: true}}
 	other := &fakeMC{info: Info{Backend: "cuda", Multicast: true}}
+	noMC := &fakeMC{info: Info{Backend: "cuda"}}
 
 	require.ErrorIs(t, Permit{}.Check(d), ErrNotSupported, "the zero permit allows nothing")
 	_, err := AllowMulticast(d, "")
@@ -109,7 +110,10 @@ func TestPermit(t *testing.T) {
 	p, err := AllowMulticast(d, "test")
 	require.NoError(t, err)
 	require.NoError(t, p.Check(d))
-	require.ErrorIs(t, p.Check(other), ErrNotSupported, "a permit is for one device")
+	require.NoError(t, p.Check(other))
+	err = p.Check(noMC)
+	require.ErrorIs(t, err, ErrNotSupported, "the gate runs again for the device the permit is used on")
+	require.Contains(t, err.Error(), "MULTICAST_SUPPORTED=1")
 
 	t.Setenv("NCCL_NVLS_ENABLE", "0")
 	err = p.Check(d)

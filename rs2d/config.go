@@ -25,9 +25,10 @@ type Config struct {
 	// for the caller's stream alone.
 	OverlapWithGEMM bool
 	// Engine moves the rows inside a node. Auto picks the copy engine with
-	// OverlapWithGEMM (the GEMM holds the SMs) and SM stores otherwise. It
-	// is in Config because an engine is a user's choice by name: engines
-	// that touch special hardware run only when named.
+	// OverlapWithGEMM (the GEMM holds the SMs) and SM stores otherwise, and
+	// never NVLS. It is in Config because an engine is a user's choice by
+	// name: engines that touch special hardware run only when named (NVLS:
+	// and only through device.AllowMulticast's gate).
 	Engine Engine
 	// Transport selects the inter-node transport (Auto by default).
 	Transport internode.Kind
@@ -52,6 +53,7 @@ const (
 	EngineAuto Engine = iota
 	EngineCopy        // copy-engine scatter, then a reduce kernel
 	EngineSM          // one push-reduce kernel: SM stores to peers, counted arrivals
+	EngineNVLS        // NVLink multicast: each block load-reduced by the NVSwitch (gated: see New)
 )
 
 func (e Engine) String() string {
@@ -62,6 +64,8 @@ func (e Engine) String() string {
 		return "copy"
 	case EngineSM:
 		return "sm"
+	case EngineNVLS:
+		return "nvls"
 	}
 	return fmt.Sprintf("engine(%d)", int(e))
 }
@@ -75,8 +79,10 @@ func ParseEngine(s string) (Engine, error) {
 		return EngineCopy, nil
 	case "sm":
 		return EngineSM, nil
+	case "nvls":
+		return EngineNVLS, nil
 	}
-	return EngineAuto, fmt.Errorf("rs2d: unknown engine %q (want auto, copy or sm): %w", s, device.ErrInvalidArgument)
+	return EngineAuto, fmt.Errorf("rs2d: unknown engine %q (want auto, copy, sm or nvls): %w", s, device.ErrInvalidArgument)
 }
 
 func (c Config) withDefaults() Config {
@@ -102,10 +108,12 @@ func (c Config) validate(world int, k tune.Knobs) error {
 		return fmt.Errorf("rs2d: DType %v is not one of bf16, fp16, fp32, int32: %w", c.DType, device.ErrInvalidArgument)
 	case c.MaxM%world != 0:
 		return fmt.Errorf("rs2d: MaxM=%d is not divisible by world size %d: %w", c.MaxM, world, device.ErrInvalidArgument)
-	case c.Engine < EngineAuto || c.Engine > EngineSM:
+	case c.Engine < EngineAuto || c.Engine > EngineNVLS:
 		return fmt.Errorf("rs2d: engine %v: %w", c.Engine, device.ErrInvalidArgument)
 	case c.Engine == EngineSM && c.OverlapWithGEMM:
 		return fmt.Errorf("rs2d: the SM engine does not wait for GEMM signals; use the copy engine (or Auto) with OverlapWithGEMM: %w", device.ErrNotSupported)
+	case c.Engine == EngineNVLS && c.OverlapWithGEMM:
+		return fmt.Errorf("rs2d: the NVLS engine does not wait for GEMM signals; use the copy engine (or Auto) with OverlapWithGEMM: %w", device.ErrNotSupported)
 	case k.Chunks < 0 || k.ReductionSMs < 0:
 		return fmt.Errorf("rs2d: negative chunks or SM budget: %w", device.ErrInvalidArgument)
 	case k.RailLanes < 0 || k.RailLanes > internode.MaxNCCLLanes:

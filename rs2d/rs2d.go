@@ -88,16 +88,34 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 		defer cancel()
 	}
 
+	// The multicast gate, on every rank and agreed, before anything else:
+	// no rank makes a multicast driver call unless every rank may.
+	var permit device.Permit
+	if cfg.Engine == EngineNVLS {
+		if permit, err = allowNVLS(ctx, comm, dev); err != nil {
+			return nil, err
+		}
+	}
+
 	// Kernels first, before anything collective: loading a module at the
 	// first launch, behind a stream already waiting for a peer, can block.
 	if err := kernels.Prepare(dev, cfg.DType, cfg.Engine == EngineSM); err != nil {
 		return nil, fmt.Errorf("rs2d: %w", err)
 	}
+	if cfg.Engine == EngineNVLS {
+		if err := kernels.PrepareNVLS(dev, cfg.DType); err != nil {
+			return nil, fmt.Errorf("rs2d: %w", err)
+		}
+	}
 
 	c := &Context{cfg: cfg, knobs: knobs, comm: comm, dev: dev, place: place}
 	var l symm.Layout
 	var buf intranode.Buffers
-	buf.AddTo(&l, place, int64(cfg.MaxM)*c.rowBytes())
+	scatter := int64(cfg.MaxM) * c.rowBytes()
+	if cfg.Engine == EngineNVLS {
+		scatter = 0 // the rows go to the buffer bound to the multicast object
+	}
+	buf.AddTo(&l, place, scatter)
 	if c.heap, err = symm.New(ctx, comm, dev, &l); err != nil {
 		return nil, fmt.Errorf("rs2d: %w", err)
 	}
@@ -106,6 +124,11 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 	}
 	if c.intra, err = intranode.New(dev, place, c.heap, buf, cfg.DType, cfg.N, cfg.OverlapWithGEMM); err != nil {
 		return fail(err)
+	}
+	if cfg.Engine == EngineNVLS {
+		if err := c.intra.SetUpNVLS(ctx, comm, permit, cfg.MaxM/place.Shape.World()); err != nil {
+			return fail(err)
+		}
 	}
 	// Streams first: the rail is the last collective step, so no rank can
 	// give up after it and leave the others in a collective release.
@@ -122,6 +145,22 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 		}
 	}
 	return c, nil
+}
+
+// allowNVLS is the multicast gate for the NVLS engine (device.AllowMulticast:
+// named, HIERCOLL_ALLOW_MULTICAST=1, no variable disabling NVLS, the device's
+// MULTICAST_SUPPORTED), agreed on by every rank: if any rank is refused,
+// every rank returns ErrNotSupported naming the refusing conditions, and no
+// multicast driver call was made anywhere.
+func allowNVLS(ctx context.Context, comm bootstrap.Comm, dev device.Device) (device.Permit, error) {
+	permit, refused := device.AllowMulticast(dev, "rs2d Config.Engine = nvls")
+	if _, err := bootstrap.Agree(ctx, comm, refused, nil); err != nil {
+		if refused != nil {
+			return device.Permit{}, fmt.Errorf("rs2d: engine nvls: %w", refused)
+		}
+		return device.Permit{}, fmt.Errorf("rs2d: engine nvls: %w", err)
+	}
+	return permit, nil
 }
 
 // Config returns the configuration in effect (defaults filled in).
