@@ -14,8 +14,17 @@
 //	        each after the destination's GEMM signal, paced so each GPU
 //	        receives one block at a time, then a reduce kernel on a
 //	        high-priority stream with a bounded SM budget
+//	      NVLS engine (only when named): my block load-reduced through the
+//	        node's NVLink multicast object (my input copied into my bound
+//	        buffer once per call, node barriers before and after)
 //	    cur != node: send the reduced block to my rail peer on node cur (internode)
 //	wait for the blocks from every other node; reduce the nnodes blocks → output
+//
+// The NVLS engine creates NVLink multicast objects, which can take some
+// machines' GPUs out of service: New runs it only when Config.Engine names
+// it and device.AllowMulticast lets it on every rank (HIERCOLL_ALLOW_MULTICAST=1,
+// no variable that disables NVLS, the device's MULTICAST_SUPPORTED), else
+// it fails with ErrNotSupported before any multicast driver call.
 //
 // Every wait is on a 32-bit signal word whose expected value grows with each
 // call (symm.Epoch), so the next call needs no reset and a failed call leaves
