@@ -174,7 +174,7 @@ type Info struct {
 	SMs         int    // streaming multiprocessors (sim: worker goroutines)
 	CopyEngines int
 	HostID      string // ranks with the same HostID can OpenPeer each other
-	Multicast   bool   // the hardware reports NVLink multicast support (never exercised here)
+	Multicast   bool   // the device reports NVLink multicast support (MULTICAST_SUPPORTED); see AllowMulticast
 }
 
 // The errors every backend and layer wraps (internal/errs), re-exported

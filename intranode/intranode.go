@@ -2,7 +2,7 @@
 // scatter among the GPUs of one node, for the rows destined to one node (a
 // node step).
 //
-// Two engines move the rows. The copy engine (Scatter, then Reduce; file
+// Three engines move the rows. The copy engine (Scatter, then Reduce; file
 // scatter.go) uses no SMs, which suits overlap with a GEMM that holds them:
 // every rank copies its rows for each node peer into that peer's scatter
 // buffer in rank-swizzle order (peer = (localRank+i+1) % lws, so at any
@@ -18,6 +18,11 @@
 // step in bounded memory: chunks travel the ring of the node's ranks through
 // a few FIFO slots per peer, each rank adding its rows on the way, so that
 // no buffer grows with M.
+// The NVLS engine (file nvls.go) binds each
+// rank's buffer to the node's NVLink multicast object and reads each block
+// summed by the NVSwitch (multimem.ld_reduce); it runs only when named and
+// let through device.AllowMulticast's gate (DESIGN.md's safety rule), and is
+// verified on the CPU backend's simulated multicast objects.
 //
 // Signal words (symm.SignalPad), all in the pad of the rank that waits on
 // them, all growing, so nothing ever needs resetting:
@@ -108,6 +113,9 @@ type Stage struct {
 	// count of every tail and head word once they all landed.
 	ringSent uint32
 	trace    *tracer
+
+	mc       *symm.Multicast // NVLS engine: this rank's part of the node's multicast object
+	nvlsLast uint32          // NVLS engine: the epoch of the last call (0: none yet)
 }
 
 // New returns the stage of the rank at place, on heap laid out with buf.
@@ -194,8 +202,13 @@ func (st *Stage) Announce(s device.Stream, epoch symm.Epoch) error {
 }
 
 // ReceiveRows is this rank's scatter buffer: where its node peers copy or
-// push their rows, rows × columns elements for calls of rows rows.
+// push their rows, rows × columns elements for calls of rows rows. With the
+// NVLS engine it is the buffer bound to the multicast object, where the
+// rank's own rows go.
 func (st *Stage) ReceiveRows() device.Ptr {
+	if st.mc != nil {
+		return st.mc.Local
+	}
 	return st.heap.Local().Add(st.buf.ScatterBuf.Off)
 }
 

@@ -129,6 +129,14 @@ func (st *Stage) closeTrace() error {
 	return errors.Join(errs...)
 }
 
-// Close releases the stage's own resources (its trace events); the
-// buffers belong to the heap's owner.
-func (st *Stage) Close() error { return st.closeTrace() }
+// Close releases the stage's own resources: its trace events and, with the
+// NVLS engine, its part of the multicast object (after a barrier: no peer
+// may still read through it). The heap belongs to its owner.
+func (st *Stage) Close() error {
+	err := st.closeTrace()
+	if st.mc != nil {
+		err = errors.Join(err, st.mc.Close())
+		st.mc = nil
+	}
+	return err
+}

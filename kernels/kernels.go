@@ -13,7 +13,11 @@
 // so every backend and both kernels give the same bits. The ring kernel
 // moves a node step through a few FIFO slots per peer with head / tail
 // credits, each hop adding its rows in fp32 and rounding to the element
-// type: LaunchRing.
+// type: LaunchRing. The NVLS kernel (nvls.go) reads a node step's block
+// through an NVLink multicast address with multimem.ld_reduce, the NVSwitch
+// summing every GPU's copy (fp32 accumulation for bf16 and fp16, int32
+// exact): LaunchNVLSReduce; its Go twin reads the CPU backend's simulated
+// multicast object.
 package kernels
 
 import (

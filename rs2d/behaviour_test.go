@@ -530,6 +530,19 @@ func (p *prepareChecker) Launch(s device.Stream, k *device.Kernel, grid int, arg
 	return p.Device.Launch(s, k, grid, args...)
 }
 
+// The checker forwards its device's multicast capability (the NVLS engine).
+func (p *prepareChecker) MulticastGranularity(pm device.Permit, devices int) (int64, error) {
+	return p.Device.(device.Multicaster).MulticastGranularity(pm, devices)
+}
+
+func (p *prepareChecker) CreateMulticast(pm device.Permit, devices int, size int64) (device.Multicast, error) {
+	return p.Device.(device.Multicaster).CreateMulticast(pm, devices, size)
+}
+
+func (p *prepareChecker) ImportMulticast(pm device.Permit, handle []byte) (device.Multicast, error) {
+	return p.Device.(device.Multicaster).ImportMulticast(pm, handle)
+}
+
 // Every kernel a call launches was prepared when the context was made: on
 // CUDA, loading a module at the first launch blocked behind a stream that was
 // already waiting for a peer that had exited (the dying-rank test on H200s).

@@ -225,6 +225,8 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch symm.Epoch) err
 		return c.enqueueSM(in, out, s, epoch)
 	case EngineRing:
 		return c.enqueueRing(in, out, s, epoch)
+	case EngineNVLS:
+		return c.enqueueNVLS(in, out, s, epoch)
 	}
 	return c.enqueueCopy(in, out, s, epoch)
 }
@@ -316,6 +318,46 @@ func (c *Context) enqueueSM(in, out Tensor, s device.Stream, epoch symm.Epoch) e
 	}
 	if c.rail != nil {
 		if err := c.streams.Join(s, set.P2P); err != nil {
+			return err
+		}
+		if err := c.mark(func(t *tracer) device.Event { return t.p2p }, s); err != nil {
+			return err
+		}
+	}
+	return c.finish(out, s, epoch, rpr)
+}
+
+// enqueueNVLS is a call with the NVLS engine, on the caller's stream: the
+// input into the bound buffer and a node barrier, then per node step one
+// load-reduce kernel (the rail send after it on the p2p stream), then the
+// barrier that frees the bound buffers for the next call.
+func (c *Context) enqueueNVLS(in, out Tensor, s device.Stream, epoch symm.Epoch) error {
+	shape, place := c.place.Shape, c.place
+	rpr := in.Rows / shape.World()
+	if err := c.intra.NVLSBegin(s, in.Ptr, rpr, epoch); err != nil {
+		return err
+	}
+	if err := c.mark(func(t *tracer) device.Event { return t.scatter }, s); err != nil {
+		return err
+	}
+	for n := 0; n < shape.Nodes; n++ {
+		cur := (place.Node + n + 1) % shape.Nodes
+		step := intranode.Step{Node: cur, Input: in.Ptr, RowsPer: rpr, Epoch: epoch, ReduceTo: c.reduceTo(out, cur, epoch), Grid: c.finalGrid()}
+		if err := c.intra.NVLSReduce(s, step); err != nil {
+			return err
+		}
+		if err := c.sendRail(s, cur, rpr, epoch); err != nil {
+			return err
+		}
+	}
+	if err := c.intra.NVLSEnd(s, epoch); err != nil {
+		return err
+	}
+	if err := c.mark(func(t *tracer) device.Event { return t.reduce }, s); err != nil {
+		return err
+	}
+	if c.rail != nil {
+		if err := c.streams.Join(s, c.streams.P2P); err != nil {
 			return err
 		}
 		if err := c.mark(func(t *tracer) device.Event { return t.p2p }, s); err != nil {

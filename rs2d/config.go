@@ -26,9 +26,10 @@ type Config struct {
 	OverlapWithGEMM bool
 	// Engine moves the rows inside a node. Auto picks the copy engine with
 	// OverlapWithGEMM (the GEMM holds the SMs) and SM stores otherwise, or
-	// the ring where MaxSymmetricBytes leaves the direct path no room. It
-	// is in Config because an engine is a user's choice by name: engines
-	// that touch special hardware run only when named.
+	// the ring where MaxSymmetricBytes leaves the direct path no room, and
+	// never NVLS. It is in Config because an engine is a user's choice by
+	// name: engines that touch special hardware run only when named (NVLS:
+	// and only through device.AllowMulticast's gate).
 	Engine Engine
 	// Transport selects the inter-node transport (Auto by default).
 	Transport internode.Kind
@@ -61,6 +62,7 @@ const (
 	EngineCopy        // copy-engine scatter, then a reduce kernel
 	EngineSM          // one push-reduce kernel: SM stores to peers, counted arrivals
 	EngineRing        // the bounded-memory ring: FIFO slots per peer, head/tail credits
+	EngineNVLS        // NVLink multicast: each block load-reduced by the NVSwitch (gated: see New)
 )
 
 func (e Engine) String() string {
@@ -73,6 +75,8 @@ func (e Engine) String() string {
 		return "sm"
 	case EngineRing:
 		return "ring"
+	case EngineNVLS:
+		return "nvls"
 	}
 	return fmt.Sprintf("engine(%d)", int(e))
 }
@@ -88,8 +92,10 @@ func ParseEngine(s string) (Engine, error) {
 		return EngineSM, nil
 	case "ring":
 		return EngineRing, nil
+	case "nvls":
+		return EngineNVLS, nil
 	}
-	return EngineAuto, fmt.Errorf("rs2d: unknown engine %q (want auto, copy, sm or ring): %w", s, device.ErrInvalidArgument)
+	return EngineAuto, fmt.Errorf("rs2d: unknown engine %q (want auto, copy, sm, ring or nvls): %w", s, device.ErrInvalidArgument)
 }
 
 // known reports whether e is one of the engines (unknown ones print as
@@ -132,6 +138,8 @@ func (c Config) validate(world int, k tune.Knobs) error {
 		return fmt.Errorf("rs2d: negative ring slots, channels or chunk bytes: %w", device.ErrInvalidArgument)
 	case c.Engine == EngineSM && c.OverlapWithGEMM:
 		return fmt.Errorf("rs2d: the SM engine does not wait for GEMM signals; use the copy engine (or Auto) with OverlapWithGEMM: %w", device.ErrNotSupported)
+	case c.Engine == EngineNVLS && c.OverlapWithGEMM:
+		return fmt.Errorf("rs2d: the NVLS engine does not wait for GEMM signals; use the copy engine (or Auto) with OverlapWithGEMM: %w", device.ErrNotSupported)
 	case k.Chunks < 0 || k.ReductionSMs < 0:
 		return fmt.Errorf("rs2d: negative chunks or SM budget: %w", device.ErrInvalidArgument)
 	case k.RailLanes < 0 || k.RailLanes > internode.MaxNCCLLanes:

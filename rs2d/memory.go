@@ -119,9 +119,12 @@ func (p planner) rowBytes() int64 { return int64(p.cfg.N) * int64(p.cfg.DType.Si
 func (p planner) nodeLayout(ring *intranode.RingShape) (*symm.Layout, intranode.Buffers) {
 	var l symm.Layout
 	buf := intranode.Buffers{Segments: p.knobs.Segments}
-	if ring == nil {
+	switch {
+	case p.cfg.Engine == EngineNVLS:
+		buf.AddTo(&l, p.place, 0) // the rows go to the buffer bound to the multicast object
+	case ring == nil:
 		buf.AddTo(&l, p.place, int64(p.cfg.MaxM)*p.rowBytes())
-	} else {
+	default:
 		buf.AddTo(&l, p.place, 0)
 		buf.AddRingTo(&l, p.place, *ring)
 	}

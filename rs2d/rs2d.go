@@ -18,8 +18,17 @@
 //	        the node's ranks through FIFO slots with head/tail credits, each
 //	        hop adding its rows; the call goes in rail rounds of rows that
 //	        the bound leaves room for (ring.go, memory.go)
+//	      NVLS engine (only when named): my block load-reduced through the
+//	        node's NVLink multicast object (my input copied into my bound
+//	        buffer once per call, node barriers before and after)
 //	    cur != node: send the reduced block to my rail peer on node cur (internode)
 //	wait for the blocks from every other node; reduce the nnodes blocks → output
+//
+// The NVLS engine creates NVLink multicast objects, which can take some
+// machines' GPUs out of service: New runs it only when Config.Engine names
+// it and device.AllowMulticast lets it on every rank (HIERCOLL_ALLOW_MULTICAST=1,
+// no variable that disables NVLS, the device's MULTICAST_SUPPORTED), else
+// it fails with ErrNotSupported before any multicast driver call.
 //
 // Every wait is on a 32-bit signal word whose expected value grows with each
 // call (symm.Epoch), so the next call needs no reset and a failed call leaves
@@ -95,13 +104,27 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 		defer cancel()
 	}
 
+	// The multicast gate, on every rank and agreed, before anything else:
+	// no rank makes a multicast driver call unless every rank may.
+	var permit device.Permit
+	if cfg.Engine == EngineNVLS {
+		if permit, err = allowNVLS(ctx, comm, dev); err != nil {
+			return nil, err
+		}
+	}
+
 	// Kernels first, before anything collective: loading a module at the
 	// first launch, behind a stream already waiting for a peer, can block.
 	if err := kernels.Prepare(dev, cfg.DType, cfg.Engine == EngineSM); err != nil {
 		return nil, fmt.Errorf("rs2d: %w", err)
 	}
-	if cfg.Engine == EngineRing {
+	switch cfg.Engine {
+	case EngineRing:
 		if err := kernels.PrepareRing(dev, cfg.DType); err != nil {
+			return nil, fmt.Errorf("rs2d: %w", err)
+		}
+	case EngineNVLS:
+		if err := kernels.PrepareNVLS(dev, cfg.DType); err != nil {
 			return nil, fmt.Errorf("rs2d: %w", err)
 		}
 	}
@@ -121,6 +144,11 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 	if c.intra, err = intranode.New(dev, place, c.heap, buf, cfg.DType, cfg.N, cfg.OverlapWithGEMM); err != nil {
 		return fail(err)
 	}
+	if cfg.Engine == EngineNVLS {
+		if err := c.intra.SetUpNVLS(ctx, comm, permit, cfg.MaxM/place.Shape.World()); err != nil {
+			return fail(err)
+		}
+	}
 	// Streams first: the rail is the last collective step, so no rank can
 	// give up after it and leave the others in a collective release.
 	if c.streams, err = streams.NewSet(dev, 1); err != nil {
@@ -136,6 +164,22 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 		}
 	}
 	return c, nil
+}
+
+// allowNVLS is the multicast gate for the NVLS engine (device.AllowMulticast:
+// named, HIERCOLL_ALLOW_MULTICAST=1, no variable disabling NVLS, the device's
+// MULTICAST_SUPPORTED), agreed on by every rank: if any rank is refused,
+// every rank returns ErrNotSupported naming the refusing conditions, and no
+// multicast driver call was made anywhere.
+func allowNVLS(ctx context.Context, comm bootstrap.Comm, dev device.Device) (device.Permit, error) {
+	permit, refused := device.AllowMulticast(dev, "rs2d Config.Engine = nvls")
+	if _, err := bootstrap.Agree(ctx, comm, refused, nil); err != nil {
+		if refused != nil {
+			return device.Permit{}, fmt.Errorf("rs2d: engine nvls: %w", refused)
+		}
+		return device.Permit{}, fmt.Errorf("rs2d: engine nvls: %w", err)
+	}
+	return permit, nil
 }
 
 // Config returns the configuration in effect (defaults filled in).

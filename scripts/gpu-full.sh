@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 BIN=${BIN:-build}
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+unset HIERCOLL_ALLOW_MULTICAST # hiercoll's own NVLS engine stays refused too
 export HIERCOLL_CACHE_DIR=${HIERCOLL_CACHE_DIR:-/tmp/hiercoll-cache}
 H=$BIN/hiercoll
 log=$OUT/full.log

@@ -10,6 +10,7 @@ mode=${1:-full}; shift || true
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 # NVLink multicast stays off on these machines (see DESIGN.md).
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+unset HIERCOLL_ALLOW_MULTICAST # hiercoll's own NVLS engine stays refused too
 export HIERCOLL_CACHE_DIR=${HIERCOLL_CACHE_DIR:-/tmp/hiercoll-cache}
 H=build/hiercoll
 status=0

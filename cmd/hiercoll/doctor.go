@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/device/cuda"
 	"github.com/seed12530e24/hiercoll/native/nccl"
 	"github.com/seed12530e24/hiercoll/native/nvshmem"
@@ -52,7 +53,7 @@ func runDoctor(ctx context.Context, args []string) error {
 	} else {
 		fmt.Fprintf(out, "NVSHMEM: host library %s\n", lib.Path())
 	}
-	for _, v := range []string{"NCCL_NVLS_ENABLE", "NVSHMEM_DISABLE_NVLS", "TORCH_SYMM_MEM_DISABLE_MULTICAST"} {
+	for _, v := range []string{"NCCL_NVLS_ENABLE", "NVSHMEM_DISABLE_NVLS", "TORCH_SYMM_MEM_DISABLE_MULTICAST", device.AllowMulticastEnv} {
 		fmt.Fprintf(out, "%s=%q\n", v, os.Getenv(v))
 	}
 	return nil

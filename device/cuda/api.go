@@ -71,6 +71,25 @@ type api interface {
 	// first, box in elements. cudaErrorNotSupported without the entry point.
 	tensorMapEncodeTiled(dtype int, base device.Ptr, dims, stride [2]uint64, box [2]uint32, swizzle, l2promo int) ([tensorMapSize]byte, result)
 
+	// Virtual memory management and multicast objects (CUmemGeneric-
+	// AllocationHandle values travel as uint64). Only the multicast setup
+	// (multicast.go) calls them, each after its Permit's check.
+	memGetAllocationGranularity(ctx uintptr, dev int) (int64, result)
+	memCreate(ctx uintptr, dev int, size int64) (uint64, result)
+	memRelease(ctx uintptr, h uint64) result
+	memAddressReserve(ctx uintptr, size, align int64) (device.Ptr, result)
+	memAddressFree(ctx uintptr, p device.Ptr, size int64) result
+	memMap(ctx uintptr, p device.Ptr, size int64, h uint64) result
+	memUnmap(ctx uintptr, p device.Ptr, size int64) result
+	memSetAccess(ctx uintptr, p device.Ptr, size int64, dev int) result
+	memExportToFD(ctx uintptr, h uint64) (int, result)
+	memImportFromFD(ctx uintptr, fd int) (uint64, result)
+	multicastGranularity(ctx uintptr, devices int, size int64) (int64, result)
+	multicastCreate(ctx uintptr, devices int, size int64) (uint64, result)
+	multicastAddDevice(ctx uintptr, mc uint64, dev int) result
+	multicastBindMem(ctx uintptr, mc, mem uint64, size int64) result
+	multicastUnbind(ctx uintptr, mc uint64, dev int, size int64) result
+
 	// symbol names the entry point a method resolved to, for messages:
 	// symbol("cuEventElapsedTime") is "cuEventElapsedTime_v2" on drivers
 	// that have it.

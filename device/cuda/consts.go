@@ -15,6 +15,7 @@ const (
 	cudaErrorNoDevice                result = 100
 	cudaErrorInvalidDevice           result = 101
 	cudaErrorInvalidHandle           result = 400
+	cudaErrorIllegalState            result = 401
 	cudaErrorNotReady                result = 600 // cuStreamQuery / cuEventQuery: work still pending
 	cudaErrorNotPermitted            result = 800
 	cudaErrorNotSupported            result = 801
@@ -51,7 +52,7 @@ const (
 	attrCanUse64BitStreamMemOps   = 122
 	attrIPCEventSupported         = 125
 	attrHandleTypeFabricSupported = 128
-	attrMulticastSupported        = 132 // read only: this package never creates a multicast object
+	attrMulticastSupported        = 132 // MULTICAST_SUPPORTED: one of device.AllowMulticast's conditions
 )
 
 // CUdevice_P2PAttribute values.
@@ -76,6 +77,8 @@ const (
 	abiTensorMap   = 12000 // cuTensorMapEncodeTiled
 	abiStreamMemOp = 11070 // cuStreamWaitValue32_v2, cuStreamWriteValue32_v2
 	abiElapsedV2   = 12080 // cuEventElapsedTime_v2
+	abiVMM         = 10020 // cuMemCreate, cuMemMap, cuMemSetAccess, cuMem{Export,Import}*ShareableHandle, ...
+	abiMulticast   = 12010 // cuMulticastCreate, cuMulticastAddDevice, cuMulticastBindMem, cuMulticastUnbind, cuMulticastGetGranularity
 )
 
 // Kernel attributes, tensor maps.

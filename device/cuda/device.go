@@ -31,6 +31,9 @@ type LiveCounts struct {
 	Streams int // from NewStream, not yet Closed (wrappers from StreamFromHandle are not counted)
 	Events  int // from NewEvent, not yet Closed
 	Modules int // kernel modules loaded on the device
+	// Multicasts are multicast objects created or imported (multicast.go),
+	// not yet Closed.
+	Multicasts int
 }
 
 // CacheStats reports how the device obtained its kernel modules.
@@ -66,6 +69,8 @@ type Device struct {
 	serial  atomic.Int64 // stream names
 	streams atomic.Int64
 	events  atomic.Int64
+
+	multicasts atomic.Int64
 
 	mu     sync.Mutex
 	allocs map[device.Ptr]int64
@@ -220,11 +225,12 @@ func (d *Device) Live() LiveCounts {
 	}
 	d.mu.Unlock()
 	return LiveCounts{
-		Allocs:  allocs,
-		Views:   views,
-		Streams: int(d.streams.Load()),
-		Events:  int(d.events.Load()),
-		Modules: d.mods.count(),
+		Allocs:     allocs,
+		Views:      views,
+		Streams:    int(d.streams.Load()),
+		Events:     int(d.events.Load()),
+		Modules:    d.mods.count(),
+		Multicasts: int(d.multicasts.Load()),
 	}
 }
 

@@ -24,8 +24,23 @@
 // driver_cgo.go (CUresult and CUdevice int, CUdeviceptr unsigned long long,
 // opaque pointers for handles, a 64-byte CUipcMemHandle), and each C
 // signature has a static trampoline that casts the function pointer and
-// calls it. This package never binds cuMulticast*: it only reads the
-// MULTICAST_SUPPORTED attribute (see the safety rule in DESIGN.md).
+// calls it.
+//
+// # Multicast
+//
+// The Device is a device.Multicaster (multicast.go): NVLink multicast
+// objects over the driver's virtual memory management (cuMulticast*,
+// cuMemCreate, cuMemMap, ... resolved when present, called only there).
+// Every one of its calls first checks its device.Permit, which runs
+// device.AllowMulticast's gate again (named by the caller,
+// HIERCOLL_ALLOW_MULTICAST=1, none of NCCL_NVLS_ENABLE=0,
+// NVSHMEM_DISABLE_NVLS=1, TORCH_SYMM_MEM_DISABLE_MULTICAST=1, the device's
+// MULTICAST_SUPPORTED): without it no multicast or VMM driver call is made
+// (see the safety rule in DESIGN.md). An object's POSIX-fd handle reaches the
+// node's other processes over a Unix socket (internal/fdpass). This was
+// verified against the fake driver only (testdata/fakecuda, which models the
+// objects and logs every such call: TestMulticastRefusedCombinationsCallNothing
+// and the setup-order tests), never on a GPU.
 //
 // # The context rule
 //
@@ -94,6 +109,7 @@
 //	Stream/Event.Synchronize, Event.Done   cuStreamQuery / cuEventQuery (CUDA_ERROR_NOT_READY = 600 is pending)
 //	Event.Record / Since   cuEventRecord / cuEventElapsedTime_v2
 //	Info                   cuDeviceGetName, attributes 16 (SMs), 40 (copy engines), 132 (multicast), hostname
+//	Multicaster            cuMulticast*, cuMem* VMM calls (multicast.go), each behind its Permit
 //
 // Host copies deviate from a plain cuMemcpyHtoD_v2 / cuMemcpyDtoH_v2 on
 // purpose: from pageable memory the synchronous HtoD may return before its

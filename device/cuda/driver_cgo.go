@@ -317,6 +317,121 @@ static int call_funcGetAttribute(void *fn, uintptr_t ctx, int *value, int attr, 
 	HC_CALL(ctx, ((CUresult (*)(int *, int, CUfunction))fn)(value, attr, (CUfunction)f));
 }
 
+// Virtual memory management and multicast objects (cuMem*, cuMulticast*).
+// The structures as cuda.h declares them (CUmemAllocationProp, CUmemLocation,
+// CUmemAccessDesc, CUmulticastObjectProp); the enum values used are
+// CU_MEM_ALLOCATION_TYPE_PINNED = 1, CU_MEM_LOCATION_TYPE_DEVICE = 1,
+// CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1,
+// CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3 and the MINIMUM (0) granularities.
+typedef unsigned long long CUmemGenericAllocationHandle;
+typedef struct { int type; int id; } HcMemLocation;
+typedef struct {
+	int type;
+	int requestedHandleTypes;
+	HcMemLocation location;
+	void *win32HandleMetaData;
+	struct {
+		unsigned char compressionType;
+		unsigned char gpuDirectRDMACapable;
+		unsigned short usage;
+		unsigned char reserved[4];
+	} allocFlags;
+} HcMemAllocationProp;
+typedef struct { HcMemLocation location; int flags; } HcMemAccessDesc;
+typedef struct {
+	unsigned int numDevices;
+	size_t size;
+	unsigned long long handleTypes;
+	unsigned long long flags;
+} HcMulticastObjectProp;
+
+enum { HC_MEM_PINNED = 1, HC_LOCATION_DEVICE = 1, HC_HANDLE_POSIX_FD = 1, HC_PROT_READWRITE = 3 };
+
+// Device memory of dev, no shareable handle (the bound buffers stay local).
+static void hc_allocProp(HcMemAllocationProp *p, int dev) {
+	memset(p, 0, sizeof *p);
+	p->type = HC_MEM_PINNED;
+	p->location.type = HC_LOCATION_DEVICE;
+	p->location.id = dev;
+}
+
+static void hc_multicastProp(HcMulticastObjectProp *p, unsigned int devices, size_t size) {
+	memset(p, 0, sizeof *p);
+	p->numDevices = devices;
+	p->size = size;
+	p->handleTypes = HC_HANDLE_POSIX_FD;
+}
+
+static int call_memGetAllocationGranularity(void *fn, uintptr_t ctx, size_t *g, int dev) {
+	HcMemAllocationProp p;
+	hc_allocProp(&p, dev);
+	HC_CALL(ctx, ((CUresult (*)(size_t *, const HcMemAllocationProp *, int))fn)(g, &p, 0));
+}
+
+static int call_memCreate(void *fn, uintptr_t ctx, CUmemGenericAllocationHandle *h, size_t size, int dev) {
+	HcMemAllocationProp p;
+	hc_allocProp(&p, dev);
+	HC_CALL(ctx, ((CUresult (*)(CUmemGenericAllocationHandle *, size_t, const HcMemAllocationProp *, unsigned long long))fn)(h, size, &p, 0));
+}
+
+static int call_handle(void *fn, uintptr_t ctx, CUmemGenericAllocationHandle h) { // cuMemRelease
+	HC_CALL(ctx, ((CUresult (*)(CUmemGenericAllocationHandle))fn)(h));
+}
+
+static int call_memAddressReserve(void *fn, uintptr_t ctx, CUdeviceptr *p, size_t size, size_t align) {
+	HC_CALL(ctx, ((CUresult (*)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long))fn)(p, size, align, 0, 0));
+}
+
+static int call_ptrSize(void *fn, uintptr_t ctx, CUdeviceptr p, size_t size) { // cuMemAddressFree, cuMemUnmap
+	HC_CALL(ctx, ((CUresult (*)(CUdeviceptr, size_t))fn)(p, size));
+}
+
+static int call_memMap(void *fn, uintptr_t ctx, CUdeviceptr p, size_t size, CUmemGenericAllocationHandle h) {
+	HC_CALL(ctx, ((CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long))fn)(p, size, 0, h, 0));
+}
+
+static int call_memSetAccess(void *fn, uintptr_t ctx, CUdeviceptr p, size_t size, int dev) {
+	HcMemAccessDesc d;
+	memset(&d, 0, sizeof d);
+	d.location.type = HC_LOCATION_DEVICE;
+	d.location.id = dev;
+	d.flags = HC_PROT_READWRITE;
+	HC_CALL(ctx, ((CUresult (*)(CUdeviceptr, size_t, const HcMemAccessDesc *, size_t))fn)(p, size, &d, 1));
+}
+
+static int call_memExportFD(void *fn, uintptr_t ctx, int *fd, CUmemGenericAllocationHandle h) {
+	HC_CALL(ctx, ((CUresult (*)(void *, CUmemGenericAllocationHandle, int, unsigned long long))fn)(fd, h, HC_HANDLE_POSIX_FD, 0));
+}
+
+static int call_memImportFD(void *fn, uintptr_t ctx, CUmemGenericAllocationHandle *h, int fd) {
+	HC_CALL(ctx, ((CUresult (*)(CUmemGenericAllocationHandle *, void *, int))fn)(h, (void *)(uintptr_t)fd, HC_HANDLE_POSIX_FD));
+}
+
+static int call_multicastGranularity(void *fn, uintptr_t ctx, size_t *g, unsigned int devices, size_t size) {
+	HcMulticastObjectProp p;
+	hc_multicastProp(&p, devices, size);
+	HC_CALL(ctx, ((CUresult (*)(size_t *, const HcMulticastObjectProp *, int))fn)(g, &p, 0));
+}
+
+static int call_multicastCreate(void *fn, uintptr_t ctx, CUmemGenericAllocationHandle *h, unsigned int devices, size_t size) {
+	HcMulticastObjectProp p;
+	hc_multicastProp(&p, devices, size);
+	HC_CALL(ctx, ((CUresult (*)(CUmemGenericAllocationHandle *, const HcMulticastObjectProp *))fn)(h, &p));
+}
+
+static int call_multicastAddDevice(void *fn, uintptr_t ctx, CUmemGenericAllocationHandle mc, int dev) {
+	HC_CALL(ctx, ((CUresult (*)(CUmemGenericAllocationHandle, CUdevice))fn)(mc, dev));
+}
+
+static int call_multicastBindMem(void *fn, uintptr_t ctx, CUmemGenericAllocationHandle mc, CUmemGenericAllocationHandle mem, size_t size) {
+	HC_CALL(ctx, ((CUresult (*)(CUmemGenericAllocationHandle, size_t, CUmemGenericAllocationHandle, size_t, size_t, unsigned long long))fn)(
+		mc, 0, mem, 0, size, 0));
+}
+
+static int call_multicastUnbind(void *fn, uintptr_t ctx, CUmemGenericAllocationHandle mc, int dev, size_t size) {
+	HC_CALL(ctx, ((CUresult (*)(CUmemGenericAllocationHandle, CUdevice, size_t, size_t))fn)(mc, dev, 0, size));
+}
+
 // call_tensorMapEncodeTiled encodes a 2-D tiled tensor map (no context needed).
 static int call_tensorMapEncodeTiled(void *fn, void *map, int dtype, unsigned long long base,
 		const unsigned long long *dims, const unsigned long long *stride, const unsigned int *box,
@@ -362,6 +477,15 @@ type entryPoints struct {
 	moduleLoadData, moduleGetFunction, moduleUnload, launchKernel                 unsafe.Pointer
 	funcSetAttribute, funcGetAttribute                                            unsafe.Pointer
 	tensorMapEncodeTiled                                                          unsafe.Pointer // nil before CUDA 12.0
+	vmm                                                                           vmmEntryPoints
+}
+
+// vmmEntryPoints are the virtual memory management and multicast calls,
+// each nil where the driver lacks it (multicast: before CUDA 12.1).
+type vmmEntryPoints struct {
+	memGetAllocationGranularity, memCreate, memRelease, memAddressReserve, memAddressFree           unsafe.Pointer
+	memMap, memUnmap, memSetAccess, memExportToShareableHandle, memImportFromShareableHandle        unsafe.Pointer
+	multicastGetGranularity, multicastCreate, multicastAddDevice, multicastBindMem, multicastUnbind unsafe.Pointer
 }
 
 var _ api = (*cuDriver)(nil)
@@ -473,6 +597,28 @@ func loadCUDA() (*cuDriver, error) {
 	// Tensor maps (TMA) came with CUDA 12.0; without them only the kernels
 	// that take one are unavailable.
 	c.fn.tensorMapEncodeTiled, _ = c.resolve("cuTensorMapEncodeTiled", abiTensorMap, "cuTensorMapEncodeTiled")
+	// Virtual memory management and multicast: without them only the NVLS
+	// engine is unavailable. Resolving an entry point calls nothing.
+	v := &c.fn.vmm
+	for _, e := range []entry{
+		{&v.memGetAllocationGranularity, "cuMemGetAllocationGranularity", abiVMM, "cuMemGetAllocationGranularity"},
+		{&v.memCreate, "cuMemCreate", abiVMM, "cuMemCreate"},
+		{&v.memRelease, "cuMemRelease", abiVMM, "cuMemRelease"},
+		{&v.memAddressReserve, "cuMemAddressReserve", abiVMM, "cuMemAddressReserve"},
+		{&v.memAddressFree, "cuMemAddressFree", abiVMM, "cuMemAddressFree"},
+		{&v.memMap, "cuMemMap", abiVMM, "cuMemMap"},
+		{&v.memUnmap, "cuMemUnmap", abiVMM, "cuMemUnmap"},
+		{&v.memSetAccess, "cuMemSetAccess", abiVMM, "cuMemSetAccess"},
+		{&v.memExportToShareableHandle, "cuMemExportToShareableHandle", abiVMM, "cuMemExportToShareableHandle"},
+		{&v.memImportFromShareableHandle, "cuMemImportFromShareableHandle", abiVMM, "cuMemImportFromShareableHandle"},
+		{&v.multicastGetGranularity, "cuMulticastGetGranularity", abiMulticast, "cuMulticastGetGranularity"},
+		{&v.multicastCreate, "cuMulticastCreate", abiMulticast, "cuMulticastCreate"},
+		{&v.multicastAddDevice, "cuMulticastAddDevice", abiMulticast, "cuMulticastAddDevice"},
+		{&v.multicastBindMem, "cuMulticastBindMem", abiMulticast, "cuMulticastBindMem"},
+		{&v.multicastUnbind, "cuMulticastUnbind", abiMulticast, "cuMulticastUnbind"},
+	} {
+		*e.dst, _ = c.resolve(e.base, e.version, e.export)
+	}
 	C.hc_setContextCalls(c.fn.ctxGetCurrent, c.fn.ctxSetCurrent)
 	return c, nil
 }
@@ -778,4 +924,127 @@ func (c *cuDriver) tensorMapEncodeTiled(dtype int, base device.Ptr, dims, stride
 		&cdims[0], &cstride[0], &cbox[0], &ones[0], C.int(swizzle), C.int(l2promo)))
 	copy(out[:], unsafe.Slice((*byte)(m), tensorMapSize))
 	return out, r
+}
+
+// The virtual memory management and multicast calls report
+// CUDA_ERROR_NOT_SUPPORTED where the driver lacks the entry point.
+
+func (c *cuDriver) memGetAllocationGranularity(ctx uintptr, dev int) (int64, result) {
+	if c.fn.vmm.memGetAllocationGranularity == nil {
+		return 0, cudaErrorNotSupported
+	}
+	var g C.size_t
+	r := result(C.call_memGetAllocationGranularity(c.fn.vmm.memGetAllocationGranularity, C.uintptr_t(ctx), &g, C.int(dev)))
+	return int64(g), r
+}
+
+func (c *cuDriver) memCreate(ctx uintptr, dev int, size int64) (uint64, result) {
+	if c.fn.vmm.memCreate == nil {
+		return 0, cudaErrorNotSupported
+	}
+	var h C.CUmemGenericAllocationHandle
+	r := result(C.call_memCreate(c.fn.vmm.memCreate, C.uintptr_t(ctx), &h, C.size_t(size), C.int(dev)))
+	return uint64(h), r
+}
+
+func (c *cuDriver) memRelease(ctx uintptr, h uint64) result {
+	if c.fn.vmm.memRelease == nil {
+		return cudaErrorNotSupported
+	}
+	return result(C.call_handle(c.fn.vmm.memRelease, C.uintptr_t(ctx), C.CUmemGenericAllocationHandle(h)))
+}
+
+func (c *cuDriver) memAddressReserve(ctx uintptr, size, align int64) (device.Ptr, result) {
+	if c.fn.vmm.memAddressReserve == nil {
+		return 0, cudaErrorNotSupported
+	}
+	var p C.CUdeviceptr
+	r := result(C.call_memAddressReserve(c.fn.vmm.memAddressReserve, C.uintptr_t(ctx), &p, C.size_t(size), C.size_t(align)))
+	return device.Ptr(p), r
+}
+
+func (c *cuDriver) memAddressFree(ctx uintptr, p device.Ptr, size int64) result {
+	if c.fn.vmm.memAddressFree == nil {
+		return cudaErrorNotSupported
+	}
+	return result(C.call_ptrSize(c.fn.vmm.memAddressFree, C.uintptr_t(ctx), C.CUdeviceptr(p), C.size_t(size)))
+}
+
+func (c *cuDriver) memMap(ctx uintptr, p device.Ptr, size int64, h uint64) result {
+	if c.fn.vmm.memMap == nil {
+		return cudaErrorNotSupported
+	}
+	return result(C.call_memMap(c.fn.vmm.memMap, C.uintptr_t(ctx), C.CUdeviceptr(p), C.size_t(size), C.CUmemGenericAllocationHandle(h)))
+}
+
+func (c *cuDriver) memUnmap(ctx uintptr, p device.Ptr, size int64) result {
+	if c.fn.vmm.memUnmap == nil {
+		return cudaErrorNotSupported
+	}
+	return result(C.call_ptrSize(c.fn.vmm.memUnmap, C.uintptr_t(ctx), C.CUdeviceptr(p), C.size_t(size)))
+}
+
+func (c *cuDriver) memSetAccess(ctx uintptr, p device.Ptr, size int64, dev int) result {
+	if c.fn.vmm.memSetAccess == nil {
+		return cudaErrorNotSupported
+	}
+	return result(C.call_memSetAccess(c.fn.vmm.memSetAccess, C.uintptr_t(ctx), C.CUdeviceptr(p), C.size_t(size), C.int(dev)))
+}
+
+func (c *cuDriver) memExportToFD(ctx uintptr, h uint64) (int, result) {
+	if c.fn.vmm.memExportToShareableHandle == nil {
+		return -1, cudaErrorNotSupported
+	}
+	fd := C.int(-1)
+	r := result(C.call_memExportFD(c.fn.vmm.memExportToShareableHandle, C.uintptr_t(ctx), &fd, C.CUmemGenericAllocationHandle(h)))
+	return int(fd), r
+}
+
+func (c *cuDriver) memImportFromFD(ctx uintptr, fd int) (uint64, result) {
+	if c.fn.vmm.memImportFromShareableHandle == nil {
+		return 0, cudaErrorNotSupported
+	}
+	var h C.CUmemGenericAllocationHandle
+	r := result(C.call_memImportFD(c.fn.vmm.memImportFromShareableHandle, C.uintptr_t(ctx), &h, C.int(fd)))
+	return uint64(h), r
+}
+
+func (c *cuDriver) multicastGranularity(ctx uintptr, devices int, size int64) (int64, result) {
+	if c.fn.vmm.multicastGetGranularity == nil {
+		return 0, cudaErrorNotSupported
+	}
+	var g C.size_t
+	r := result(C.call_multicastGranularity(c.fn.vmm.multicastGetGranularity, C.uintptr_t(ctx), &g, C.uint(devices), C.size_t(size)))
+	return int64(g), r
+}
+
+func (c *cuDriver) multicastCreate(ctx uintptr, devices int, size int64) (uint64, result) {
+	if c.fn.vmm.multicastCreate == nil {
+		return 0, cudaErrorNotSupported
+	}
+	var h C.CUmemGenericAllocationHandle
+	r := result(C.call_multicastCreate(c.fn.vmm.multicastCreate, C.uintptr_t(ctx), &h, C.uint(devices), C.size_t(size)))
+	return uint64(h), r
+}
+
+func (c *cuDriver) multicastAddDevice(ctx uintptr, mc uint64, dev int) result {
+	if c.fn.vmm.multicastAddDevice == nil {
+		return cudaErrorNotSupported
+	}
+	return result(C.call_multicastAddDevice(c.fn.vmm.multicastAddDevice, C.uintptr_t(ctx), C.CUmemGenericAllocationHandle(mc), C.int(dev)))
+}
+
+func (c *cuDriver) multicastBindMem(ctx uintptr, mc, mem uint64, size int64) result {
+	if c.fn.vmm.multicastBindMem == nil {
+		return cudaErrorNotSupported
+	}
+	return result(C.call_multicastBindMem(c.fn.vmm.multicastBindMem, C.uintptr_t(ctx), C.CUmemGenericAllocationHandle(mc),
+		C.CUmemGenericAllocationHandle(mem), C.size_t(size)))
+}
+
+func (c *cuDriver) multicastUnbind(ctx uintptr, mc uint64, dev int, size int64) result {
+	if c.fn.vmm.multicastUnbind == nil {
+		return cudaErrorNotSupported
+	}
+	return result(C.call_multicastUnbind(c.fn.vmm.multicastUnbind, C.uintptr_t(ctx), C.CUmemGenericAllocationHandle(mc), C.int(dev), C.size_t(size)))
 }

@@ -83,6 +83,10 @@ func TestAgainstFakeDriver(t *testing.T) {
 			require.Contains(t, text, "--- PASS: TestLaunchArgumentTypes")
 			require.Contains(t, text, "--- PASS: TestSynchronizeTimesOut")
 			require.Contains(t, text, "--- PASS: TestKernelDiskCache")
+			// The multicast gate's proof runs only here.
+			require.Contains(t, text, "--- PASS: TestMulticastRefusedCombinationsCallNothing")
+			require.Contains(t, text, "--- PASS: TestMulticastSetupOrderAgainstFakeDriver")
+			require.Contains(t, text, "--- PASS: TestNVLSEngineSetUpAgainstFakeDriver")
 			t.Logf("child output:\n%s", text)
 		})
 	}

@@ -31,6 +31,9 @@ type Options struct {
 	WaitTimeout time.Duration
 	// SMs is what Info reports as the multiprocessor count. Default GOMAXPROCS.
 	SMs int
+	// MulticastGranularity is what a simulated multicast object's size must
+	// be a multiple of. Default DefaultMulticastGranularity.
+	MulticastGranularity int64
 }
 
 // Device is one simulated GPU.
@@ -55,6 +58,9 @@ func New(h *Host, ordinal int, opts Options) *Device {
 	if opts.SMs <= 0 {
 		opts.SMs = runtime.GOMAXPROCS(0)
 	}
+	if opts.MulticastGranularity <= 0 {
+		opts.MulticastGranularity = DefaultMulticastGranularity
+	}
 	live.devices.Add(1)
 	return &Device{host: h, ordinal: ordinal, name: fmt.Sprintf("sim:%d@%s", ordinal, h.name), opts: opts}
 }
@@ -71,7 +77,7 @@ func (d *Device) Info() device.Info {
 		SMs:         d.opts.SMs,
 		CopyEngines: 1,
 		HostID:      d.host.name,
-		Multicast:   true, // a multicast object is a list of buffers here: always safe
+		Multicast:   true, // a simulated multicast object is a list of host buffers (multicast.go)
 	}
 }
 

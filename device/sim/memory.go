@@ -29,6 +29,12 @@ type Host struct {
 	// stream, so that stream wait-values re-check their word.
 	chMu    sync.Mutex
 	changed chan struct{}
+
+	// Simulated multicast objects and their mappings (multicast.go).
+	mcMu      sync.Mutex
+	mcObjects map[uint64]*mcObject
+	mcMaps    []*mcMapping
+	mcNext    uint64
 }
 
 type region struct {
@@ -47,10 +53,11 @@ var hostIDs atomic.Uint64
 func NewHost(name string) *Host {
 	id := hostIDs.Add(1)
 	return &Host{
-		id:      id,
-		name:    fmt.Sprintf("%s#%d", name, id),
-		next:    0x7f0000000000 + id<<36, // disjoint address ranges per host help debugging
-		changed: make(chan struct{}),
+		id:        id,
+		name:      fmt.Sprintf("%s#%d", name, id),
+		next:      0x7f0000000000 + id<<36, // disjoint address ranges per host help debugging
+		changed:   make(chan struct{}),
+		mcObjects: map[uint64]*mcObject{},
 	}
 }
 
@@ -79,12 +86,25 @@ func (h *Host) alloc(owner *Device, size int64) (device.Ptr, error) {
 	data := make([]byte, size)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	base := device.Ptr(h.next)
-	h.next += uint64((size + 4095) &^ 255) // a gap after each region catches overruns
+	base := h.reserveLocked(size)
 	r := &region{base: base, data: data, owner: owner, handle: uint64(base)}
 	h.regions = append(h.regions, r) // addresses only grow: stays sorted
 	live.allocs.Add(1)
 	return base, nil
+}
+
+// reserve returns an address range of size bytes backed by no region (a
+// multicast mapping).
+func (h *Host) reserve(size int64) device.Ptr {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.reserveLocked(size)
+}
+
+func (h *Host) reserveLocked(size int64) device.Ptr {
+	base := device.Ptr(h.next)
+	h.next += uint64((size + 4095) &^ 255) // a gap after each range catches overruns
+	return base
 }
 
 // find returns the region holding [p, p+n) (n may be 0).
@@ -111,6 +131,10 @@ func (h *Host) find(p device.Ptr, n int64) (*region, int64, error) {
 func (h *Host) Bytes(p device.Ptr, n int64) ([]byte, error) {
 	r, off, err := h.find(p, n)
 	if err != nil {
+		if h.isMulticast(p) {
+			return nil, fmt.Errorf("sim: plain access of %d bytes at the multicast address %v (only multimem operations may access it): %w",
+				n, p, device.ErrInvalidArgument)
+		}
 		return nil, err
 	}
 	return r.data[off : off+n : off+n], nil
@@ -224,22 +248,23 @@ func (h *Host) free(p device.Ptr, owner *Device) error {
 
 // Counts is what is alive across all simulated devices of the process.
 type Counts struct {
-	Devices, Allocs, Views, Streams, Events int64
+	Devices, Allocs, Views, Streams, Events, Multicasts int64
 }
 
 var live struct {
-	devices, allocs, views, streams, events atomic.Int64
+	devices, allocs, views, streams, events, multicasts atomic.Int64
 }
 
 // Live reports the simulated resources not yet released. Tests check that it
 // is all zero once everything is closed.
 func Live() Counts {
 	return Counts{
-		Devices: live.devices.Load(),
-		Allocs:  live.allocs.Load(),
-		Views:   live.views.Load(),
-		Streams: live.streams.Load(),
-		Events:  live.events.Load(),
+		Devices:    live.devices.Load(),
+		Allocs:     live.allocs.Load(),
+		Views:      live.views.Load(),
+		Streams:    live.streams.Load(),
+		Events:     live.events.Load(),
+		Multicasts: live.multicasts.Load(),
 	}
 }
 

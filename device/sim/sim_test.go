@@ -1063,7 +1063,7 @@ func TestClosedDevice(t *testing.T) {
 
 // sub returns c minus o, for comparing against a baseline.
 func (c Counts) sub(o Counts) Counts {
-	return Counts{c.Devices - o.Devices, c.Allocs - o.Allocs, c.Views - o.Views, c.Streams - o.Streams, c.Events - o.Events}
+	return Counts{c.Devices - o.Devices, c.Allocs - o.Allocs, c.Views - o.Views, c.Streams - o.Streams, c.Events - o.Events, c.Multicasts - o.Multicasts}
 }
 
 func TestClosedDeviceRejectsAlloc(t *testing.T) {

@@ -12,9 +12,20 @@
 //
 // FAKE_CUDA_NO_GPA=1 makes cuGetProcAddress_v2 find nothing, so the binding
 // falls back to dlsym of the versioned names.
+//
+// Multicast: the devices report MULTICAST_SUPPORTED (132) as
+// $FAKE_CUDA_MULTICAST (1, else 0). Virtual memory management and multicast
+// objects are modelled (memfd-backed physical memory mapped into reserved
+// address ranges; objects that check the driver's rules: every device added
+// before any bind, sizes multiples of the granularity), and every
+// cuMulticast* and cuMem* VMM call is appended, one line each, to the file
+// $FAKE_CUDA_MULTICAST_LOG, so a test can tell which were made, in what
+// order.
 
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdarg.h>
+#include <sys/mman.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +43,7 @@ typedef struct { char reserved[64]; } CUipcMemHandle;
 enum {
 	OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_INITIALIZED = 3, INVALID_DEVICE = 101,
 	INVALID_IMAGE = 200, INVALID_CONTEXT = 201, INVALID_HANDLE = 400, NOT_FOUND = 500,
-	NOT_READY = 600, NOT_SUPPORTED = 801,
+	ILLEGAL_STATE = 401, NOT_READY = 600, NOT_SUPPORTED = 801,
 };
 
 #define NDEV 2
@@ -147,6 +158,7 @@ static const char *describe(CUresult r, int which) {
 	case INVALID_IMAGE: return which ? "device kernel image is invalid" : "CUDA_ERROR_INVALID_IMAGE";
 	case INVALID_CONTEXT: return which ? "invalid device context" : "CUDA_ERROR_INVALID_CONTEXT";
 	case INVALID_HANDLE: return which ? "invalid resource handle" : "CUDA_ERROR_INVALID_HANDLE";
+	case ILLEGAL_STATE: return which ? "the operation is not permitted in this state" : "CUDA_ERROR_ILLEGAL_STATE";
 	case NOT_FOUND: return which ? "named symbol not found" : "CUDA_ERROR_NOT_FOUND";
 	case NOT_READY: return which ? "device not ready" : "CUDA_ERROR_NOT_READY";
 	case NOT_SUPPORTED: return which ? "operation not supported" : "CUDA_ERROR_NOT_SUPPORTED";
@@ -186,7 +198,11 @@ EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d) {
 	case 75: *v = 9; break;
 	case 76: *v = 0; break;
 	case 92: *v = 0; break;
-	case 132: *v = 0; break;
+	case 132: {
+		const char *mc = getenv("FAKE_CUDA_MULTICAST");
+		*v = mc && strcmp(mc, "1") == 0;
+		break;
+	}
 	case 41: case 78: case 102: case 103: case 115: case 116: case 122: case 125: case 128: *v = 1; break;
 	default:
 		if (attr <= 0 || attr > 140) return INVALID_VALUE;
@@ -774,6 +790,362 @@ EXPORT CUresult cuTensorMapEncodeTiled(void *map, int dtype, unsigned rank, void
 	return OK;
 }
 
+// Virtual memory management and multicast objects.
+
+#define GRAN ((size_t)2 << 20)
+#define MAXVMM 64
+#define PHYS_TAG 0x5048000000000000ull // "PH"
+#define MC_TAG 0x4d43000000000000ull   // "MC"
+
+static struct { int live; size_t size; int fd; int dev; } phys[MAXVMM];
+static struct {
+	int live, refs;
+	unsigned numDevices;
+	size_t size;
+	unsigned long long handleTypes;
+	int added[NDEV], nadded, bound[NDEV];
+} mcs[MAXVMM];
+static struct { int live; CUdeviceptr base; size_t size; void *raw; size_t rawsize; } reserved[MAXVMM];
+static struct { int live; CUdeviceptr p; size_t size; unsigned long long h; } mapped[MAXVMM];
+
+typedef struct { int type; int id; } loc_t;
+typedef struct {
+	int type, requestedHandleTypes;
+	loc_t location;
+	void *win32HandleMetaData;
+	unsigned char compressionType, gpuDirectRDMACapable;
+	unsigned short usage;
+	unsigned char reserved[4];
+} allocprop_t;
+typedef struct { loc_t location; int flags; } access_t;
+typedef struct { unsigned numDevices; size_t size; unsigned long long handleTypes, flags; } mcprop_t;
+
+static void vmm_log(const char *fmt, ...) {
+	const char *path = getenv("FAKE_CUDA_MULTICAST_LOG");
+	if (!path || !*path) return;
+	FILE *f = fopen(path, "a");
+	if (!f) return;
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fputc('\n', f);
+	fclose(f);
+}
+
+static int phys_of(unsigned long long h) {
+	unsigned long long i = h & 0xffff;
+	if ((h & ~0xffffull) != PHYS_TAG || i >= MAXVMM || !phys[i].live) return -1;
+	return (int)i;
+}
+
+static int mc_of(unsigned long long h) {
+	unsigned long long i = h & 0xffff;
+	if ((h & ~0xffffull) != MC_TAG || i >= MAXVMM || !mcs[i].live) return -1;
+	return (int)i;
+}
+
+static int allocprop_ok(const allocprop_t *p) {
+	return p && p->type == 1 && p->location.type == 1 && p->location.id >= 0 && p->location.id < NDEV;
+}
+
+EXPORT CUresult cuMemGetAllocationGranularity(size_t *g, const allocprop_t *prop, int option) {
+	CUresult r = need_ctx();
+	vmm_log("cuMemGetAllocationGranularity option=%d", option);
+	if (r) return r;
+	if (!allocprop_ok(prop) || (option != 0 && option != 1)) return INVALID_VALUE;
+	*g = GRAN;
+	return OK;
+}
+
+EXPORT CUresult cuMemCreate(unsigned long long *h, size_t size, const allocprop_t *prop, unsigned long long flags) {
+	CUresult r = need_ctx();
+	vmm_log("cuMemCreate size=%zu dev=%d", size, prop ? prop->location.id : -1);
+	if (r) return r;
+	if (!allocprop_ok(prop) || flags != 0 || size == 0 || size % GRAN) return INVALID_VALUE;
+	int fd = memfd_create("fake-cuda-phys", MFD_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, (off_t)size) != 0) return OUT_OF_MEMORY;
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < MAXVMM; i++) {
+		if (!phys[i].live) {
+			phys[i].live = 1;
+			phys[i].size = size;
+			phys[i].fd = fd;
+			phys[i].dev = prop->location.id;
+			pthread_mutex_unlock(&mu);
+			*h = PHYS_TAG | (unsigned long long)i;
+			return OK;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	close(fd);
+	return OUT_OF_MEMORY;
+}
+
+EXPORT CUresult cuMemRelease(unsigned long long h) {
+	CUresult r = need_ctx();
+	vmm_log("cuMemRelease %s", (h & ~0xffffull) == MC_TAG ? "multicast" : "memory");
+	if (r) return r;
+	pthread_mutex_lock(&mu);
+	int i = phys_of(h), m = mc_of(h);
+	if (i >= 0) {
+		close(phys[i].fd);
+		phys[i].live = 0;
+	} else if (m >= 0) {
+		if (--mcs[m].refs == 0) mcs[m].live = 0;
+	} else {
+		r = INVALID_HANDLE;
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT CUresult cuMemAddressReserve(CUdeviceptr *p, size_t size, size_t align, CUdeviceptr addr, unsigned long long flags) {
+	CUresult r = need_ctx();
+	vmm_log("cuMemAddressReserve size=%zu align=%zu", size, align);
+	if (r) return r;
+	if (size == 0 || size % GRAN || addr != 0 || flags != 0 || (align && (align & (align - 1)))) return INVALID_VALUE;
+	if (align < GRAN) align = GRAN;
+	size_t rawsize = size + align;
+	void *raw = mmap(NULL, rawsize, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (raw == MAP_FAILED) return OUT_OF_MEMORY;
+	CUdeviceptr base = ((CUdeviceptr)(uintptr_t)raw + align - 1) & ~(CUdeviceptr)(align - 1);
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < MAXVMM; i++) {
+		if (!reserved[i].live) {
+			reserved[i].live = 1;
+			reserved[i].base = base;
+			reserved[i].size = size;
+			reserved[i].raw = raw;
+			reserved[i].rawsize = rawsize;
+			pthread_mutex_unlock(&mu);
+			*p = base;
+			return OK;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	munmap(raw, rawsize);
+	return OUT_OF_MEMORY;
+}
+
+static int reserved_at(CUdeviceptr p, size_t size) {
+	for (int i = 0; i < MAXVMM; i++) {
+		if (reserved[i].live && p >= reserved[i].base && p + size <= reserved[i].base + reserved[i].size) return i;
+	}
+	return -1;
+}
+
+static int mapped_at(CUdeviceptr p) {
+	for (int i = 0; i < MAXVMM; i++) {
+		if (mapped[i].live && mapped[i].p == p) return i;
+	}
+	return -1;
+}
+
+EXPORT CUresult cuMemAddressFree(CUdeviceptr p, size_t size) {
+	CUresult r = need_ctx();
+	vmm_log("cuMemAddressFree size=%zu", size);
+	if (r) return r;
+	pthread_mutex_lock(&mu);
+	int i = reserved_at(p, size);
+	if (i < 0 || reserved[i].base != p || reserved[i].size != size) {
+		r = INVALID_VALUE;
+	} else {
+		for (int j = 0; j < MAXVMM; j++) {
+			if (mapped[j].live && mapped[j].p >= p && mapped[j].p < p + size) r = ILLEGAL_STATE; // still mapped
+		}
+		if (r == OK) {
+			munmap(reserved[i].raw, reserved[i].rawsize);
+			reserved[i].live = 0;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT CUresult cuMemMap(CUdeviceptr p, size_t size, size_t offset, unsigned long long h, unsigned long long flags) {
+	CUresult r = need_ctx();
+	vmm_log("cuMemMap %s size=%zu", (h & ~0xffffull) == MC_TAG ? "multicast" : "memory", size);
+	if (r) return r;
+	if (offset != 0 || flags != 0 || size % GRAN) return INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	int i = phys_of(h), m = mc_of(h);
+	if (reserved_at(p, size) < 0 || mapped_at(p) >= 0) {
+		r = INVALID_VALUE;
+	} else if (i >= 0 && size <= phys[i].size) {
+		if (mmap((void *)(uintptr_t)p, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, phys[i].fd, 0) == MAP_FAILED) r = OUT_OF_MEMORY;
+	} else if (m >= 0 && size <= mcs[m].size) {
+		// A multicast mapping: plain accesses to it are undefined; here it
+		// is private zeros.
+		if (mmap((void *)(uintptr_t)p, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) r = OUT_OF_MEMORY;
+	} else {
+		r = INVALID_HANDLE;
+	}
+	for (int j = 0; r == OK && j < MAXVMM; j++) {
+		if (!mapped[j].live) {
+			mapped[j].live = 1;
+			mapped[j].p = p;
+			mapped[j].size = size;
+			mapped[j].h = h;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT CUresult cuMemUnmap(CUdeviceptr p, size_t size) {
+	CUresult r = need_ctx();
+	vmm_log("cuMemUnmap size=%zu", size);
+	if (r) return r;
+	pthread_mutex_lock(&mu);
+	int j = mapped_at(p);
+	if (j < 0 || mapped[j].size != size) {
+		r = INVALID_VALUE;
+	} else {
+		mmap((void *)(uintptr_t)p, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+		mapped[j].live = 0;
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT CUresult cuMemSetAccess(CUdeviceptr p, size_t size, const access_t *desc, size_t count) {
+	CUresult r = need_ctx();
+	vmm_log("cuMemSetAccess size=%zu dev=%d flags=%d", size, desc ? desc->location.id : -1, desc ? desc->flags : -1);
+	if (r) return r;
+	if (count != 1 || !desc || desc->location.type != 1 || desc->location.id < 0 || desc->location.id >= NDEV || desc->flags != 3) return INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	int j = mapped_at(p);
+	if (j < 0 || mapped[j].size != size) r = INVALID_VALUE;
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+// An exported multicast object is a memfd whose text names it.
+EXPORT CUresult cuMemExportToShareableHandle(void *out, unsigned long long h, int type, unsigned long long flags) {
+	CUresult r = need_ctx();
+	vmm_log("cuMemExportToShareableHandle type=%d", type);
+	if (r) return r;
+	int m = mc_of(h);
+	if (m < 0 || type != 1 || flags != 0 || !(mcs[m].handleTypes & 1)) return INVALID_VALUE;
+	int fd = memfd_create("fake-cuda-multicast", MFD_CLOEXEC);
+	char text[32];
+	int n = snprintf(text, sizeof text, "FAKEMC %d", m);
+	if (fd < 0 || write(fd, text, (size_t)n) != n) return OUT_OF_MEMORY;
+	*(int *)out = fd;
+	return OK;
+}
+
+EXPORT CUresult cuMemImportFromShareableHandle(unsigned long long *h, void *osHandle, int type) {
+	CUresult r = need_ctx();
+	vmm_log("cuMemImportFromShareableHandle type=%d", type);
+	if (r) return r;
+	if (type != 1) return INVALID_VALUE;
+	char text[32] = {0};
+	int m = -1;
+	if (pread((int)(intptr_t)osHandle, text, sizeof text - 1, 0) <= 0 || sscanf(text, "FAKEMC %d", &m) != 1) return INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	if (m < 0 || m >= MAXVMM || !mcs[m].live) {
+		r = INVALID_HANDLE;
+	} else {
+		mcs[m].refs++;
+		*h = MC_TAG | (unsigned long long)m;
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT CUresult cuMulticastGetGranularity(size_t *g, const mcprop_t *prop, int option) {
+	CUresult r = need_ctx();
+	vmm_log("cuMulticastGetGranularity devices=%u option=%d", prop ? prop->numDevices : 0, option);
+	if (r) return r;
+	if (!prop || prop->numDevices < 1 || (option != 0 && option != 1)) return INVALID_VALUE;
+	*g = GRAN;
+	return OK;
+}
+
+EXPORT CUresult cuMulticastCreate(unsigned long long *h, const mcprop_t *prop) {
+	CUresult r = need_ctx();
+	vmm_log("cuMulticastCreate devices=%u size=%zu handleTypes=%llu", prop ? prop->numDevices : 0, prop ? prop->size : 0,
+		prop ? prop->handleTypes : 0);
+	if (r) return r;
+	if (!prop || prop->numDevices < 1 || prop->numDevices > NDEV || prop->size == 0 || prop->size % GRAN || prop->flags != 0)
+		return INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	for (int m = 0; m < MAXVMM; m++) {
+		if (!mcs[m].live) {
+			memset(&mcs[m], 0, sizeof mcs[m]);
+			mcs[m].live = 1;
+			mcs[m].refs = 1;
+			mcs[m].numDevices = prop->numDevices;
+			mcs[m].size = prop->size;
+			mcs[m].handleTypes = prop->handleTypes;
+			pthread_mutex_unlock(&mu);
+			*h = MC_TAG | (unsigned long long)m;
+			return OK;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return OUT_OF_MEMORY;
+}
+
+static int any_bound(int m) {
+	for (int d = 0; d < NDEV; d++) {
+		if (mcs[m].bound[d]) return 1;
+	}
+	return 0;
+}
+
+EXPORT CUresult cuMulticastAddDevice(unsigned long long h, CUdevice dev) {
+	CUresult r = need_ctx();
+	vmm_log("cuMulticastAddDevice dev=%d", dev);
+	if (r) return r;
+	pthread_mutex_lock(&mu);
+	int m = mc_of(h);
+	if (m < 0) r = INVALID_HANDLE;
+	else if (dev < 0 || dev >= NDEV) r = INVALID_DEVICE;
+	else if (mcs[m].added[dev] || mcs[m].nadded >= (int)mcs[m].numDevices || any_bound(m)) r = ILLEGAL_STATE;
+	else {
+		mcs[m].added[dev] = 1;
+		mcs[m].nadded++;
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+// Binding needs every device of the object added, and binds for the
+// device of the current context.
+EXPORT CUresult cuMulticastBindMem(unsigned long long h, size_t mcOffset, unsigned long long mem, size_t memOffset, size_t size,
+		unsigned long long flags) {
+	CUresult r = need_ctx();
+	vmm_log("cuMulticastBindMem dev=%d size=%zu", current ? current->dev : -1, size);
+	if (r) return r;
+	pthread_mutex_lock(&mu);
+	int m = mc_of(h), i = phys_of(mem), dev = current->dev;
+	if (m < 0 || i < 0) r = INVALID_HANDLE;
+	else if (flags != 0 || mcOffset % GRAN || memOffset % GRAN || size == 0 || size % GRAN || mcOffset + size > mcs[m].size ||
+			memOffset + size > phys[i].size || phys[i].dev != dev)
+		r = INVALID_VALUE;
+	else if (mcs[m].nadded < (int)mcs[m].numDevices || !mcs[m].added[dev] || mcs[m].bound[dev]) r = ILLEGAL_STATE;
+	else mcs[m].bound[dev] = 1;
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT CUresult cuMulticastUnbind(unsigned long long h, CUdevice dev, size_t mcOffset, size_t size) {
+	CUresult r = need_ctx();
+	vmm_log("cuMulticastUnbind dev=%d size=%zu", dev, size);
+	if (r) return r;
+	pthread_mutex_lock(&mu);
+	int m = mc_of(h);
+	if (m < 0) r = INVALID_HANDLE;
+	else if (dev < 0 || dev >= NDEV || !mcs[m].bound[dev] || mcOffset != 0 || size != mcs[m].size) r = INVALID_VALUE;
+	else mcs[m].bound[dev] = 0;
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
 // cuGetProcAddress_v2: the newest variant whose ABI version is at most the
 // one asked for. An older variant than this binding expects is a poison
 // function.
@@ -832,6 +1204,21 @@ static const sym_t table[] = {
 	SYM("cuFuncSetAttribute", 9000, cuFuncSetAttribute),
 	SYM("cuFuncGetAttribute", 2020, cuFuncGetAttribute),
 	SYM("cuTensorMapEncodeTiled", 12000, cuTensorMapEncodeTiled),
+	SYM("cuMemGetAllocationGranularity", 10020, cuMemGetAllocationGranularity),
+	SYM("cuMemCreate", 10020, cuMemCreate),
+	SYM("cuMemRelease", 10020, cuMemRelease),
+	SYM("cuMemAddressReserve", 10020, cuMemAddressReserve),
+	SYM("cuMemAddressFree", 10020, cuMemAddressFree),
+	SYM("cuMemMap", 10020, cuMemMap),
+	SYM("cuMemUnmap", 10020, cuMemUnmap),
+	SYM("cuMemSetAccess", 10020, cuMemSetAccess),
+	SYM("cuMemExportToShareableHandle", 10020, cuMemExportToShareableHandle),
+	SYM("cuMemImportFromShareableHandle", 10020, cuMemImportFromShareableHandle),
+	SYM("cuMulticastGetGranularity", 12010, cuMulticastGetGranularity),
+	SYM("cuMulticastCreate", 12010, cuMulticastCreate),
+	SYM("cuMulticastAddDevice", 12010, cuMulticastAddDevice),
+	SYM("cuMulticastBindMem", 12010, cuMulticastBindMem),
+	SYM("cuMulticastUnbind", 12010, cuMulticastUnbind),
 };
 
 EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags, int *status) {
