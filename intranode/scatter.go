@@ -40,6 +40,9 @@ type scatter struct {
 // arrival sequence numbers of the step's chunks, for Reduce.
 func (st *Stage) Scatter(s device.Stream, step Step, first bool) ([]uint32, error) {
 	sc := &scatter{st: st, s: s, step: step, first: first, seqs: make([]uint32, step.Chunks)}
+	if first {
+		st.seq = st.proto.Restart(st.seq)
+	}
 	for c := range sc.seqs {
 		st.seq++
 		sc.seqs[c] = st.seq
@@ -90,7 +93,12 @@ func (sc *scatter) pacedPeer(i, peer int) error {
 	}
 	last := sc.seqs[len(sc.seqs)-1]
 	if i > 0 {
-		if err := st.permits.At(st.place.Rank, peer).Wait(sc.s, last); err != nil {
+		permit := st.permits.At(st.place.Rank, peer)
+		wait := permit.Wait
+		if sc.step.Last {
+			wait = permit.WaitLast
+		}
+		if err := wait(sc.s, last); err != nil {
 			return err
 		}
 		if err := sc.trace(peer, Permit); err != nil {
@@ -124,7 +132,7 @@ func (sc *scatter) gate(peer int, split bool) error {
 		return nil // nothing is copied to self; Reduce waits for the own GEMM signal
 	}
 	if sc.first {
-		if err := st.ready.At(st.place.Rank, peer).Wait(sc.s, uint32(sc.step.Epoch)); err != nil {
+		if err := st.ready.At(st.place.Rank, peer).WaitLast(sc.s, uint32(sc.step.Epoch)); err != nil {
 			return err
 		}
 		if err := sc.trace(peer, Ready); err != nil {
@@ -208,7 +216,7 @@ func (st *Stage) waitGemm(s device.Stream, step Step, peer int, early bool) erro
 	if early {
 		sig = st.EarlySignal(dest)
 	}
-	return sig.Wait(s, uint32(step.Epoch))
+	return sig.WaitLast(s, uint32(step.Epoch))
 }
 
 // Reduce enqueues on r, for each chunk, a wait for the lws-1 peer blocks of
@@ -227,7 +235,12 @@ func (st *Stage) Reduce(r device.Stream, step Step, seqs []uint32) error {
 			if src == lr {
 				continue
 			}
-			if err := st.arrived.At(st.place.Rank, src).Wait(r, seq); err != nil {
+			arrival := st.arrived.At(st.place.Rank, src)
+			wait := arrival.Wait
+			if step.Last && c == len(seqs)-1 {
+				wait = arrival.WaitLast
+			}
+			if err := wait(r, seq); err != nil {
 				return err
 			}
 		}

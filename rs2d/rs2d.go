@@ -17,12 +17,16 @@
 //	    cur != node: send the reduced block to my rail peer on node cur (internode)
 //	wait for the blocks from every other node; reduce the nnodes blocks → output
 //
-// Every wait is on a 32-bit signal word whose expected value grows with each
-// call (symm.Epoch), so the next call needs no reset and a failed call leaves
-// nothing that a later one could mistake for its own signal. With GEMM
-// overlap, a producer raises the call's GEMM signals (Signals); a call
-// rejected before any work passes over the value its producer may already
-// have raised.
+// Every wait is on a 32-bit signal word. By default its expected value grows
+// with each call (symm.Epoch), so the next call needs no reset and a failed
+// call leaves nothing that a later one could mistake for its own signal.
+// With Config.Graphs every call carries the same values and each word is
+// reset on the device after its last wait (symm.Replayable), so a call
+// captured in a CUDA graph replays correctly. With GEMM overlap, a producer
+// raises the call's GEMM signals (Signals); a call rejected before any work
+// passes over the value its producer may already have raised.
+//
+// A world of one rank needs no signals: a call is one device copy.
 //
 //	rs, err := rs2d.New(ctx, comm, dev, rs2d.Config{MaxM: 8192, N: 4096, DType: dtype.BF16})
 //	defer rs.Close()
@@ -61,8 +65,11 @@ type Context struct {
 	rail    *internode.Rail // nil on one node
 	streams *streams.Set
 
+	proto symm.Protocol // how the signal words tell calls apart (Config.Graphs)
+
 	mu     sync.Mutex
 	epoch  symm.Epoch   // the epoch of the last call
+	serial uint64       // calls enqueued or passed over so far (Call.current)
 	done   device.Event // the end of the last call, on the caller's stream
 	closed bool
 	tracer *tracer // stage events, when tracing
@@ -90,21 +97,28 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 
 	// Kernels first, before anything collective: loading a module at the
 	// first launch, behind a stream already waiting for a peer, can block.
-	if err := kernels.Prepare(dev, cfg.DType, cfg.Engine == EngineSM); err != nil {
+	// A world of one rank copies and launches nothing.
+	scatter := int64(cfg.MaxM) * int64(cfg.N) * int64(cfg.DType.Size())
+	if place.Shape.World() == 1 {
+		scatter = 0
+	} else if err := kernels.Prepare(dev, cfg.DType, cfg.Engine == EngineSM); err != nil {
 		return nil, fmt.Errorf("rs2d: %w", err)
 	}
 
-	c := &Context{cfg: cfg, knobs: knobs, comm: comm, dev: dev, place: place}
+	c := &Context{cfg: cfg, knobs: knobs, comm: comm, dev: dev, place: place, proto: symm.Growing}
+	if cfg.Graphs {
+		c.proto = symm.Replayable
+	}
 	var l symm.Layout
 	var buf intranode.Buffers
-	buf.AddTo(&l, place, int64(cfg.MaxM)*c.rowBytes())
+	buf.AddTo(&l, place, scatter)
 	if c.heap, err = symm.New(ctx, comm, dev, &l); err != nil {
 		return nil, fmt.Errorf("rs2d: %w", err)
 	}
 	fail := func(err error) (*Context, error) {
 		return nil, errors.Join(fmt.Errorf("rs2d: %w", err), c.release())
 	}
-	if c.intra, err = intranode.New(dev, place, c.heap, buf, cfg.DType, cfg.N, cfg.OverlapWithGEMM); err != nil {
+	if c.intra, err = intranode.New(dev, place, c.heap, buf, cfg.DType, cfg.N, cfg.OverlapWithGEMM, c.proto); err != nil {
 		return fail(err)
 	}
 	// Streams first: the rail is the last collective step, so no rank can
@@ -116,7 +130,7 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 		return fail(err)
 	}
 	if place.Shape.Nodes > 1 {
-		ep := internode.Endpoint{Dev: dev, Comm: comm, Place: place, BlockBytes: c.blockStride(), DType: cfg.DType, Lanes: knobs.RailLanes}
+		ep := internode.Endpoint{Dev: dev, Comm: comm, Place: place, BlockBytes: c.blockStride(), DType: cfg.DType, Lanes: knobs.RailLanes, Protocol: c.proto}
 		if c.rail, err = internode.NewRail(ctx, cfg.Transport, ep); err != nil {
 			return fail(err)
 		}
@@ -200,6 +214,9 @@ func (c *Context) PlanFor(m int) Plan {
 func (c *Context) PoisonReceive(s device.Stream, m int, w uint32) error {
 	if m <= 0 || m > c.cfg.MaxM {
 		return fmt.Errorf("rs2d: poison %d rows of %d: %w", m, c.cfg.MaxM, device.ErrInvalidArgument)
+	}
+	if c.place.Shape.World() == 1 {
+		return nil // nothing is received
 	}
 	bytes := int64(m) * c.rowBytes()
 	return c.dev.Memset32(s, c.intra.ReceiveRows(), w, bytes/4)
