@@ -34,21 +34,27 @@ type graphSpec struct {
 	rejectEvery int
 }
 
-// runGraph runs spec on a simulated world; every output is checked against
-// the fp64 reference (int32: bit for bit).
+// runGraph runs spec on a simulated world.
 func runGraph(t *testing.T, spec graphSpec) {
 	t.Helper()
+	w, err := world.Sim(spec.shape, world.SimOptions{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, w.Close()) }()
+	require.NoError(t, graphRanks(t, w, spec, rand.Uint64()))
+}
+
+// graphRanks runs spec on the ranks of w (inputs drawn from seed, the same
+// on every rank); every output is checked against the fp64 reference
+// (int32: bit for bit).
+func graphRanks(t *testing.T, w *world.World, spec graphSpec, seed uint64) error {
 	ws := spec.shape.World()
 	m, dt := spec.rowsPer*ws, dtype.I32
 	cfg := spec.cfg
 	cfg.MaxM, cfg.N, cfg.DType, cfg.Graphs, cfg.Timeout = m, spec.n, dt, true, 20*time.Second
-	w, err := world.Sim(spec.shape, world.SimOptions{})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, w.Close()) }()
-	in := &inputs{calls: map[int][][]byte{}, seed: rand.Uint64(), world: ws, dt: dt, count: m * spec.n}
+	in := &inputs{calls: map[int][][]byte{}, seed: seed, world: ws, dt: dt, count: m * spec.n}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+	return w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		rank := r.Comm.Rank()
 		rs, err := rs2d.New(tune.With(ctx, spec.knobs), r.Comm, r.Dev, cfg)
 		if err != nil {
@@ -139,7 +145,6 @@ func runGraph(t *testing.T, spec graphSpec) {
 		}
 		return nil
 	})
-	require.NoError(t, err)
 }
 
 // A call captured on a stream replays correctly on fresh inputs, 100 times

@@ -71,6 +71,17 @@ type api interface {
 	// first, box in elements. cudaErrorNotSupported without the entry point.
 	tensorMapEncodeTiled(dtype int, base device.Ptr, dims, stride [2]uint64, box [2]uint32, swizzle, l2promo int) ([tensorMapSize]byte, result)
 
+	// Graphs: hasGraphs reports whether the driver has every entry point
+	// below; without them streamIsCapturing reports false.
+	hasGraphs() bool
+	streamIsCapturing(ctx, stream uintptr) (bool, result)
+	streamBeginCapture(ctx, stream uintptr, mode int) result
+	streamEndCapture(ctx, stream uintptr) (graph uintptr, r result)
+	graphInstantiate(ctx, graph uintptr) (exec uintptr, r result)
+	graphLaunch(ctx, exec, stream uintptr) result
+	graphExecDestroy(ctx, exec uintptr) result
+	graphDestroy(ctx, graph uintptr) result
+
 	// symbol names the entry point a method resolved to, for messages:
 	// symbol("cuEventElapsedTime") is "cuEventElapsedTime_v2" on drivers
 	// that have it.
