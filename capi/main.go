@@ -39,4 +39,5 @@ const abiVersion = C.HC_ABI_VERSION
 const (
 	_ = uint(overlapWithGEMM-C.HC_OVERLAP_WITH_GEMM) + uint(C.HC_OVERLAP_WITH_GEMM-overlapWithGEMM)
 	_ = uint(splitFirstBlock-C.HC_SPLIT_FIRST_BLOCK) + uint(C.HC_SPLIT_FIRST_BLOCK-splitFirstBlock)
+	_ = uint(graphs-C.HC_GRAPHS) + uint(C.HC_GRAPHS-graphs)
 )

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -336,4 +337,89 @@ func containsAll(s string, parts ...string) bool {
 		}
 	}
 	return true
+}
+
+// opCounter passes everything on to its device and counts the stream work
+// enqueued by kind.
+type opCounter struct {
+	device.Device
+	mu  sync.Mutex
+	ops map[string]int
+}
+
+func (o *opCounter) count(kind string) {
+	o.mu.Lock()
+	o.ops[kind]++
+	o.mu.Unlock()
+}
+
+func (o *opCounter) Copy(s device.Stream, dst, src device.Ptr, n int64) error {
+	o.count("copy")
+	return o.Device.Copy(s, dst, src, n)
+}
+
+func (o *opCounter) Launch(s device.Stream, k *device.Kernel, grid int, args ...any) error {
+	o.count("launch")
+	return o.Device.Launch(s, k, grid, args...)
+}
+
+func (o *opCounter) WaitValue32(s device.Stream, w device.Word, cmp device.Cmp, v uint32) error {
+	o.count("wait")
+	return o.Device.WaitValue32(s, w, cmp, v)
+}
+
+func (o *opCounter) WriteValue32(s device.Stream, addr device.Ptr, v uint32) error {
+	o.count("write")
+	return o.Device.WriteValue32(s, addr, v)
+}
+
+// A world of one rank: the call is one device-to-device copy of the input
+// into the output and nothing else (with GEMM overlap, after the wait for
+// its one signal, which Graphs then resets); the output is checked bit for
+// bit over several calls.
+func TestOneRankIsOneCopy(t *testing.T) {
+	for _, c := range []struct {
+		cfg  rs2d.Config
+		want map[string]int
+	}{
+		{rs2d.Config{Engine: rs2d.EngineSM}, map[string]int{"copy": 1}},
+		{rs2d.Config{Engine: rs2d.EngineCopy}, map[string]int{"copy": 1}},
+		{rs2d.Config{OverlapWithGEMM: true}, map[string]int{"copy": 1, "wait": 1}},
+		{rs2d.Config{OverlapWithGEMM: true, Graphs: true}, map[string]int{"copy": 1, "wait": 1, "write": 1}},
+	} {
+		t.Run(fmt.Sprintf("%v/overlap=%v/graphs=%v", c.cfg.Engine, c.cfg.OverlapWithGEMM, c.cfg.Graphs), func(t *testing.T) {
+			w, err := world.Sim(bootstrap.Shape{Nodes: 1, LocalSize: 1}, world.SimOptions{})
+			require.NoError(t, err)
+			defer func() { require.NoError(t, w.Close()) }()
+			r := w.Ranks[0]
+			dev := &opCounter{Device: r.Dev, ops: map[string]int{}}
+			const m, n = 8, 33
+			cfg := c.cfg
+			cfg.MaxM, cfg.N, cfg.DType, cfg.Timeout = m, n, dtype.I32, 10*time.Second
+			ctx := context.Background()
+			rs, err := rs2d.New(ctx, r.Comm, dev, cfg)
+			require.NoError(t, err)
+			defer func() { require.NoError(t, rs.Close()) }()
+			in, out, free := rankBuffers(t, dev, m, n, 1, dtype.I32)
+			defer free()
+			s, err := dev.NewStream(device.Normal)
+			require.NoError(t, err)
+			defer s.Close()
+			data := callInputs(dtype.I32, 3, 1, m*n)
+			for call := range data {
+				require.NoError(t, dev.CopyToDevice(in.Ptr, data[call][0]))
+				require.NoError(t, dev.CopyToDevice(out.Ptr, check.Poison(dtype.I32, m*n)))
+				if cfg.OverlapWithGEMM {
+					require.NoError(t, rs.NextSignals().Raise(s, 0))
+				}
+				clear(dev.ops)
+				require.NoError(t, rs.ReduceScatter(ctx, in, out, s))
+				require.Equal(t, c.want, dev.ops, "call %d", call)
+				require.NoError(t, s.Synchronize(ctx))
+				got := make([]byte, out.Bytes())
+				require.NoError(t, dev.CopyToHost(got, out.Ptr))
+				require.Equal(t, data[call][0], got, "call %d", call)
+			}
+		})
+	}
 }

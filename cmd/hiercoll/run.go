@@ -32,6 +32,7 @@ type worldFlags struct {
 	chunks       string
 	engines      string
 	transport    string
+	graphs       string
 }
 
 func (w *worldFlags) register(fs *flag.FlagSet) {
@@ -41,6 +42,7 @@ func (w *worldFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&w.timeout, "timeout", 2*time.Minute, "bound on every wait")
 	fs.StringVar(&w.engines, "engine", "auto", "intra-node engine: auto, sm, copy; bench takes a list")
 	fs.StringVar(&w.transport, "transport", "auto", "inter-node transport: auto, ipc, nccl, nvshmem")
+	fs.StringVar(&w.graphs, "graphs", "off", "signal protocol: off (values grow with each call), on (calls can be captured in CUDA graphs: rs2d.Config.Graphs); bench takes a list")
 	fs.StringVar(&w.reductionSMs, "reduction-sms", "0", "tuning: SMs for the intra-node reduce (0: default); bench takes a list")
 	fs.StringVar(&w.chunks, "chunks", "0", "tuning: chunks per node step (0: by size); bench takes a list")
 	fs.StringVar(&w.railLanes, "rail-lanes", "0", "tuning, NCCL transport: communicators per rail (0: default); bench takes a list")
@@ -77,6 +79,17 @@ func (w *worldFlags) variants() ([]benchmarks.Variant, error) {
 		errs = append(errs, err)
 		engines = append(engines, e)
 	}
+	var graphs []bool
+	for _, name := range strings.Split(w.graphs, ",") {
+		switch strings.TrimSpace(name) {
+		case "off":
+			graphs = append(graphs, false)
+		case "on":
+			graphs = append(graphs, true)
+		default:
+			errs = append(errs, fmt.Errorf("--graphs %q: want off, on or both separated by commas", w.graphs))
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, usageError{err}
 	}
@@ -97,6 +110,7 @@ func (w *worldFlags) variants() ([]benchmarks.Variant, error) {
 	vary(len(chunks), func(v *benchmarks.Variant, i int) { v.Knobs.Chunks = chunks[i] })
 	vary(len(sms), func(v *benchmarks.Variant, i int) { v.Knobs.ReductionSMs = sms[i] })
 	vary(len(lanes), func(v *benchmarks.Variant, i int) { v.Knobs.RailLanes = lanes[i] })
+	vary(len(graphs), func(v *benchmarks.Variant, i int) { v.Config.Graphs = graphs[i] })
 	return out, nil
 }
 
