@@ -3,7 +3,6 @@ package main
 /*
 #include <stdlib.h>
 #include "hiercoll.h"
-typedef const char hc_const_char;
 
 static int hc_call_store_set(hc_store_set_fn f, void* user, const char* key, const void* value, int64_t len) {
 	return f(user, key, value, len);
@@ -65,32 +64,4 @@ func (s cStore) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, fmt.Errorf("hiercoll: the store's value of %s has %d bytes (at most %d): %w", key, int64(n), maxStoreValue, device.ErrInvalidArgument)
 	}
 	return C.GoBytes(buf, C.int(n)), nil
-}
-
-//export hc_init_store
-func hc_init_store(set C.hc_store_set_fn, get C.hc_store_get_fn, user unsafe.Pointer, prefix, host *C.hc_const_char, world *C.int64_t) (rc C.int) {
-	defer guard(&rc)
-	switch {
-	case world == nil:
-		return nilArg("world")
-	case set == nil || get == nil:
-		return nilArg("set and get")
-	case prefix == nil:
-		return nilArg("prefix")
-	}
-	h := ""
-	if host != nil {
-		h = C.GoString((*C.char)(host))
-	}
-	handle, err := initFromStore(cStore{set: set, get: get, user: user}, C.GoString((*C.char)(prefix)), h)
-	if err == nil {
-		*world = C.int64_t(handle)
-	}
-	return result(err)
-}
-
-//export hc_rs2d_clear_signals
-func hc_rs2d_clear_signals(ctx C.int64_t, stream C.uint64_t) (rc C.int) {
-	defer guard(&rc)
-	return result(clearSignals(int64(ctx), uint64(stream)))
 }
