@@ -97,16 +97,15 @@ func (k *Call) enqueue(ctx context.Context, s device.Stream) error {
 		c.reject()
 		return fmt.Errorf("rs2d: %w", err)
 	}
-	if c.proto == symm.Growing {
-		capturing, err := device.Capturing(s)
-		if err == nil && capturing {
-			err = fmt.Errorf("the stream is being captured into a graph, and this context's calls cannot be replayed (make it with Config.Graphs): %w", device.ErrInvalidArgument)
-		}
-		if err != nil {
-			c.reject()
-			return fmt.Errorf("rs2d: %w", err)
-		}
+	capturing, err := device.Capturing(s)
+	if err == nil && capturing && c.proto == symm.Growing {
+		err = fmt.Errorf("the stream is being captured into a graph, and this context's calls cannot be replayed (make it with Config.Graphs): %w", device.ErrInvalidArgument)
 	}
+	if err != nil {
+		c.reject()
+		return fmt.Errorf("rs2d: %w", err)
+	}
+	c.capturing = capturing
 	c.epoch = c.proto.Next(c.epoch)
 	c.serial++
 	if err := c.enqueue(k.in, k.out, s, c.epoch); err != nil {
@@ -383,8 +382,13 @@ func (c *Context) finish(out Tensor, s device.Stream, epoch symm.Epoch, rpr int)
 			return err
 		}
 	}
-	if err := c.done.Record(s); err != nil {
-		return err
+	if !c.capturing {
+		// A record in a capture only orders the captured work: replays
+		// would not record it, so Close cannot wait for them (the caller
+		// synchronizes its replays before Close).
+		if err := c.done.Record(s); err != nil {
+			return err
+		}
 	}
 	return c.mark(func(t *tracer) device.Event { return t.end }, s)
 }

@@ -38,7 +38,8 @@ type Config struct {
 	// a call only after the previous call in stream order, and one that
 	// gives a call up after raising them clears them (Signals.Clear).
 	// Without it, a call on a stream being captured is refused. The NVSHMEM
-	// transport cannot replay; IPC and NCCL can.
+	// transport cannot replay; IPC and NCCL can. Close waits for the calls
+	// made directly, not for replays: synchronize those before Close.
 	Graphs bool
 	// Timeout bounds host-side waits of New and Close. Default 60s.
 	Timeout time.Duration

@@ -67,12 +67,13 @@ type Context struct {
 
 	proto symm.Protocol // how the signal words tell calls apart (Config.Graphs)
 
-	mu     sync.Mutex
-	epoch  symm.Epoch   // the epoch of the last call
-	serial uint64       // calls enqueued or passed over so far (Call.current)
-	done   device.Event // the end of the last call, on the caller's stream
-	closed bool
-	tracer *tracer // stage events, when tracing
+	mu        sync.Mutex
+	epoch     symm.Epoch   // the epoch of the last call
+	serial    uint64       // calls enqueued or passed over so far (Call.current)
+	capturing bool         // the call being enqueued is captured into a graph
+	done      device.Event // the end of the last call, on the caller's stream
+	closed    bool
+	tracer    *tracer // stage events, when tracing
 }
 
 // New creates a context on every rank of comm (collective: every rank calls
