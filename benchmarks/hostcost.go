@@ -98,4 +98,3 @@ func timeEnqueue(ctx context.Context, rs *rs2d.Context, in, out rs2d.Tensor, s d
 	slices.Sort(per)
 	return per, s.Synchronize(ctx)
 }
-
