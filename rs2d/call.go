@@ -99,7 +99,7 @@ func (k *Call) enqueue(ctx context.Context, s device.Stream) error {
 	}
 	capturing, err := device.Capturing(s)
 	if err == nil && capturing && c.proto == symm.Growing {
-		err = fmt.Errorf("the stream is being captured into a graph, and this context's calls cannot be replayed (make it with Config.Graphs): %w", device.ErrInvalidArgument)
+		err = fmt.Errorf("the stream is being captured into a graph, and this context's calls cannot be replayed (make it with Config.Graphs; C: HC_GRAPHS; Python: graphs=True): %w", device.ErrInvalidArgument)
 	}
 	if err != nil {
 		c.reject()

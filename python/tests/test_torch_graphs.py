@@ -11,7 +11,6 @@ through its store:
 
 import os
 import pathlib
-import re
 import socket
 import sys
 import unittest
@@ -121,7 +120,7 @@ class TorchProductionTest(unittest.TestCase):
             rs.reduce_scatter(x)
             torch.cuda.synchronize()
             g = torch.cuda.CUDAGraph()
-            with self.assertRaisesRegex(hiercoll.InvalidArgumentError, "Graphs"):
+            with self.assertRaisesRegex(hiercoll.InvalidArgumentError, "graphs=True"):
                 with torch.cuda.graph(g):
                     rs.reduce_scatter(x, torch.empty(1, n, device=self.dev))
             out = rs.reduce_scatter(x + 1)  # still usable
@@ -212,7 +211,6 @@ class TorchProductionTest(unittest.TestCase):
                 out = torch.ops.hiercoll.matmul_reduce_scatter(a, b, rs.handle)
                 self.assertEqual(tuple(out.shape), (2, 8))
                 self.assertEqual(out.device, self.dev)
-        self.assertTrue(re.match(r"hiercoll\.", repr(rs)))
 
 
 if __name__ == "__main__":
