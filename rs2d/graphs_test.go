@@ -312,7 +312,12 @@ func TestGraphsClearedSignalsReleaseNothing(t *testing.T) {
 			return err
 		}
 		time.Sleep(50 * time.Millisecond) // a scatter released early would have copied by now
-		if err := r.Dev.CopyToDevice(gate, []byte{1, 0, 0, 0}); err != nil {
+		opener, err := r.Dev.NewStream(device.Normal)
+		if err != nil {
+			return err
+		}
+		defer opener.Close()
+		if err := r.Dev.WriteValue32(opener, gate, 1); err != nil {
 			return err
 		}
 		if err := s.Synchronize(ctx); err != nil {
