@@ -157,6 +157,9 @@ func (v Variant) Name(sms int) string {
 	if k.RailLanes > 0 {
 		name += fmt.Sprintf(" lanes%d", k.RailLanes)
 	}
+	if v.Config.Graphs {
+		name += " graphs"
+	}
 	return name
 }
 

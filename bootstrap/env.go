@@ -87,7 +87,23 @@ func insecureToken(lookup func(string) (string, bool)) bool {
 	return !hasToken && v == "1"
 }
 
-func configFrom(lookup func(string) (string, bool)) (TCPConfig, error) {
+// EnvPlace reads this process's place in the job from the torchrun
+// variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE) into a config
+// with nothing else set: for a rendezvous that learns the rest elsewhere
+// (DialStore).
+func EnvPlace() (TCPConfig, error) {
+	cfg, _, err := placeFrom(os.LookupEnv)
+	return cfg, err
+}
+
+// envGetters reads variables through lookup, with errors that name them.
+type envGetters struct {
+	get    func(name string) (string, error)
+	getInt func(name string, lo, hi int) (int, error)
+}
+
+// placeFrom reads the rank, world size, local rank and local world size.
+func placeFrom(lookup func(string) (string, bool)) (TCPConfig, envGetters, error) {
 	get := func(name string) (string, error) {
 		v, ok := lookup(name)
 		if !ok || v == "" {
@@ -109,17 +125,26 @@ func configFrom(lookup func(string) (string, bool)) (TCPConfig, error) {
 	var cfg TCPConfig
 	var err error
 	if cfg.Size, err = getInt(EnvWorldSize, 1, maxWorld); err != nil {
-		return TCPConfig{}, err
+		return TCPConfig{}, envGetters{}, err
 	}
 	if cfg.Rank, err = getInt(EnvRank, 0, cfg.Size-1); err != nil {
-		return TCPConfig{}, err
+		return TCPConfig{}, envGetters{}, err
 	}
 	if cfg.LocalSize, err = getInt(EnvLocalWorldSize, 1, cfg.Size); err != nil {
-		return TCPConfig{}, err
+		return TCPConfig{}, envGetters{}, err
 	}
 	if cfg.LocalRank, err = getInt(EnvLocalRank, 0, cfg.LocalSize-1); err != nil {
+		return TCPConfig{}, envGetters{}, err
+	}
+	return cfg, envGetters{get, getInt}, nil
+}
+
+func configFrom(lookup func(string) (string, bool)) (TCPConfig, error) {
+	cfg, env, err := placeFrom(lookup)
+	if err != nil {
 		return TCPConfig{}, err
 	}
+	get, getInt := env.get, env.getInt
 	masterAddr, err := get(EnvMasterAddr)
 	if err != nil {
 		return TCPConfig{}, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -33,6 +34,39 @@ func initFromEnv() (int64, error) {
 	w, err := world.Process(context.Background())
 	if err != nil {
 		return 0, fmt.Errorf("hiercoll: joining the job: %w", err)
+	}
+	process.handle = register(newRankObj(w.Ranks[0], w.Shape, true))
+	return process.handle, nil
+}
+
+// initFromStore joins the job through a key-value store the caller shares
+// with the other ranks (bootstrap.DialStore; rank 0 listens on host with a
+// port the kernel picks), once per process like initFromEnv. The rank and
+// world shape come from the torchrun variables.
+func initFromStore(store bootstrap.Store, prefix, host string) (int64, error) {
+	process.mu.Lock()
+	defer process.mu.Unlock()
+	if process.handle != 0 {
+		return process.handle, nil
+	}
+	syncEnviron()
+	cfg, err := bootstrap.EnvPlace()
+	if err != nil {
+		return 0, fmt.Errorf("hiercoll: joining the job through its store: %w", err)
+	}
+	if cfg.Rank == 0 {
+		if host == "" {
+			return 0, fmt.Errorf("hiercoll: rank 0 needs a host to listen on for the store rendezvous: %w", device.ErrInvalidArgument)
+		}
+		cfg.Addr = net.JoinHostPort(host, "0")
+	}
+	comm, err := bootstrap.DialStore(context.Background(), store, prefix, cfg)
+	if err != nil {
+		return 0, fmt.Errorf("hiercoll: joining the job through its store: %w", err)
+	}
+	w, err := world.Join(comm)
+	if err != nil {
+		return 0, fmt.Errorf("hiercoll: joining the job through its store: %w", err)
 	}
 	process.handle = register(newRankObj(w.Ranks[0], w.Shape, true))
 	return process.handle, nil
@@ -128,10 +162,11 @@ func closeWorld(h int64) error {
 var dtypes = map[int]dtype.DType{1: dtype.BF16, 2: dtype.F16, 3: dtype.F32, 4: dtype.I32}
 
 // The flags of hc_rs2d_create's overlap argument (HC_OVERLAP_WITH_GEMM,
-// HC_SPLIT_FIRST_BLOCK; main.go checks them against hiercoll.h).
+// HC_SPLIT_FIRST_BLOCK, HC_GRAPHS; main.go checks them against hiercoll.h).
 const (
 	overlapWithGEMM = 1
 	splitFirstBlock = 2
+	graphs          = 4
 )
 
 // maxDim bounds M and N so that sizes in bytes stay far from overflowing.
@@ -141,8 +176,8 @@ const maxDim = 1 << 40
 func createRS2D(h int64, maxM, n int64, dt int, overlap int, reductionSMs int) (int64, error) {
 	d, ok := dtypes[dt]
 	switch {
-	case overlap&^(overlapWithGEMM|splitFirstBlock) != 0:
-		return 0, fmt.Errorf("hiercoll: overlap flags %#x: only HC_OVERLAP_WITH_GEMM (1) and HC_SPLIT_FIRST_BLOCK (2) are defined: %w", overlap, device.ErrInvalidArgument)
+	case overlap&^(overlapWithGEMM|splitFirstBlock|graphs) != 0:
+		return 0, fmt.Errorf("hiercoll: flags %#x: only HC_OVERLAP_WITH_GEMM (1), HC_SPLIT_FIRST_BLOCK (2) and HC_GRAPHS (4) are defined: %w", overlap, device.ErrInvalidArgument)
 	case !ok:
 		return 0, fmt.Errorf("hiercoll: dtype %d is not HC_BF16 (1), HC_F16 (2), HC_F32 (3) or HC_I32 (4): %w", dt, device.ErrInvalidArgument)
 	case maxM <= 0 || maxM > maxDim || n <= 0 || n > maxDim:
@@ -159,7 +194,7 @@ func createRS2D(h int64, maxM, n int64, dt int, overlap int, reductionSMs int) (
 	if !ok {
 		return 0, badHandle(h, kindWorld)
 	}
-	cfg := rs2d.Config{MaxM: int(maxM), N: int(n), DType: d, OverlapWithGEMM: overlap&overlapWithGEMM != 0}
+	cfg := rs2d.Config{MaxM: int(maxM), N: int(n), DType: d, OverlapWithGEMM: overlap&overlapWithGEMM != 0, Graphs: overlap&graphs != 0}
 	knobs := tune.Knobs{ReductionSMs: reductionSMs}
 	if overlap&splitFirstBlock != 0 {
 		knobs.SplitFirstBlock = tune.SplitOn
@@ -277,6 +312,14 @@ func raiseEarly(h int64, dest int, stream uint64) error {
 		return err
 	}
 	return c.rs.NextSignals().RaiseEarly(s, dest)
+}
+
+func clearSignals(h int64, stream uint64) error {
+	c, s, err := contextAndStream(h, stream)
+	if err != nil {
+		return err
+	}
+	return c.rs.NextSignals().Clear(s)
 }
 
 func skipCall(h int64) error {

@@ -3,6 +3,7 @@ package main
 /*
 #include "hiercoll.h"
 typedef const void hc_const_void;
+typedef const char hc_const_char;
 */
 import "C"
 
@@ -313,4 +314,32 @@ func hc_sim_copy_to_host(world C.int64_t, dst unsafe.Pointer, src C.uint64_t, si
 		return result(err)
 	}
 	return result(copyToHost(int64(world), b, uint64(src)))
+}
+
+//export hc_init_store
+func hc_init_store(set C.hc_store_set_fn, get C.hc_store_get_fn, user unsafe.Pointer, prefix, host *C.hc_const_char, world *C.int64_t) (rc C.int) {
+	defer guard(&rc)
+	switch {
+	case world == nil:
+		return nilArg("world")
+	case set == nil || get == nil:
+		return nilArg("set and get")
+	case prefix == nil:
+		return nilArg("prefix")
+	}
+	h := ""
+	if host != nil {
+		h = C.GoString((*C.char)(host))
+	}
+	handle, err := initFromStore(cStore{set: set, get: get, user: user}, C.GoString((*C.char)(prefix)), h)
+	if err == nil {
+		*world = C.int64_t(handle)
+	}
+	return result(err)
+}
+
+//export hc_rs2d_clear_signals
+func hc_rs2d_clear_signals(ctx C.int64_t, stream C.uint64_t) (rc C.int) {
+	defer guard(&rc)
+	return result(clearSignals(int64(ctx), uint64(stream)))
 }

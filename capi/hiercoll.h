@@ -56,7 +56,11 @@
 extern "C" {
 #endif
 
-/* The ABI this header describes; hc_abi_version() returns the library's. */
+/*
+ * The ABI this header describes; hc_abi_version() returns the library's.
+ * Version 3 added HC_GRAPHS, hc_rs2d_clear_signals, hc_init_store and
+ * hc_rs2d_matmul_reduce_scatter; no earlier signature changed.
+ */
 #define HC_ABI_VERSION 3
 
 /* Return codes. */
@@ -77,6 +81,7 @@ extern "C" {
 /* Flags of hc_rs2d_create's overlap argument (ABI version 2). */
 #define HC_OVERLAP_WITH_GEMM 1 /* each scatter copy waits for its destination's GEMM signal */
 #define HC_SPLIT_FIRST_BLOCK 2 /* with it: the first block in consumption order goes in two halves */
+#define HC_GRAPHS 4            /* calls may be captured in CUDA graphs and replayed (ABI version 3) */
 
 /* Backends (hc_world_device). */
 #define HC_BACKEND_SIM 1  /* simulated GPU on the CPU */
@@ -105,6 +110,32 @@ int hc_last_error(char* buf, int len);
  * hc_world_close).
  */
 int hc_init_from_env(int64_t* world);
+
+/*
+ * A key-value store every rank of the job shares (torch.distributed's), for
+ * hc_init_store. set publishes len bytes of value under key; get waits at
+ * most timeout_ms for some rank to set key, then writes its value into buf
+ * (at most cap bytes) and its full length into *len. Both return 0, or
+ * non-zero on failure (get: also when the wait ran out). user is
+ * hc_init_store's. They are called on the thread that called hc_init_store.
+ */
+typedef int (*hc_store_set_fn)(void* user, const char* key, const void* value, int64_t len);
+typedef int (*hc_store_get_fn)(void* user, const char* key, int64_t timeout_ms, void* buf, int64_t cap,
+                               int64_t* len);
+
+/*
+ * Joins the job as hc_init_from_env does (the rank and world shape from
+ * RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE; the GPU from
+ * HIERCOLL_DEVICE, else LOCAL_RANK), but rendezvouses through the store:
+ * rank 0 listens on host (a name or address the other ranks reach it at)
+ * with a port the kernel picks, and sets prefix+"secret" to a fresh random
+ * secret and then prefix+"addr" to its address; the other ranks get both
+ * and connect. No port needs agreeing on. Use a prefix of its own for each
+ * rendezvous of a job. host matters on rank 0 only. Collective over the
+ * job; once per process, sharing hc_init_from_env's handle. (ABI version 3.)
+ */
+int hc_init_store(hc_store_set_fn set, hc_store_get_fn get, void* user, const char* prefix, const char* host,
+                  int64_t* world);
 
 /*
  * Creates an in-process world of nodes x gpus_per_node simulated GPUs (the
@@ -140,7 +171,13 @@ int hc_world_close(int64_t world);
  * hc_rs2d_early_rows rows after the early signal (hc_rs2d_raise_early), the
  * rest after its GEMM signal; other bits fail with HC_ERR_INVALID;
  * reduction_sms: the SM budget of the intra-node reduce kernels (0: default
- * 16).
+ * 16). With HC_GRAPHS (ABI version 3) calls may be captured in CUDA graphs
+ * (cuStreamBeginCapture, torch.cuda.graph) and replayed, mixed freely with
+ * calls made directly: every call's signal words carry the same value
+ * (hc_rs2d_signal_value is then always 1) and are reset on the GPU. A GEMM
+ * producer then raises a call's signals only after the previous call in
+ * stream order. Without it, a call on a stream being captured fails with
+ * HC_ERR_INVALID. The NVSHMEM transport cannot replay.
  */
 int hc_rs2d_create(int64_t world, int64_t max_m, int64_t n, int dtype, int overlap,
                    int reduction_sms, int64_t* ctx);
@@ -196,6 +233,16 @@ int hc_rs2d_early_signal_addr(int64_t ctx, int dest, uint64_t* addr);
  * (ABI version 2.)
  */
 int hc_rs2d_skip_call(int64_t ctx);
+
+/*
+ * On a context made with HC_GRAPHS, enqueues on stream the reset of this
+ * rank's GEMM signal words (early ones too): for a producer that raised a
+ * call's signals and then gave the call up, as every call there has the same
+ * value (stream must be ordered after the raises). Nothing on other
+ * contexts, whose hc_rs2d_skip_call passes over the value instead. (ABI
+ * version 3.)
+ */
+int hc_rs2d_clear_signals(int64_t ctx, uint64_t stream);
 
 /*
  * Writes the order in which the scatter consumes destination ranks (the

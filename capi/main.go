@@ -41,4 +41,5 @@ const (
 	_ = uint(splitFirstBlock-C.HC_SPLIT_FIRST_BLOCK) + uint(C.HC_SPLIT_FIRST_BLOCK-splitFirstBlock)
 	_ = uint(layoutKN-C.HC_B_KN) + uint(C.HC_B_KN-layoutKN)
 	_ = uint(layoutNK-C.HC_B_NK) + uint(C.HC_B_NK-layoutNK)
+	_ = uint(graphs-C.HC_GRAPHS) + uint(C.HC_GRAPHS-graphs)
 )

@@ -51,6 +51,9 @@ type HostMemory interface {
 	// Wait32 blocks until the word satisfies cmp v, bounded like a stream
 	// wait-value: it fails with a *TimeoutError naming w.
 	Wait32(w Word, cmp Cmp, v uint32) error
+	// Wait32Or is Wait32 that also ends, without error, once the word at
+	// abort is not 0 (a kernel's way out when the host gives up on a peer).
+	Wait32Or(w Word, cmp Cmp, v uint32, abort Ptr) error
 }
 
 // CheckArgs verifies that args match the types a kernel accepts, so both

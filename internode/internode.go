@@ -103,6 +103,10 @@ type Transport interface {
 	Send(s device.Stream, to int, src device.Ptr, n int64, epoch uint32) error
 	// Wait makes s wait until the blocks of every other node have arrived.
 	Wait(s device.Stream, epoch uint32) error
+	// Consumed enqueues on s, after the blocks of call epoch were read,
+	// what lets their senders send the next call's blocks (the credits of
+	// the IPC transport under symm.Replayable; nothing elsewhere).
+	Consumed(s device.Stream, epoch uint32) error
 	// Close releases the transport once no peer writes into it any more
 	// (the caller makes sure of that, with a barrier). It is collective for
 	// NVSHMEM, whose free and finalize synchronise every PE, and NCCL, whose
@@ -131,6 +135,10 @@ type Endpoint struct {
 	// Lanes is, for NCCL, the communicators per rail that carry each block
 	// in parallel (0: DefaultNCCLLanes); the others ignore it.
 	Lanes int
+	// Protocol is the signal protocol of the calls (symm.Replayable: the
+	// same epoch every call, so one receive-buffer set; IPC then adds
+	// credits, NCCL relies on stream order, NVSHMEM is refused).
+	Protocol symm.Protocol
 }
 
 // New builds a transport of kind k. It is collective over the whole job:
@@ -145,6 +153,12 @@ func New(ctx context.Context, k Kind, ep Endpoint) (Transport, error) {
 		{IPC, func(ctx context.Context) (Transport, error) { return nilIfErr(newIPC(ctx, ep)) }},
 		{NVSHMEM, func(ctx context.Context) (Transport, error) { return nilIfErr(newNVSHMEM(ctx, ep)) }},
 		{NCCL, func(ctx context.Context) (Transport, error) { return nilIfErr(newNCCL(ctx, ep)) }},
+	}
+	if ep.Protocol == symm.Replayable {
+		// NVSHMEM's signals carry growing epochs: not replayable.
+		all[1].build = func(context.Context) (Transport, error) {
+			return nil, fmt.Errorf("internode: nvshmem: calls that can be captured in CUDA graphs need the ipc or nccl transport: %w", device.ErrNotSupported)
+		}
 	}
 	if k == Auto {
 		return pick(ctx, ep.Comm, all)

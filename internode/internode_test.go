@@ -120,6 +120,7 @@ func (f *fakeTransport) Kind() Kind                                             
 func (f *fakeTransport) RecvBuf(uint32) device.Ptr                                { return 0 }
 func (f *fakeTransport) Send(device.Stream, int, device.Ptr, int64, uint32) error { return nil }
 func (f *fakeTransport) Wait(device.Stream, uint32) error                         { return nil }
+func (f *fakeTransport) Consumed(device.Stream, uint32) error                     { return nil }
 func (f *fakeTransport) Close() error                                             { f.closed.Add(1); return nil }
 
 // fakeCandidate builds a fake transport except on the ranks in failOn, where

@@ -12,11 +12,17 @@ import (
 // ipc is the same-host transport: the rail peers' receive buffers are mapped
 // here, so a send is a copy-engine copy into the peer's buffer followed by a
 // write of the epoch into the peer's arrival word for this node.
+//
+// Under symm.Replayable every call has the same epoch, so one receive set:
+// a sender first waits for its credit from the receiver (which the receiver
+// raises once it has read its previous block, and which starts raised) and
+// resets it; the receiver resets its arrival word after the wait.
 type ipc struct {
 	ep      Endpoint
 	heap    *symm.Heap
 	recv    [2]symm.Region
 	arrived symm.SignalPad // nnodes words, by source node
+	credits symm.SignalPad // nnodes words, by receiving node (symm.Replayable)
 }
 
 func newIPC(ctx context.Context, ep Endpoint) (*ipc, error) {
@@ -24,6 +30,7 @@ func newIPC(ctx context.Context, ep Endpoint) (*ipc, error) {
 	var l symm.Layout
 	t := &ipc{ep: ep}
 	arrived := l.AddPad("rail arrivals", nodes)
+	credits := l.AddPad("rail credits", nodes)
 	for i := range t.recv {
 		t.recv[i] = l.Add(fmt.Sprintf("rail receive %d", i), int64(nodes)*ep.BlockBytes)
 	}
@@ -38,9 +45,19 @@ func newIPC(ctx context.Context, ep Endpoint) (*ipc, error) {
 			heap.Close())
 	}
 	t.heap = heap
-	t.arrived = heap.Signals(arrived, func(_, n int) string {
+	t.arrived = heap.Signals(arrived, ep.Protocol, func(_, n int) string {
 		return fmt.Sprintf("rail block from rank %d (node %d)", ep.Place.RailPeer(n), n)
 	})
+	t.credits = heap.Signals(credits, ep.Protocol, func(_, n int) string {
+		return fmt.Sprintf("rail credit from rank %d (node %d)", ep.Place.RailPeer(n), n)
+	})
+	if ep.Protocol == symm.Replayable {
+		// Every receiver may take a first block. No peer raises a credit
+		// here before this rank's first send, which comes after New.
+		if err := t.credits.Fill(1); err != nil {
+			return nil, errors.Join(fmt.Errorf("internode: ipc: %w", err), heap.Close())
+		}
+	}
 	return t, nil
 }
 
@@ -56,6 +73,11 @@ func (t *ipc) Send(s device.Stream, to int, src device.Ptr, n int64, epoch uint3
 	}
 	peer := t.ep.Place.RailPeer(to)
 	me := t.ep.Place.Node
+	if t.ep.Protocol == symm.Replayable {
+		if err := t.credits.At(t.ep.Place.Rank, to).WaitLast(s, 1); err != nil {
+			return err
+		}
+	}
 	dst := t.heap.At(peer, t.recv[Parity(epoch)]).Add(int64(me) * t.ep.BlockBytes)
 	if n > 0 {
 		if err := t.ep.Dev.Copy(s, dst, src, n); err != nil {
@@ -70,8 +92,26 @@ func (t *ipc) Wait(s device.Stream, epoch uint32) error {
 		if n == t.ep.Place.Node {
 			continue
 		}
-		if err := t.arrived.At(t.ep.Place.Rank, n).Wait(s, epoch); err != nil {
+		if err := t.arrived.At(t.ep.Place.Rank, n).WaitLast(s, epoch); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// Consumed raises, under symm.Replayable, this rank's credit on every
+// sender: the blocks it sent are read.
+func (t *ipc) Consumed(s device.Stream, _ uint32) error {
+	if t.ep.Protocol != symm.Replayable {
+		return nil
+	}
+	me := t.ep.Place.Node
+	for n := 0; n < t.ep.Place.Shape.Nodes; n++ {
+		if n == me {
+			continue
+		}
+		if err := t.credits.At(t.ep.Place.RailPeer(n), me).Raise(s, 1); err != nil {
+			return fmt.Errorf("internode: ipc: credit to node %d: %w", n, err)
 		}
 	}
 	return nil
@@ -83,5 +123,5 @@ func (t *ipc) Close() error { return t.heap.Close() }
 // rank's arrival words, ending any wait on them (see
 // intranode.Stage.ReleaseWaits).
 func (t *ipc) ReleaseWaits(s device.Stream, epoch uint32) error {
-	return t.arrived.Release(s, epoch)
+	return errors.Join(t.arrived.Release(s, epoch), t.credits.Release(s, epoch))
 }

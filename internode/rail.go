@@ -76,7 +76,10 @@ func (r *Rail) Finish(s device.Stream, out device.Ptr, count int64, epoch symm.E
 		Count:  count,
 		Self:   -1,
 	}
-	return kernels.LaunchReduce(r.ep.Dev, s, r.ep.DType, grid, out, blocks)
+	if err := kernels.LaunchReduce(r.ep.Dev, s, r.ep.DType, grid, out, blocks); err != nil {
+		return err
+	}
+	return r.t.Consumed(s, uint32(epoch))
 }
 
 // ReleaseWaits ends the waits on this rank's own rail words where the

@@ -25,7 +25,9 @@
 // verified on the CPU backend's simulated multicast objects.
 //
 // Signal words (symm.SignalPad), all in the pad of the rank that waits on
-// them, all growing, so nothing ever needs resetting:
+// them, carrying values under the context's symm.Protocol (growing with
+// every call, or the same every call and reset by their owner after the
+// call's last wait on them):
 //   - ready[src]   = epoch: src has finished the previous call and may receive.
 //   - arrived[src] = seq: src's block of the (step, chunk) numbered seq landed.
 //   - gemm[dest, j] = epoch: a GEMM producer finished segment j of the rows
@@ -35,7 +37,9 @@
 //     of the rank that sends to it one step earlier (pacing, scatter.go).
 //
 // The SM engine's arrival counters live in a pad of their own, raised by the
-// kernel's atomics; so do the ring's tails and heads (ring.go).
+// kernel's atomics; the values it waits for come from its call state on the
+// device (kernels.PushReduce), so it needs no reset under either protocol.
+// The ring's tails and heads (ring.go) count messages and only grow.
 package intranode
 
 import (
@@ -67,6 +71,7 @@ type Buffers struct {
 	Early      symm.Pad    // world words, by destination rank: the first part of its rows (GEMM overlap, Step.EarlyRows)
 	Permits    symm.Pad    // lws words, by receiving local rank (pacing, with GEMM overlap)
 	Counters   symm.Pad    // SM engine: lws × kernels.MaxPushChunks arrival counters
+	State      symm.Pad    // SM engine: the kernel's call state (kernels.CallStateWords)
 	PeerTable  symm.Region // SM engine and ring: lws heap base addresses as mapped here
 	// Segments is how many GEMM signals each destination's rows come in,
 	// set before AddTo (0 means 1): a producer that signals finer than a
@@ -90,6 +95,7 @@ func (b *Buffers) AddTo(l *symm.Layout, place symm.Place, scatter int64) {
 	b.Early = l.AddPad("early gemm signals", world)
 	b.Permits = l.AddPad("permits", lws)
 	b.Counters = l.AddPad("arrival counters", lws*kernels.MaxPushChunks)
+	b.State = l.AddPad("push-reduce call state", kernels.CallStateWords)
 	b.PeerTable = l.Add("peer table", int64(lws)*8)
 	b.ScatterBuf = l.Add("scatter", scatter)
 }
@@ -107,8 +113,8 @@ type Stage struct {
 	tails, heads                         symm.SignalPad // the ring's credits
 
 	overlap bool
+	proto   symm.Protocol
 	seq     uint32 // last arrival sequence number used (same on every rank)
-	pushed  uint32 // SM engine: push blocks launched so far (every counter's target)
 	// ringSent is the ring's messages so far per (channel, hop) FIFO: the
 	// count of every tail and head word once they all landed.
 	ringSent uint32
@@ -118,9 +124,9 @@ type Stage struct {
 	nvlsLast uint32          // NVLS engine: the epoch of the last call (0: none yet)
 }
 
-// New returns the stage of the rank at place, on heap laid out with buf.
-// The node team must be mapped.
-func New(dev device.Device, place symm.Place, heap *symm.Heap, buf Buffers, dt dtype.DType, cols int, overlap bool) (*Stage, error) {
+// New returns the stage of the rank at place, on heap laid out with buf,
+// whose signal words follow proto. The node team must be mapped.
+func New(dev device.Device, place symm.Place, heap *symm.Heap, buf Buffers, dt dtype.DType, cols int, overlap bool, proto symm.Protocol) (*Stage, error) {
 	if !heap.Mapped(place.NodeTeam()) {
 		return nil, fmt.Errorf("intranode: rank %d cannot map every GPU of its node (peer access over NVLink or same host needed): %w",
 			place.Rank, device.ErrNotSupported)
@@ -134,22 +140,22 @@ func New(dev device.Device, place symm.Place, heap *symm.Heap, buf Buffers, dt d
 	if err := dev.CopyToDevice(heap.Local().Add(buf.PeerTable.Off), table); err != nil {
 		return nil, fmt.Errorf("intranode: writing the peer table: %w", err)
 	}
-	st := &Stage{dev: dev, place: place, heap: heap, buf: buf, dt: dt, n: cols, overlap: overlap}
+	st := &Stage{dev: dev, place: place, heap: heap, buf: buf, dt: dt, n: cols, overlap: overlap, proto: proto}
 	local := func(lr int) string {
 		return fmt.Sprintf("rank %d (node %d, local rank %d)", place.NodePeer(lr), place.Node, lr)
 	}
-	st.ready = heap.Signals(buf.Ready, func(_, src int) string { return "ready flag of " + local(src) })
-	st.arrived = heap.Signals(buf.Arrived, func(_, src int) string { return "arrival of the block of " + local(src) })
-	st.gemm = heap.Signals(buf.Gemm, func(owner, i int) string {
+	st.ready = heap.Signals(buf.Ready, proto, func(_, src int) string { return "ready flag of " + local(src) })
+	st.arrived = heap.Signals(buf.Arrived, proto, func(_, src int) string { return "arrival of the block of " + local(src) })
+	st.gemm = heap.Signals(buf.Gemm, proto, func(owner, i int) string {
 		if buf.Segments > 1 {
 			return fmt.Sprintf("GEMM signal of segment %d for rank %d on rank %d", i%buf.Segments, i/buf.Segments, owner)
 		}
 		return fmt.Sprintf("GEMM signal for rank %d on rank %d", i, owner)
 	})
-	st.early = heap.Signals(buf.Early, func(owner, dest int) string {
+	st.early = heap.Signals(buf.Early, proto, func(owner, dest int) string {
 		return fmt.Sprintf("early GEMM signal for rank %d on rank %d", dest, owner)
 	})
-	st.permits = heap.Signals(buf.Permits, func(owner, dest int) string {
+	st.permits = heap.Signals(buf.Permits, proto, func(owner, dest int) string {
 		next := (place.LocalRank + 1) % place.Shape.LocalSize
 		return fmt.Sprintf("permit from %s to send to rank %d", local(next), place.NodePeer(dest))
 	})
@@ -166,6 +172,7 @@ type Step struct {
 	Epoch    symm.Epoch // the call's epoch
 	ReduceTo device.Ptr // where the node-reduced M_per_rank × N block goes
 	Grid     int        // reduce kernel blocks
+	Last     bool       // the call's last node step (its waits are the last on their words)
 	// EarlyRows, with overlap, splits the copy to the step's first peer:
 	// its first EarlyRows rows go as soon as the producer raises their
 	// early signal (EarlySignal), the rest after the block's own signal.
@@ -228,12 +235,16 @@ func (st *Stage) EarlySignal(dest int) symm.Signal { return st.early.At(st.place
 
 // ReleaseWaits enqueues on s (a stream of its own, not one that is stuck)
 // the writes of values past every target into this rank's own ready,
-// arrival, permit, counter, ring-credit and GEMM-signal words (early ones
-// too), so that every wait on them (stream wait-values, the kernels' spins)
-// ends. It is the way out when a peer is gone and work is stuck waiting for
-// it: the results are garbage, and the stage must not be used again.
+// arrival, permit, ring-credit and GEMM-signal words (early ones too), and
+// of the push-reduce kernel's abort word, so that every wait on them (stream
+// wait-values, the kernels' spins) ends. It is the way out when a peer is
+// gone and work is stuck waiting for it: the results are garbage, and the
+// stage must not be used again.
 func (st *Stage) ReleaseWaits(s device.Stream, epoch symm.Epoch) error {
-	counters := st.heap.Signals(st.buf.Counters, func(int, int) string { return "arrival counter" })
+	abort := st.heap.Local().Add(st.buf.State.Off + 4*kernels.StateAbort)
+	if err := st.dev.Memset32(s, abort, 1, 1); err != nil {
+		return fmt.Errorf("intranode: aborting the push-reduce kernel's waits: %w", err)
+	}
 	for _, w := range []struct {
 		pad  symm.SignalPad
 		last uint32
@@ -243,7 +254,6 @@ func (st *Stage) ReleaseWaits(s device.Stream, epoch symm.Epoch) error {
 		{st.early, uint32(epoch)},
 		{st.arrived, st.seq},
 		{st.permits, st.seq},
-		{counters, st.pushed},
 		{st.tails, st.ringSent},
 		{st.heads, st.ringSent},
 	} {

@@ -21,7 +21,6 @@ type SMGrid struct {
 func (st *Stage) PushReduce(s device.Stream, step Step, grid SMGrid) error {
 	lws := st.lws()
 	rowBytes := st.rowBytes()
-	st.pushed += uint32(grid.PushBlocks)
 	p := kernels.PushReduce{
 		In:           step.Input.Add(int64(step.Node*lws*step.RowsPer) * rowBytes),
 		Out:          step.ReduceTo,
@@ -35,8 +34,7 @@ func (st *Stage) PushReduce(s device.Stream, step Step, grid SMGrid) error {
 		Chunks:       max(1, min(step.Chunks, kernels.MaxPushChunks)),
 		PushBlocks:   grid.PushBlocks,
 		ReduceBlocks: grid.ReduceBlocks,
-		Epoch:        uint32(step.Epoch),
-		Target:       st.pushed,
+		State:        st.heap.Local().Add(st.buf.State.Off),
 	}
 	if err := kernels.LaunchPushReduce(st.dev, s, st.dt, p); err != nil {
 		return fmt.Errorf("intranode: push-reduce: %w", err)

@@ -60,10 +60,10 @@ func (b *Buffers) AddRingTo(l *symm.Layout, place symm.Place, shape RingShape) {
 // ringPads labels the ring's credit words, as the kernels name them.
 func (st *Stage) ringPads() {
 	rank0, lws := st.place.NodePeer(0), st.lws()
-	st.tails = st.heap.Signals(st.buf.Tails, func(owner, i int) string {
+	st.tails = st.heap.Signals(st.buf.Tails, st.proto, func(owner, i int) string {
 		return kernels.RingTailLabel(rank0, lws, owner-rank0, i)
 	})
-	st.heads = st.heap.Signals(st.buf.Heads, func(owner, i int) string {
+	st.heads = st.heap.Signals(st.buf.Heads, st.proto, func(owner, i int) string {
 		return kernels.RingHeadLabel(rank0, lws, owner-rank0, i)
 	})
 }

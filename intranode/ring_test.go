@@ -45,7 +45,7 @@ func newRingRank(ctx context.Context, r world.Rank, shape intranode.RingShape, d
 	if err != nil {
 		return nil, err
 	}
-	st, err := intranode.New(r.Dev, place, heap, buf, dt, cols, false)
+	st, err := intranode.New(r.Dev, place, heap, buf, dt, cols, false, symm.Growing)
 	if err != nil {
 		return nil, errors.Join(err, heap.Close())
 	}

@@ -40,6 +40,9 @@ type scatter struct {
 // arrival sequence numbers of the step's chunks, for Reduce.
 func (st *Stage) Scatter(s device.Stream, step Step, first bool) ([]uint32, error) {
 	sc := &scatter{st: st, s: s, step: step, first: first, seqs: make([]uint32, step.Chunks)}
+	if first {
+		st.seq = st.proto.Restart(st.seq)
+	}
 	for c := range sc.seqs {
 		st.seq++
 		sc.seqs[c] = st.seq
@@ -90,7 +93,12 @@ func (sc *scatter) pacedPeer(i, peer int) error {
 	}
 	last := sc.seqs[len(sc.seqs)-1]
 	if i > 0 {
-		if err := st.permits.At(st.place.Rank, peer).Wait(sc.s, last); err != nil {
+		permit := st.permits.At(st.place.Rank, peer)
+		wait := permit.Wait
+		if sc.step.Last {
+			wait = permit.WaitLast
+		}
+		if err := wait(sc.s, last); err != nil {
 			return err
 		}
 		if err := sc.trace(peer, Permit); err != nil {
@@ -118,7 +126,7 @@ func (sc *scatter) gate(peer int, split bool) error {
 		return nil // nothing is copied to self; Reduce waits for the own GEMM signal
 	}
 	if sc.first {
-		if err := st.ready.At(st.place.Rank, peer).Wait(sc.s, uint32(sc.step.Epoch)); err != nil {
+		if err := st.ready.At(st.place.Rank, peer).WaitLast(sc.s, uint32(sc.step.Epoch)); err != nil {
 			return err
 		}
 		if err := sc.trace(peer, Ready); err != nil {
@@ -156,7 +164,7 @@ func (sc *scatter) copySegments(peer int, split bool) error {
 				break
 			}
 			if j > 0 {
-				if err := st.GemmSignal(dest, j).Wait(sc.s, uint32(sc.step.Epoch)); err != nil {
+				if err := st.GemmSignal(dest, j).WaitLast(sc.s, uint32(sc.step.Epoch)); err != nil {
 					return err
 				}
 			}
@@ -235,14 +243,15 @@ func (st *Stage) waitGemm(s device.Stream, step Step, peer int, early bool) erro
 	}
 	dest := step.Node*st.lws() + peer
 	if early {
-		return st.EarlySignal(dest).Wait(s, uint32(step.Epoch))
+		return st.EarlySignal(dest).WaitLast(s, uint32(step.Epoch))
 	}
-	return st.GemmSignal(dest, 0).Wait(s, uint32(step.Epoch))
+	return st.GemmSignal(dest, 0).WaitLast(s, uint32(step.Epoch))
 }
 
-// waitBlock makes s wait, with GEMM overlap, until the producer finished
-// every segment of the rows of step.Node's local rank peer.
-func (st *Stage) waitBlock(s device.Stream, step Step, peer int) error {
+// WaitBlock makes s wait, with GEMM overlap, until the producer finished
+// every segment of the rows of step.Node's local rank peer (the call's last
+// wait on those words).
+func (st *Stage) WaitBlock(s device.Stream, step Step, peer int) error {
 	if !st.overlap {
 		return nil
 	}
@@ -251,7 +260,7 @@ func (st *Stage) waitBlock(s device.Stream, step Step, peer int) error {
 		if r0, r1 := SegmentRows(step.RowsPer, st.Segments(), j); r1 <= r0 {
 			break
 		}
-		if err := st.GemmSignal(dest, j).Wait(s, uint32(step.Epoch)); err != nil {
+		if err := st.GemmSignal(dest, j).WaitLast(s, uint32(step.Epoch)); err != nil {
 			return err
 		}
 	}
@@ -266,7 +275,7 @@ func (st *Stage) Reduce(r device.Stream, step Step, seqs []uint32) error {
 	rowBytes := st.rowBytes()
 	rowsPerNode := step.RowsPer * lws
 	local := st.heap.Local()
-	if err := st.waitBlock(r, step, lr); err != nil {
+	if err := st.WaitBlock(r, step, lr); err != nil {
 		return err
 	}
 	for c, seq := range seqs {
@@ -274,7 +283,12 @@ func (st *Stage) Reduce(r device.Stream, step Step, seqs []uint32) error {
 			if src == lr {
 				continue
 			}
-			if err := st.arrived.At(st.place.Rank, src).Wait(r, seq); err != nil {
+			arrival := st.arrived.At(st.place.Rank, src)
+			wait := arrival.Wait
+			if step.Last && c == len(seqs)-1 {
+				wait = arrival.WaitLast
+			}
+			if err := wait(r, seq); err != nil {
 				return err
 			}
 		}

@@ -44,6 +44,13 @@ func init() {
 // Heap offsets are the same on every rank (symmetric memory); Peers is a
 // device table of lws 64-bit addresses, local rank p's heap base as mapped
 // here (the own entry included).
+//
+// The values the kernel waits for come from State, this rank's call state
+// (CallStateWords words, zeroed at creation, in this rank's memory): the
+// launches run so far and the push blocks launched so far, which the last
+// block of each launch advances. A launch captured in a CUDA graph thus
+// waits for the right values at every replay. Writing a non-zero value into
+// the state's abort word (StateAbort) ends every wait of the kernel.
 type PushReduce struct {
 	In, Out      device.Ptr
 	Peers        device.Ptr
@@ -55,9 +62,17 @@ type PushReduce struct {
 	Chunks       int
 	PushBlocks   int
 	ReduceBlocks int
-	Epoch        uint32 // the call's ready value
-	Target       uint32 // every counter's value once all peers' pushes of this step landed
+	State        device.Ptr // this rank's call state
 }
+
+// The words of a push-reduce call state.
+const (
+	StateLaunches  = iota // push-reduce launches run (the ready value of the last)
+	StatePushed           // push blocks launched (every counter's target after the last launch)
+	StateFinished         // blocks finished of the running launch
+	StateAbort            // non-zero: every wait ends (set when a peer is gone)
+	CallStateWords        // the state's size in 32-bit words
+)
 
 // LaunchPushReduce enqueues the push-reduce kernel on s.
 func LaunchPushReduce(dev device.Device, s device.Stream, dt dtype.DType, p PushReduce) error {
@@ -65,12 +80,12 @@ func LaunchPushReduce(dev device.Device, s device.Stream, dt dtype.DType, p Push
 	if !ok {
 		return fmt.Errorf("kernels: no push-reduce kernel for %v: %w", dt, device.ErrNotSupported)
 	}
-	if p.Chunks < 1 || p.Chunks > MaxPushChunks || p.PushBlocks < 1 || p.ReduceBlocks < 1 || p.LWS < 1 || p.Rank < 0 || p.Rank >= p.LWS {
+	if p.Chunks < 1 || p.Chunks > MaxPushChunks || p.PushBlocks < 1 || p.ReduceBlocks < 1 || p.LWS < 1 || p.Rank < 0 || p.Rank >= p.LWS || p.State == 0 {
 		return fmt.Errorf("kernels: push-reduce with %d chunks, %d push and %d reduce blocks, local rank %d of %d: %w",
 			p.Chunks, p.PushBlocks, p.ReduceBlocks, p.Rank, p.LWS, device.ErrInvalidArgument)
 	}
 	return dev.Launch(s, k, p.PushBlocks+p.ReduceBlocks, p.In, p.Out, p.Peers, p.ScatterOff, p.CountersOff, p.ReadyOff,
-		int32(p.LWS), int32(p.Rank), p.Count, int32(p.Chunks), int32(p.PushBlocks), p.Epoch, p.Target,
+		int32(p.LWS), int32(p.Rank), p.Count, int32(p.Chunks), int32(p.PushBlocks), p.State,
 		int32(MaxPushChunks))
 }
 
@@ -80,14 +95,27 @@ func LaunchPushReduce(dev device.Device, s device.Stream, dt dtype.DType, p Push
 // as the GPU's reduce blocks do.
 func pushReduceHost(dt dtype.DType) device.HostFunc {
 	return func(mem device.HostMemory, grid int, args []any) error {
-		if len(args) != 14 {
-			return fmt.Errorf("push-reduce takes 14 arguments, got %d: %w", len(args), device.ErrInvalidArgument)
+		if len(args) != 13 {
+			return fmt.Errorf("push-reduce takes 13 arguments, got %d: %w", len(args), device.ErrInvalidArgument)
 		}
 		p, maxChunks, err := pushReduceArgs(args)
 		if err != nil {
 			return err
 		}
-		return runPushReduce(mem, dt, p, maxChunks)
+		state, err := mem.Bytes(p.State, 4*CallStateWords)
+		if err != nil {
+			return fmt.Errorf("push-reduce call state: %w", err)
+		}
+		word := func(i int) uint32 { return binary.LittleEndian.Uint32(state[4*i:]) }
+		epoch, target := word(StateLaunches)+1, word(StatePushed)+uint32(p.PushBlocks)
+		if err := runPushReduce(mem, dt, p, maxChunks, epoch, target); err != nil {
+			return err
+		}
+		// The whole grid ran as one: this is its last block.
+		if err := mem.Store32(p.State.Add(4*StateLaunches), epoch); err != nil {
+			return err
+		}
+		return mem.Store32(p.State.Add(4*StatePushed), target)
 	}
 }
 
@@ -112,20 +140,19 @@ func pushReduceArgs(args []any) (PushReduce, int, error) {
 		i64 = append(i64, v)
 	}
 	i32 := make([]int, 0, 5)
-	for _, i := range []int{6, 7, 9, 10, 13} {
+	for _, i := range []int{6, 7, 9, 10, 12} {
 		v, ok := args[i].(int32)
 		if !ok {
 			return p, 0, bad
 		}
 		i32 = append(i32, int(v))
 	}
-	epoch, ok1 := args[11].(uint32)
-	target, ok2 := args[12].(uint32)
-	if !ok1 || !ok2 {
+	state, ok := args[11].(device.Ptr)
+	if !ok {
 		return p, 0, bad
 	}
 	p = PushReduce{In: ptrs[0], Out: ptrs[1], Peers: ptrs[2], ScatterOff: i64[0], CountersOff: i64[1], ReadyOff: i64[2], Count: i64[3],
-		LWS: i32[0], Rank: i32[1], Chunks: i32[2], PushBlocks: i32[3], Epoch: epoch, Target: target}
+		LWS: i32[0], Rank: i32[1], Chunks: i32[2], PushBlocks: i32[3], State: state}
 	maxChunks := i32[4]
 	if p.LWS < 1 || p.Rank < 0 || p.Rank >= p.LWS || p.Chunks < 1 || p.Chunks > maxChunks || p.PushBlocks < 1 || p.Count < 0 {
 		return p, 0, bad
@@ -133,7 +160,7 @@ func pushReduceArgs(args []any) (PushReduce, int, error) {
 	return p, maxChunks, nil
 }
 
-func runPushReduce(mem device.HostMemory, dt dtype.DType, p PushReduce, maxChunks int) error {
+func runPushReduce(mem device.HostMemory, dt dtype.DType, p PushReduce, maxChunks int, epoch, target uint32) error {
 	es := int64(dt.Size())
 	table, err := mem.Bytes(p.Peers, int64(p.LWS)*8)
 	if err != nil {
@@ -148,6 +175,7 @@ func runPushReduce(mem device.HostMemory, dt dtype.DType, p PushReduce, maxChunk
 		return heap[owner].Add(p.CountersOff + 4*int64(src*maxChunks+c))
 	}
 	slot := func(owner, src int) device.Ptr { return heap[owner].Add(p.ScatterOff + int64(src)*p.Count*es) }
+	abort := p.State.Add(4 * StateAbort)
 	chunk := func(c int) (int64, int64) {
 		per := (p.Count + int64(p.Chunks) - 1) / int64(p.Chunks)
 		lo := min(per*int64(c), p.Count)
@@ -157,7 +185,7 @@ func runPushReduce(mem device.HostMemory, dt dtype.DType, p PushReduce, maxChunk
 	// Push role.
 	for q := 0; q < p.LWS; q++ {
 		if q != p.Rank {
-			if err := mem.Store32(ready(q, p.Rank), p.Epoch); err != nil {
+			if err := mem.Store32(ready(q, p.Rank), epoch); err != nil {
 				return err
 			}
 		}
@@ -165,7 +193,7 @@ func runPushReduce(mem device.HostMemory, dt dtype.DType, p PushReduce, maxChunk
 	for q := 0; q < p.LWS; q++ {
 		if q != p.Rank {
 			w := device.Word{Addr: ready(p.Rank, q), Label: fmt.Sprintf("ready word of local rank %d", q)}
-			if err := mem.Wait32(w, device.GEQ, p.Epoch); err != nil {
+			if err := mem.Wait32Or(w, device.GEQ, epoch, abort); err != nil {
 				return err
 			}
 		}
@@ -203,7 +231,7 @@ func runPushReduce(mem device.HostMemory, dt dtype.DType, p PushReduce, maxChunk
 				continue
 			}
 			w := device.Word{Addr: counter(p.Rank, q, c), Label: fmt.Sprintf("arrival counter of local rank %d, chunk %d", q, c)}
-			if err := mem.Wait32(w, device.GEQ, p.Target); err != nil {
+			if err := mem.Wait32Or(w, device.GEQ, target, abort); err != nil {
 				return err
 			}
 		}

@@ -433,8 +433,12 @@ func TestBadInputRejectedBeforeWork(t *testing.T) {
 // and rank 1's released reduce must not read its buffer while they land
 // (garbage either way, but a data race in the simulated memory).
 func TestCloseReleasesStuckWaits(t *testing.T) {
-	for _, engine := range engines {
-		t.Run(engine.String(), func(t *testing.T) {
+	for _, c := range []struct {
+		engine rs2d.Engine
+		graphs bool
+	}{{rs2d.EngineCopy, false}, {rs2d.EngineSM, false}, {rs2d.EngineCopy, true}, {rs2d.EngineSM, true}} {
+		engine := c.engine
+		t.Run(fmt.Sprintf("%v/graphs=%v", engine, c.graphs), func(t *testing.T) {
 			shape := bootstrap.Shape{Nodes: 1, LocalSize: 3}
 			// Device waits outlast the context's bound: the stream stays stuck.
 			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
@@ -448,7 +452,7 @@ func TestCloseReleasesStuckWaits(t *testing.T) {
 			closedCount.Add(2)
 			go func() { closedCount.Wait(); close(survivorsClosed) }()
 			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
-				rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: 6, N: 8, DType: dtype.F32, Engine: engine, Timeout: bound})
+				rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: 6, N: 8, DType: dtype.F32, Engine: engine, Timeout: bound, Graphs: c.graphs})
 				if err != nil {
 					return err
 				}

@@ -80,7 +80,7 @@ func (k *Call) Skip() {
 }
 
 // current reports whether no other call came since k was prepared.
-func (k *Call) current() bool { return uint32(k.c.epoch.Next()) == k.sig.Value }
+func (k *Call) current() bool { return k.sig.serial == k.c.serial+1 }
 
 func (k *Call) enqueue(ctx context.Context, s device.Stream) error {
 	c := k.c
@@ -97,7 +97,17 @@ func (k *Call) enqueue(ctx context.Context, s device.Stream) error {
 		c.reject()
 		return fmt.Errorf("rs2d: %w", err)
 	}
-	c.epoch = c.epoch.Next()
+	capturing, err := device.Capturing(s)
+	if err == nil && capturing && c.proto == symm.Growing {
+		err = fmt.Errorf("the stream is being captured into a graph, and this context's calls cannot be replayed (make it with Config.Graphs; C: HC_GRAPHS; Python: graphs=True): %w", device.ErrInvalidArgument)
+	}
+	if err != nil {
+		c.reject()
+		return fmt.Errorf("rs2d: %w", err)
+	}
+	c.capturing = capturing
+	c.epoch = c.proto.Next(c.epoch)
+	c.serial++
 	if err := c.enqueue(k.in, k.out, s, c.epoch); err != nil {
 		return fmt.Errorf("rs2d: call %d: %w", c.epoch, err)
 	}
@@ -122,10 +132,13 @@ func (c *Context) SkipCall() {
 // with it, and the next call must not take those for its own. It skips two
 // epochs, so the calls that do run keep alternating the rail's receive-buffer
 // parity. Every rank rejects the same calls when they pass the same
-// arguments, as a collective call must.
+// arguments, as a collective call must. With Config.Graphs the values stay
+// (every call has the same): a producer clears what it raised instead
+// (Signals.Clear).
 func (c *Context) reject() {
 	if c.cfg.OverlapWithGEMM {
-		c.epoch = c.epoch.Next().Next()
+		c.epoch = c.proto.Next(c.proto.Next(c.epoch))
+		c.serial++
 	}
 }
 
@@ -220,6 +233,9 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch symm.Epoch) err
 		return err
 	}
 	c.intra.BeginTrace()
+	if c.place.Shape.World() == 1 {
+		return c.enqueueLocal(in, out, s, epoch)
+	}
 	switch c.cfg.Engine {
 	case EngineSM:
 		return c.enqueueSM(in, out, s, epoch)
@@ -254,7 +270,7 @@ func (c *Context) enqueueCopy(in, out Tensor, s device.Stream, epoch symm.Epoch)
 	copyStream := set.Copy[0]
 	for n := 0; n < shape.Nodes; n++ {
 		cur := (place.Node + n + 1) % shape.Nodes
-		step := intranode.Step{Node: cur, Input: in.Ptr, RowsPer: rpr, Chunks: c.chunks(rpr), Epoch: epoch,
+		step := intranode.Step{Node: cur, Input: in.Ptr, RowsPer: rpr, Chunks: c.chunks(rpr), Epoch: epoch, Last: n == shape.Nodes-1,
 			Grid: c.knobs.ReductionSMs * kernelBlocksPerSM, ReduceTo: c.reduceTo(out, cur, epoch)}
 		if n == 0 {
 			step.EarlyRows = c.earlyRows(in.Rows)
@@ -290,6 +306,29 @@ func (c *Context) enqueueCopy(in, out Tensor, s device.Stream, epoch symm.Epoch)
 	return c.finish(out, s, epoch, rpr)
 }
 
+// enqueueLocal is a call on a world of one rank: the sum over one rank is
+// its input, so the call is one device-to-device copy (after the GEMM
+// signal, with overlap).
+func (c *Context) enqueueLocal(in, out Tensor, s device.Stream, epoch symm.Epoch) error {
+	if c.cfg.OverlapWithGEMM {
+		if err := c.intra.WaitBlock(s, intranode.Step{RowsPer: in.Rows, Epoch: epoch}, 0); err != nil {
+			return err
+		}
+	}
+	if err := c.dev.Copy(s, out.Ptr, in.Ptr, out.Bytes()); err != nil {
+		return err
+	}
+	for _, mark := range []func(*tracer) device.Event{
+		func(t *tracer) device.Event { return t.scatter },
+		func(t *tracer) device.Event { return t.reduce },
+	} {
+		if err := c.mark(mark, s); err != nil {
+			return err
+		}
+	}
+	return c.finish(out, s, epoch, in.Rows)
+}
+
 // enqueueSM is a call with the SM engine: one push-reduce kernel per node
 // step on the caller's stream (on one node, that is the whole call), the
 // rail sends on the p2p stream after each.
@@ -300,7 +339,7 @@ func (c *Context) enqueueSM(in, out Tensor, s device.Stream, epoch symm.Epoch) e
 	grid := c.smGrid(int64(rpr)*int64(c.cfg.N), chunks)
 	for n := 0; n < shape.Nodes; n++ {
 		cur := (place.Node + n + 1) % shape.Nodes
-		step := intranode.Step{Node: cur, Input: in.Ptr, RowsPer: rpr, Chunks: chunks, Epoch: epoch, ReduceTo: c.reduceTo(out, cur, epoch)}
+		step := intranode.Step{Node: cur, Input: in.Ptr, RowsPer: rpr, Chunks: chunks, Epoch: epoch, Last: n == shape.Nodes-1, ReduceTo: c.reduceTo(out, cur, epoch)}
 		if err := c.intra.PushReduce(s, step, grid); err != nil {
 			return err
 		}
@@ -388,8 +427,13 @@ func (c *Context) finish(out Tensor, s device.Stream, epoch symm.Epoch, rpr int)
 			return err
 		}
 	}
-	if err := c.done.Record(s); err != nil {
-		return err
+	if !c.capturing {
+		// A record in a capture only orders the captured work: replays
+		// would not record it, so Close cannot wait for them (the caller
+		// synchronizes its replays before Close).
+		if err := c.done.Record(s); err != nil {
+			return err
+		}
 	}
 	return c.mark(func(t *tracer) device.Event { return t.end }, s)
 }

@@ -33,6 +33,16 @@ type Config struct {
 	Engine Engine
 	// Transport selects the inter-node transport (Auto by default).
 	Transport internode.Kind
+	// Graphs lets calls be captured in CUDA graphs (a torch.cuda.graph, a
+	// stream capture) and replayed, mixed freely with calls made directly:
+	// every call's signal words carry the same values and are reset on the
+	// device (symm.Replayable). A GEMM producer then raises its signals for
+	// a call only after the previous call in stream order, and one that
+	// gives a call up after raising them clears them (Signals.Clear).
+	// Without it, a call on a stream being captured is refused. The NVSHMEM
+	// transport cannot replay; IPC and NCCL can. Close waits for the calls
+	// made directly, not for replays: synchronize those before Close.
+	Graphs bool
 	// Timeout bounds host-side waits of New and Close. Default 60s.
 	Timeout time.Duration
 	// MaxSymmetricBytes bounds the device memory of the context's buffers

@@ -100,6 +100,9 @@ func newPlanner(ctx context.Context, cfg Config, place symm.Place, sms int) (pla
 		return planner{}, Memory{}, err
 	}
 	p.cfg.Engine = mem.Engine
+	if p.cfg.Graphs && (mem.Engine == EngineRing || mem.Engine == EngineNVLS) && place.Shape.World() > 1 {
+		return planner{}, Memory{}, fmt.Errorf("rs2d: the %v engine does not replay in CUDA graphs (Config.Graphs): %w", mem.Engine, device.ErrNotSupported)
+	}
 	return p, mem, nil
 }
 
@@ -122,6 +125,8 @@ func (p planner) nodeLayout(ring *intranode.RingShape) (*symm.Layout, intranode.
 	switch {
 	case p.cfg.Engine == EngineNVLS:
 		buf.AddTo(&l, p.place, 0) // the rows go to the buffer bound to the multicast object
+	case p.place.Shape.World() == 1:
+		buf.AddTo(&l, p.place, 0) // a call is one device copy
 	case ring == nil:
 		buf.AddTo(&l, p.place, int64(p.cfg.MaxM)*p.rowBytes())
 	default:

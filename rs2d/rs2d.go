@@ -30,12 +30,16 @@
 // no variable that disables NVLS, the device's MULTICAST_SUPPORTED), else
 // it fails with ErrNotSupported before any multicast driver call.
 //
-// Every wait is on a 32-bit signal word whose expected value grows with each
-// call (symm.Epoch), so the next call needs no reset and a failed call leaves
-// nothing that a later one could mistake for its own signal. With GEMM
-// overlap, a producer raises the call's GEMM signals (Signals); a call
-// rejected before any work passes over the value its producer may already
-// have raised.
+// Every wait is on a 32-bit signal word. By default its expected value grows
+// with each call (symm.Epoch), so the next call needs no reset and a failed
+// call leaves nothing that a later one could mistake for its own signal.
+// With Config.Graphs every call carries the same values and each word is
+// reset on the device after its last wait (symm.Replayable), so a call
+// captured in a CUDA graph replays correctly. With GEMM overlap, a producer
+// raises the call's GEMM signals (Signals); a call rejected before any work
+// passes over the value its producer may already have raised.
+//
+// A world of one rank needs no signals: a call is one device copy.
 //
 //	rs, err := rs2d.New(ctx, comm, dev, rs2d.Config{MaxM: 8192, N: 4096, DType: dtype.BF16})
 //	defer rs.Close()
@@ -74,14 +78,17 @@ type Context struct {
 	rail    *internode.Rail // nil on one node
 	streams *streams.Set
 
-	mem     Memory     // the path and its buffers' sizes
-	railSeq symm.Epoch // the ring's last rail round (its rail counts rounds, not calls)
+	mem     Memory        // the path and its buffers' sizes
+	railSeq symm.Epoch    // the ring's last rail round (its rail counts rounds, not calls)
+	proto   symm.Protocol // how the signal words tell calls apart (Config.Graphs)
 
-	mu     sync.Mutex
-	epoch  symm.Epoch   // the epoch of the last call
-	done   device.Event // the end of the last call, on the caller's stream
-	closed bool
-	tracer *tracer // stage events, when tracing
+	mu        sync.Mutex
+	epoch     symm.Epoch   // the epoch of the last call
+	serial    uint64       // calls enqueued or passed over so far (Call.current)
+	capturing bool         // the call being enqueued is captured into a graph
+	done      device.Event // the end of the last call, on the caller's stream
+	closed    bool
+	tracer    *tracer // stage events, when tracing
 }
 
 // New creates a context on every rank of comm (collective: every rank calls
@@ -115,21 +122,17 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 
 	// Kernels first, before anything collective: loading a module at the
 	// first launch, behind a stream already waiting for a peer, can block.
-	if err := kernels.Prepare(dev, cfg.DType, cfg.Engine == EngineSM); err != nil {
-		return nil, fmt.Errorf("rs2d: %w", err)
-	}
-	switch cfg.Engine {
-	case EngineRing:
-		if err := kernels.PrepareRing(dev, cfg.DType); err != nil {
-			return nil, fmt.Errorf("rs2d: %w", err)
-		}
-	case EngineNVLS:
-		if err := kernels.PrepareNVLS(dev, cfg.DType); err != nil {
-			return nil, fmt.Errorf("rs2d: %w", err)
+	// A world of one rank copies and launches nothing.
+	if place.Shape.World() > 1 {
+		if err := prepareKernels(dev, cfg); err != nil {
+			return nil, err
 		}
 	}
 
-	c := &Context{cfg: cfg, knobs: knobs, comm: comm, dev: dev, place: place, mem: mem}
+	c := &Context{cfg: cfg, knobs: knobs, comm: comm, dev: dev, place: place, mem: mem, proto: symm.Growing}
+	if cfg.Graphs {
+		c.proto = symm.Replayable
+	}
 	var ring *intranode.RingShape
 	if cfg.Engine == EngineRing {
 		ring = &mem.Ring
@@ -141,7 +144,7 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 	fail := func(err error) (*Context, error) {
 		return nil, errors.Join(fmt.Errorf("rs2d: %w", err), c.release())
 	}
-	if c.intra, err = intranode.New(dev, place, c.heap, buf, cfg.DType, cfg.N, cfg.OverlapWithGEMM); err != nil {
+	if c.intra, err = intranode.New(dev, place, c.heap, buf, cfg.DType, cfg.N, cfg.OverlapWithGEMM, c.proto); err != nil {
 		return fail(err)
 	}
 	if cfg.Engine == EngineNVLS {
@@ -158,7 +161,7 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 		return fail(err)
 	}
 	if place.Shape.Nodes > 1 {
-		ep := internode.Endpoint{Dev: dev, Comm: comm, Place: place, BlockBytes: plan.railBlock(mem.RailRows), DType: cfg.DType, Lanes: knobs.RailLanes}
+		ep := internode.Endpoint{Dev: dev, Comm: comm, Place: place, BlockBytes: plan.railBlock(mem.RailRows), DType: cfg.DType, Lanes: knobs.RailLanes, Protocol: c.proto}
 		if c.rail, err = internode.NewRail(ctx, cfg.Transport, ep); err != nil {
 			return fail(err)
 		}
@@ -180,6 +183,22 @@ func allowNVLS(ctx context.Context, comm bootstrap.Comm, dev device.Device) (dev
 		return device.Permit{}, fmt.Errorf("rs2d: engine nvls: %w", err)
 	}
 	return permit, nil
+}
+
+// prepareKernels loads the kernels the context's engine launches.
+func prepareKernels(dev device.Device, cfg Config) error {
+	err := kernels.Prepare(dev, cfg.DType, cfg.Engine == EngineSM)
+	switch {
+	case err != nil:
+	case cfg.Engine == EngineRing:
+		err = kernels.PrepareRing(dev, cfg.DType)
+	case cfg.Engine == EngineNVLS:
+		err = kernels.PrepareNVLS(dev, cfg.DType)
+	}
+	if err != nil {
+		return fmt.Errorf("rs2d: %w", err)
+	}
+	return nil
 }
 
 // Config returns the configuration in effect (defaults filled in).
@@ -268,6 +287,9 @@ func (c *Context) PlanFor(m int) Plan {
 func (c *Context) PoisonReceive(s device.Stream, m int, w uint32) error {
 	if m <= 0 || m > c.cfg.MaxM {
 		return fmt.Errorf("rs2d: poison %d rows of %d: %w", m, c.cfg.MaxM, device.ErrInvalidArgument)
+	}
+	if c.place.Shape.World() == 1 {
+		return nil // nothing is received
 	}
 	if c.cfg.Engine == EngineRing { // the ring receives into its FIFO slots
 		if fifo, size := c.intra.RingFifo(); size > 0 {

@@ -15,8 +15,9 @@ import (
 // for dest are complete, with Raise on a stream or by storing Value to
 // Addr(dest) from a kernel of its own, ideally in ConsumptionOrder.
 type Signals struct {
-	c     *Context
-	Value uint32
+	c      *Context
+	Value  uint32
+	serial uint64 // the call's place among the context's calls
 }
 
 // NextSignals returns the signals of the next call (the call a Prepare or
@@ -28,7 +29,33 @@ func (c *Context) NextSignals() Signals {
 	return c.signals()
 }
 
-func (c *Context) signals() Signals { return Signals{c: c, Value: uint32(c.epoch.Next())} }
+func (c *Context) signals() Signals {
+	return Signals{c: c, Value: uint32(c.proto.Next(c.epoch)), serial: c.serial + 1}
+}
+
+// Clear enqueues on s the reset of this rank's GEMM signal words (early ones
+// too), for a producer of a context made with Config.Graphs that raised a
+// call's signals and then gave the call up (every call there has the same
+// value, so a word left raised would release the next call early): s must
+// be ordered after the raises. Nothing otherwise: the call's value is passed
+// over instead (Call.Skip).
+func (g Signals) Clear(s device.Stream) error {
+	if g.c.proto != symm.Replayable {
+		return nil
+	}
+	for dest := 0; dest < g.c.place.Shape.World(); dest++ {
+		for _, early := range []bool{false, true} {
+			sig, err := g.signal(dest, early)
+			if err != nil {
+				return err
+			}
+			if err := sig.Reset(s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
 // signal is destination dest's GEMM word (early: its early word).
 func (g Signals) signal(dest int, early bool) (symm.Signal, error) {

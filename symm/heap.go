@@ -11,9 +11,11 @@
 // Signal pads are regions of 32-bit words inside the heap, zeroed before any
 // peer can see the heap; peers raise them with stream write-values and their
 // owner waits on them with stream wait-values. signal.go is the protocol on
-// them: a call's value (Epoch, growing, never reset), a word with its label
-// (Signal: Raise, Wait), a pad of them (SignalPad) and the release of stuck
-// waits.
+// them: how calls are told apart (Protocol: values that grow and are never
+// reset, or the same values every call reset by their owner after the
+// call's last wait, which CUDA graphs can replay), a call's value (Epoch), a
+// word with its label (Signal: Raise, Wait, WaitLast), a pad of them
+// (SignalPad) and the release of stuck waits.
 package symm
 
 import (

@@ -25,6 +25,13 @@ func Process(ctx context.Context) (*World, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Join(comm)
+}
+
+// Join is Process for a rank that has joined its job another way (through
+// a store, bootstrap.DialStore): the world of comm's rank on its GPU. It
+// takes comm over, closing it if it fails.
+func Join(comm bootstrap.Comm) (*World, error) {
 	dev, err := openRankGPU(comm)
 	if err != nil {
 		return nil, errors.Join(err, comm.Close())

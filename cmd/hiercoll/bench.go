@@ -26,6 +26,7 @@ func runBench(ctx context.Context, args []string) error {
 	reps := fs.Int("reps", 3, "measurements per size; the best is kept")
 	csvPath := fs.String("csv", "", "write the table as CSV to this file")
 	pngPath := fs.String("png", "", "write a plot of bus bandwidth against size to this PNG file")
+	hostCost := fs.Bool("host-cost", false, "instead of the sweep: the host time of one call in Go (enqueue only, tiny input), per variant")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -42,6 +43,11 @@ func runBench(ctx context.Context, args []string) error {
 	variants, err := w.variants()
 	if err != nil {
 		return err
+	}
+	if *hostCost {
+		return runWorld(ctx, &w, func(where) benchmarks.Job {
+			return benchmarks.HostCost(benchmarks.HostCostOptions{Variants: variants, Out: benchmarks.Printer{W: os.Stdout}})
+		})
 	}
 	return runWorld(ctx, &w, func(wh where) benchmarks.Job {
 		return func(ctx context.Context, r worldRank) error {

@@ -36,6 +36,7 @@ type worldFlags struct {
 	ringSlots    int
 	ringChannels int
 	ringChunk    string
+	graphs       string
 }
 
 func (w *worldFlags) register(fs *flag.FlagSet) {
@@ -45,6 +46,7 @@ func (w *worldFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&w.timeout, "timeout", 2*time.Minute, "bound on every wait")
 	fs.StringVar(&w.engines, "engine", "auto", "intra-node engine: auto, sm, copy, ring, or nvls (NVLink multicast: only with HIERCOLL_ALLOW_MULTICAST=1 on GPUs; never on the project's lent machines); bench takes a list")
 	fs.StringVar(&w.transport, "transport", "auto", "inter-node transport: auto, ipc, nccl, nvshmem")
+	fs.StringVar(&w.graphs, "graphs", "off", "signal protocol: off (values grow with each call), on (calls can be captured in CUDA graphs: rs2d.Config.Graphs); bench takes a list")
 	fs.StringVar(&w.reductionSMs, "reduction-sms", "0", "tuning: SMs for the intra-node reduce (0: default); bench takes a list")
 	fs.StringVar(&w.chunks, "chunks", "0", "tuning: chunks per node step (0: by size); bench takes a list")
 	fs.StringVar(&w.railLanes, "rail-lanes", "0", "tuning, NCCL transport: communicators per rail (0: default); bench takes a list")
@@ -92,6 +94,17 @@ func (w *worldFlags) variants() ([]benchmarks.Variant, error) {
 	if w.ringSlots < 0 || w.ringChannels < 0 {
 		errs = append(errs, fmt.Errorf("--ring-slots %d, --ring-channels %d: want non-negative counts", w.ringSlots, w.ringChannels))
 	}
+	var graphs []bool
+	for _, name := range strings.Split(w.graphs, ",") {
+		switch strings.TrimSpace(name) {
+		case "off":
+			graphs = append(graphs, false)
+		case "on":
+			graphs = append(graphs, true)
+		default:
+			errs = append(errs, fmt.Errorf("--graphs %q: want off, on or both separated by commas", w.graphs))
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, usageError{err}
 	}
@@ -115,6 +128,7 @@ func (w *worldFlags) variants() ([]benchmarks.Variant, error) {
 	vary(len(chunks), func(v *benchmarks.Variant, i int) { v.Knobs.Chunks = chunks[i] })
 	vary(len(sms), func(v *benchmarks.Variant, i int) { v.Knobs.ReductionSMs = sms[i] })
 	vary(len(lanes), func(v *benchmarks.Variant, i int) { v.Knobs.RailLanes = lanes[i] })
+	vary(len(graphs), func(v *benchmarks.Variant, i int) { v.Config.Graphs = graphs[i] })
 	return out, nil
 }
 

@@ -89,6 +89,16 @@ type api interface {
 	multicastAddDevice(ctx uintptr, mc uint64, dev int) result
 	multicastBindMem(ctx uintptr, mc, mem uint64, size int64) result
 	multicastUnbind(ctx uintptr, mc uint64, dev int, size int64) result
+	// Graphs: hasGraphs reports whether the driver has every entry point
+	// below; without them streamIsCapturing reports false.
+	hasGraphs() bool
+	streamIsCapturing(ctx, stream uintptr) (bool, result)
+	streamBeginCapture(ctx, stream uintptr, mode int) result
+	streamEndCapture(ctx, stream uintptr) (graph uintptr, r result)
+	graphInstantiate(ctx, graph uintptr) (exec uintptr, r result)
+	graphLaunch(ctx, exec, stream uintptr) result
+	graphExecDestroy(ctx, exec uintptr) result
+	graphDestroy(ctx, graph uintptr) result
 
 	// symbol names the entry point a method resolved to, for messages:
 	// symbol("cuEventElapsedTime") is "cuEventElapsedTime_v2" on drivers

@@ -26,13 +26,15 @@ const (
 
 // Flags.
 const (
-	getProcAddressDefault = 0   // CU_GET_PROC_ADDRESS_DEFAULT (legacy default-stream variants)
-	procAddressSuccess    = 0   // CU_GET_PROC_ADDRESS_SUCCESS (CUdriverProcAddressQueryResult)
-	streamNonBlocking     = 0x1 // CU_STREAM_NON_BLOCKING
-	eventDefault          = 0x0 // CU_EVENT_DEFAULT: timing enabled
-	ipcMemLazyEnablePeer  = 0x1 // CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
-	writeValueDefault     = 0x0 // CU_STREAM_WRITE_VALUE_DEFAULT: keeps the memory barrier
-	ipcHandleSize         = 64  // CU_IPC_HANDLE_SIZE: sizeof(CUipcMemHandle)
+	getProcAddressDefault  = 0   // CU_GET_PROC_ADDRESS_DEFAULT (legacy default-stream variants)
+	procAddressSuccess     = 0   // CU_GET_PROC_ADDRESS_SUCCESS (CUdriverProcAddressQueryResult)
+	streamNonBlocking      = 0x1 // CU_STREAM_NON_BLOCKING
+	eventDefault           = 0x0 // CU_EVENT_DEFAULT: timing enabled
+	ipcMemLazyEnablePeer   = 0x1 // CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
+	writeValueDefault      = 0x0 // CU_STREAM_WRITE_VALUE_DEFAULT: keeps the memory barrier
+	ipcHandleSize          = 64  // CU_IPC_HANDLE_SIZE: sizeof(CUipcMemHandle)
+	captureStatusNone      = 0   // CU_STREAM_CAPTURE_STATUS_NONE (ACTIVE 1, INVALIDATED 2)
+	captureModeThreadLocal = 1   // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL (GLOBAL 0, RELAXED 2)
 )
 
 // CUdevice_attribute values.
@@ -76,6 +78,9 @@ const (
 	abiFuncAttr    = 9000  // cuFuncSetAttribute
 	abiTensorMap   = 12000 // cuTensorMapEncodeTiled
 	abiStreamMemOp = 11070 // cuStreamWaitValue32_v2, cuStreamWriteValue32_v2
+	abiGraphs      = 10000 // cuStreamIsCapturing, cuStreamEndCapture, cuGraphLaunch, cuGraph{Exec,}Destroy
+	abiCaptureMode = 10010 // cuStreamBeginCapture_v2 (with a capture mode)
+	abiGraphFlags  = 11040 // cuGraphInstantiateWithFlags
 	abiElapsedV2   = 12080 // cuEventElapsedTime_v2
 	abiVMM         = 10020 // cuMemCreate, cuMemMap, cuMemSetAccess, cuMem{Export,Import}*ShareableHandle, ...
 	abiMulticast   = 12010 // cuMulticastCreate, cuMulticastAddDevice, cuMulticastBindMem, cuMulticastUnbind, cuMulticastGetGranularity

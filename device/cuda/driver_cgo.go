@@ -217,6 +217,54 @@ static int call_streamValue32(void *fn, uintptr_t ctx, uintptr_t stream, CUdevic
 	HC_CALL(ctx, ((CUresult (*)(CUstream, CUdeviceptr, uint32_t, unsigned int))fn)((CUstream)stream, addr, value, flags));
 }
 
+// Graphs (CUDA 10+): cuStreamIsCapturing(CUstream, CUstreamCaptureStatus*),
+// cuStreamBeginCapture_v2(CUstream, CUstreamCaptureMode),
+// cuStreamEndCapture(CUstream, CUgraph*),
+// cuGraphInstantiateWithFlags(CUgraphExec*, CUgraph, unsigned long long),
+// cuGraphLaunch(CUgraphExec, CUstream), cuGraphExecDestroy(CUgraphExec),
+// cuGraphDestroy(CUgraph).
+static int call_streamIsCapturing(void *fn, uintptr_t ctx, uintptr_t stream, int *status) {
+	HC_CALL(ctx, ((CUresult (*)(CUstream, int *))fn)((CUstream)stream, status));
+}
+
+static int call_streamBeginCapture(void *fn, uintptr_t ctx, uintptr_t stream, int mode) {
+	HC_CALL(ctx, ((CUresult (*)(CUstream, int))fn)((CUstream)stream, mode));
+}
+
+static int call_handleOut(void *fn, uintptr_t ctx, uintptr_t in, uintptr_t *out) { // cuStreamEndCapture
+	void *h = NULL;
+	CUcontext saved;
+	CUresult r = hc_enter(ctx, &saved);
+	if (r != 0) {
+		return r;
+	}
+	r = ((CUresult (*)(void *, void **))fn)((void *)in, &h);
+	hc_leave(ctx, saved);
+	*out = (uintptr_t)h;
+	return r;
+}
+
+static int call_graphInstantiate(void *fn, uintptr_t ctx, uintptr_t graph, uintptr_t *exec) {
+	void *h = NULL;
+	CUcontext saved;
+	CUresult r = hc_enter(ctx, &saved);
+	if (r != 0) {
+		return r;
+	}
+	r = ((CUresult (*)(void **, void *, unsigned long long))fn)(&h, (void *)graph, 0ULL);
+	hc_leave(ctx, saved);
+	*exec = (uintptr_t)h;
+	return r;
+}
+
+static int call_handleStream(void *fn, uintptr_t ctx, uintptr_t h, uintptr_t stream) { // cuGraphLaunch
+	HC_CALL(ctx, ((CUresult (*)(void *, CUstream))fn)((void *)h, (CUstream)stream));
+}
+
+static int call_handle(void *fn, uintptr_t ctx, uintptr_t h) { // cuGraphExecDestroy, cuGraphDestroy
+	HC_CALL(ctx, ((CUresult (*)(void *))fn)((void *)h));
+}
+
 static int call_eventCreate(void *fn, uintptr_t ctx, uintptr_t *event, unsigned int flags) {
 	CUevent e = NULL;
 	CUcontext saved;
@@ -374,7 +422,7 @@ static int call_memCreate(void *fn, uintptr_t ctx, CUmemGenericAllocationHandle 
 	HC_CALL(ctx, ((CUresult (*)(CUmemGenericAllocationHandle *, size_t, const HcMemAllocationProp *, unsigned long long))fn)(h, size, &p, 0));
 }
 
-static int call_handle(void *fn, uintptr_t ctx, CUmemGenericAllocationHandle h) { // cuMemRelease
+static int call_memHandle(void *fn, uintptr_t ctx, CUmemGenericAllocationHandle h) { // cuMemRelease
 	HC_CALL(ctx, ((CUresult (*)(CUmemGenericAllocationHandle))fn)(h));
 }
 
@@ -477,7 +525,10 @@ type entryPoints struct {
 	moduleLoadData, moduleGetFunction, moduleUnload, launchKernel                 unsafe.Pointer
 	funcSetAttribute, funcGetAttribute                                            unsafe.Pointer
 	tensorMapEncodeTiled                                                          unsafe.Pointer // nil before CUDA 12.0
-	vmm                                                                           vmmEntryPoints
+	// Graphs: all nil where any is missing (capture is then unavailable).
+	streamIsCapturing, streamBeginCapture, streamEndCapture       unsafe.Pointer
+	graphInstantiate, graphLaunch, graphExecDestroy, graphDestroy unsafe.Pointer
+	vmm                                                           vmmEntryPoints
 }
 
 // vmmEntryPoints are the virtual memory management and multicast calls,
@@ -619,8 +670,33 @@ func loadCUDA() (*cuDriver, error) {
 	} {
 		*e.dst, _ = c.resolve(e.base, e.version, e.export)
 	}
+	c.resolveGraphs()
 	C.hc_setContextCalls(c.fn.ctxGetCurrent, c.fn.ctxSetCurrent)
 	return c, nil
+}
+
+// resolveGraphs finds the graph entry points, all or none: without them
+// no stream is ever capturing and BeginCapture is not supported.
+func (c *cuDriver) resolveGraphs() {
+	graphs := []entry{
+		{&c.fn.streamIsCapturing, "cuStreamIsCapturing", abiGraphs, "cuStreamIsCapturing"},
+		{&c.fn.streamBeginCapture, "cuStreamBeginCapture", abiCaptureMode, "cuStreamBeginCapture_v2"},
+		{&c.fn.streamEndCapture, "cuStreamEndCapture", abiGraphs, "cuStreamEndCapture"},
+		{&c.fn.graphInstantiate, "cuGraphInstantiateWithFlags", abiGraphFlags, "cuGraphInstantiateWithFlags"},
+		{&c.fn.graphLaunch, "cuGraphLaunch", abiGraphs, "cuGraphLaunch"},
+		{&c.fn.graphExecDestroy, "cuGraphExecDestroy", abiGraphs, "cuGraphExecDestroy"},
+		{&c.fn.graphDestroy, "cuGraphDestroy", abiGraphs, "cuGraphDestroy"},
+	}
+	for _, e := range graphs {
+		p, err := c.resolve(e.base, e.version, e.export)
+		if err != nil {
+			for _, e := range graphs {
+				*e.dst = nil
+			}
+			return
+		}
+		*e.dst = p
+	}
 }
 
 // resolve finds one entry point: cuGetProcAddress_v2(base, version) where
@@ -824,6 +900,45 @@ func (c *cuDriver) streamWaitEvent(ctx, stream, event uintptr) result {
 	return result(C.call_streamWaitEvent(c.fn.streamWaitEvent, C.uintptr_t(ctx), C.uintptr_t(stream), C.uintptr_t(event), 0))
 }
 
+func (c *cuDriver) hasGraphs() bool { return c.fn.graphLaunch != nil }
+
+func (c *cuDriver) streamIsCapturing(ctx, stream uintptr) (bool, result) {
+	if c.fn.streamIsCapturing == nil {
+		return false, cudaSuccess
+	}
+	var status C.int
+	r := result(C.call_streamIsCapturing(c.fn.streamIsCapturing, C.uintptr_t(ctx), C.uintptr_t(stream), &status))
+	return status != captureStatusNone, r
+}
+
+func (c *cuDriver) streamBeginCapture(ctx, stream uintptr, mode int) result {
+	return result(C.call_streamBeginCapture(c.fn.streamBeginCapture, C.uintptr_t(ctx), C.uintptr_t(stream), C.int(mode)))
+}
+
+func (c *cuDriver) streamEndCapture(ctx, stream uintptr) (uintptr, result) {
+	var g C.uintptr_t
+	r := result(C.call_handleOut(c.fn.streamEndCapture, C.uintptr_t(ctx), C.uintptr_t(stream), &g))
+	return uintptr(g), r
+}
+
+func (c *cuDriver) graphInstantiate(ctx, graph uintptr) (uintptr, result) {
+	var e C.uintptr_t
+	r := result(C.call_graphInstantiate(c.fn.graphInstantiate, C.uintptr_t(ctx), C.uintptr_t(graph), &e))
+	return uintptr(e), r
+}
+
+func (c *cuDriver) graphLaunch(ctx, exec, stream uintptr) result {
+	return result(C.call_handleStream(c.fn.graphLaunch, C.uintptr_t(ctx), C.uintptr_t(exec), C.uintptr_t(stream)))
+}
+
+func (c *cuDriver) graphExecDestroy(ctx, exec uintptr) result {
+	return result(C.call_handle(c.fn.graphExecDestroy, C.uintptr_t(ctx), C.uintptr_t(exec)))
+}
+
+func (c *cuDriver) graphDestroy(ctx, graph uintptr) result {
+	return result(C.call_handle(c.fn.graphDestroy, C.uintptr_t(ctx), C.uintptr_t(graph)))
+}
+
 func (c *cuDriver) streamWaitValue32(ctx, stream uintptr, addr device.Ptr, v uint32, flags uint32) result {
 	return result(C.call_streamValue32(c.fn.streamWaitValue32, C.uintptr_t(ctx), C.uintptr_t(stream), C.CUdeviceptr(addr),
 		C.uint32_t(v), C.uint(flags)))
@@ -951,7 +1066,7 @@ func (c *cuDriver) memRelease(ctx uintptr, h uint64) result {
 	if c.fn.vmm.memRelease == nil {
 		return cudaErrorNotSupported
 	}
-	return result(C.call_handle(c.fn.vmm.memRelease, C.uintptr_t(ctx), C.CUmemGenericAllocationHandle(h)))
+	return result(C.call_memHandle(c.fn.vmm.memRelease, C.uintptr_t(ctx), C.CUmemGenericAllocationHandle(h)))
 }
 
 func (c *cuDriver) memAddressReserve(ctx uintptr, size, align int64) (device.Ptr, result) {

@@ -273,6 +273,10 @@ func (m *kernelMemory) Wait32(w device.Word, cmp device.Cmp, v uint32) error {
 	return m.wait(m.stream+" (in a kernel)", m.timeout, w, cmp, v)
 }
 
+func (m *kernelMemory) Wait32Or(w device.Word, cmp device.Cmp, v uint32, abort device.Ptr) error {
+	return m.waitOr(m.stream+" (in a kernel)", m.timeout, w, cmp, v, abort)
+}
+
 // WriteValue32 implements device.Device.
 func (d *Device) WriteValue32(s device.Stream, addr device.Ptr, v uint32) error {
 	st, err := d.own(s)

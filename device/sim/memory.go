@@ -154,6 +154,12 @@ func (h *Host) word(p device.Ptr) (*uint32, error) {
 // wait blocks until the word at w.Addr satisfies cmp v, or fails after
 // timeout with a TimeoutError naming the stream and the word.
 func (h *Host) wait(stream string, timeout time.Duration, w device.Word, cmp device.Cmp, v uint32) error {
+	return h.waitOr(stream, timeout, w, cmp, v, 0)
+}
+
+// waitOr is wait that also ends, without error, once the word at abort (0:
+// none) is not 0.
+func (h *Host) waitOr(stream string, timeout time.Duration, w device.Word, cmp device.Cmp, v uint32, abort device.Ptr) error {
 	if cmp != device.EQ && cmp != device.GEQ {
 		return fmt.Errorf("sim: wait comparison %v: %w", cmp, device.ErrNotSupported)
 	}
@@ -161,12 +167,20 @@ func (h *Host) wait(stream string, timeout time.Duration, w device.Word, cmp dev
 	if err != nil {
 		return fmt.Errorf("wait on %s: %w", w.Label, err)
 	}
+	aborted := func() bool { return false }
+	if abort != 0 {
+		a, err := h.word(abort)
+		if err != nil {
+			return fmt.Errorf("wait on %s: abort word: %w", w.Label, err)
+		}
+		aborted = func() bool { return atomic.LoadUint32(a) != 0 }
+	}
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
 		changed := h.changes() // before the check: no lost wake-up
 		got := atomic.LoadUint32(word)
-		if cmp.Holds(got, v) {
+		if cmp.Holds(got, v) || aborted() {
 			return nil
 		}
 		select {

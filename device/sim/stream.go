@@ -34,6 +34,7 @@ type stream struct {
 	err      error
 	closed   bool
 	exited   chan struct{}
+	capture  *capture // while captured (graph.go)
 }
 
 var _ device.Stream = (*stream)(nil)
@@ -55,6 +56,9 @@ func newStream(d *Device, name string) *stream {
 func (s *stream) String() string { return s.name }
 
 func (s *stream) enqueue(o op) error {
+	if s.captured(node{op: o}) {
+		return nil
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -118,6 +122,9 @@ func (s *stream) WaitEvent(e device.Event) error {
 	if !ok {
 		return fmt.Errorf("sim: %s: event of another backend (%T): %w", s.name, e, device.ErrInvalidArgument)
 	}
+	if joined, err := s.awaitCaptured(ev); joined || err != nil {
+		return err
+	}
 	rec := ev.last()
 	if rec == nil {
 		return nil // never recorded: nothing to wait for, as in CUDA
@@ -139,9 +146,38 @@ func (s *stream) WaitEvent(e device.Event) error {
 	}})
 }
 
+// awaitCaptured handles a wait for ev where either side is captured: a wait
+// for an event recorded in a capture joins it (fork), and a captured stream
+// may wait only for events recorded in its own capture. It reports whether
+// the wait was captured.
+func (s *stream) awaitCaptured(ev *event) (bool, error) {
+	ev.mu.Lock()
+	cr := ev.captured
+	ev.mu.Unlock()
+	s.mu.Lock()
+	c := s.capture
+	switch {
+	case cr != nil && !cr.c.ended && c == nil:
+		s.capture = cr.c
+		cr.c.lanes = append(cr.c.lanes, &lane{s: s})
+	case c != nil && (cr == nil || cr.c != c):
+		s.mu.Unlock()
+		return false, fmt.Errorf("sim: %s is being captured and cannot wait for an event recorded outside its capture: %w", s.name, device.ErrInvalidArgument)
+	case cr == nil || cr.c.ended:
+		s.mu.Unlock()
+		return false, nil
+	}
+	s.mu.Unlock()
+	return s.captured(node{await: cr.edge}), nil
+}
+
 // Synchronize implements device.Stream.
 func (s *stream) Synchronize(ctx context.Context) error {
 	s.mu.Lock()
+	if s.capture != nil {
+		s.mu.Unlock()
+		return fmt.Errorf("sim: %s: synchronize while it is being captured: %w", s.name, device.ErrInvalidArgument)
+	}
 	target := s.enqueued
 	s.mu.Unlock()
 	start := time.Now()
@@ -198,10 +234,11 @@ type record struct {
 }
 
 type event struct {
-	dev    *Device
-	mu     sync.Mutex
-	rec    *record
-	closed bool
+	dev      *Device
+	mu       sync.Mutex
+	rec      *record
+	captured *capturedRecord // the last record was captured (graph.go)
+	closed   bool
 }
 
 var _ device.Event = (*event)(nil)
@@ -224,8 +261,22 @@ func (e *event) Record(st device.Stream) error {
 		e.mu.Unlock()
 		return fmt.Errorf("sim: record on a closed event: %w", device.ErrClosed)
 	}
-	e.rec = rec
+	s.mu.Lock()
+	c := s.capture
+	var edge int
+	if c != nil {
+		c.edges++
+		edge = c.edges
+		e.captured = &capturedRecord{c: c, edge: edge}
+	} else {
+		e.rec, e.captured = rec, nil
+	}
+	s.mu.Unlock()
 	e.mu.Unlock()
+	if c != nil {
+		s.captured(node{signal: edge, event: e})
+		return nil
+	}
 	// The marker runs even on a failed stream, so waiters learn of the failure.
 	return s.enqueue(op{always: true, run: func() error {
 		rec.at = time.Now()

@@ -18,15 +18,23 @@
 // starts after the previous call's kernels finished, in stream order).
 //
 // Counters and ready words live in each rank's signal pad and only grow:
-// every push block adds one to every used chunk slot of every peer per call,
-// and block 0 adds push_blocks to the slots the call does not use, so each
-// counter's target is the running total of push blocks over the calls, the
-// same for every slot.
+// every push block adds one to every used chunk slot of every peer per
+// launch, and block 0 adds push_blocks to the slots the launch does not use,
+// so each counter's target is the running total of push blocks over the
+// launches, the same for every slot.
 // Waits compare cyclically ((int)(value - target) >= 0): no reset is ever
 // needed. All blocks must be co-resident only per rank pair in the same
 // block order, which holds for grids no larger than the GPU: the host sizes
 // grids at two blocks of 512 threads per SM of its budgets, which the
 // launch bounds below guarantee fit (at most 64 registers per thread).
+//
+// The values waited for come from the device, not the host: the launch
+// reads its rank's call state (launches run so far, push blocks launched so
+// far) at entry, and the last block to finish stores the new totals, so a
+// launch captured in a CUDA graph waits for the right values at every
+// replay. Every rank makes the same launches with the same grids, so the
+// totals agree across ranks. The state's abort word, set by the host when
+// a peer is gone, ends every wait (the results are then garbage).
 //
 // Self-contained for NVRTC (no #include).
 
@@ -56,8 +64,12 @@ __device__ __forceinline__ pvec4 ld_cg_vec(const pvec4* p) {
   asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
   return v;
 }
-__device__ __forceinline__ void wait_geq(const u32* p, u32 target) {
+// Call state words (this rank's own memory).
+enum { ST_LAUNCHES = 0, ST_PUSHED = 1, ST_FINISHED = 2, ST_ABORT = 3 };
+
+__device__ __forceinline__ void wait_geq(const u32* p, u32 target, const volatile u32* abort) {
   while ((int)(ld_acquire_sys(p) - target) < 0) {
+    if (*abort) return;
   }
 }
 
@@ -142,7 +154,8 @@ template <class T>
 __device__ __forceinline__ void push_reduce(const typename T::E* __restrict__ in, typename T::E* __restrict__ out,
                                             const u64* __restrict__ peers, long long scatter_off, long long counters_off,
                                             long long ready_off, int lws, int lr, long long count, int chunks,
-                                            int push_blocks, u32 epoch, u32 target, int max_chunks) {
+                                            int push_blocks, u32 epoch, u32 target, int max_chunks,
+                                            const volatile u32* abort) {
   typedef typename T::E E;
   typedef typename T::A A;
   const int V = T::V;
@@ -159,7 +172,7 @@ __device__ __forceinline__ void push_reduce(const typename T::E* __restrict__ in
     }
     if (threadIdx.x == 0) {
       for (int p = 0; p < lws; p++) {
-        if (p != lr) wait_geq((const u32*)(my_heap + ready_off) + p, epoch);
+        if (p != lr) wait_geq((const u32*)(my_heap + ready_off) + p, epoch, abort);
       }
     }
     __syncthreads();
@@ -217,7 +230,7 @@ __device__ __forceinline__ void push_reduce(const typename T::E* __restrict__ in
     chunk_range(count, chunks, c, unit, &lo, &hi);
     if (threadIdx.x == 0) {
       for (int s = 0; s < lws; s++) {
-        if (s != lr) wait_geq(counters + s * max_chunks + c, target);
+        if (s != lr) wait_geq(counters + s * max_chunks + c, target, abort);
       }
     }
     __syncthreads();
@@ -249,13 +262,31 @@ __device__ __forceinline__ void push_reduce(const typename T::E* __restrict__ in
   }
 }
 
+// finish_launch counts the block out; the last block of the launch stores
+// the launch's totals into the call state for the next launch (stream
+// order makes them visible to it) and clears the count.
+__device__ __forceinline__ void finish_launch(u32* state, u32 launches, u32 pushed) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(state + ST_FINISHED, 1u) == gridDim.x - 1) {
+      state[ST_LAUNCHES] = launches;
+      state[ST_PUSHED] = pushed;
+      state[ST_FINISHED] = 0;
+    }
+  }
+}
+
 #define HC_PUSH_REDUCE(name, T, E)                                                                            \
   extern "C" __global__ void __launch_bounds__(512, 2)                                                    \
       name(const E* in, E* out, const u64* peers, long long scatter_off, long long counters_off,        \
            long long ready_off, int lws, int lr, long long count, int chunks, int push_blocks,            \
-           u32 epoch, u32 target, int max_chunks) {                                                      \
+           u32* state, int max_chunks) {                                                                  \
+    const u32 epoch = ((volatile u32*)state)[ST_LAUNCHES] + 1;                                            \
+    const u32 target = ((volatile u32*)state)[ST_PUSHED] + (u32)push_blocks;                             \
     push_reduce<T>(in, out, peers, scatter_off, counters_off, ready_off, lws, lr, count, chunks,          \
-                   push_blocks, epoch, target, max_chunks);                                               \
+                   push_blocks, epoch, target, max_chunks, (const volatile u32*)state + ST_ABORT);        \
+    finish_launch(state, epoch, target);                                                                  \
   }
 
 HC_PUSH_REDUCE(hc_push_reduce_bf16, PBF16, u16)

@@ -23,6 +23,7 @@ HC_F32 = 3
 HC_I32 = 4
 HC_OVERLAP_WITH_GEMM = 1
 HC_SPLIT_FIRST_BLOCK = 2
+HC_GRAPHS = 4
 
 # Backends.
 HC_BACKEND_SIM = 1
@@ -76,11 +77,16 @@ _ERRORS = {
 _i64, _u64, _u32, _int = ctypes.c_int64, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_int
 _P = ctypes.POINTER
 
+# hc_init_store's callbacks (hiercoll.h: hc_store_set_fn, hc_store_get_fn).
+STORE_SET = ctypes.CFUNCTYPE(_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p, _i64)
+STORE_GET = ctypes.CFUNCTYPE(_int, ctypes.c_void_p, ctypes.c_char_p, _i64, ctypes.c_void_p, _i64, _P(_i64))
+
 # name: (argtypes) — every function returns int.
 _PROTOTYPES = {
     "hc_abi_version": (),
     "hc_last_error": (ctypes.c_char_p, _int),
     "hc_init_from_env": (_P(_i64),),
+    "hc_init_store": (STORE_SET, STORE_GET, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, _P(_i64)),
     "hc_init_sim": (_int, _int, _P(_i64)),
     "hc_world_info": (_i64, _P(_int), _P(_int), _P(_int), _P(_int)),
     "hc_world_device": (_i64, _P(_int), _P(_int)),
@@ -92,6 +98,7 @@ _PROTOTYPES = {
     "hc_rs2d_signal_addr": (_i64, _int, _P(_u64)),
     "hc_rs2d_raise_signal": (_i64, _int, _u64),
     "hc_rs2d_skip_call": (_i64,),
+    "hc_rs2d_clear_signals": (_i64, _u64),
     "hc_rs2d_early_rows": (_i64, _i64, _P(_i64)),
     "hc_rs2d_raise_early": (_i64, _int, _u64),
     "hc_rs2d_early_signal_addr": (_i64, _int, _P(_u64)),

@@ -1,6 +1,7 @@
 """ReduceScatter2D on torch tensors (or raw device pointers)."""
 
 import ctypes
+import sys
 
 from . import _lib
 from ._lib import check, lib
@@ -17,17 +18,27 @@ _CANONICAL = {_lib.HC_BF16: "bfloat16", _lib.HC_F16: "float16", _lib.HC_F32: "fl
 
 _torch = None
 _raw_stream = None
+_compiling = None
+
+# The live contexts by handle: what the torch.library operators (ops.py)
+# find a context by, as an operator takes only tensors and plain values.
+contexts = {}
 
 
 def _import_torch():
-    """torch, imported on first need (the package works without it)."""
-    global _torch, _raw_stream
+    """torch, imported on first need (the package works without it), with the
+    operators of ops.py registered."""
+    global _torch, _raw_stream, _compiling
     if _torch is None:
         import torch
         # The current stream's CUstream as an int without building a
         # torch.cuda.Stream object: what Triton and Inductor use.
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         _raw_stream = raw if raw is not None else (lambda i: torch.cuda.current_stream(i).cuda_stream)
+        compiler = getattr(torch, "compiler", None)
+        _compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
+        from . import ops
+        ops.register(torch)
         _torch = torch
     return _torch
 
@@ -68,7 +79,8 @@ class ReduceScatter2D:
             out = rs.reduce_scatter(x)    # on torch.cuda.current_stream()
     """
 
-    def __init__(self, max_m, n, dtype, overlap_with_gemm=False, reduction_sms=0, world=None, split_first_block=False):
+    def __init__(self, max_m, n, dtype, overlap_with_gemm=False, reduction_sms=0, world=None, split_first_block=False,
+                 graphs=False):
         self._h = 0
         self._world = world if world is not None else init()
         code = dtype_code(dtype)
@@ -77,14 +89,20 @@ class ReduceScatter2D:
         self.world_size = self._world.size
         self.overlap_with_gemm = bool(overlap_with_gemm)
         self.split_first_block = bool(split_first_block)
+        self.graphs = bool(graphs)
         flags = (_lib.HC_OVERLAP_WITH_GEMM if self.overlap_with_gemm else 0) | \
-            (_lib.HC_SPLIT_FIRST_BLOCK if self.split_first_block else 0)
+            (_lib.HC_SPLIT_FIRST_BLOCK if self.split_first_block else 0) | \
+            (_lib.HC_GRAPHS if self.graphs else 0)
         h = ctypes.c_int64()
         check(lib().hc_rs2d_create(self._world._handle(), self.max_m, self.n, code,
                                    flags, _int("reduction_sms", reduction_sms), ctypes.byref(h)))
         self._h = h.value
+        contexts[self._h] = self
+        if "torch" in sys.modules and self._world.backend == "cuda":
+            _import_torch()  # before any torch.compile trace reaches a call
         self._rs = lib().hc_rs2d_reduce_scatter
         self._torch_dtype = None
+        self._device_index = self._world.device_index
         self._c = None  # matmul_reduce_scatter's [max_m, n] product buffer
         self._gemm_stream = None
         self._order = None
@@ -135,15 +153,19 @@ class ReduceScatter2D:
         current CUDA stream and returns output ([M/world, N], allocated when
         None). Every rank calls it with the same M. Nothing is synchronised.
         A call rejected by these checks or the library's passes over the
-        call's signal value (see skip_call)."""
+        call's signal value (see skip_call). Under torch.compile it is the
+        operator hiercoll::reduce_scatter; in a CUDA graph (torch.cuda.graph,
+        mode="reduce-overhead") the context must be made with graphs=True."""
         h = self._handle()
+        if output is None and _compiling is not None and _compiling():
+            return _torch.ops.hiercoll.reduce_scatter(input, h)
         try:
             output = self._checked(input, output)
         except (TypeError, ValueError):
             if self.overlap_with_gemm:
                 self.skip_call()
             raise
-        rc = self._rs(h, input.data_ptr(), input.shape[0], output.data_ptr(), _raw_stream(self._world.device_index))
+        rc = self._rs(h, input.data_ptr(), input.shape[0], output.data_ptr(), _raw_stream(self._device_index))
         if rc:
             raise _lib.error(rc)
         return output
@@ -163,7 +185,21 @@ class ReduceScatter2D:
                              f"and at most max_m={self.max_m}")
 
     def _checked(self, input, output):
-        """reduce_scatter's argument checks; returns the output, allocated when None."""
+        """reduce_scatter's argument checks; returns the output, allocated when None.
+        The common case (a contiguous [M, N] CUDA tensor of the context's dtype on
+        the rank's GPU) is checked with a few attribute reads; anything else takes
+        the checks that say what is wrong."""
+        if self._torch_dtype is not None and type(input) is _torch.Tensor and input.dtype is self._torch_dtype \
+                and input.get_device() == self._device_index and input.dim() == 2:
+            m, n = input.shape
+            if n == self.n and 0 < m <= self.max_m and m % self.world_size == 0 and input.is_contiguous():
+                rows = m // self.world_size
+                if output is None:
+                    return _torch.empty((rows, n), dtype=self._torch_dtype, device=input.device)
+                if type(output) is _torch.Tensor and output.dtype is self._torch_dtype \
+                        and output.get_device() == self._device_index and output.dim() == 2 \
+                        and output.shape[0] == rows and output.shape[1] == n and output.is_contiguous():
+                    return output
         self._tensors_ok()
         self._check_tensor("input", input, None)
         m = input.shape[0]
@@ -191,6 +227,8 @@ class ReduceScatter2D:
         between them. Every rank calls it with the same M. Nothing is
         synchronised."""
         self._handle()
+        if output is None and _compiling is not None and _compiling():
+            return _torch.ops.hiercoll.matmul_reduce_scatter(a, b, self._h)
         if not self.overlap_with_gemm:
             raise ValueError("hiercoll: matmul_reduce_scatter needs a context made with overlap_with_gemm=True")
         self._tensors_ok()
@@ -230,6 +268,7 @@ class ReduceScatter2D:
                     self.raise_signal(d, gs.cuda_stream)
         except BaseException:
             self.skip_call()  # the signals raised so far must release nothing later
+            self.clear_signals(gs.cuda_stream)
             raise
         self.reduce_scatter(c[:m], output)
         torch.cuda.current_stream().wait_stream(gs)
@@ -285,6 +324,13 @@ class ReduceScatter2D:
         overlap_with_gemm."""
         check(lib().hc_rs2d_skip_call(self._handle()))
 
+    def clear_signals(self, stream=None):
+        """On a context made with graphs=True, enqueues on stream (default: the
+        current CUDA stream) the reset of this rank's GEMM signal words: for a
+        producer that raised a call's signals and then gave the call up (every
+        call there has the same signal value). Nothing on other contexts."""
+        check(lib().hc_rs2d_clear_signals(self._handle(), self._stream(stream)))
+
     def consumption_order(self):
         """Destination ranks in the order the scatter consumes their rows."""
         order = (ctypes.c_int * self.world_size)()
@@ -296,6 +342,7 @@ class ReduceScatter2D:
         (collective). Idempotent."""
         if self._h:
             h, self._h = self._h, 0
+            contexts.pop(h, None)
             check(lib().hc_rs2d_destroy(h))
 
     def __enter__(self):
@@ -309,4 +356,4 @@ class ReduceScatter2D:
         state = "closed" if self._h == 0 else f"handle={self._h}"
         return (f"hiercoll.ReduceScatter2D(max_m={self.max_m}, n={self.n}, dtype={self.dtype}, "
                 f"world={self.world_size}, overlap_with_gemm={self.overlap_with_gemm}, "
-                f"split_first_block={self.split_first_block}, {state})")
+                f"split_first_block={self.split_first_block}, graphs={self.graphs}, {state})")

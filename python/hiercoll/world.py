@@ -1,6 +1,10 @@
 """Ranks: the process's rank in a torchrun job, or the ranks of a simulated world."""
 
 import ctypes
+import datetime
+import os
+import socket
+import sys
 import threading
 
 from . import _lib
@@ -100,21 +104,87 @@ class World:
 
 _process_lock = threading.Lock()
 _process = None
+_rendezvous = 0  # store rendezvous made by this process: each gets a prefix of its own
 
 
-def init():
-    """Joins the torchrun job (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
-    MASTER_ADDR, MASTER_PORT) and returns this process's rank, on GPU
-    HIERCOLL_DEVICE or LOCAL_RANK. Collective the first time; later calls
-    return the same World. The rendezvous listens on HIERCOLL_PORT, else
-    MASTER_PORT+1, so it runs beside torch.distributed."""
-    global _process
+def init(store=None, host=None):
+    """Joins the job and returns this process's rank, on GPU HIERCOLL_DEVICE or
+    LOCAL_RANK (the rank and world shape from RANK, WORLD_SIZE, LOCAL_RANK,
+    LOCAL_WORLD_SIZE). Collective the first time; later calls return the same
+    World.
+
+    When torch.distributed is initialised (or a store is given: torch's
+    store API, set(key, value) and get(key), with wait(keys, timeout) used
+    when present), the ranks rendezvous through its store: rank 0 listens on
+    an ephemeral port of host (default MASTER_ADDR, else this host's name) and
+    publishes its address and a fresh random secret there. Otherwise through
+    the torchrun variables: the rendezvous listens on HIERCOLL_PORT, else
+    MASTER_PORT+1, with the launcher's token."""
+    global _process, _rendezvous
     with _process_lock:
         if _process is None or _process.closed:
+            if store is None:
+                store = _default_store()
             h = ctypes.c_int64()
-            check(lib().hc_init_from_env(ctypes.byref(h)))
+            if store is None:
+                check(lib().hc_init_from_env(ctypes.byref(h)))
+            else:
+                _rendezvous += 1
+                _init_store(store, f"hiercoll/rendezvous/{_rendezvous}/", host, h)
             _process = World(h.value)
         return _process
+
+
+def _default_store():
+    """torch.distributed's default store when it is initialised, else None
+    (torch is not imported for this: if it is not loaded, it is not initialised)."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return None
+    return dist.distributed_c10d._get_default_store()
+
+
+def store_callbacks(store, errors):
+    """hc_init_store's set and get callbacks over store (torch's store API);
+    each failure's text is appended to errors."""
+
+    def set_(_user, key, value, n):
+        try:
+            store.set(key.decode(), ctypes.string_at(value, n))
+            return 0
+        except Exception as e:  # noqa: BLE001 (reported through errors)
+            errors.append(f"set {key.decode()!r}: {e}")
+            return 1
+
+    def get_(_user, key, timeout_ms, buf, cap, n_out):
+        try:
+            k = key.decode()
+            if hasattr(store, "wait"):
+                store.wait([k], datetime.timedelta(milliseconds=timeout_ms))
+            v = store.get(k)
+            v = v.encode() if isinstance(v, str) else bytes(v)
+            n_out[0] = len(v)
+            ctypes.memmove(buf, v, min(len(v), cap))
+            return 0
+        except Exception as e:  # noqa: BLE001 (reported through errors)
+            errors.append(f"get {key.decode()!r}: {e}")
+            return 1
+
+    return _lib.STORE_SET(set_), _lib.STORE_GET(get_)
+
+
+def _init_store(store, prefix, host, handle):
+    """hc_init_store through store with prefix; host defaults to MASTER_ADDR."""
+    if host is None:
+        host = os.environ.get("MASTER_ADDR") or socket.gethostname()
+    errors = []
+    set_fn, get_fn = store_callbacks(store, errors)
+    rc = lib().hc_init_store(set_fn, get_fn, None, prefix.encode(), host.encode(), ctypes.byref(handle))
+    if rc:
+        err = _lib.error(rc)
+        if errors:
+            err = type(err)(f"{err} (the store: {'; '.join(errors)})", err.code)
+        raise err
 
 
 def current():

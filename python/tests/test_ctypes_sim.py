@@ -7,8 +7,11 @@ Runs under pytest or `python3 -m unittest` (with python/ on PYTHONPATH).
 import array
 import os
 import pathlib
+import subprocess
 import sys
+import tempfile
 import threading
+import time
 import unittest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
@@ -202,6 +205,140 @@ class CtypesSimTest(unittest.TestCase):
                 del os.environ[_lib.ENV_LIB]
             else:
                 os.environ[_lib.ENV_LIB] = old
+
+    def test_graphs_2x2_threads(self):
+        """A context made with graphs=True on a 2 x 2 world: every call's signal value is 1, calls
+        stay correct over many calls, and a given-up call's signals are cleared (clear_signals),
+        not passed over."""
+        ranks = hiercoll.sim_world(2, 2)
+        world, rows_per, n = 4, 2, 3
+        m = world * rows_per
+        errors = []
+
+        def rank_main(w):
+            try:
+                s = w.stream_create()
+                with hiercoll.ReduceScatter2D(m, n, "int32", overlap_with_gemm=True, graphs=True, world=w) as rs:
+                    self.assertTrue(rs.graphs)
+                    order = rs.consumption_order()
+                    src, dst = w.alloc(m * n * 4), w.alloc(rows_per * n * 4)
+                    for call in range(20):
+                        self.assertEqual(rs.signal_value(), 1)
+                        if call == 5:  # a call given up after its signals were raised
+                            for dest in order:
+                                rs.raise_signal(dest, stream=s)
+                            rs.skip_call()
+                            rs.clear_signals(stream=s)
+                            self.assertEqual(rs.signal_value(), 1)
+                        w.copy_to_device(src, _inputs(w.rank, call, m * n))
+                        for dest in order:
+                            rs.raise_signal(dest, stream=s)
+                        rs.reduce_scatter_ptr(src, m, dst, stream=s)
+                        w.stream_synchronize(s, timeout=20)
+                        got = array.array("i", bytes(w.copy_to_host(dst, rows_per * n * 4)))
+                        base = w.rank * rows_per * n
+                        want = [sum(_inputs(r, call, m * n)[base + j] for r in range(world))
+                                for j in range(rows_per * n)]
+                        self.assertEqual(list(got), want, f"call {call}")
+                w.stream_destroy(s)
+            except BaseException as e:  # noqa: BLE001 - reported below
+                errors.append(f"rank {w.rank}: {e!r}")
+            finally:
+                try:
+                    w.close()
+                except BaseException as e:  # noqa: BLE001
+                    errors.append(f"rank {w.rank} close: {e!r}")
+
+        threads = [threading.Thread(target=rank_main, args=(w,)) for w in ranks]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        self.assertFalse(any(t.is_alive() for t in threads), "a rank did not finish")
+        self.assertEqual(errors, [])
+
+    def test_store_rendezvous(self):
+        """hiercoll.init(store=...) in two processes sharing a store (a directory here, torch's
+        store under torch.distributed): rank 0 publishes a fresh secret and its address, rank 1
+        reads them, and they meet. Without a GPU each then fails opening its GPU, which comes
+        after the rendezvous: a rendezvous that failed would be a timeout or a store error."""
+        with tempfile.TemporaryDirectory() as d:
+            procs = [_rank_process(r, 2, d) for r in range(2)]
+            outs = [p.communicate(timeout=120)[0] for p in procs]
+            for r, out in enumerate(outs):
+                self.assertRegex(out, r"RESULT (joined world of 2|no GPU after the rendezvous)", f"rank {r}: {out}")
+            secret = pathlib.Path(d, _key("hiercoll/rendezvous/1/secret")).read_text()
+            self.assertRegex(secret, r"^[0-9a-f]{64}$")
+            addr = pathlib.Path(d, _key("hiercoll/rendezvous/1/addr")).read_text()
+            self.assertRegex(addr, r"^127\.0\.0\.1:[0-9]+$")
+            self.assertNotEqual(addr.rsplit(":", 1)[1], "0")
+
+    def test_store_errors_reach_the_caller(self):
+        """A store that fails: the rank's error carries the store's own message."""
+        with tempfile.TemporaryDirectory() as d:
+            p = _rank_process(1, 2, d, broken=True)
+            out = p.communicate(timeout=120)[0]
+            self.assertIn("RESULT error", out)
+            self.assertIn("the store is down", out)
+
+    def test_operator_shapes(self):
+        from hiercoll import ops
+        self.assertEqual(ops.scattered_shape(12, 5, 4), (3, 5))
+        self.assertEqual(ops.matmul_scattered_shape((8, 3), (3, 7), 2), (4, 7))
+
+
+def _key(k):
+    return k.replace("/", "%")
+
+
+class DirStore:
+    """torch's store API over files in a directory, for processes on one host."""
+
+    def __init__(self, path, broken=False):
+        self.path, self.broken = pathlib.Path(path), broken
+
+    def set(self, key, value):
+        if self.broken:
+            raise RuntimeError("the store is down")
+        tmp = self.path / (_key(key) + ".tmp")
+        tmp.write_bytes(value if isinstance(value, bytes) else value.encode())
+        tmp.rename(self.path / _key(key))
+
+    def wait(self, keys, timeout):
+        if self.broken:
+            raise RuntimeError("the store is down")
+        end = time.monotonic() + timeout.total_seconds()
+        while not all((self.path / _key(k)).exists() for k in keys):
+            if time.monotonic() > end:
+                raise TimeoutError(f"{keys} not set within {timeout}")
+            time.sleep(0.01)
+
+    def get(self, key):
+        return (self.path / _key(key)).read_bytes()
+
+
+def _rank_process(rank, size, store_dir, broken=False):
+    env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(size), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(size))
+    return subprocess.Popen([sys.executable, __file__, "rank", store_dir, "broken" if broken else "ok"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _rank_main(store_dir, broken):
+    """One rank of test_store_rendezvous: prints RESULT and what happened."""
+    try:
+        w = hiercoll.init(store=DirStore(store_dir, broken == "broken"), host="127.0.0.1")
+        print(f"RESULT joined world of {w.size}", flush=True)
+        hiercoll.finalize()
+    except hiercoll.NotSupportedError as e:
+        ok = "GPU" in str(e) or "CUDA" in str(e)
+        print(f"RESULT {'no GPU after the rendezvous' if ok else 'error'}: {e}", flush=True)
+    except hiercoll.HiercollError as e:
+        print(f"RESULT error: {e}", flush=True)
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["rank"]:
+    _rank_main(sys.argv[2], sys.argv[3])
+    sys.exit(0)
 
 
 if __name__ == "__main__":

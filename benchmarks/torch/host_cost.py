@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""The host time of one hiercoll reduce-scatter call from Python, layer by layer.
+
+    python3 benchmarks/torch/host_cost.py                       # one rank on GPU 0
+    HIERCOLL_DEVICE=0 torchrun --nproc-per-node 2 benchmarks/torch/host_cost.py
+    build/hiercoll bench --gpus 2 --host-cost --graphs off,on   # the Go path's own enqueue time
+
+Enqueue-only calls on a tiny tensor ([world, 8] bf16), timed with time.perf_counter in batches,
+the GPU drained between batches (outside the timed part); the median per call is printed for:
+
+  ctypes floor      a ctypes call that does nothing (hc_abi_version): what any C ABI call costs
+  C ABI call        hc_rs2d_reduce_scatter through ctypes with raw pointers and the stream
+  Python, out=      ReduceScatter2D.reduce_scatter(x, out): checks, the stream, the call
+  Python            ReduceScatter2D.reduce_scatter(x): the same, allocating the output
+
+for a context without and with graphs=True. The goal: at most 5 us per call from Python.
+"""
+
+import os
+
+for _name, _off in (("NCCL_NVLS_ENABLE", "0"), ("NVSHMEM_DISABLE_NVLS", "1"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")):
+    os.environ.setdefault(_name, _off)
+
+import pathlib  # noqa: E402
+import socket  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+try:
+    import hiercoll  # noqa: E402
+except ImportError:
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "python"))
+    import hiercoll  # noqa: E402
+from hiercoll import _lib  # noqa: E402
+
+import torch  # noqa: E402
+
+GOAL_US = 5.0
+
+
+def median_per_call(fn, batch=50, rounds=40):
+    for _ in range(batch):  # warm-up
+        fn()
+    per = []
+    for _ in range(rounds):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(batch):
+            fn()
+        per.append((time.perf_counter() - t0) / batch * 1e6)
+    torch.cuda.synchronize()
+    return statistics.median(per)
+
+
+def main():
+    if "RANK" not in os.environ:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1",
+                          MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), HIERCOLL_PORT=str(port))
+    device = int(os.environ.get("HIERCOLL_DEVICE", os.environ["LOCAL_RANK"])) % torch.cuda.device_count()
+    torch.cuda.set_device(device)
+    torch.zeros(1, device="cuda")
+    w = hiercoll.init()
+    lib = _lib.lib()
+    m, n = w.size, 8
+    x = torch.ones(m, n, dtype=torch.bfloat16, device="cuda")
+    out = torch.empty(1, n, dtype=torch.bfloat16, device="cuda")
+    rows = []
+    for graphs in (False, True):
+        with hiercoll.ReduceScatter2D(m, n, torch.bfloat16, graphs=graphs) as rs:
+            stream = torch.cuda.current_stream().cuda_stream
+            h, call = rs.handle, lib.hc_rs2d_reduce_scatter
+            xp, op = x.data_ptr(), out.data_ptr()
+            rows.append((graphs, {
+                "ctypes floor": median_per_call(lib.hc_abi_version),
+                "C ABI call": median_per_call(lambda: call(h, xp, m, op, stream)),
+                "Python, out=": median_per_call(lambda: rs.reduce_scatter(x, out)),
+                "Python": median_per_call(lambda: rs.reduce_scatter(x)),
+            }))
+    if w.rank == 0:
+        print(f"hiercoll host cost per call from Python, {w.size} rank(s) on {torch.cuda.get_device_name()}, "
+              f"median us (goal: Python at most {GOAL_US} us)")
+        for graphs, r in rows:
+            cells = "  ".join(f"{k} {v:6.2f}" for k, v in r.items())
+            verdict = "ok" if r["Python"] <= GOAL_US else "over the goal"
+            print(f"  graphs={str(graphs):5}  {cells}  ({verdict})")
+    hiercoll.finalize()
+
+
+if __name__ == "__main__":
+    main()
