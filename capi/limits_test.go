@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -49,4 +50,35 @@ func TestPanicInCreateLeavesNoContext(t *testing.T) {
 		_, _ = createRS2D(hs[0], 8, 8, 1, 0, 0)
 	}()
 	require.NoError(t, closeWorld(hs[0]), "the world closes after a create that panicked")
+}
+
+// hc_sim_alloc of more than the simulated memory, or of what is left of it,
+// and copies at addresses far past an allocation: clear errors, no crash
+// (1<<36 bytes killed the process; INT64_MAX and a negative offset were
+// HC_ERR_OTHER with a Go stack trace).
+func TestSimAllocAndCopyLimits(t *testing.T) {
+	hs := simRanks(t, 1, 1)
+	h := hs[0]
+	_, err := allocMem(h, math.MaxInt64)
+	require.Equal(t, codeInvalid, codeOf(err), "%v", err)
+	require.ErrorContains(t, err, sim.EnvMemory)
+
+	defer sim.SetMemoryLimit(sim.SetMemoryLimit(sim.MemoryInUse() + 1<<20))
+	_, err = allocMem(h, 1<<36)
+	require.Equal(t, codeInvalid, codeOf(err), "%v", err)
+	p, err := allocMem(h, 768<<10)
+	require.NoError(t, err)
+	_, err = allocMem(h, 768<<10)
+	require.Equal(t, codeOther, codeOf(err))
+	require.ErrorContains(t, err, "out of memory")
+	require.NotContains(t, err.Error(), "goroutine", "no stack trace")
+
+	buf := make([]byte, 64)
+	for _, dst := range []uint64{p - 8, p + 1<<63, p + 768<<10 - 32, math.MaxUint64 - 7} {
+		err := copyToDevice(h, dst, buf)
+		require.Equal(t, codeInvalid, codeOf(err), "copy to 0x%x: %v", dst, err)
+		err = copyToHost(h, buf, dst)
+		require.Equal(t, codeInvalid, codeOf(err), "copy from 0x%x: %v", dst, err)
+	}
+	require.NoError(t, freeMem(h, p))
 }
