@@ -98,6 +98,7 @@ func (k *Call) enqueue(ctx context.Context, s device.Stream) error {
 		return fmt.Errorf("rs2d: %w", err)
 	}
 	c.epoch = c.epoch.Next()
+	c.calls++
 	if err := c.enqueue(k.in, k.out, s, c.epoch); err != nil {
 		return fmt.Errorf("rs2d: call %d: %w", c.epoch, err)
 	}

@@ -63,6 +63,7 @@ type Context struct {
 
 	mu     sync.Mutex
 	epoch  symm.Epoch   // the epoch of the last call
+	calls  uint64       // calls enqueued (rejected ones pass over an epoch, not counted)
 	done   device.Event // the end of the last call, on the caller's stream
 	closed bool
 	tracer *tracer // stage events, when tracing
@@ -207,7 +208,11 @@ func (c *Context) PoisonReceive(s device.Stream, m int, w uint32) error {
 
 // Close releases the context after a barrier with the other ranks, so no
 // peer still writes into this rank's buffers. It is collective; a rank that
-// never arrives makes it return an error after Config.Timeout.
+// never arrives makes it return an error after Config.Timeout, naming it.
+// At the barrier the ranks compare how many calls each made: when a call
+// timed out because a rank never made it, every rank's Close returns a
+// *StallError naming that rank, with its node and local rank (the timeout
+// itself names the word waited on, raised by the next rank along).
 //
 // When this rank's own work is stuck on the device (waiting for a rank that
 // is gone), Close ends the waits by writing values past every target into
@@ -242,8 +247,8 @@ func (c *Context) Close() error {
 		}
 	}
 	closeStep("barrier")
-	if err := c.comm.Barrier(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("rs2d: close: %w", err))
+	if err := c.closeBarrier(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	closeStep("release")
 	return errors.Join(append(errs, c.release())...)
