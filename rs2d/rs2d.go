@@ -117,7 +117,7 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 		return fail(err)
 	}
 	if place.Shape.Nodes > 1 {
-		ep := internode.Endpoint{Dev: dev, Comm: comm, Place: place, BlockBytes: c.blockStride(), DType: cfg.DType, Lanes: knobs.RailLanes}
+		ep := internode.Endpoint{Dev: dev, Comm: comm, Place: place, BlockBytes: c.blockStride(), DType: cfg.DType, Lanes: knobs.RailLanes, Timeout: cfg.Timeout}
 		if c.rail, err = internode.NewRail(ctx, cfg.Transport, ep); err != nil {
 			return fail(err)
 		}
