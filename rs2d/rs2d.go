@@ -151,6 +151,14 @@ func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
 // Roundings is how many times a float result is rounded to its dtype on the
 // way (once per level: the node reduce, and the cross-node reduce when
 // nnodes > 1); the accumulation itself is fp32.
+//
+// With several nodes, each node's partial sum is rounded to the dtype before
+// it crosses the rail, so its range is the dtype's: in fp16, +40000 on both
+// ranks of one node and −40000 on both of another sum to 0 in fp32, but
+// each node's partial (±80000) overflows to ±Inf, and the result is NaN (an
+// NCCL ring, which rounds after every hop, gives ±Inf or NaN too). Keeping
+// the partials in fp32 across the rail would double the bytes between nodes
+// and is not offered.
 func Roundings(nodes int) int {
 	if nodes > 1 {
 		return 2
