@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"strconv"
 
@@ -58,7 +59,15 @@ func runBenchGemm(ctx context.Context, args []string) error {
 	knobs := tune.From(ctx)
 	knobs.SplitFirstBlock = sp
 	ctx = tune.With(ctx, knobs)
-	return runWorld(ctx, &w, anyWorld, func(wh where) benchmarks.Job {
+	check := func(world int) error {
+		for _, sh := range list {
+			if sh.M%world != 0 || sh.K%world != 0 {
+				return usageError{fmt.Errorf("--shapes %s: %dx%dx%d: M and K must be multiples of the world size %d", *shapes, sh.M, sh.N, sh.K, world)}
+			}
+		}
+		return nil
+	}
+	return runWorld(ctx, &w, check, func(wh where) benchmarks.Job {
 		return func(ctx context.Context, r worldRank) error {
 			var rows []benchmarks.GemmRow
 			opts := benchmarks.GemmOptions{

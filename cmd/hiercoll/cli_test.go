@@ -43,6 +43,7 @@ func TestCommandLineMistakes(t *testing.T) {
 		{[]string{"bench", "--backend", "sim", "--sizes", "1000"}, "hiercoll bench: --sizes 1000: 1000 bytes is less than one row per rank: with --n 4096 (bf16) on 8 ranks the smallest size is 65536 bytes"},
 		{[]string{"bench", "--backend", "sim", "--reps", "0"}, "--reps 0: want a positive number"},
 		{[]string{"floors", "--backend", "sim", "--bytes", "-5"}, "--bytes -5: want a positive number"},
+		{[]string{"bench-gemm", "--backend", "sim", "--shapes", "13x8x8"}, "--shapes 13x8x8: 13x8x8: M and K must be multiples of the world size 8"},
 		{[]string{"launch", "--nproc", "0", "--", "true"}, "--nproc 0: want a positive number"},
 		{[]string{"nosuch"}, `unknown command "nosuch"`},
 	} {
