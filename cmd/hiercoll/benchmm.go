@@ -23,7 +23,7 @@ func runBenchMM(ctx context.Context, args []string) error {
 	rounds := fs.Int("rounds", 3, "rounds (at least 3); each times every path once, in turn")
 	iters := fs.Int("iters", 0, "calls per timing (0: 20 on GPUs, 1 on the CPU)")
 	segments := fs.Int("segments", 4, "signal segments per destination of the signalled variant (4 destinations)")
-	if err := parseFlags(fs, args, false, "rounds", "iters", "segments"); err != nil {
+	if err := parseFlags(fs, args, false, append(w.positive(), "rounds", "iters", "segments")...); err != nil {
 		return err
 	}
 	d, err := dtype.Parse(*dt)
