@@ -8,11 +8,13 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/internal/check"
+	"github.com/seed12530e24/hiercoll/internal/sizes"
 	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
@@ -29,7 +31,6 @@ type BenchOptions struct {
 	// context (MaxM, N and DType are set here).
 	Variants []Variant
 	Out      Printer
-	Status   io.Writer // progress lines (rank 0)
 	Title    string
 	Rows     *[]BenchRow // filled on rank 0
 }
@@ -80,18 +81,52 @@ func Bench(o BenchOptions) Job {
 	return func(ctx context.Context, r world.Rank) error { return bench(ctx, r, o) }
 }
 
+// MinBenchSize is the smallest input per rank Bench measures with n
+// columns of dt on world ranks: one row per rank.
+func MinBenchSize(n int, dt dtype.DType, world int) int64 {
+	return int64(n) * int64(dt.Size()) * int64(world)
+}
+
+// rowsFor returns, for each size, the M of the largest input of at most
+// that many bytes per rank (a multiple of world rows of n columns). A size
+// below one row per rank, or options that make no sense, are refused.
+func (o BenchOptions) rowsFor(world int) ([]int, error) {
+	bad := func(format string, args ...any) ([]int, error) {
+		return nil, fmt.Errorf("benchmarks: bench: %s: %w", fmt.Sprintf(format, args...), device.ErrInvalidArgument)
+	}
+	switch {
+	case o.N <= 0:
+		return bad("N=%d columns: want a positive number", o.N)
+	case !o.DType.Valid():
+		return bad("dtype %v", o.DType)
+	case len(o.Sizes) == 0:
+		return bad("no sizes")
+	case o.Iters < 0 || o.Reps < 0:
+		return bad("%d iterations, %d repetitions: want positive numbers (0: default)", o.Iters, o.Reps)
+	}
+	quantum, ok := sizes.Product(int64(o.N), int64(o.DType.Size()), int64(world))
+	if !ok {
+		return bad("N=%d columns of %v on %d ranks do not fit", o.N, o.DType, world)
+	}
+	ms := make([]int, len(o.Sizes))
+	for i, size := range o.Sizes {
+		if size < quantum || size > sizes.Max {
+			return bad("a size of %d bytes per rank: with N=%d %v on %d ranks, sizes run from %d bytes (one row per rank; a smaller N allows smaller sizes) to 2^50",
+				size, o.N, o.DType, world, quantum)
+		}
+		ms[i] = int(size/quantum) * world
+	}
+	return ms, nil
+}
+
 func bench(ctx context.Context, r world.Rank, o BenchOptions) (err error) {
 	p := Printer{W: o.Out.W, Rank: r.Comm.Rank()}
 	ws := r.Comm.Size()
-	es := int64(o.DType.Size())
-	rowBytes := int64(o.N) * es
-	quantum := rowBytes * int64(ws)
-	ms := make([]int, len(o.Sizes))
-	maxM := 0
-	for i, size := range o.Sizes {
-		ms[i] = int(max(size/quantum, 1)) * ws
-		maxM = max(maxM, ms[i])
+	ms, err := o.rowsFor(ws)
+	if err != nil {
+		return err
 	}
+	maxM := slices.Max(ms)
 	variants := o.Variants
 	if len(variants) == 0 {
 		variants = []Variant{{}}
@@ -123,7 +158,7 @@ func bench(ctx context.Context, r world.Rank, o BenchOptions) (err error) {
 	} else {
 		p.Printf("  NCCL %s on the same buffers, same processes, alternating with hiercoll\n", ref.Version)
 	}
-	p.Printf("  times: the slowest rank's mean per call, best of %d measurements; busbw = bytes/time x (n-1)/n\n", max(o.Reps, 1))
+	p.Printf("  times: the slowest rank's mean per call, best of %d measurements; busbw = bytes/time x (n-1)/n; sizes are whole rows\n", max(o.Reps, 1))
 	var rows []BenchRow
 	for _, vcfg := range variants {
 		vrows, err := benchVariant(ctx, r, o, vcfg, ref, buf, s, t0, t1, ms, maxM)
@@ -166,8 +201,8 @@ func (v Variant) Name(sms int) string {
 func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, ref *Reference, buf *buffers,
 	s device.Stream, t0, t1 device.Event, ms []int, maxM int) (rows []BenchRow, err error) {
 	p := Printer{W: o.Out.W, Rank: r.Comm.Rank()}
-	status := Printer{W: o.Status, Rank: r.Comm.Rank()}
 	ws := r.Comm.Size()
+	gpu := r.Dev.Info().Backend == "cuda"
 	rowBytes := int64(o.N) * int64(o.DType.Size())
 	cfg := v.Config
 	cfg.MaxM, cfg.N, cfg.DType = maxM, o.N, o.DType
@@ -187,15 +222,17 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, 
 	p.Printf("  symmetric memory: %v\n", rs.Memory())
 	p.Printf("%12s %12s %6s %10s %8s %8s %10s %8s %8s %7s %9s\n",
 		"size(B)", "count", "type", "time(us)", "algbw", "busbw", "nccl(us)", "algbw", "busbw", "speedup", "maxerr")
-	for i, m := range ms {
+	for _, m := range ms {
 		rowsPer := m / ws
 		row := BenchRow{Variant: name, Bytes: int64(m) * rowBytes, Count: int64(m) * int64(o.N), M: m, N: o.N}
-		status.Printf("bench: %s: %s per rank (%d/%d)...\n", name, FormatBytes(row.Bytes), i+1, len(ms))
+		// The row's first columns say what is being measured; the rest
+		// follows when it is done (progress without a line between rows).
+		p.Printf("%12d %12d %6s", row.Bytes, row.Count, o.DType)
 		in := rs2d.Tensor{Ptr: buf.in, Rows: m, Cols: o.N, DType: o.DType}
 		out := rs2d.Tensor{Ptr: buf.out, Rows: rowsPer, Cols: o.N, DType: o.DType}
 		iters := o.Iters
 		if iters == 0 {
-			iters = int(min(max(int64(8<<30)/row.Bytes, 10), 200))
+			iters = defaultIters(row.Bytes, gpu)
 		}
 		runH := func() error { return rs.ReduceScatter(ctx, in, out, s) }
 		runN := func() error { return ref.ReduceScatter(buf.in, buf.ref, int64(rowsPer*o.N), o.DType, s) }
@@ -249,11 +286,25 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, 
 		if row.Checked {
 			maxErr = fmt.Sprintf("%.3g", row.MaxErr)
 		}
-		p.Printf("%12d %12d %6s %10.1f %8.1f %8.1f %10.1f %8.1f %8.1f %7s %9s\n",
-			row.Bytes, row.Count, o.DType, us(row.Time), row.AlgBW(row.Time), row.BusBW(row.Time, ws),
-			us(row.NCCLTime), row.AlgBW(row.NCCLTime), row.BusBW(row.NCCLTime, ws), speedup, maxErr)
+		nccl := fmt.Sprintf(" %10s %8s %8s", "-", "-", "-")
+		if row.NCCLTime > 0 {
+			nccl = fmt.Sprintf(" %10.1f %8.1f %8.1f", us(row.NCCLTime), row.AlgBW(row.NCCLTime), row.BusBW(row.NCCLTime, ws))
+		}
+		p.Printf(" %10.1f %8.1f %8.1f%s %7s %9s\n",
+			us(row.Time), row.AlgBW(row.Time), row.BusBW(row.Time, ws), nccl, speedup, maxErr)
 	}
 	return rows, nil
+}
+
+// defaultIters is the number of timed calls per measurement of size bytes:
+// on GPUs about 8 GiB moved (10 to 200 calls); on the CPU backend, where a
+// 64 MiB call takes a few hundred ms, about 32 MiB (3 to 20 calls), so that
+// the default sweep takes seconds, not minutes.
+func defaultIters(bytes int64, gpu bool) int {
+	if gpu {
+		return int(min(max(int64(8<<30)/bytes, 10), 200))
+	}
+	return int(min(max(int64(32<<20)/bytes, 3), 20))
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
@@ -356,8 +407,16 @@ func WriteCSV(w io.Writer, rows []BenchRow, world int, dt dtype.DType) error {
 		return err
 	}
 	for _, r := range rows {
-		if _, err := fmt.Fprintf(w, "%s,%d,%d,%v,%d,%d,%.2f,%.2f,%.2f,%.2f,%g\n", r.Variant, r.Bytes, r.Count, dt, r.M, r.N,
-			us(r.Time), r.BusBW(r.Time, world), us(r.NCCLTime), r.BusBW(r.NCCLTime, world), r.MaxErr); err != nil {
+		// NCCL's columns stay empty where NCCL did not run (or was not compared).
+		ncclUS, ncclBW, diff := "", "", ""
+		if r.NCCLTime > 0 {
+			ncclUS, ncclBW = fmt.Sprintf("%.2f", us(r.NCCLTime)), fmt.Sprintf("%.2f", r.BusBW(r.NCCLTime, world))
+		}
+		if r.Checked {
+			diff = fmt.Sprintf("%g", r.MaxErr)
+		}
+		if _, err := fmt.Fprintf(w, "%s,%d,%d,%v,%d,%d,%.2f,%.2f,%s,%s,%s\n", r.Variant, r.Bytes, r.Count, dt, r.M, r.N,
+			us(r.Time), r.BusBW(r.Time, world), ncclUS, ncclBW, diff); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package benchmarks
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -98,8 +99,7 @@ func demo(ctx context.Context, r world.Rank, o DemoOptions, result *DemoResult) 
 	rep := in.Expected(r.Comm.Rank()).Compare(got, rs.Roundings())
 
 	// Timed calls (the first call above paid for kernel compilation).
-	var times []time.Duration
-	var stages rs2d.Stages
+	var calls []rs2d.Stages
 	for i := 0; i < o.Calls; i++ {
 		if err := rs.ReduceScatter(ctx, buf.inTensor(), buf.outTensor(), s); err != nil {
 			return err
@@ -107,15 +107,18 @@ func demo(ctx context.Context, r world.Rank, o DemoOptions, result *DemoResult) 
 		if err := s.Synchronize(ctx); err != nil {
 			return err
 		}
-		if stages, err = rs.LastStages(); err != nil {
+		st, err := rs.LastStages()
+		if err != nil {
 			return err
 		}
-		times = append(times, stages.Total)
+		calls = append(calls, st)
 	}
 	if o.Calls == 0 {
-		stages = firstStages
-		times = []time.Duration{firstStages.Total}
+		calls = []rs2d.Stages{firstStages}
 	}
+	// The median call, whose stage ends are reported beside its time.
+	slices.SortFunc(calls, func(a, b rs2d.Stages) int { return cmp.Compare(a.Total, b.Total) })
+	stages := calls[len(calls)/2]
 
 	verdict := "ok  " + rep.String()
 	if !rep.OK() {
@@ -125,9 +128,8 @@ func demo(ctx context.Context, r world.Rank, o DemoOptions, result *DemoResult) 
 	if err != nil {
 		return err
 	}
-	slices.Sort(times)
-	p.Printf("  time per call   %v (median of %d, rank 0, measured on the device)\n", times[len(times)/2].Round(time.Microsecond), len(times))
-	p.Printf("  stage ends      scatter %v, intra-node reduce %v, inter-node %v, final %v (from call start, rank 0)\n",
+	p.Printf("  time per call   %v (the median of %d calls, rank 0, measured on the device)\n", stages.Total.Round(time.Microsecond), len(calls))
+	p.Printf("  stage ends      scatter %v, intra-node reduce %v, inter-node %v, final %v (that call's stages, from its start: final is its time)\n",
 		stages.Scatter.Round(time.Microsecond), stages.IntraReduce.Round(time.Microsecond),
 		stages.InterNode.Round(time.Microsecond), stages.Total.Round(time.Microsecond))
 	ratio := "no inter-node traffic"

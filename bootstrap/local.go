@@ -119,9 +119,11 @@ func (h *hub) join(ctx context.Context, seq uint64, op string, rank int, blob []
 	case <-ctx.Done():
 		h.mu.Lock()
 		var missing []string
+		var ranks []int
 		for i, ok := range r.arrived {
 			if !ok {
 				missing = append(missing, fmt.Sprint(i))
+				ranks = append(ranks, i)
 			}
 		}
 		h.mu.Unlock()
@@ -129,8 +131,8 @@ func (h *hub) join(ctx context.Context, seq uint64, op string, rank int, blob []
 			break
 		}
 		if ctx.Err() == context.DeadlineExceeded {
-			return nil, fmt.Errorf("bootstrap: rank %d: %s %d: ranks %s never arrived within %v: %w",
-				rank, op, seq, strings.Join(missing, ","), time.Since(start).Round(time.Millisecond), hcerr.ErrTimeout)
+			return nil, &Error{Rank: rank, Op: fmt.Sprintf("%s %d", op, seq), Ranks: ranks, Err: hcerr.ErrTimeout,
+				Reason: fmt.Sprintf("ranks %s never arrived within %v", strings.Join(missing, ","), time.Since(start).Round(time.Millisecond))}
 		}
 		return nil, fmt.Errorf("bootstrap: rank %d: %s %d: ranks %s had not arrived: %w", rank, op, seq, strings.Join(missing, ","), ctx.Err())
 	}

@@ -87,8 +87,9 @@ func (cfg TCPConfig) check() (TCPConfig, error) {
 	return cfg, nil
 }
 
-// Error is a failed rendezvous or collective of a TCP Comm: which rank saw
-// it, in which operation, and which ranks are to blame. errors.Is matches
+// Error is a failed rendezvous or collective of a TCP Comm (of a Local one
+// too, when ranks never arrived): which rank saw it, in which operation,
+// and which ranks are to blame. errors.Is matches
 // Err (hcerr.ErrTimeout, ErrPeer, ErrInvalidArgument or ErrClosed, or
 // context.Canceled) and Cause (the network or context error), if any.
 type Error struct {

@@ -194,6 +194,14 @@ func createRS2D(h int64, maxM, n int64, dt int, overlap int, reductionSMs int) (
 	if !ok {
 		return 0, badHandle(h, kindWorld)
 	}
+	made := false
+	defer func() { // also when New panics (the ABI's guard recovers it)
+		if !made {
+			table.mu.Lock()
+			r.contexts--
+			table.mu.Unlock()
+		}
+	}()
 	cfg := rs2d.Config{MaxM: int(maxM), N: int(n), DType: d, OverlapWithGEMM: overlap&overlapWithGEMM != 0, Graphs: overlap&graphs != 0}
 	knobs := tune.Knobs{ReductionSMs: reductionSMs}
 	if overlap&splitFirstBlock != 0 {
@@ -203,15 +211,16 @@ func createRS2D(h int64, maxM, n int64, dt int, overlap int, reductionSMs int) (
 		// hc_rs2d_matmul_reduce_scatter (a block producer raises them all).
 		knobs.Segments = gemmrs.SegmentsFor(cfg.MaxM / r.shape.World())
 	}
-	rs, err := rs2d.New(tune.With(context.Background(), knobs), r.rank.Comm, r.rank.Dev, cfg)
+	rs, err := newRS2D(tune.With(context.Background(), knobs), r.rank.Comm, r.rank.Dev, cfg)
 	if err != nil {
-		table.mu.Lock()
-		r.contexts--
-		table.mu.Unlock()
 		return 0, err
 	}
+	made = true
 	return register(&rs2dObj{rs: rs, owner: r, world: r.shape.World(), n: int(n), dt: d}), nil
 }
+
+// newRS2D is rs2d.New (a test makes it panic).
+var newRS2D = rs2d.New
 
 // destroyRS2D closes context h (collective).
 func destroyRS2D(h int64) error {

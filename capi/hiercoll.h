@@ -299,7 +299,10 @@ int hc_stream_destroy(int64_t world, uint64_t stream);
 
 /* ---- Device memory (for tests on the simulated backend; works on CUDA too) */
 
-/* Allocates size bytes of device memory on the rank's device (256-byte aligned, not zeroed). */
+/* Allocates size bytes of device memory on the rank's device (256-byte aligned, not zeroed).
+ * On the simulated backend, all simulated GPUs of the process hold at most HIERCOLL_SIM_MEMORY
+ * bytes together (bytes with an optional K/M/G/T suffix; default half the machine's memory):
+ * a size above that is HC_ERR_INVALID, one above what is left of it HC_ERR_OTHER ("out of memory"). */
 int hc_sim_alloc(int64_t world, int64_t size, uint64_t* ptr);
 
 /* Frees memory from hc_sim_alloc. */

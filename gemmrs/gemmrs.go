@@ -47,6 +47,7 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/internal/check"
+	"github.com/seed12530e24/hiercoll/internal/sizes"
 	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/internode"
 	"github.com/seed12530e24/hiercoll/rs2d"
@@ -170,6 +171,17 @@ func (c Config) validate(world int, k tune.Knobs) error {
 	case dtype.BF16, dtype.F16, dtype.F32:
 	default:
 		return fmt.Errorf("gemmrs: DType %v: the GEMM takes bf16, fp16 or fp32: %w", c.DType, device.ErrInvalidArgument)
+	}
+	// C is [MaxM, N], A at most [MaxM, KLocal], B [KLocal, N]: each must
+	// fit before a size is computed from it.
+	es := int64(c.DType.Size())
+	for _, m := range []struct {
+		what string
+		a, b int64
+	}{{"MaxM × N", int64(c.MaxM), int64(c.N)}, {"MaxM × KLocal", int64(c.MaxM), int64(c.KLocal)}, {"KLocal × N", int64(c.KLocal), int64(c.N)}} {
+		if _, err := sizes.Bytes("gemmrs: "+m.what+" × element size", m.a, m.b, es); err != nil {
+			return err
+		}
 	}
 	return nil
 }

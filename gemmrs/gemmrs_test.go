@@ -647,12 +647,14 @@ func TestValidation(t *testing.T) {
 		cfg   gemmrs.Config
 		knobs tune.Knobs
 	}{
-		"MaxM not divisible": {cfg: baseConfig(dtype.BF16, 5, 4, 4)},
-		"zero KLocal":        {cfg: baseConfig(dtype.BF16, 4, 4, 0)},
-		"int32":              {cfg: baseConfig(dtype.I32, 4, 4, 4)},
-		"mode":               {cfg: func() gemmrs.Config { c := base; c.Mode = 7; return c }()},
-		"negative threshold": {cfg: base, knobs: tune.Knobs{AutoMinRowsPerRank: -1}},
-		"split value":        {cfg: base, knobs: tune.Knobs{SplitFirstBlock: 3}},
+		"MaxM not divisible":      {cfg: baseConfig(dtype.BF16, 5, 4, 4)},
+		"zero KLocal":             {cfg: baseConfig(dtype.BF16, 4, 4, 0)},
+		"int32":                   {cfg: baseConfig(dtype.I32, 4, 4, 4)},
+		"mode":                    {cfg: func() gemmrs.Config { c := base; c.Mode = 7; return c }()},
+		"negative threshold":      {cfg: base, knobs: tune.Knobs{AutoMinRowsPerRank: -1}},
+		"split value":             {cfg: base, knobs: tune.Knobs{SplitFirstBlock: 3}},
+		"KLocal × N overflows":    {cfg: baseConfig(dtype.BF16, 4, 1<<40, 1<<23)},
+		"MaxM × KLocal overflows": {cfg: baseConfig(dtype.F32, 4, 4, 1<<62)},
 	} {
 		_, err := gemmrs.New(tune.With(testCtx(t), c.knobs), w.Ranks[0].Comm, w.Ranks[0].Dev, c.cfg)
 		require.ErrorIs(t, err, device.ErrInvalidArgument, name)

@@ -48,6 +48,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device"
@@ -111,7 +112,11 @@ type Transport interface {
 	// (the caller makes sure of that, with a barrier). It is collective for
 	// NVSHMEM, whose free and finalize synchronise every PE, and NCCL, whose
 	// communicator teardown synchronises the ranks of a node: every rank
-	// closes its transports, and in the same order.
+	// closes its transports, and in the same order. Its waits and native
+	// calls are bounded by Endpoint.Timeout: NCCL's communicators are
+	// aborted when their work does not finish; an NVSHMEM call that does not
+	// return is left running and NVSHMEM unused from then on. The error
+	// says which.
 	Close() error
 }
 
@@ -139,6 +144,19 @@ type Endpoint struct {
 	// same epoch every call, so one receive-buffer set; IPC then adds
 	// credits, NCCL relies on stream order, NVSHMEM is refused).
 	Protocol symm.Protocol
+	// Timeout bounds Close's waits and native calls (NCCL's communicator
+	// teardown, NVSHMEM's free and finalize); 0: DefaultCloseTimeout.
+	Timeout time.Duration
+}
+
+// DefaultCloseTimeout bounds Close when Endpoint.Timeout is 0.
+const DefaultCloseTimeout = time.Minute
+
+func (ep Endpoint) closeTimeout() time.Duration {
+	if ep.Timeout <= 0 {
+		return DefaultCloseTimeout
+	}
+	return ep.Timeout
 }
 
 // New builds a transport of kind k. It is collective over the whole job:

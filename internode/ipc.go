@@ -46,7 +46,8 @@ func newIPC(ctx context.Context, ep Endpoint) (*ipc, error) {
 	}
 	t.heap = heap
 	t.arrived = heap.Signals(arrived, ep.Protocol, func(_, n int) string {
-		return fmt.Sprintf("rail block from rank %d (node %d)", ep.Place.RailPeer(n), n)
+		return fmt.Sprintf("rail block from rank %d (node %d, local rank %d), sent once every rank of node %d has sent it its rows (Close names a rank that never called)",
+			ep.Place.RailPeer(n), n, ep.Place.LocalRank, n)
 	})
 	t.credits = heap.Signals(credits, ep.Protocol, func(_, n int) string {
 		return fmt.Sprintf("rail credit from rank %d (node %d)", ep.Place.RailPeer(n), n)

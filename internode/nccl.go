@@ -7,6 +7,7 @@ import (
 
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/native/nccl"
 	"github.com/seed12530e24/hiercoll/symm"
 )
@@ -32,13 +33,24 @@ import (
 // the sending one).
 type ncclRail struct {
 	ep      Endpoint
-	comms   []*nccl.Comm    // one per lane
+	comms   []railComm      // one per lane
 	lanes   []device.Stream // one per lane
 	forked  device.Event    // Send's stream, before the lanes start
 	landed  []device.Event  // by lane: its share of the current send done
 	recv    [2]device.Ptr   // by parity: nnodes × BlockBytes each, from ep.Dev.Alloc
 	arrived []device.Event  // by source node (nil for this node): recorded after its receive
 	closed  bool
+}
+
+// railComm is what the transport uses of an NCCL communicator (*nccl.Comm;
+// tests give a fake).
+type railComm interface {
+	Group(fn func() error) error
+	Send(buf device.Ptr, count int64, dt dtype.DType, peer int, stream uintptr) error
+	Recv(buf device.Ptr, count int64, dt dtype.DType, peer int, stream uintptr) error
+	AsyncError() error
+	Destroy() error
+	Abort() error
 }
 
 // DefaultNCCLLanes is the NCCL transport's communicators per rail when
@@ -202,19 +214,47 @@ func (t *ncclRail) allocate() error {
 	return nil
 }
 
-// release frees what the transport holds: the communicator first (Destroy
-// waits for its work, which writes into the receive buffers; abort does
-// not), then the events and the buffers.
+// release frees what the transport holds: the communicators first, then the
+// events and the buffers. Destroy waits for a communicator's work, which
+// may wait for a peer that is gone, so the communicators are destroyed only
+// once the lanes' streams drained without an asynchronous error within the
+// endpoint's timeout; otherwise they are aborted (which does not wait for
+// the work), and the error says so. The native calls are bounded too: one
+// that does not return leaves the buffers allocated rather than freed under
+// it.
 func (t *ncclRail) release(abort bool) error {
 	var errs []error
-	for _, c := range t.comms {
+	if !abort && len(t.comms) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), t.ep.closeTimeout())
+		err := t.settled(ctx)
+		cancel()
+		if err != nil {
+			abort = true
+			errs = append(errs, fmt.Errorf("internode: nccl: rank %d: the rail's work did not finish, so its communicators are aborted instead of destroyed: %w",
+				t.ep.Place.Rank, err))
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), t.ep.closeTimeout())
+	defer cancel()
+	stuck := false
+	for lane, c := range t.comms {
+		call, fn := "ncclCommDestroy", c.Destroy
 		if abort {
-			errs = append(errs, c.Abort())
-		} else {
-			errs = append(errs, c.Destroy())
+			call, fn = "ncclCommAbort", c.Abort
+		}
+		what := fmt.Sprintf("%s (rank %d, rail %d lane %d)", call, t.ep.Place.Rank, t.ep.Place.LocalRank, lane)
+		_, err := bounded(ctx, what, func() (struct{}, error) { return struct{}{}, fn() }, nil)
+		if errors.Is(err, device.ErrTimeout) {
+			stuck = true
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("internode: nccl: %w", err))
 		}
 	}
 	t.comms = nil
+	if stuck {
+		return errors.Join(append(errs, fmt.Errorf("internode: nccl: rank %d: a communicator call still runs; the rail's buffers stay allocated", t.ep.Place.Rank))...)
+	}
 	for _, e := range append(append(t.arrived, t.landed...), t.forked) {
 		if e != nil {
 			errs = append(errs, e.Close())
@@ -232,6 +272,22 @@ func (t *ncclRail) release(abort bool) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// settled waits, within ctx, for the work on the lanes' streams and checks
+// that no communicator reported an asynchronous error.
+func (t *ncclRail) settled(ctx context.Context) error {
+	for lane, s := range t.lanes {
+		if err := s.Synchronize(ctx); err != nil {
+			return fmt.Errorf("lane %d: %w", lane, err)
+		}
+	}
+	for lane, c := range t.comms {
+		if err := c.AsyncError(); err != nil {
+			return fmt.Errorf("lane %d: %w", lane, err)
+		}
+	}
+	return nil
 }
 
 func (t *ncclRail) Kind() Kind { return NCCL }

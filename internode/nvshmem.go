@@ -118,9 +118,22 @@ func shmemBreak(err error) {
 	}
 }
 
-// shmemLeave drops one user of NVSHMEM and finalises it (collective) when it
-// was the last one.
-func shmemLeave(lib *nvshmem.Lib) error {
+// shmemCollective runs one of NVSHMEM's collective calls (malloc, free,
+// finalize), which block until every PE makes it, bounded by ctx. NVSHMEM
+// has no abort: a call that does not return (a PE is gone) is left running,
+// NVSHMEM is not used again in this process, and the error says so.
+func shmemCollective(ctx context.Context, what string, fn func() error) error {
+	_, err := bounded(ctx, what, func() (struct{}, error) { return struct{}{}, fn() }, nil)
+	if err != nil && ctx.Err() != nil && errors.Is(err, device.ErrTimeout) {
+		shmemBreak(err)
+		return fmt.Errorf("%w (NVSHMEM has no abort: the call is left running, and NVSHMEM is not used again in this process)", err)
+	}
+	return err
+}
+
+// shmemLeave drops one user of NVSHMEM and finalises it (collective,
+// bounded by ctx) when it was the last one.
+func shmemLeave(ctx context.Context, lib *nvshmem.Lib) error {
 	shmemProc.mu.Lock()
 	shmemProc.users--
 	last := shmemProc.users == 0 && shmemProc.up && shmemProc.broken == nil
@@ -131,7 +144,7 @@ func shmemLeave(lib *nvshmem.Lib) error {
 	if !last {
 		return nil
 	}
-	if err := lib.Finalize(); err != nil {
+	if err := shmemCollective(ctx, "nvshmemx_hostlib_finalize", lib.Finalize); err != nil {
 		return fmt.Errorf("internode: nvshmem: finalize: %w", err)
 	}
 	return nil
@@ -268,7 +281,14 @@ func shmemAllocate(ctx context.Context, ep Endpoint, lib *nvshmem.Lib, lay shmem
 	shmemProc.users++
 	shmemProc.mu.Unlock()
 	t := &shmemRail{ep: ep, lib: lib, lay: lay}
-	p, mallocErr := lib.Malloc(lay.size)
+	var p device.Ptr
+	mallocErr := shmemCollective(ctx, fmt.Sprintf("nvshmem_malloc of %d bytes (PE %d)", lay.size, ep.Place.Rank), func() (err error) {
+		p, err = lib.Malloc(lay.size)
+		return err
+	})
+	if mallocErr != nil {
+		p = 0 // a malloc left running keeps what it returns
+	}
 	t.base = p
 	got := []byte{0}
 	if mallocErr == nil {
@@ -321,14 +341,17 @@ func (t *shmemRail) zeroSignals(ctx context.Context) error {
 // release frees the symmetric allocation (when free: collective) and drops
 // this transport's use of NVSHMEM.
 func (t *shmemRail) release(free bool) error {
+	ctx, cancel := context.WithTimeout(context.Background(), t.ep.closeTimeout())
+	defer cancel()
 	var errs []error
 	if free && t.base != 0 {
-		if err := t.lib.Free(t.base); err != nil {
+		base := t.base
+		if err := shmemCollective(ctx, fmt.Sprintf("nvshmem_free (PE %d)", t.ep.Place.Rank), func() error { return t.lib.Free(base) }); err != nil {
 			errs = append(errs, fmt.Errorf("internode: nvshmem: %w", err))
 		}
 	}
 	t.base = 0
-	return errors.Join(append(errs, shmemLeave(t.lib))...)
+	return errors.Join(append(errs, shmemLeave(ctx, t.lib))...)
 }
 
 func (t *shmemRail) Kind() Kind { return NVSHMEM }

@@ -108,6 +108,7 @@ func (k *Call) enqueue(ctx context.Context, s device.Stream) error {
 	c.capturing = capturing
 	c.epoch = c.proto.Next(c.epoch)
 	c.serial++
+	c.calls++
 	if err := c.enqueue(k.in, k.out, s, c.epoch); err != nil {
 		return fmt.Errorf("rs2d: call %d: %w", c.epoch, err)
 	}

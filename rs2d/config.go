@@ -2,10 +2,12 @@ package rs2d
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internal/sizes"
 	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/internode"
 )
@@ -163,7 +165,10 @@ func (c Config) validate(world int, k tune.Knobs) error {
 	case k.SplitFirstBlock < tune.SplitAuto || k.SplitFirstBlock > tune.SplitOn:
 		return fmt.Errorf("rs2d: split %d: %w", k.SplitFirstBlock, device.ErrInvalidArgument)
 	}
-	return nil
+	// Every buffer is sized from MaxM × N × element size: it must fit
+	// before anything is computed from it.
+	_, err := sizes.Bytes("rs2d: MaxM × N × element size", int64(c.MaxM), int64(c.N), int64(c.DType.Size()))
+	return err
 }
 
 // Tensor is a row-major [Rows, Cols] matrix in device memory.
@@ -174,8 +179,16 @@ type Tensor struct {
 	DType dtype.DType
 }
 
-// Bytes is the tensor's size.
-func (t Tensor) Bytes() int64 { return int64(t.Rows) * int64(t.Cols) * int64(t.DType.Size()) }
+// Bytes is the tensor's size. A size that does not fit (sizes.Max, or
+// negative dimensions) saturates at math.MaxInt64 instead of wrapping
+// around, so that a range check against an allocation refuses it.
+func (t Tensor) Bytes() int64 {
+	n, ok := sizes.Product(int64(t.Rows), int64(t.Cols), int64(t.DType.Size()))
+	if !ok {
+		return math.MaxInt64
+	}
+	return n
+}
 
 func (t Tensor) String() string {
 	return fmt.Sprintf("[%d, %d] %v at %v", t.Rows, t.Cols, t.DType, t.Ptr)

@@ -85,6 +85,7 @@ type Context struct {
 	mu        sync.Mutex
 	epoch     symm.Epoch   // the epoch of the last call
 	serial    uint64       // calls enqueued or passed over so far (Call.current)
+	calls     uint64       // calls enqueued (Close compares them across ranks)
 	capturing bool         // the call being enqueued is captured into a graph
 	done      device.Event // the end of the last call, on the caller's stream
 	closed    bool
@@ -161,7 +162,7 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 		return fail(err)
 	}
 	if place.Shape.Nodes > 1 {
-		ep := internode.Endpoint{Dev: dev, Comm: comm, Place: place, BlockBytes: plan.railBlock(mem.RailRows), DType: cfg.DType, Lanes: knobs.RailLanes, Protocol: c.proto}
+		ep := internode.Endpoint{Dev: dev, Comm: comm, Place: place, BlockBytes: plan.railBlock(mem.RailRows), DType: cfg.DType, Lanes: knobs.RailLanes, Protocol: c.proto, Timeout: cfg.Timeout}
 		if c.rail, err = internode.NewRail(ctx, cfg.Transport, ep); err != nil {
 			return fail(err)
 		}
@@ -225,6 +226,14 @@ func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
 // Roundings is how many times a float result is rounded to its dtype on the
 // way with the direct path (once per level: the node reduce, and the
 // cross-node reduce when nnodes > 1); the accumulation itself is fp32.
+//
+// With several nodes, each node's partial sum is rounded to the dtype before
+// it crosses the rail, so its range is the dtype's: in fp16, +40000 on both
+// ranks of one node and −40000 on both of another sum to 0 in fp32, but
+// each node's partial (±80000) overflows to ±Inf, and the result is NaN (an
+// NCCL ring, which rounds after every hop, gives ±Inf or NaN too). Keeping
+// the partials in fp32 across the rail would double the bytes between nodes
+// and is not offered.
 func Roundings(nodes int) int {
 	if nodes > 1 {
 		return 2
@@ -303,7 +312,11 @@ func (c *Context) PoisonReceive(s device.Stream, m int, w uint32) error {
 
 // Close releases the context after a barrier with the other ranks, so no
 // peer still writes into this rank's buffers. It is collective; a rank that
-// never arrives makes it return an error after Config.Timeout.
+// never arrives makes it return an error after Config.Timeout, naming it.
+// At the barrier the ranks compare how many calls each made: when a call
+// timed out because a rank never made it, every rank's Close returns a
+// *StallError naming that rank, with its node and local rank (the timeout
+// itself names the word waited on, raised by the next rank along).
 //
 // When this rank's own work is stuck on the device (waiting for a rank that
 // is gone), Close ends the waits by writing values past every target into
@@ -338,8 +351,8 @@ func (c *Context) Close() error {
 		}
 	}
 	closeStep("barrier")
-	if err := c.comm.Barrier(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("rs2d: close: %w", err))
+	if err := c.closeBarrier(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	closeStep("release")
 	return errors.Join(append(errs, c.release())...)

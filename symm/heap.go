@@ -50,6 +50,9 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, layout *La
 	// Phase 1: allocate, zero the signal regions, export.
 	var handle []byte
 	localErr := func() error {
+		if err := layout.Err(); err != nil {
+			return fmt.Errorf("symm: rank %d: %w", h.rank, err)
+		}
 		p, err := dev.Alloc(size)
 		if err != nil {
 			return fmt.Errorf("symm: rank %d: allocating %d bytes: %w", h.rank, size, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/internal/sizes"
 )
 
 // Align is the alignment of every region: enough for 16-byte vector loads and
@@ -24,6 +25,7 @@ type Region struct {
 type Layout struct {
 	regions []Region
 	size    int64
+	err     error // the first region that did not fit
 }
 
 // Add appends a data region of size bytes.
@@ -31,18 +33,40 @@ func (l *Layout) Add(name string, size int64) Region { return l.add(name, size, 
 
 // AddPad appends a signal pad of words 32-bit words, zeroed at creation.
 func (l *Layout) AddPad(name string, words int) Pad {
-	return Pad{Region: l.add(name, int64(words)*4, true), Words: words}
+	size, ok := sizes.Product(int64(words), 4)
+	if !ok {
+		size = -1
+	}
+	return Pad{Region: l.add(name, size, true), Words: words}
 }
 
+// add appends a region. A negative size, or one that takes the heap past
+// sizes.Max, is recorded as the layout's error (New refuses the layout)
+// and the region is left empty.
 func (l *Layout) add(name string, size int64, zeroed bool) Region {
-	if size < 0 {
-		panic(fmt.Sprintf("symm: region %s of %d bytes", name, size))
+	end, ok := sizes.Sum(l.size, alignUp(size))
+	if size < 0 || !ok {
+		if l.err == nil {
+			l.err = fmt.Errorf("symm: region %s of %d bytes after %d bytes of regions does not fit (at most 2^50 bytes in all): %w",
+				name, size, l.size, device.ErrInvalidArgument)
+		}
+		return Region{Name: name, Off: l.size}
 	}
 	r := Region{Name: name, Off: l.size, Size: size, Zeroed: zeroed}
 	l.regions = append(l.regions, r)
-	l.size += (size + Align - 1) / Align * Align
+	l.size = end
 	return r
 }
+
+func alignUp(size int64) int64 {
+	if size < 0 || size > sizes.Max {
+		return -1
+	}
+	return (size + Align - 1) / Align * Align
+}
+
+// Err is the error of the first region that did not fit (nil if all did).
+func (l *Layout) Err() error { return l.err }
 
 // Size is the heap size the layout needs (at least Align).
 func (l *Layout) Size() int64 { return max(l.size, Align) }

@@ -57,20 +57,28 @@ func Sim(shape bootstrap.Shape, opts SimOptions) (*World, error) {
 }
 
 // Run calls fn once per rank, concurrently, and returns the errors of every
-// rank that failed, joined and labelled by rank.
+// rank that failed (a *RankErrors, by global rank), or nil.
 func (w *World) Run(ctx context.Context, fn func(ctx context.Context, r Rank) error) error {
 	var g errgroup.Group
 	errs := make([]error, len(w.Ranks))
 	for i, r := range w.Ranks {
 		g.Go(func() error {
-			if err := fn(ctx, r); err != nil {
-				errs[i] = fmt.Errorf("rank %d: %w", i, err)
-			}
+			errs[i] = fn(ctx, r)
 			return nil
 		})
 	}
 	_ = g.Wait()
-	return errors.Join(errs...)
+	var failed RankErrors
+	for i, err := range errs {
+		if err != nil {
+			failed.Ranks = append(failed.Ranks, w.Ranks[i].Comm.Rank())
+			failed.Errs = append(failed.Errs, err)
+		}
+	}
+	if len(failed.Errs) == 0 {
+		return nil
+	}
+	return &failed
 }
 
 // Close closes every rank's comm and device.

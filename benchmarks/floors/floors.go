@@ -72,15 +72,36 @@ type lab struct {
 // per rank) need.
 func srcBlocks(world int) int { return max(4, world) }
 
-func run(ctx context.Context, r world.Rank, o Options) (err error) {
-	if o.Bytes == 0 {
+// withDefaults fills in the sizes left at 0: on GPUs 512 MiB per transfer;
+// on the CPU 16 MiB, or beside a GEMM one GEMM row (16 KiB) and 2
+// iterations, as the GEMMs then run in Go (minutes on 8 ranks even so).
+func (o Options) withDefaults(gpu bool) (Options, error) {
+	if o.Bytes < 0 || o.Iters < 0 {
+		return o, fmt.Errorf("floors: %d bytes per transfer, %d iterations: want positive numbers (0: default): %w", o.Bytes, o.Iters, device.ErrInvalidArgument)
+	}
+	slowGemm := o.BesideGemm && !gpu
+	switch {
+	case o.Bytes > 0:
+	case gpu:
+		o.Bytes = 512 << 20
+	case slowGemm:
+		o.Bytes = 2 * besideCols
+	default:
 		o.Bytes = 16 << 20
-		if r.Dev.Info().Backend == "cuda" {
-			o.Bytes = 512 << 20
-		}
 	}
 	if o.Iters == 0 {
 		o.Iters = 10
+		if slowGemm {
+			o.Iters = 2
+		}
+	}
+	return o, nil
+}
+
+func run(ctx context.Context, r world.Rank, o Options) (err error) {
+	gpu := r.Dev.Info().Backend == "cuda"
+	if o, err = o.withDefaults(gpu); err != nil {
+		return err
 	}
 	l := &lab{ctx: ctx, r: r, o: o, p: benchmarks.Printer{W: o.Out.W, Rank: r.Comm.Rank()},
 		n: r.Comm.Size(), me: r.Comm.Rank(), sms: r.Dev.Info().SMs}
@@ -89,6 +110,9 @@ func run(ctx context.Context, r world.Rank, o Options) (err error) {
 		return err
 	}
 	l.p.Printf("hiercoll floors: %s, %s per transfer, %d iterations, slowest rank\n", o.Title, benchmarks.FormatBytes(o.Bytes), o.Iters)
+	if o.BesideGemm && !gpu {
+		l.p.Printf("  (CPU backend: the GEMMs beside the copies run in Go, slowly: minutes per measurement)\n")
+	}
 	steps := []func() error{l.copies, l.peerCopies}
 	if o.BesideGemm && l.n > 1 && l.mapped {
 		steps = append(steps, l.besideGemm)

@@ -82,17 +82,20 @@ func library(t *testing.T) string {
 }
 
 // cProgram compiles testdata/main.c against the library and returns the binary.
-func cProgram(t *testing.T) string {
+func cProgram(t *testing.T) string { return compileC(t, "main.c") }
+
+// compileC compiles testdata/src against the library and returns the binary.
+func compileC(t *testing.T, src string) string {
 	t.Helper()
 	lib := library(t)
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
 		t.Skip("gcc not found: cannot compile the C test program")
 	}
-	bin := filepath.Join(t.TempDir(), "ctest")
+	bin := filepath.Join(t.TempDir(), strings.TrimSuffix(src, ".c"))
 	dir := filepath.Dir(lib)
 	cmd := exec.Command(gcc, "-std=c11", "-D_GNU_SOURCE", "-O1", "-Wall", "-Wextra", "-Werror",
-		"-I", filepath.Join(repoRoot(t), "capi"), "-o", bin, filepath.Join("testdata", "main.c"),
+		"-I", filepath.Join(repoRoot(t), "capi"), "-o", bin, filepath.Join("testdata", src),
 		"-L", dir, "-lhiercoll", "-Wl,-rpath,"+dir, "-pthread")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "gcc: %s", out)

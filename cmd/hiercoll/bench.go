@@ -21,14 +21,15 @@ func runBench(ctx context.Context, args []string) error {
 	w.register(fs)
 	dt := fs.String("dtype", "bf16", "element type: bf16, fp16, fp32, int32")
 	n := fs.Int("n", 4096, "columns N (M follows from the size)")
-	sizes := fs.String("sizes", "", "input bytes per rank, comma-separated, with K/M/G suffixes (default 1M..2G on GPUs, 1M..64M on the CPU)")
-	iters := fs.Int("iters", 0, "timed calls per measurement (0: by size)")
+	sizes := fs.String("sizes", "", "input bytes per rank, comma-separated, with K/M/G suffixes, each at least one row per rank "+
+		"(rounded down to whole rows per rank; default 1M..2G on GPUs, 1M..64M on the CPU)")
+	iters := fs.Int("iters", 0, "timed calls per measurement (default by size: about 8 GiB moved on GPUs, 32 MiB on the CPU)")
 	reps := fs.Int("reps", 3, "measurements per size; the best is kept")
 	csvPath := fs.String("csv", "", "write the table as CSV to this file")
 	pngPath := fs.String("png", "", "write a plot of bus bandwidth against size to this PNG file")
 	hostCost := fs.Bool("host-cost", false, "instead of the sweep: the host time of one call in Go (enqueue only, tiny input), per variant")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+	if err := parseFlags(fs, args, false, append(w.positive(), "n", "iters", "reps")...); err != nil {
+		return err
 	}
 	d, err := dtype.Parse(*dt)
 	if err != nil {
@@ -44,17 +45,30 @@ func runBench(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	check := func(world int) error {
+		if list == nil {
+			return nil // the defaults fit any world
+		}
+		least := benchmarks.MinBenchSize(*n, d, world)
+		for _, size := range list {
+			if size < least {
+				return usageError{fmt.Errorf("--sizes %s: %d bytes is less than one row per rank: with --n %d (%v) on %d ranks the smallest size is %d bytes (a smaller --n allows smaller sizes)",
+					*sizes, size, *n, d, world, least)}
+			}
+		}
+		return nil
+	}
 	if *hostCost {
-		return runWorld(ctx, &w, func(where) benchmarks.Job {
+		return runWorld(ctx, &w, nil, func(where) benchmarks.Job {
 			return benchmarks.HostCost(benchmarks.HostCostOptions{Variants: variants, Out: benchmarks.Printer{W: os.Stdout}})
 		})
 	}
-	return runWorld(ctx, &w, func(wh where) benchmarks.Job {
+	return runWorld(ctx, &w, check, func(wh where) benchmarks.Job {
 		return func(ctx context.Context, r worldRank) error {
 			var rows []benchmarks.BenchRow
 			opts := benchmarks.BenchOptions{
 				Sizes: list, N: *n, DType: d, Iters: *iters, Reps: *reps, Variants: variants,
-				Out: benchmarks.Printer{W: os.Stdout}, Status: os.Stderr, Title: wh.title, Rows: &rows,
+				Out: benchmarks.Printer{W: cmdOut}, Title: wh.title, Rows: &rows,
 			}
 			if opts.Sizes == nil {
 				opts.Sizes = benchmarks.DefaultSizes(r.Dev.Info().Backend == "cuda")

@@ -34,8 +34,8 @@ func runBenchGemm(ctx context.Context, args []string) error {
 	reps := fs.Int("reps", 3, "measurements of each path; the best is kept")
 	samples := fs.Int("samples", 0, "output elements per rank checked against the exact sum (0: 64 on GPUs, all of small outputs)")
 	csvPath := fs.String("csv", "", "write the table as CSV to this file")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+	if err := parseFlags(fs, args, false, append(w.positive(), "iters", "reps", "samples")...); err != nil {
+		return err
 	}
 	d, err := dtype.Parse(*dt)
 	if err != nil {
@@ -69,13 +69,21 @@ func runBenchGemm(ctx context.Context, args []string) error {
 	knobs := tune.From(ctx)
 	knobs.SplitFirstBlock, knobs.Gemm, knobs.Segments = sp, gm, *segments
 	ctx = tune.With(ctx, knobs)
-	return runWorld(ctx, &w, func(wh where) benchmarks.Job {
+	check := func(world int) error {
+		for _, sh := range list {
+			if sh.M%world != 0 || sh.K%world != 0 {
+				return usageError{fmt.Errorf("--shapes %s: %dx%dx%d: M and K must be multiples of the world size %d", *shapes, sh.M, sh.N, sh.K, world)}
+			}
+		}
+		return nil
+	}
+	return runWorld(ctx, &w, check, func(wh where) benchmarks.Job {
 		return func(ctx context.Context, r worldRank) error {
 			var rows []benchmarks.GemmRow
 			opts := benchmarks.GemmOptions{
 				Shapes: list, DType: d, Config: gemmrs.Config{Mode: m, Transport: cfg.Transport, Timeout: cfg.Timeout},
 				Iters: *iters, Reps: *reps, Samples: *samples,
-				Out: benchmarks.Printer{W: os.Stdout}, Status: os.Stderr, Title: wh.title, Rows: &rows,
+				Out: benchmarks.Printer{W: cmdOut}, Status: cmdErr, Title: wh.title, Rows: &rows,
 			}
 			if err := benchmarks.GemmBench(opts)(ctx, r); err != nil {
 				return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/seed12530e24/hiercoll/benchmarks"
@@ -24,8 +23,8 @@ func runBenchMM(ctx context.Context, args []string) error {
 	rounds := fs.Int("rounds", 3, "rounds (at least 3); each times every path once, in turn")
 	iters := fs.Int("iters", 0, "calls per timing (0: 20 on GPUs, 1 on the CPU)")
 	segments := fs.Int("segments", 4, "signal segments per destination of the signalled variant (4 destinations)")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+	if err := parseFlags(fs, args, false, append(w.positive(), "rounds", "iters", "segments")...); err != nil {
+		return err
 	}
 	d, err := dtype.Parse(*dt)
 	if err != nil {
@@ -53,10 +52,10 @@ func runBenchMM(ctx context.Context, args []string) error {
 		}
 	}
 	w.nodes, w.gpus = 1, 1 // one GPU
-	return runWorld(ctx, &w, func(wh where) benchmarks.Job {
+	return runWorld(ctx, &w, anyWorld, func(wh where) benchmarks.Job {
 		return benchmarks.MM(benchmarks.MMOptions{
 			Shapes: list, DType: d, Layouts: ls, Rounds: *rounds, Iters: *iters, Segments: *segments,
-			Out: benchmarks.Printer{W: os.Stdout}, Status: benchmarks.Printer{W: os.Stderr},
+			Out: benchmarks.Printer{W: cmdOut}, Status: benchmarks.Printer{W: cmdErr},
 		})
 	})
 }

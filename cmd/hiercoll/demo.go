@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"flag"
-	"os"
+	"fmt"
 
 	"github.com/seed12530e24/hiercoll/benchmarks"
 	"github.com/seed12530e24/hiercoll/dtype"
@@ -13,12 +13,12 @@ func runDemo(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	var w worldFlags
 	w.register(fs)
-	m := fs.Int("m", 0, "rows M of each rank's input (default: 1024 per rank on the CPU, 8192 per GPU)")
+	m := fs.Int("m", 0, "rows M of each rank's input, a multiple of the world size (default: 1024 per rank on the CPU, 8192 per GPU)")
 	n := fs.Int("n", 0, "columns N (default 1024 on the CPU, 8192 on GPUs)")
 	dt := fs.String("dtype", "bf16", "element type: bf16, fp16, fp32, int32")
 	calls := fs.Int("calls", 5, "timed calls after the checked one")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+	if err := parseFlags(fs, args, false, append(w.positive(), "m", "n", "calls")...); err != nil {
+		return err
 	}
 	d, err := dtype.Parse(*dt)
 	if err != nil {
@@ -28,11 +28,17 @@ func runDemo(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return runWorld(ctx, &w, func(wh where) benchmarks.Job {
+	check := func(world int) error {
+		if *m%world != 0 {
+			return usageError{fmt.Errorf("--m %d is not a multiple of the world size %d (every rank gets M/world rows)", *m, world)}
+		}
+		return nil
+	}
+	return runWorld(ctx, &w, check, func(wh where) benchmarks.Job {
 		return func(ctx context.Context, r worldRank) error {
 			opts := benchmarks.DemoOptions{
 				M: *m, N: *n, DType: d, Calls: *calls, Config: cfg,
-				Out: benchmarks.Printer{W: os.Stdout}, Title: wh.title,
+				Out: benchmarks.Printer{W: cmdOut}, Title: wh.title,
 			}
 			gpu := r.Dev.Info().Backend == "cuda"
 			if opts.N == 0 {

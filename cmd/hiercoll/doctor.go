@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/device/cuda"
@@ -15,10 +16,11 @@ import (
 
 func runDoctor(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+	if err := parseFlags(fs, args, false); err != nil {
+		return err
 	}
-	out := os.Stdout
+	out := cmdOut
+	multicastEnv := multicastEnvReport(os.LookupEnv) // before the loaders set them
 	fmt.Fprintln(out, "hiercoll doctor")
 	rep, err := cuda.Probe()
 	if err != nil {
@@ -53,8 +55,26 @@ func runDoctor(ctx context.Context, args []string) error {
 	} else {
 		fmt.Fprintf(out, "NVSHMEM: host library %s\n", lib.Path())
 	}
-	for _, v := range []string{"NCCL_NVLS_ENABLE", "NVSHMEM_DISABLE_NVLS", "TORCH_SYMM_MEM_DISABLE_MULTICAST", device.AllowMulticastEnv} {
-		fmt.Fprintf(out, "%s=%q\n", v, os.Getenv(v))
-	}
+	fmt.Fprint(out, multicastEnv)
 	return nil
+}
+
+// multicastEnvReport says how the variables that keep NVLink multicast off
+// were set in the environment hiercoll was started with, and what the
+// library does where one is unset.
+func multicastEnvReport(lookup func(string) (string, bool)) string {
+	var b strings.Builder
+	for _, v := range []struct{ name, unset string }{
+		{"NCCL_NVLS_ENABLE", "hiercoll's NCCL loader sets it to 0 in its own process"},
+		{"NVSHMEM_DISABLE_NVLS", "hiercoll's NVSHMEM loader sets it to 1 in its own process"},
+		{"TORCH_SYMM_MEM_DISABLE_MULTICAST", "hiercoll launch sets it to 1 for the processes it starts"},
+		{device.AllowMulticastEnv, "the NVLS engine stays off"},
+	} {
+		if value, ok := lookup(v.name); ok {
+			fmt.Fprintf(&b, "%s=%q (in the environment)\n", v.name, value)
+		} else {
+			fmt.Fprintf(&b, "%s not set in the environment (%s)\n", v.name, v.unset)
+		}
+	}
+	return b.String()
 }

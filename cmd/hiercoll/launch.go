@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 
 	"github.com/seed12530e24/hiercoll/launch"
 	"github.com/seed12530e24/hiercoll/world"
@@ -17,12 +16,8 @@ func runLaunch(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("launch", flag.ContinueOnError)
 	nproc := fs.Int("nproc", 0, "processes to start (default: one per GPU)")
 	nodes := fs.Int("nodes", 1, "emulated nodes on this host (must divide --nproc)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: hiercoll launch --nproc N [--nodes K] -- command args...")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+	if err := parseFlags(fs, args, true, "nproc", "nodes"); err != nil {
+		return err
 	}
 	cmd := fs.Args()
 	if len(cmd) == 0 {

@@ -18,9 +18,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/seed12530e24/hiercoll/bootstrap"
 )
 
 const usage = `usage: hiercoll <command> [flags]
@@ -38,7 +41,8 @@ commands:
   launch   launch --nproc N [--nodes K] -- command args...   (torchrun-style)
   model    predicted ReduceScatter2D against NCCL's ring on 2-128 nodes (table, CSV, PNG; --validate)
 
-run "hiercoll <command> -h" for the command's flags.
+run "hiercoll <command> -h" (or "hiercoll help <command>") for the command's flags;
+"hiercoll --version" for the version.
 `
 
 func main() {
@@ -47,47 +51,66 @@ func main() {
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var err error
-	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
-	case "demo":
-		err = runDemo(ctx, args)
-	case "verify":
-		err = runVerify(ctx, args)
-	case "bench":
+	code := run(ctx, os.Args[1], os.Args[2:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// commands are the subcommands, by name.
+var commands = map[string]func(context.Context, []string) error{
+	"demo":   runDemo,
+	"verify": runVerify,
+	"bench": func(ctx context.Context, args []string) error {
 		if rest, gemm := gemmFlag(args); gemm {
-			err = runBenchGemm(ctx, rest)
-		} else {
-			err = runBench(ctx, args)
+			return runBenchGemm(ctx, rest)
 		}
-	case "bench-gemm":
-		err = runBenchGemm(ctx, args)
-	case "bench-mm":
-		err = runBenchMM(ctx, args)
-	case "doctor":
-		err = runDoctor(ctx, args)
-	case "floors":
-		err = runFloors(ctx, args)
-	case "launch":
-		err = runLaunch(ctx, args)
-	case "model":
-		err = runModel(ctx, args)
-	case "-h", "--help", "help":
-		fmt.Print(usage)
-		return
-	default:
-		fmt.Fprintf(os.Stderr, "hiercoll: unknown command %q\n\n%s", cmd, usage)
-		os.Exit(2)
-	}
-	if err != nil {
-		var ue usageError
-		if errors.As(err, &ue) {
-			fmt.Fprintf(os.Stderr, "hiercoll %s: %v\n", os.Args[1], err)
-			os.Exit(2)
+		return runBench(ctx, args)
+	},
+	"bench-gemm": runBenchGemm,
+	"bench-mm":   runBenchMM,
+	"doctor":     runDoctor,
+	"floors":     runFloors,
+	"launch":     runLaunch,
+	"model":      runModel,
+}
+
+// run runs command cmd and returns the exit status: 0, 1 for a failure, 2
+// for a mistake on the command line. The error is printed once: under a
+// launcher (RANK set) a usage error, the same on every rank, only by rank 0.
+func run(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) int {
+	cmdOut, cmdErr = stdout, stderr
+	switch cmd {
+	case "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	case "help":
+		if len(args) == 0 {
+			fmt.Fprint(stdout, usage)
+			return 0
 		}
-		fmt.Fprintf(os.Stderr, "hiercoll %s: %v\n", os.Args[1], err)
-		os.Exit(1)
+		cmd, args = args[0], []string{"-h"}
+	case "--version", "-version", "version":
+		fmt.Fprintln(stdout, versionLine())
+		return 0
 	}
+	fn, ok := commands[cmd]
+	if !ok {
+		fmt.Fprintf(stderr, "hiercoll: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	err := fn(ctx, args)
+	var ue usageError
+	switch {
+	case err == nil, errors.Is(err, errHelp):
+		return 0
+	case errors.As(err, &ue):
+		if rank := os.Getenv(bootstrap.EnvRank); rank == "" || rank == "0" {
+			fmt.Fprintf(stderr, "hiercoll %s: %v\n", cmd, ue.error)
+		}
+		return 2
+	}
+	fmt.Fprintf(stderr, "hiercoll %s: %v\n", cmd, err)
+	return 1
 }
 
 // gemmFlag takes --gemm (or -gemm, --gemm=true) out of bench's arguments:

@@ -17,7 +17,7 @@ import (
 )
 
 func runModel(ctx context.Context, args []string) error {
-	return runModelTo(ctx, args, os.Stdout)
+	return runModelTo(ctx, args, cmdOut)
 }
 
 // runModelTo is `hiercoll model`, printing to out.
@@ -48,11 +48,8 @@ func runModelTo(_ context.Context, args []string, out io.Writer) error {
 	ratioPNG := fs.String("ratio-png", "", "write NCCL's time (ring, or PAT where faster) over ReduceScatter2D's against size, per node count, to this PNG file")
 	validate := fs.String("validate", "", "compare the model with the bench CSVs under this benchmarks/results folder and with NCCL's published scaling, instead of predicting")
 	pngDir := fs.String("png-dir", "", "with --validate: write anchor.png, one-node.png, emulated-nvlink.png and emulated-sockets.png into this folder")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	if err := parseFlags(fs, args, false, "gpus", "nics", "lanes"); err != nil {
+		return err
 	}
 	nodeList, err := intList("nodes", *nodesFlag)
 	if err != nil {

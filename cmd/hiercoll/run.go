@@ -56,6 +56,9 @@ func (w *worldFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&w.ringChunk, "ring-chunk", "0", "tuning, ring: bytes per slot, with K/M suffixes (0: default, shrunk to fit --max-symm)")
 }
 
+// positive names the world flags that must be positive when given.
+func (w *worldFlags) positive() []string { return []string{"nodes", "gpus", "timeout"} }
+
 // setting is the first of the variants: a context's Config, and its tuning
 // in the context the job runs in.
 func (w *worldFlags) setting(ctx context.Context) (context.Context, rs2d.Config, error) {
@@ -164,26 +167,35 @@ type where struct {
 
 // runWorld runs job on every rank this process owns: its own rank in a
 // multi-process job; else it launches one process per GPU; else an
-// in-process simulated world. It returns the description for reports.
-func runWorld(ctx context.Context, w *worldFlags, job func(where) benchmarks.Job) error {
-	if bootstrap.EnvPresent() && w.backend != "sim" {
-		wd, err := world.Process(ctx)
-		if err != nil {
-			return err
-		}
-		defer wd.Close()
-		dev := wd.Ranks[0].Dev.Info()
-		title := fmt.Sprintf("%d node(s) x %d GPU(s) (%s, CUDA backend, one process per GPU)", wd.Shape.Nodes, wd.Shape.LocalSize, dev.Model)
-		return wd.Run(ctx, job(where{title: title, rank: wd.Ranks[0].Comm.Rank()}))
+// in-process simulated world. check is given the world size before any of
+// that starts (a command's flags that depend on it: --m divisible by the
+// world). It returns the job's error.
+func runWorld(ctx context.Context, w *worldFlags, check func(world int) error, job func(where) benchmarks.Job) error {
+	switch w.backend {
+	case "auto", "cuda", "sim":
+	default:
+		return usageError{fmt.Errorf("--backend %s: want auto, cuda or sim", w.backend)}
+	}
+	if bootstrap.EnvPresent() {
+		return joinJob(ctx, w, check, job)
 	}
 	gpus := world.GPUs()
 	switch {
 	case w.backend == "cuda" && gpus == 0:
 		return errors.New("--backend cuda: no GPU visible to the CUDA driver (try hiercoll doctor)")
 	case w.backend != "sim" && gpus > 0:
-		return relaunch(ctx, w, gpus)
-	case w.backend != "sim" && w.backend != "auto" && w.backend != "cuda":
-		return usageError{fmt.Errorf("--backend %q: want auto, cuda or sim", w.backend)}
+		nodes := max(w.nodes, 1)
+		per := w.gpus
+		if per == 0 {
+			per = gpus / nodes
+		}
+		if per <= 0 {
+			return usageError{fmt.Errorf("--nodes %d: %d GPU(s) cannot be split into %d nodes", nodes, gpus, nodes)}
+		}
+		if err := check(nodes * per); err != nil {
+			return err
+		}
+		return relaunch(ctx, nodes, per)
 	}
 	nodes, per := w.nodes, w.gpus
 	if nodes == 0 {
@@ -191,6 +203,9 @@ func runWorld(ctx context.Context, w *worldFlags, job func(where) benchmarks.Job
 	}
 	if per == 0 {
 		per = 4
+	}
+	if err := check(nodes * per); err != nil {
+		return err
 	}
 	shape := bootstrap.Shape{Nodes: nodes, LocalSize: per}
 	wd, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: w.timeout}})
@@ -204,16 +219,38 @@ func runWorld(ctx context.Context, w *worldFlags, job func(where) benchmarks.Job
 	return wd.Run(ctx, job(where{title: title}))
 }
 
-// relaunch starts this command once per GPU (or --gpus × --nodes processes).
-func relaunch(ctx context.Context, w *worldFlags, gpus int) error {
-	nodes := max(w.nodes, 1)
-	per := w.gpus
-	if per == 0 {
-		per = gpus / nodes
+// joinJob runs job as this process's rank of a launched job (RANK and
+// WORLD_SIZE set, by torchrun or hiercoll launch), on its GPU.
+func joinJob(ctx context.Context, w *worldFlags, check func(world int) error, job func(where) benchmarks.Job) error {
+	const alone = "run the command without the launcher: it then simulates --nodes x --gpus GPUs in one process"
+	switch {
+	case w.backend == "sim":
+		return usageError{fmt.Errorf("--backend sim cannot join a launched job (RANK and WORLD_SIZE are set): simulated GPUs live inside one process; %s", alone)}
+	case world.GPUs() == 0:
+		return usageError{fmt.Errorf("a launched job (RANK and WORLD_SIZE are set) runs one rank per GPU, and no GPU is visible to the CUDA driver here; %s", alone)}
 	}
-	if per <= 0 {
-		return usageError{fmt.Errorf("%d GPU(s) cannot be split into %d nodes", gpus, nodes)}
+	size, err := strconv.Atoi(os.Getenv(bootstrap.EnvWorldSize))
+	if err != nil || size <= 0 {
+		return usageError{fmt.Errorf("%s=%q: want a positive number", bootstrap.EnvWorldSize, os.Getenv(bootstrap.EnvWorldSize))}
 	}
+	if err := check(size); err != nil {
+		return err
+	}
+	wd, err := world.Process(ctx)
+	if err != nil {
+		return err
+	}
+	defer wd.Close()
+	dev := wd.Ranks[0].Dev.Info()
+	title := fmt.Sprintf("%d node(s) x %d GPU(s) (%s, CUDA backend, one process per GPU)", wd.Shape.Nodes, wd.Shape.LocalSize, dev.Model)
+	return wd.Run(ctx, job(where{title: title, rank: wd.Ranks[0].Comm.Rank()}))
+}
+
+// anyWorld is the check of commands whose flags fit every world size.
+func anyWorld(int) error { return nil }
+
+// relaunch starts this command once per GPU, nodes × per processes.
+func relaunch(ctx context.Context, nodes, per int) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err

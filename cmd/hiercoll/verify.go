@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"os"
 	"strings"
 
 	"github.com/seed12530e24/hiercoll/benchmarks"
@@ -17,8 +16,8 @@ func runVerify(ctx context.Context, args []string) error {
 	dts := fs.String("dtypes", "bf16,fp16,fp32,int32", "element types to check")
 	calls := fs.Int("calls", 3, "calls per shape, each on fresh random data")
 	repeat := fs.Int("repeat", 0, "calls in a row on one context (default: 1000 on GPUs, 100 on the CPU)")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+	if err := parseFlags(fs, args, false, append(w.positive(), "calls", "repeat")...); err != nil {
+		return err
 	}
 	var list []dtype.DType
 	for _, s := range strings.Split(*dts, ",") {
@@ -32,7 +31,7 @@ func runVerify(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return runWorld(ctx, &w, func(wh where) benchmarks.Job {
+	return runWorld(ctx, &w, anyWorld, func(wh where) benchmarks.Job {
 		return func(ctx context.Context, r worldRank) error {
 			gpu := r.Dev.Info().Backend == "cuda"
 			rep := *repeat
@@ -41,7 +40,7 @@ func runVerify(ctx context.Context, args []string) error {
 			}
 			return benchmarks.Verify(benchmarks.VerifyOptions{
 				DTypes: list, Cases: benchmarks.DefaultCases(gpu), Calls: *calls, Repeat: rep,
-				Config: cfg, Out: benchmarks.Printer{W: os.Stdout}, Title: wh.title,
+				Config: cfg, Out: benchmarks.Printer{W: cmdOut}, Title: wh.title,
 			})(ctx, r)
 		}
 	})

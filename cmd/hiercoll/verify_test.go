@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"io"
-	"os"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -16,35 +13,10 @@ import (
 // nodes × 4) with 1 MiB of buffers per rank, where the largest shapes take
 // the ring and its rail rounds, passes.
 func TestVerifySimWithMaxSymm(t *testing.T) {
-	out := captureStdout(t, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		return runVerify(ctx, []string{"--backend", "sim", "--max-symm", "1M"})
-	})
+	code, out, errOut := hiercoll(t, "verify", "--backend", "sim", "--max-symm", "1M")
+	require.Equal(t, 0, code, "stderr:\n%s\nstdout:\n%s", errOut, out)
 	require.Contains(t, out, "engine ring")
 	require.Contains(t, out, "PASS")
-}
-
-// captureStdout runs fn with os.Stdout going to a pipe and returns what it
-// printed; fn's error fails the test.
-func captureStdout(t *testing.T, fn func() error) string {
-	t.Helper()
-	r, w, err := os.Pipe()
-	require.NoError(t, err)
-	old := os.Stdout
-	os.Stdout = w
-	done := make(chan []byte)
-	go func() {
-		b, _ := io.ReadAll(r)
-		done <- b
-	}()
-	runErr := fn()
-	os.Stdout = old
-	require.NoError(t, w.Close())
-	out := string(<-done)
-	require.NoError(t, r.Close())
-	require.NoError(t, runErr, "output:\n%s", out)
-	return out
 }
 
 func TestWorldFlagsMaxSymmAndRing(t *testing.T) {

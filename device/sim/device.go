@@ -11,6 +11,10 @@
 //
 // Several Devices on one Host share an address space, so OpenPeer of a peer's
 // handle returns the same address, as CUDA's unified addressing does.
+//
+// Simulated memory is the process's own heap, so it has a cap, as a GPU's
+// memory has a size: HIERCOLL_SIM_MEMORY (EnvMemory, default half the
+// machine's memory) bounds what all simulated GPUs of a process hold at once.
 package sim
 
 import (

@@ -81,6 +81,9 @@ func (h *Host) alloc(owner *Device, size int64) (device.Ptr, error) {
 	if size <= 0 {
 		return 0, fmt.Errorf("sim: alloc of %d bytes: %w", size, device.ErrInvalidArgument)
 	}
+	if err := reserve(owner.name, size); err != nil {
+		return 0, err
+	}
 	// Go's allocator returns 8-byte aligned memory for large byte slices;
 	// 32-bit atomics on word offsets need no more.
 	data := make([]byte, size)
@@ -116,15 +119,17 @@ func (h *Host) find(p device.Ptr, n int64) (*region, int64, error) {
 		return nil, 0, fmt.Errorf("sim: address %v is not device memory: %w", p, device.ErrInvalidArgument)
 	}
 	r := h.regions[i]
-	off := int64(p - r.base)
 	if r.freed && r.views == 0 {
 		return nil, 0, fmt.Errorf("sim: address %v is in freed memory: %w", p, device.ErrInvalidArgument)
 	}
-	if n < 0 || off+n > int64(len(r.data)) || off >= int64(len(r.data)) && n > 0 {
+	// Unsigned: an address far past the region (a negative offset added to
+	// a pointer) must not wrap into a negative offset.
+	off, size := uint64(p-r.base), uint64(len(r.data))
+	if n < 0 || off > size || uint64(n) > size-off {
 		return nil, 0, fmt.Errorf("sim: access of %d bytes at %v runs past the end of its %d-byte allocation at %v: %w",
 			n, p, len(r.data), r.base, device.ErrInvalidArgument)
 	}
-	return r, off, nil
+	return r, int64(off), nil
 }
 
 // Bytes returns the memory at [p, p+n) on this host.
@@ -237,6 +242,7 @@ func (h *Host) closeView(p device.Ptr) error {
 			live.views.Add(-1)
 			if r.freed && r.views == 0 {
 				h.regions = append(h.regions[:i], h.regions[i+1:]...)
+				unreserve(int64(len(r.data)))
 			}
 			return nil
 		}
@@ -253,6 +259,7 @@ func (h *Host) free(p device.Ptr, owner *Device) error {
 			live.allocs.Add(-1)
 			if r.views == 0 {
 				h.regions = append(h.regions[:i], h.regions[i+1:]...)
+				unreserve(int64(len(r.data)))
 			}
 			return nil
 		}

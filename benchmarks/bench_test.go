@@ -1,0 +1,85 @@
+package benchmarks_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed12530e24/hiercoll/benchmarks"
+	"github.com/seed12530e24/hiercoll/bootstrap"
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/device/sim"
+	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/world"
+)
+
+func runBench(t *testing.T, opts benchmarks.BenchOptions) error {
+	t.Helper()
+	w, err := world.Sim(bootstrap.Shape{Nodes: 1, LocalSize: 2}, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, w.Close()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return w.Run(ctx, benchmarks.Bench(opts))
+}
+
+// The table's rows follow each other with nothing between them (a progress
+// line on another stream used to come between a row and the next), and a
+// CSV of a run without NCCL leaves NCCL's columns empty.
+func TestBenchTableAndCSV(t *testing.T) {
+	var out bytes.Buffer
+	var rows []benchmarks.BenchRow
+	opts := benchmarks.BenchOptions{
+		Sizes: []int64{512, 8000}, N: 64, DType: dtype.F32, Iters: 2, Reps: 1,
+		Out: benchmarks.Printer{W: &out}, Title: "test", Rows: &rows,
+	}
+	require.NoError(t, runBench(t, opts))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.GreaterOrEqual(t, len(lines), 3)
+	require.Contains(t, lines[len(lines)-3], "size(B)", "the header, then one line per size:\n%s", out.String())
+	require.Regexp(t, `^\s+512\s+128\s+fp32\s+[0-9.]+ .* -\s+-\s+-\s+-\s+-$`, lines[len(lines)-2])
+	require.Regexp(t, `^\s+7680\s+1920\s+fp32\s+`, lines[len(lines)-1], "rounded down to whole rows per rank")
+
+	require.Len(t, rows, 2)
+	var csv bytes.Buffer
+	require.NoError(t, benchmarks.WriteCSV(&csv, rows, 2, dtype.F32))
+	csvLines := strings.Split(strings.TrimSpace(csv.String()), "\n")
+	require.Len(t, csvLines, 3)
+	for _, l := range csvLines[1:] {
+		require.True(t, strings.HasSuffix(l, ",,,"), "NCCL's columns empty: %q", l)
+	}
+	rows[0].NCCLTime, rows[0].Checked, rows[0].MaxErr = time.Millisecond, true, 0.5
+	csv.Reset()
+	require.NoError(t, benchmarks.WriteCSV(&csv, rows[:1], 2, dtype.F32))
+	require.Regexp(t, `,1000\.00,[0-9.]+,0\.5\n$`, csv.String())
+}
+
+// Options that make no sense are refused before anything runs (--n -3
+// panicked in makeslice; a size below one row per rank was silently
+// measured as one row).
+func TestBenchRefusesBadOptions(t *testing.T) {
+	good := benchmarks.BenchOptions{Sizes: []int64{1 << 16}, N: 64, DType: dtype.BF16}
+	for name, mod := range map[string]func(o *benchmarks.BenchOptions){
+		"negative N":      func(o *benchmarks.BenchOptions) { o.N = -3 },
+		"zero N":          func(o *benchmarks.BenchOptions) { o.N = 0 },
+		"no sizes":        func(o *benchmarks.BenchOptions) { o.Sizes = nil },
+		"below one row":   func(o *benchmarks.BenchOptions) { o.Sizes = []int64{100, 1 << 16} },
+		"negative size":   func(o *benchmarks.BenchOptions) { o.Sizes = []int64{-1 << 20} },
+		"negative iters":  func(o *benchmarks.BenchOptions) { o.Iters = -1 },
+		"no dtype":        func(o *benchmarks.BenchOptions) { o.DType = 0 },
+		"N that overflow": func(o *benchmarks.BenchOptions) { o.N = 1 << 62 },
+	} {
+		o := good
+		mod(&o)
+		err := runBench(t, o)
+		require.True(t, errors.Is(err, device.ErrInvalidArgument), "%s: %v", name, err)
+	}
+	o := good
+	o.Sizes = []int64{100}
+	require.ErrorContains(t, runBench(t, o), "sizes run from 256 bytes (one row per rank")
+}
