@@ -16,6 +16,10 @@ HC_ERR_PEER = 4
 HC_ERR_CLOSED = 5
 HC_ERR_OTHER = 6
 
+# The layouts of B for hc_rs2d_matmul_reduce_scatter.
+HC_B_KN = 0  # [k, n] row-major
+HC_B_NK = 1  # [n, k] row-major: a torch Linear weight
+
 # Element types.
 HC_BF16 = 1
 HC_F16 = 2

@@ -104,6 +104,7 @@ class ReduceScatter2D:
         self._torch_dtype = None
         self._device_index = self._world.device_index
         self._c = None  # matmul_reduce_scatter's [max_m, n] product buffer
+        self._own_ms = set()  # M values the own GEMM ran with outside a graph capture
         self._gemm_stream = None
         self._order = None
 
@@ -219,13 +220,18 @@ class ReduceScatter2D:
         rank's share of the inner dimension), both of the context's dtype
         (bfloat16, float16 or float32) on the rank's GPU, any strides.
 
-        torch.mm computes the product block by block, in consumption_order(),
-        on a side stream, into an [max_m, n] buffer the context keeps, and
-        raises each block's signal right after it: the scatter of the blocks
-        already done runs while the GEMM computes the rest. With
-        split_first_block the first block goes in two GEMMs, the early signal
-        between them. Every rank calls it with the same M. Nothing is
-        synchronised."""
+        hiercoll's own GEMM (Hopper GPUs, bf16 and fp16, rows of a and b
+        16-byte aligned; b may be a transposed Linear weight) computes the
+        product into an [max_m, n] buffer the context keeps, in one launch on
+        a stream of the library's, signalling each part of a destination's
+        rows as soon as it is stored, so the scatter copies it while the rest
+        is computed. Where it cannot (fp32, other strides, another GPU, a
+        context with split_first_block), torch.mm computes the product block
+        by block, in consumption_order(), on a side stream, raising each
+        block's signal right after it (with split_first_block the first block
+        in two GEMMs, the early signal between them). Inside a CUDA graph
+        capture the own GEMM is used for an M it already ran with outside
+        one. Every rank calls it with the same M. Nothing is synchronised."""
         self._handle()
         if output is None and _compiling is not None and _compiling():
             return _torch.ops.hiercoll.matmul_reduce_scatter(a, b, self._h)
@@ -253,6 +259,8 @@ class ReduceScatter2D:
             self._gemm_stream = torch.cuda.Stream(device=a.device)
             self._order = self.consumption_order()
         c, gs = self._c, self._gemm_stream
+        if self._own_matmul(a, b, m, k, c, output):
+            return output
         early = self.early_rows(m) if self.split_first_block else 0
         # After the caller's work on a and b, and after the previous call, which read c.
         gs.wait_stream(torch.cuda.current_stream())
@@ -273,6 +281,33 @@ class ReduceScatter2D:
         self.reduce_scatter(c[:m], output)
         torch.cuda.current_stream().wait_stream(gs)
         return output
+
+    def _own_matmul(self, a, b, m, k, c, output):
+        """c[:m] = a @ b by the own GEMM and the reduce-scatter of it into
+        output (hc_rs2d_matmul_reduce_scatter), if it can take the operands;
+        False (nothing enqueued) where it cannot."""
+        torch = _torch
+        if self.split_first_block or a.stride(1) != 1:
+            return False
+        if b.stride(1) == 1:
+            layout, ldb = _lib.HC_B_KN, b.stride(0)
+        elif b.stride(0) == 1:
+            layout, ldb = _lib.HC_B_NK, b.stride(1)  # b is the transpose of an [n, k] row-major weight
+        else:
+            return False
+        capturing = torch.cuda.is_current_stream_capturing()
+        if capturing and m not in self._own_ms:
+            return False  # its first call for an M uploads tables, which a capture cannot hold
+        rc = lib().hc_rs2d_matmul_reduce_scatter(self._h, a.data_ptr(), a.stride(0), b.data_ptr(), ldb, layout,
+                                                 m, k, c.data_ptr(), output.data_ptr(),
+                                                 torch.cuda.current_stream().cuda_stream)
+        if rc == _lib.HC_ERR_NOT_SUPPORTED:
+            return False
+        if rc:
+            raise _lib.error(rc)
+        if not capturing:
+            self._own_ms.add(m)
+        return True
 
     def reduce_scatter_ptr(self, in_ptr, m, out_ptr, stream=0):
         """The C ABI call itself: device addresses of a contiguous [m, n]

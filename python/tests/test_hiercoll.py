@@ -143,7 +143,8 @@ class TorchGPUTest(unittest.TestCase):
 
     def test_matmul_reduce_scatter(self):
         """The overlapped GEMM + reduce-scatter against an fp64 reference, on small integers (every
-        product and sum exact in each dtype), the output poisoned first; b also as a transposed view."""
+        product and sum exact in each dtype), the output poisoned first; b also as a transposed view.
+        bf16 without split_first_block goes through the own GEMM on Hopper, the rest through torch.mm."""
         k, n = 24, 136
         for dtype, split in ((torch.bfloat16, False), (torch.bfloat16, True), (torch.float16, True), (torch.float32, False)):
             for rows_per in (1, 5):
@@ -167,6 +168,8 @@ class TorchGPUTest(unittest.TestCase):
                         torch.cuda.synchronize()
                         self.assertIs(got, out)
                         self.assertTrue(torch.equal(out.double(), want), f"call {call}: {(out.double() - want).abs().max()}")
+                    if dtype != torch.float32 and not split and torch.cuda.get_device_capability(self.dev) == (9, 0):
+                        self.assertIn(m, rs._own_ms, "a Hopper GPU computes bf16 / fp16 with the own GEMM")
         with hiercoll.ReduceScatter2D(self.world, 8, torch.int32, overlap_with_gemm=True) as rs, \
                 self.assertRaisesRegex(TypeError, "floating"):
             x = torch.zeros(self.world, 8, dtype=torch.int32, device=self.dev)
