@@ -60,7 +60,7 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	if *hostCost {
 		return runWorld(ctx, &w, nil, func(where) benchmarks.Job {
-			return benchmarks.HostCost(benchmarks.HostCostOptions{Variants: variants, Out: benchmarks.Printer{W: os.Stdout}})
+			return benchmarks.HostCost(benchmarks.HostCostOptions{Variants: variants, Out: benchmarks.Printer{W: cmdOut}})
 		})
 	}
 	return runWorld(ctx, &w, check, func(wh where) benchmarks.Job {

@@ -146,3 +146,12 @@ func TestBenchCSVWithoutNCCL(t *testing.T) {
 		require.True(t, strings.HasSuffix(r, ",,,"), r)
 	}
 }
+
+// bench --host-cost prints the Go path's enqueue time per call instead of
+// the sweep.
+func TestBenchHostCost(t *testing.T) {
+	code, out, errOut := hiercoll(t, "bench", "--backend", "sim", "--nodes", "1", "--gpus", "2", "--host-cost")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `host cost: .* per call`, out)
+	require.Regexp(t, `\d+\.\d+ us per call`, out)
+}

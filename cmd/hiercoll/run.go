@@ -169,8 +169,11 @@ type where struct {
 // multi-process job; else it launches one process per GPU; else an
 // in-process simulated world. check is given the world size before any of
 // that starts (a command's flags that depend on it: --m divisible by the
-// world). It returns the job's error.
+// world; nil: none). It returns the job's error.
 func runWorld(ctx context.Context, w *worldFlags, check func(world int) error, job func(where) benchmarks.Job) error {
+	if check == nil {
+		check = func(int) error { return nil }
+	}
 	switch w.backend {
 	case "auto", "cuda", "sim":
 	default:
