@@ -27,7 +27,8 @@ func runBench(ctx context.Context, args []string) error {
 	reps := fs.Int("reps", 3, "measurements per size; the best is kept")
 	csvPath := fs.String("csv", "", "write the table as CSV to this file")
 	pngPath := fs.String("png", "", "write a plot of bus bandwidth against size to this PNG file")
-	hostCost := fs.Bool("host-cost", false, "instead of the sweep: the host time of one call in Go (enqueue only, tiny input), per variant")
+	hostCost := fs.Bool("host-cost", false, "instead of the sweep: the host time of one call in Go (enqueue only, tiny input), per variant; "+
+		"--iters calls per batch (default 20), --reps batches (default 50)")
 	if err := parseFlags(fs, args, false, append(w.positive(), "n", "iters", "reps")...); err != nil {
 		return err
 	}
@@ -59,9 +60,13 @@ func runBench(ctx context.Context, args []string) error {
 		return nil
 	}
 	if *hostCost {
-		return runWorld(ctx, &w, nil, func(where) benchmarks.Job {
-			return benchmarks.HostCost(benchmarks.HostCostOptions{Variants: variants, Out: benchmarks.Printer{W: cmdOut}})
+		o := benchmarks.HostCostOptions{Variants: variants, Batch: *iters, Out: benchmarks.Printer{W: cmdOut}}
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "reps" {
+				o.Rounds = *reps
+			}
 		})
+		return runWorld(ctx, &w, nil, func(where) benchmarks.Job { return benchmarks.HostCost(o) })
 	}
 	return runWorld(ctx, &w, check, func(wh where) benchmarks.Job {
 		return func(ctx context.Context, r worldRank) error {

@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/seed12530e24/hiercoll/bootstrap"
@@ -51,9 +52,36 @@ func main() {
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	stopProfile := cpuProfile()
 	code := run(ctx, os.Args[1], os.Args[2:], os.Stdout, os.Stderr)
+	stopProfile()
 	stop()
 	os.Exit(code)
+}
+
+// cpuProfile starts a CPU profile of this process into the file
+// HIERCOLL_CPUPROFILE names (suffixed with the rank under a launcher), for
+// finding where host time goes; it returns the function that ends it.
+func cpuProfile() func() {
+	path := os.Getenv("HIERCOLL_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	if rank := os.Getenv("RANK"); rank != "" {
+		path += ".rank" + rank
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "hiercoll: HIERCOLL_CPUPROFILE: %v\n", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}
 }
 
 // commands are the subcommands, by name.
