@@ -12,10 +12,18 @@
 //	s waits for the GEMM stream
 //
 // so the copy engine scatters the blocks already computed while the GEMM
-// computes the next ones, in the order the scatter consumes them. Where the
-// copies set the pace (by default KLocal < 4096 on one node), the first
-// block goes in two GEMMs with rs2d's early signal between them, so its
-// first half is on its way half a block sooner. C is a buffer the GemmRS
+// computes the next ones, in the order the scatter consumes them. That is
+// the device's matmul (cuBLAS) block by block; hiercoll's own GEMM
+// (kernels.LaunchGemm, own.go) does better where every rank can run it and
+// measured it at least as fast as cuBLAS at the context's shape when New
+// ran (tune.Knobs.Gemm; GemmChoice): one launch computes all of C, its row
+// tiles in consumption order, and raises the signal of each segment of a
+// destination's rows (rs2d Signals.Segments) as soon as the segment's tiles
+// are stored, so the copies start before a block is done and no GEMM is cut
+// into blocks. With the block producer, where the copies set the pace (by
+// default KLocal < 4096 on one node), the first block goes in two GEMMs
+// with rs2d's early signal between them, so its first half is on its way
+// half a block sooner. C is a buffer the GemmRS
 // owns ([MaxM, N]); a call is checked and its signal value fixed by
 // rs2d.Context.Prepare before anything is raised, so nothing is reset
 // between calls and a failed call leaves nothing a later call could mistake
@@ -32,7 +40,8 @@
 //	err = g.Run(ctx, a, b, out, stream) // enqueued; stream.Synchronize(ctx) to wait
 //
 // The device must implement device.Matmul (the CPU backend does; the CUDA
-// backend through cuBLAS, loaded at run time).
+// backend through cuBLAS, loaded at run time). On the CPU backend Auto
+// takes the own GEMM's Go twin wherever it can compute the product.
 package gemmrs
 
 import (
