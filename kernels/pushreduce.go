@@ -13,7 +13,7 @@ import (
 var pushReduceSource string
 
 // PushReduceModule is the CUDA source of the push-reduce kernels.
-var PushReduceModule = &device.Module{Name: "hiercoll_pushreduce", Source: pushReduceSource}
+var PushReduceModule = &device.Module{Name: "hiercoll_pushreduce", Source: peerSource + pushReduceSource}
 
 // PushReduceBlock is the CUDA block size of the push-reduce kernel.
 const PushReduceBlock = 512

@@ -14,7 +14,7 @@ import (
 var ringSource string
 
 // RingModule is the CUDA source of the ring kernels.
-var RingModule = &device.Module{Name: "hiercoll_ring", Source: ringSource}
+var RingModule = &device.Module{Name: "hiercoll_ring", Source: peerSource + ringSource}
 
 // RingBlock is the CUDA block size of the ring kernel: one block per channel.
 const RingBlock = 512

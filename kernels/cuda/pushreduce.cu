@@ -38,32 +38,6 @@
 //
 // Self-contained for NVRTC (no #include).
 
-typedef unsigned short u16;
-typedef unsigned int u32;
-typedef unsigned long long u64;
-
-struct alignas(16) pvec4 { u32 x, y, z, w; };
-
-__device__ __forceinline__ float pr_u32_as_f32(u32 u) { float f; asm("mov.b32 %0, %1;" : "=f"(f) : "r"(u)); return f; }
-__device__ __forceinline__ u32 pr_f32_as_u32(float f) { u32 u; asm("mov.b32 %0, %1;" : "=r"(u) : "f"(f)); return u; }
-
-__device__ __forceinline__ u32 ld_acquire_sys(const u32* p) {
-  u32 v;
-  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ void st_release_sys(u32* p, u32 v) {
-  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ void add_relaxed_sys(u32* p, u32 v) {
-  asm volatile("red.relaxed.sys.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-// Loads of data other GPUs wrote: through L2, never a stale L1 line.
-__device__ __forceinline__ pvec4 ld_cg_vec(const pvec4* p) {
-  pvec4 v;
-  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-  return v;
-}
 // Call state words (this rank's own memory).
 enum { ST_LAUNCHES = 0, ST_PUSHED = 1, ST_FINISHED = 2, ST_ABORT = 3 };
 
@@ -72,57 +46,6 @@ __device__ __forceinline__ void wait_geq(const u32* p, u32 target, const volatil
     if (*abort) return;
   }
 }
-
-struct PBF16 {
-  typedef u16 E; typedef float A; enum { V = 8 };
-  static __device__ __forceinline__ float widen(u16 h) { return pr_u32_as_f32(((u32)h) << 16); }
-  static __device__ __forceinline__ u16 narrow(float f) { u16 r; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f)); return r; }
-  static __device__ __forceinline__ void add(float* a, const pvec4& v) {
-    const u32 w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int j = 0; j < 4; j++) { a[2 * j] += pr_u32_as_f32(w[j] << 16); a[2 * j + 1] += pr_u32_as_f32(w[j] & 0xffff0000u); }
-  }
-  static __device__ __forceinline__ pvec4 pack(const float* a) {
-    u32 w[4];
-#pragma unroll
-    for (int j = 0; j < 4; j++) w[j] = (u32)narrow(a[2 * j]) | ((u32)narrow(a[2 * j + 1]) << 16);
-    pvec4 v; v.x = w[0]; v.y = w[1]; v.z = w[2]; v.w = w[3]; return v;
-  }
-};
-struct PF16 {
-  typedef u16 E; typedef float A; enum { V = 8 };
-  static __device__ __forceinline__ float widen(u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
-  static __device__ __forceinline__ u16 narrow(float f) { u16 r; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f)); return r; }
-  static __device__ __forceinline__ void add(float* a, const pvec4& v) {
-    const u32 w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int j = 0; j < 4; j++) { a[2 * j] += widen((u16)(w[j] & 0xffffu)); a[2 * j + 1] += widen((u16)(w[j] >> 16)); }
-  }
-  static __device__ __forceinline__ pvec4 pack(const float* a) {
-    u32 w[4];
-#pragma unroll
-    for (int j = 0; j < 4; j++) w[j] = (u32)narrow(a[2 * j]) | ((u32)narrow(a[2 * j + 1]) << 16);
-    pvec4 v; v.x = w[0]; v.y = w[1]; v.z = w[2]; v.w = w[3]; return v;
-  }
-};
-struct PF32 {
-  typedef float E; typedef float A; enum { V = 4 };
-  static __device__ __forceinline__ float widen(float h) { return h; }
-  static __device__ __forceinline__ float narrow(float f) { return f; }
-  static __device__ __forceinline__ void add(float* a, const pvec4& v) {
-    a[0] += pr_u32_as_f32(v.x); a[1] += pr_u32_as_f32(v.y); a[2] += pr_u32_as_f32(v.z); a[3] += pr_u32_as_f32(v.w);
-  }
-  static __device__ __forceinline__ pvec4 pack(const float* a) {
-    pvec4 v; v.x = pr_f32_as_u32(a[0]); v.y = pr_f32_as_u32(a[1]); v.z = pr_f32_as_u32(a[2]); v.w = pr_f32_as_u32(a[3]); return v;
-  }
-};
-struct PI32 {
-  typedef u32 E; typedef u32 A; enum { V = 4 };
-  static __device__ __forceinline__ u32 widen(u32 h) { return h; }
-  static __device__ __forceinline__ u32 narrow(u32 f) { return f; }
-  static __device__ __forceinline__ void add(u32* a, const pvec4& v) { a[0] += v.x; a[1] += v.y; a[2] += v.z; a[3] += v.w; }
-  static __device__ __forceinline__ pvec4 pack(const u32* a) { pvec4 v; v.x = a[0]; v.y = a[1]; v.z = a[2]; v.w = a[3]; return v; }
-};
 
 // publish_chunk raises every peer's arrival counter for (lr, c) once the
 // block's threads stored chunk c to every peer: after the barrier, each of
@@ -186,12 +109,12 @@ __device__ __forceinline__ void push_reduce(const typename T::E* __restrict__ in
         const E* src = in + (long long)p * count;
         E* dst = (E*)((char*)peers[p] + scatter_off) + (long long)lr * count;
         if (vec) {
-          const pvec4* s = (const pvec4*)(src + lo);
-          pvec4* d = (pvec4*)(dst + lo);
+          const vec16* s = (const vec16*)(src + lo);
+          vec16* d = (vec16*)(dst + lo);
           const long long n = (hi - lo) / V;
           long long v = tid;
           for (; v + 3 * nthreads < n; v += 4 * nthreads) {
-            const pvec4 a = s[v], b = s[v + nthreads], e = s[v + 2 * nthreads], f = s[v + 3 * nthreads];
+            const vec16 a = s[v], b = s[v + nthreads], e = s[v + 2 * nthreads], f = s[v + 3 * nthreads];
             d[v] = a; d[v + nthreads] = b; d[v + 2 * nthreads] = e; d[v + 3 * nthreads] = f;
           }
           for (; v < n; v += nthreads) d[v] = s[v];
@@ -242,12 +165,12 @@ __device__ __forceinline__ void push_reduce(const typename T::E* __restrict__ in
         for (int j = 0; j < V; j++) acc[j] = (A)0;
         for (int s = 0; s < lws; s++) {
           if (s == lr) {
-            T::add(acc, ((const pvec4*)(in + (long long)lr * count + lo))[v]);
+            T::add(acc, ((const vec16*)(in + (long long)lr * count + lo))[v]);
           } else {
-            T::add(acc, ld_cg_vec((const pvec4*)(region + (long long)s * count + lo) + v));
+            T::add(acc, ld_cg_vec((const vec16*)(region + (long long)s * count + lo) + v));
           }
         }
-        ((pvec4*)(out + lo))[v] = T::pack(acc);
+        ((vec16*)(out + lo))[v] = T::pack(acc);
       }
     } else {
       for (long long x = lo + tid; x < hi; x += nthreads) {
@@ -289,7 +212,7 @@ __device__ __forceinline__ void finish_launch(u32* state, u32 launches, u32 push
     finish_launch(state, epoch, target);                                                                  \
   }
 
-HC_PUSH_REDUCE(hc_push_reduce_bf16, PBF16, u16)
-HC_PUSH_REDUCE(hc_push_reduce_fp16, PF16, u16)
-HC_PUSH_REDUCE(hc_push_reduce_fp32, PF32, float)
-HC_PUSH_REDUCE(hc_push_reduce_int32, PI32, u32)
+HC_PUSH_REDUCE(hc_push_reduce_bf16, EBF16, u16)
+HC_PUSH_REDUCE(hc_push_reduce_fp16, EF16, u16)
+HC_PUSH_REDUCE(hc_push_reduce_fp32, EF32, float)
+HC_PUSH_REDUCE(hc_push_reduce_int32, EI32, u32)

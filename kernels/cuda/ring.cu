@@ -45,88 +45,10 @@
 //
 // Self-contained for NVRTC (no #include).
 
-typedef unsigned short u16;
-typedef unsigned int u32;
-typedef unsigned long long u64;
-
-struct alignas(16) rvec4 { u32 x, y, z, w; };
-
-__device__ __forceinline__ float rg_u32_as_f32(u32 u) { float f; asm("mov.b32 %0, %1;" : "=f"(f) : "r"(u)); return f; }
-__device__ __forceinline__ u32 rg_f32_as_u32(float f) { u32 u; asm("mov.b32 %0, %1;" : "=r"(u) : "f"(f)); return u; }
-
-__device__ __forceinline__ u32 rg_ld_acquire_sys(const u32* p) {
-  u32 v;
-  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ void rg_st_release_sys(u32* p, u32 v) {
-  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ void rg_add_relaxed_sys(u32* p, u32 v) {
-  asm volatile("red.relaxed.sys.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-// Loads of slots another GPU wrote: through L2, never a stale L1 line (a
-// slot is reused every `slots` messages).
-__device__ __forceinline__ rvec4 rg_ld_cg_vec(const rvec4* p) {
-  rvec4 v;
-  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-  return v;
-}
 __device__ __forceinline__ void rg_wait_geq(const u32* p, u32 target) {
-  while ((int)(rg_ld_acquire_sys(p) - target) < 0) {
+  while ((int)(ld_acquire_sys(p) - target) < 0) {
   }
 }
-
-struct RBF16 {
-  typedef u16 E; typedef float A; enum { V = 8 };
-  static __device__ __forceinline__ float widen(u16 h) { return rg_u32_as_f32(((u32)h) << 16); }
-  static __device__ __forceinline__ u16 narrow(float f) { u16 r; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f)); return r; }
-  static __device__ __forceinline__ void add(float* a, const rvec4& v) {
-    const u32 w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int j = 0; j < 4; j++) { a[2 * j] += rg_u32_as_f32(w[j] << 16); a[2 * j + 1] += rg_u32_as_f32(w[j] & 0xffff0000u); }
-  }
-  static __device__ __forceinline__ rvec4 pack(const float* a) {
-    u32 w[4];
-#pragma unroll
-    for (int j = 0; j < 4; j++) w[j] = (u32)narrow(a[2 * j]) | ((u32)narrow(a[2 * j + 1]) << 16);
-    rvec4 v; v.x = w[0]; v.y = w[1]; v.z = w[2]; v.w = w[3]; return v;
-  }
-};
-struct RF16 {
-  typedef u16 E; typedef float A; enum { V = 8 };
-  static __device__ __forceinline__ float widen(u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
-  static __device__ __forceinline__ u16 narrow(float f) { u16 r; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f)); return r; }
-  static __device__ __forceinline__ void add(float* a, const rvec4& v) {
-    const u32 w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int j = 0; j < 4; j++) { a[2 * j] += widen((u16)(w[j] & 0xffffu)); a[2 * j + 1] += widen((u16)(w[j] >> 16)); }
-  }
-  static __device__ __forceinline__ rvec4 pack(const float* a) {
-    u32 w[4];
-#pragma unroll
-    for (int j = 0; j < 4; j++) w[j] = (u32)narrow(a[2 * j]) | ((u32)narrow(a[2 * j + 1]) << 16);
-    rvec4 v; v.x = w[0]; v.y = w[1]; v.z = w[2]; v.w = w[3]; return v;
-  }
-};
-struct RF32 {
-  typedef float E; typedef float A; enum { V = 4 };
-  static __device__ __forceinline__ float widen(float h) { return h; }
-  static __device__ __forceinline__ float narrow(float f) { return f; }
-  static __device__ __forceinline__ void add(float* a, const rvec4& v) {
-    a[0] += rg_u32_as_f32(v.x); a[1] += rg_u32_as_f32(v.y); a[2] += rg_u32_as_f32(v.z); a[3] += rg_u32_as_f32(v.w);
-  }
-  static __device__ __forceinline__ rvec4 pack(const float* a) {
-    rvec4 v; v.x = rg_f32_as_u32(a[0]); v.y = rg_f32_as_u32(a[1]); v.z = rg_f32_as_u32(a[2]); v.w = rg_f32_as_u32(a[3]); return v;
-  }
-};
-struct RI32 {
-  typedef u32 E; typedef u32 A; enum { V = 4 };
-  static __device__ __forceinline__ u32 widen(u32 h) { return h; }
-  static __device__ __forceinline__ u32 narrow(u32 f) { return f; }
-  static __device__ __forceinline__ void add(u32* a, const rvec4& v) { a[0] += v.x; a[1] += v.y; a[2] += v.z; a[3] += v.w; }
-  static __device__ __forceinline__ rvec4 pack(const u32* a) { rvec4 v; v.x = a[0]; v.y = a[1]; v.z = a[2]; v.w = a[3]; return v; }
-};
 
 // hop_combine: dst[i] = (recv ? slot[i] : 0) + own[i] for i < n, summed
 // from 0 in that order in the accumulator type and rounded once: the
@@ -144,9 +66,9 @@ __device__ __forceinline__ void hop_combine(typename T::E* dst, const typename T
       A acc[V];
 #pragma unroll
       for (int j = 0; j < V; j++) acc[j] = (A)0;
-      if (slot) T::add(acc, rg_ld_cg_vec((const rvec4*)slot + v));
-      T::add(acc, ((const rvec4*)own)[v]);
-      ((rvec4*)dst)[v] = T::pack(acc);
+      if (slot) T::add(acc, ld_cg_vec((const vec16*)slot + v));
+      T::add(acc, ((const vec16*)own)[v]);
+      ((vec16*)dst)[v] = T::pack(acc);
     }
     done = nv * V;
   }
@@ -162,7 +84,7 @@ __device__ __forceinline__ void hop_combine(typename T::E* dst, const typename T
 // waits until every peer's ready word here reached epoch.
 __device__ __forceinline__ void ring_ready(const u64* __restrict__ peers, long long ready_off, int lws, int lr, u32 epoch) {
   if (blockIdx.x == 0 && (int)threadIdx.x < lws && (int)threadIdx.x != lr) {
-    rg_st_release_sys((u32*)((char*)peers[threadIdx.x] + ready_off) + lr, epoch);
+    st_release_sys((u32*)((char*)peers[threadIdx.x] + ready_off) + lr, epoch);
   }
   if (threadIdx.x == 0) {
     const u32* ready = (const u32*)((char*)peers[lr] + ready_off);
@@ -218,8 +140,8 @@ __device__ __forceinline__ void ring_step(const typename T::E* __restrict__ in, 
       __syncthreads();
       if (threadIdx.x == 0) {
         __threadfence_system();
-        if (send) rg_add_relaxed_sys((u32*)(next_heap + tails_off) + w_out, 1);
-        if (recv) rg_add_relaxed_sys((u32*)(prev_heap + heads_off) + w_in, 1);
+        if (send) add_relaxed_sys((u32*)(next_heap + tails_off) + w_out, 1);
+        if (recv) add_relaxed_sys((u32*)(prev_heap + heads_off) + w_in, 1);
       }
     }
   }
@@ -235,7 +157,7 @@ __device__ __forceinline__ void ring_step(const typename T::E* __restrict__ in, 
                  heads_off, ready_off, lws, lr, slots, epoch);                                              \
   }
 
-HC_RING(hc_ring_bf16, RBF16, u16)
-HC_RING(hc_ring_fp16, RF16, u16)
-HC_RING(hc_ring_fp32, RF32, float)
-HC_RING(hc_ring_int32, RI32, u32)
+HC_RING(hc_ring_bf16, EBF16, u16)
+HC_RING(hc_ring_fp16, EF16, u16)
+HC_RING(hc_ring_fp32, EF32, float)
+HC_RING(hc_ring_int32, EI32, u32)
