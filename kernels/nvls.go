@@ -3,7 +3,6 @@ package kernels
 import (
 	_ "embed"
 	"fmt"
-	"sync"
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
@@ -115,19 +114,7 @@ func nvlsHost(dt dtype.DType) device.HostFunc {
 		if err != nil {
 			return fmt.Errorf("NVLS reduce output: %w", err)
 		}
-		const minPerWorker = 1 << 14
-		workers := max(1, min(int64(grid), (count+minPerWorker-1)/minPerWorker))
-		per := (count + workers - 1) / workers
-		var wg sync.WaitGroup
-		for lo := int64(0); lo < count; lo += per {
-			hi := min(lo+per, count)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				reduceRange(dt, dst, views, lo, hi)
-			}()
-		}
-		wg.Wait()
+		reduceParallel(dt, dst, views, count, grid)
 		return nil
 	}
 }

@@ -115,23 +115,21 @@ func reduceHost(dt dtype.DType) device.HostFunc {
 				return fmt.Errorf("reduce own block: %w", err)
 			}
 		}
-		views := blockViews(dt, src, stride, int(blocks), count, int(self), own)
-		workers := int64(grid)
-		const minPerWorker = 1 << 14
-		if w := (count + minPerWorker - 1) / minPerWorker; w < workers {
-			workers = w
-		}
-		var wg sync.WaitGroup
-		per := (count + workers - 1) / workers
-		for lo := int64(0); lo < count; lo += per {
-			hi := min(lo+per, count)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				reduceRange(dt, dst, views, lo, hi)
-			}()
-		}
-		wg.Wait()
+		reduceParallel(dt, dst, blockViews(dt, src, stride, int(blocks), count, int(self), own), count, grid)
 		return nil
 	}
+}
+
+// reduceParallel sums views into dst's count elements (reduceRange) on at
+// most grid goroutines, each taking at least 16 Ki elements.
+func reduceParallel(dt dtype.DType, dst []byte, views [][]byte, count int64, grid int) {
+	const minPerWorker = 1 << 14
+	workers := max(1, min(int64(grid), (count+minPerWorker-1)/minPerWorker))
+	per := (count + workers - 1) / workers
+	var wg sync.WaitGroup
+	for lo := int64(0); lo < count; lo += per {
+		hi := min(lo+per, count)
+		wg.Go(func() { reduceRange(dt, dst, views, lo, hi) })
+	}
+	wg.Wait()
 }
