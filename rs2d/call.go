@@ -319,13 +319,8 @@ func (c *Context) enqueueLocal(in, out Tensor, s device.Stream, epoch symm.Epoch
 	if err := c.dev.Copy(s, out.Ptr, in.Ptr, out.Bytes()); err != nil {
 		return err
 	}
-	for _, mark := range []func(*tracer) device.Event{
-		func(t *tracer) device.Event { return t.scatter },
-		func(t *tracer) device.Event { return t.reduce },
-	} {
-		if err := c.mark(mark, s); err != nil {
-			return err
-		}
+	if err := c.markNodeStage(s); err != nil {
+		return err
 	}
 	return c.finish(out, s, epoch, in.Rows)
 }
@@ -348,13 +343,8 @@ func (c *Context) enqueueSM(in, out Tensor, s device.Stream, epoch symm.Epoch) e
 			return err
 		}
 	}
-	for _, mark := range []func(*tracer) device.Event{
-		func(t *tracer) device.Event { return t.scatter },
-		func(t *tracer) device.Event { return t.reduce },
-	} {
-		if err := c.mark(mark, s); err != nil {
-			return err
-		}
+	if err := c.markNodeStage(s); err != nil {
+		return err
 	}
 	if c.rail != nil {
 		if err := c.streams.Join(s, set.P2P); err != nil {

@@ -42,13 +42,8 @@ func (c *Context) enqueueRing(in, out Tensor, s device.Stream, epoch symm.Epoch)
 				return err
 			}
 		}
-		for _, mark := range []func(*tracer) device.Event{
-			func(t *tracer) device.Event { return t.scatter },
-			func(t *tracer) device.Event { return t.reduce },
-		} {
-			if err := c.mark(mark, s); err != nil {
-				return err
-			}
+		if err := c.markNodeStage(s); err != nil {
+			return err
 		}
 		if c.rail == nil {
 			continue

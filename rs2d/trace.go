@@ -96,6 +96,16 @@ func (c *Context) mark(pick func(*tracer) device.Event, s device.Stream) error {
 	return pick(c.tracer).Record(s)
 }
 
+// markNodeStage marks on s the end of both the scatter and the reduce of
+// the node stage, for engines that do both in one place (one kernel, one
+// copy).
+func (c *Context) markNodeStage(s device.Stream) error {
+	if err := c.mark(func(t *tracer) device.Event { return t.scatter }, s); err != nil {
+		return err
+	}
+	return c.mark(func(t *tracer) device.Event { return t.reduce }, s)
+}
+
 // LastStages returns the stage end times of the last traced call, which
 // must have completed (synchronize its stream first).
 func (c *Context) LastStages() (Stages, error) {
