@@ -278,13 +278,17 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 
 	g := &GemmRS{cfg: cfg, knobs: knobs, comm: comm, dev: dev, world: world}
 	if knobs.SplitFirstBlock == tune.SplitOn && knobs.Gemm == tune.GemmAuto {
-		g.knobs.Gemm = tune.GemmCuBLAS // the split is the block producer's
+		g.knobs.Gemm = tune.GemmCuBLAS
+		g.why = "the split first block asked for is the block producer's"
 	}
 	local := g.prepare(ctx)
 	vote := []byte{0}
 	if local == nil {
-		var own bool
-		own, g.why, local = g.chooseGemm(ctx)
+		own, why, err := g.chooseGemm(ctx)
+		local = err
+		if g.why == "" {
+			g.why = why
+		}
 		if own {
 			vote[0] = 1
 		}
