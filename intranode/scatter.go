@@ -172,7 +172,7 @@ func (sc *scatter) copySegments(peer int, split bool) error {
 				return err
 			}
 		}
-		return st.arrived.At(st.place.NodePeer(peer), st.place.LocalRank).Raise(sc.s, sc.seqs[len(sc.seqs)-1])
+		return sc.arrive(peer, len(sc.seqs)-1)
 	}
 	for c := 0; c < sc.step.Chunks; c++ {
 		if err := sc.copyChunk(peer, c, from); err != nil {
@@ -197,15 +197,20 @@ func (sc *scatter) early(peer int) error {
 // copyChunk copies chunk c of peer's block from row from on (the rows
 // before it went ahead) and signals its arrival.
 func (sc *scatter) copyChunk(peer, c, from int) error {
-	st, me := sc.st, sc.st.place.LocalRank
-	if peer == me {
+	if peer == sc.st.place.LocalRank {
 		return nil // the reduce reads the own block from the input
 	}
 	r0, r1 := chunkRows(sc.step.RowsPer, sc.step.Chunks, c)
 	if err := sc.copyRows(peer, max(r0, from), r1); err != nil {
 		return err
 	}
-	return st.arrived.At(st.place.NodePeer(peer), me).Raise(sc.s, sc.seqs[c])
+	return sc.arrive(peer, c)
+}
+
+// arrive raises, in peer's pad, the arrival of this rank's chunk c.
+func (sc *scatter) arrive(peer, c int) error {
+	st := sc.st
+	return st.arrived.At(st.place.NodePeer(peer), st.place.LocalRank).Raise(sc.s, sc.seqs[c])
 }
 
 // copyRows enqueues the copy of rows [r0, r1) of peer's block into its
