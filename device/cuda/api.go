@@ -69,7 +69,7 @@ type api interface {
 	// tensorMapEncodeTiled encodes a 2-D tensor map: dims and strides
 	// (bytes; stride[0] is the element size, stride[1] the row's) innermost
 	// first, box in elements. cudaErrorNotSupported without the entry point.
-	tensorMapEncodeTiled(dtype int, base device.Ptr, dims, stride [2]uint64, box [2]uint32, swizzle, l2promo int) ([tensorMapSize]byte, result)
+	tensorMapEncodeTiled(ctx uintptr, dtype int, base device.Ptr, dims, stride [2]uint64, box [2]uint32, swizzle, l2promo int) ([tensorMapSize]byte, result)
 
 	// Virtual memory management and multicast objects (CUmemGeneric-
 	// AllocationHandle values travel as uint64). Only the multicast setup

@@ -627,7 +627,7 @@ func (d *Device) encodeTensorMap(m device.TensorMap) ([tensorMapSize]byte, error
 		dt = tensorMapFloat16
 	}
 	es := uint64(m.DType.Size())
-	enc, r := d.drv.tensorMapEncodeTiled(dt, m.Base, [2]uint64{uint64(m.Cols), uint64(m.Rows)}, [2]uint64{es, uint64(m.RowBytes)},
+	enc, r := d.drv.tensorMapEncodeTiled(d.ctx, dt, m.Base, [2]uint64{uint64(m.Cols), uint64(m.Rows)}, [2]uint64{es, uint64(m.RowBytes)},
 		[2]uint32{uint32(m.BoxCols), uint32(m.BoxRows)}, tensorMapSwizzle128B, tensorMapL2Promotion256B)
 	return enc, d.check(r, "cuTensorMapEncodeTiled([%d, %d] %v at %v, box %dx%d)", m.Rows, m.Cols, m.DType, m.Base, m.BoxRows, m.BoxCols)
 }

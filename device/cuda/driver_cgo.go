@@ -480,13 +480,15 @@ static int call_multicastUnbind(void *fn, uintptr_t ctx, CUmemGenericAllocationH
 	HC_CALL(ctx, ((CUresult (*)(CUmemGenericAllocationHandle, CUdevice, size_t, size_t))fn)(mc, dev, 0, size));
 }
 
-// call_tensorMapEncodeTiled encodes a 2-D tiled tensor map (no context needed).
-static int call_tensorMapEncodeTiled(void *fn, void *map, int dtype, unsigned long long base,
+// call_tensorMapEncodeTiled encodes a 2-D tiled tensor map. The driver
+// looks the base address up in the current context: on a thread with none
+// current it fails with CUDA_ERROR_INVALID_CONTEXT.
+static int call_tensorMapEncodeTiled(void *fn, uintptr_t ctx, void *map, int dtype, unsigned long long base,
 		const unsigned long long *dims, const unsigned long long *stride, const unsigned int *box,
 		const unsigned int *elemStrides, int swizzle, int l2promo) {
-	return ((CUresult (*)(void *, int, unsigned int, void *, const unsigned long long *, const unsigned long long *,
+	HC_CALL(ctx, ((CUresult (*)(void *, int, unsigned int, void *, const unsigned long long *, const unsigned long long *,
 			const unsigned int *, const unsigned int *, int, int, int, int))fn)(
-		map, dtype, 2, (void *)(uintptr_t)base, dims, stride, box, elemStrides, 0, swizzle, l2promo, 0);
+		map, dtype, 2, (void *)(uintptr_t)base, dims, stride, box, elemStrides, 0, swizzle, l2promo, 0));
 }
 */
 import "C"
@@ -902,6 +904,8 @@ func (c *cuDriver) streamWaitEvent(ctx, stream, event uintptr) result {
 
 func (c *cuDriver) hasGraphs() bool { return c.fn.graphLaunch != nil }
 
+func (c *cuDriver) hasTensorMaps() bool { return c.fn.tensorMapEncodeTiled != nil }
+
 func (c *cuDriver) streamIsCapturing(ctx, stream uintptr) (bool, result) {
 	if c.fn.streamIsCapturing == nil {
 		return false, cudaSuccess
@@ -1019,7 +1023,7 @@ func (c *cuDriver) funcGetAttribute(ctx, f uintptr, attr int) (int, result) {
 	return int(v), r
 }
 
-func (c *cuDriver) tensorMapEncodeTiled(dtype int, base device.Ptr, dims, stride [2]uint64, box [2]uint32, swizzle, l2promo int) ([tensorMapSize]byte, result) {
+func (c *cuDriver) tensorMapEncodeTiled(ctx uintptr, dtype int, base device.Ptr, dims, stride [2]uint64, box [2]uint32, swizzle, l2promo int) ([tensorMapSize]byte, result) {
 	var out [tensorMapSize]byte
 	if c.fn.tensorMapEncodeTiled == nil {
 		return out, cudaErrorNotSupported
@@ -1035,7 +1039,7 @@ func (c *cuDriver) tensorMapEncodeTiled(dtype int, base device.Ptr, dims, stride
 	cstride := [1]C.ulonglong{C.ulonglong(stride[1])}
 	cbox := [2]C.uint{C.uint(box[0]), C.uint(box[1])}
 	ones := [2]C.uint{1, 1}
-	r := result(C.call_tensorMapEncodeTiled(c.fn.tensorMapEncodeTiled, m, C.int(dtype), C.ulonglong(base),
+	r := result(C.call_tensorMapEncodeTiled(c.fn.tensorMapEncodeTiled, C.uintptr_t(ctx), m, C.int(dtype), C.ulonglong(base),
 		&cdims[0], &cstride[0], &cbox[0], &ones[0], C.int(swizzle), C.int(l2promo)))
 	copy(out[:], unsafe.Slice((*byte)(m), tensorMapSize))
 	return out, r

@@ -768,10 +768,13 @@ EXPORT CUresult cuFuncGetAttribute(int *value, int attr, void *f) {
 
 // cuTensorMapEncodeTiled: checks what the driver documents (rank, 16-byte
 // aligned address and strides, box dimensions, enum ranges) and writes the
-// arguments into the map so a test can read them back.
+// arguments into the map so a test can read them back. Like the driver
+// (580 seen failing so), it needs a current context.
 EXPORT CUresult cuTensorMapEncodeTiled(void *map, int dtype, unsigned rank, void *addr, const unsigned long long *dims,
 		const unsigned long long *strides, const unsigned *box, const unsigned *estrides, int interleave, int swizzle,
 		int l2, int oob) {
+	CUresult r = need_ctx();
+	if (r != OK) return r;
 	if (!map || ((uintptr_t)map) % 64 != 0 || rank < 1 || rank > 5 || dtype < 0 || dtype > 12) return INVALID_VALUE;
 	if (((uintptr_t)addr) % 16 != 0 || interleave != 0 || swizzle < 0 || swizzle > 3 || l2 < 0 || l2 > 3 || oob < 0 || oob > 1)
 		return INVALID_VALUE;
