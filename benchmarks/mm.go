@@ -42,10 +42,13 @@ type MMOptions struct {
 	// (row ranges of C, as a reduce-scatter over 4 ranks in 4 parts each
 	// would wait on).
 	Segments int
-	Samples  int // output elements checked against the fp64 product
-	Out      Printer
-	Status   Printer
-	Rows     *[]MMRow
+	// Group is how many row tiles the GEMM's walk takes at a time (0:
+	// kernels.DefaultGemmGroup).
+	Group   int
+	Samples int // output elements checked against the fp64 product
+	Out     Printer
+	Status  Printer
+	Rows    *[]MMRow
 }
 
 // MMRow is one shape and layout: the rounds' times of each path.
@@ -105,9 +108,13 @@ func mm(ctx context.Context, r world.Rank, o MMOptions) (err error) {
 	}
 	defer func() { err = errors.Join(err, rg.close()) }()
 	p := o.Out
-	p.Printf("hiercoll bench-mm: one GPU (%s), %v: hiercoll's GEMM against %s, both in fp32 accumulation\n",
-		r.Dev.Name(), o.DType, device.MatmulLibrary(mmDev))
-	p.Printf("  per shape and layout of B: median over %d rounds [min..max] of the mean of %d calls; the paths in turn in each round\n", o.Rounds, o.Iters)
+	group := o.Group
+	if group <= 0 {
+		group = kernels.DefaultGemmGroup
+	}
+	p.Printf("hiercoll bench-mm: one GPU (%s), %v: hiercoll's GEMM (walk group %d) against %s, both in fp32 accumulation\n",
+		r.Dev.Name(), o.DType, group, device.MatmulLibrary(mmDev))
+	p.Printf("  per shape and layout of B: median over %d rounds [min..max] of the mean of %d calls; the paths in turn in each round, each round starting with the next path\n", o.Rounds, o.Iters)
 	p.Printf("%-18s %3s %24s %24s %24s %8s %7s %7s %s\n", "shape(MxNxK)", "B", "own us [min..max]", "own+signals us", "matmul us", "TFLOP/s", "own/mm", "signal", "check")
 	var rows []MMRow
 	for _, shape := range o.Shapes {
@@ -179,7 +186,7 @@ func mmShape(ctx context.Context, r world.Rank, o MMOptions, mmDev device.Matmul
 	if err := in.uploadB(r.Dev, buf.b, layout); err != nil {
 		return row, err
 	}
-	own := kernels.Gemm{M: shape.M, N: shape.N, K: shape.K, A: buf.a, B: buf.b, C: buf.cOwn, DType: dt, Layout: layout}
+	own := kernels.Gemm{M: shape.M, N: shape.N, K: shape.K, A: buf.a, B: buf.b, C: buf.cOwn, DType: dt, Layout: layout, Group: o.Group}
 	ref := device.GemmSpec{M: shape.M, N: shape.N, K: shape.K, A: buf.a, B: buf.b, C: buf.cRef, DType: dt, BT: layout == kernels.BNK}
 	signalled, err := buf.signalTables(own, max(o.Segments, 1))
 	if err != nil {
@@ -200,11 +207,15 @@ func mmShape(ctx context.Context, r world.Rank, o MMOptions, mmDev device.Matmul
 			return row, err
 		}
 	}
+	paths := []struct {
+		dst *[]time.Duration
+		run func() error
+	}{{&row.Own, runOwn}, {&row.Signalled, runSig}, {&row.Matmul, runRef}}
 	for round := 0; round < o.Rounds; round++ {
-		for _, x := range []struct {
-			dst *[]time.Duration
-			run func() error
-		}{{&row.Own, runOwn}, {&row.Signalled, runSig}, {&row.Matmul, runRef}} {
+		// Each round starts with the next path: at the power cap, what
+		// runs first reads fast, and no path may keep that place.
+		for i := range paths {
+			x := paths[(round+i)%len(paths)]
 			d, err := timeCalls(ctx, s, rg.t0, rg.t1, o.Iters, x.run)
 			if err != nil {
 				return row, err
