@@ -131,8 +131,8 @@ func newRig(dev device.Device) (*rig, error) {
 	if g.s, err = dev.NewStream(device.Normal); err != nil {
 		return nil, err
 	}
-	if g.t0, err = dev.NewEvent(); err == nil {
-		g.t1, err = dev.NewEvent()
+	if g.t0, err = dev.NewTimedEvent(); err == nil {
+		g.t1, err = dev.NewTimedEvent()
 	}
 	if err != nil {
 		return nil, errors.Join(err, g.close())

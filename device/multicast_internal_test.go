@@ -145,6 +145,7 @@ func (p plainDevice) ClosePeer(Ptr) error                         { panic("unuse
 func (p plainDevice) NewStream(Priority) (Stream, error)          { panic("unused") }
 func (p plainDevice) StreamFromHandle(uintptr) (Stream, error)    { panic("unused") }
 func (p plainDevice) NewEvent() (Event, error)                    { panic("unused") }
+func (p plainDevice) NewTimedEvent() (Event, error)               { panic("unused") }
 func (p plainDevice) Copy(Stream, Ptr, Ptr, int64) error          { panic("unused") }
 func (p plainDevice) Memset32(Stream, Ptr, uint32, int64) error   { panic("unused") }
 func (p plainDevice) WaitValue32(Stream, Word, Cmp, uint32) error { panic("unused") }

@@ -345,8 +345,13 @@ func (g *GemmRS) prepare(ctx context.Context) error {
 	if g.gemmStream, err = g.dev.NewStream(device.Normal); err != nil {
 		return err
 	}
-	for _, e := range []*device.Event{&g.ready, &g.gemmDone, &g.gemmStart, &g.gemmEnd} {
+	for _, e := range []*device.Event{&g.ready, &g.gemmDone} {
 		if *e, err = g.dev.NewEvent(); err != nil {
+			return err
+		}
+	}
+	for _, e := range []*device.Event{&g.gemmStart, &g.gemmEnd} {
+		if *e, err = g.dev.NewTimedEvent(); err != nil {
 			return err
 		}
 	}
@@ -463,7 +468,7 @@ func (g *GemmRS) Trace(on bool) error {
 	errs := []error{g.closeBlockEnds()}
 	if on {
 		for range g.world {
-			e, err := g.dev.NewEvent()
+			e, err := g.dev.NewTimedEvent()
 			if err != nil {
 				errs = append(errs, err)
 				break

@@ -57,7 +57,7 @@ func (st *Stage) Trace(on bool) error {
 	st.trace = t
 	for p := range t.events {
 		for at := range t.events[p] {
-			ev, err := st.dev.NewEvent()
+			ev, err := st.dev.NewTimedEvent()
 			if err != nil {
 				return errors.Join(err, st.closeTrace())
 			}

@@ -57,7 +57,7 @@ func (c *Context) Trace(on bool) error {
 	t := &tracer{}
 	c.tracer = t
 	for _, e := range []*device.Event{&t.start, &t.scatter, &t.reduce, &t.p2p, &t.end} {
-		ev, err := c.dev.NewEvent()
+		ev, err := c.dev.NewTimedEvent()
 		if err != nil {
 			return errors.Join(err, c.closeTracer())
 		}

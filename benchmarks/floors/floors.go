@@ -151,7 +151,7 @@ func (l *lab) open() error {
 		l.streams = append(l.streams, s)
 	}
 	for _, e := range []*device.Event{&l.t0, &l.t1} {
-		if *e, err = l.r.Dev.NewEvent(); err != nil {
+		if *e, err = l.r.Dev.NewTimedEvent(); err != nil {
 			return err
 		}
 	}

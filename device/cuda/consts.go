@@ -30,6 +30,7 @@ const (
 	procAddressSuccess     = 0   // CU_GET_PROC_ADDRESS_SUCCESS (CUdriverProcAddressQueryResult)
 	streamNonBlocking      = 0x1 // CU_STREAM_NON_BLOCKING
 	eventDefault           = 0x0 // CU_EVENT_DEFAULT: timing enabled
+	eventDisableTiming     = 0x2 // CU_EVENT_DISABLE_TIMING
 	ipcMemLazyEnablePeer   = 0x1 // CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
 	writeValueDefault      = 0x0 // CU_STREAM_WRITE_VALUE_DEFAULT: keeps the memory barrier
 	ipcHandleSize          = 64  // CU_IPC_HANDLE_SIZE: sizeof(CUipcMemHandle)

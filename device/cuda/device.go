@@ -456,18 +456,31 @@ func (d *Device) StreamFromHandle(h uintptr) (device.Stream, error) {
 	return &stream{dev: d, h: h, name: fmt.Sprintf("%s foreign stream 0x%x", d.name, h)}, nil
 }
 
-// NewEvent implements device.Device with cuEventCreate(CU_EVENT_DEFAULT),
-// so that events can time.
+// NewEvent implements device.Device with
+// cuEventCreate(CU_EVENT_DISABLE_TIMING).
 func (d *Device) NewEvent() (device.Event, error) {
+	return d.newEvent(false)
+}
+
+// NewTimedEvent implements device.Device with cuEventCreate(CU_EVENT_DEFAULT).
+func (d *Device) NewTimedEvent() (device.Event, error) {
+	return d.newEvent(true)
+}
+
+func (d *Device) newEvent(timed bool) (device.Event, error) {
 	if err := d.live(); err != nil {
 		return nil, err
 	}
-	h, r := d.drv.eventCreate(d.ctx, eventDefault)
-	if err := d.check(r, "cuEventCreate(DEFAULT)"); err != nil {
+	flags, name := uint32(eventDisableTiming), "DISABLE_TIMING"
+	if timed {
+		flags, name = eventDefault, "DEFAULT"
+	}
+	h, r := d.drv.eventCreate(d.ctx, flags)
+	if err := d.check(r, "cuEventCreate(%s)", name); err != nil {
 		return nil, err
 	}
 	d.events.Add(1)
-	return &event{dev: d, h: h}, nil
+	return &event{dev: d, h: h, timed: timed}, nil
 }
 
 // own returns s as a stream of this device that is still open.

@@ -99,7 +99,8 @@
 //	OpenPeer / ClosePeer   cuIpcOpenMemHandle_v2 (CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) / cuIpcCloseMemHandle
 //	NewStream              cuStreamCreateWithPriority (CU_STREAM_NON_BLOCKING; High = greatest priority)
 //	StreamFromHandle       wraps a CUstream; Close leaves it alive
-//	NewEvent               cuEventCreate (flags 0: timing enabled)
+//	NewEvent               cuEventCreate (CU_EVENT_DISABLE_TIMING)
+//	NewTimedEvent          cuEventCreate (CU_EVENT_DEFAULT: timing enabled)
 //	Copy                   cuMemcpyAsync (unified addressing: local or peer, copy engine)
 //	Memset32               cuMemsetD32Async
 //	WaitValue32            cuStreamWaitValue32_v2 (GEQ 0, cyclic; EQ 1)

@@ -80,8 +80,9 @@ func (s *stream) Close() error {
 
 // event is a CUevent created with timing enabled.
 type event struct {
-	dev *Device
-	h   uintptr
+	dev   *Device
+	h     uintptr
+	timed bool // made by NewTimedEvent
 
 	mu     sync.Mutex
 	closed bool
@@ -164,6 +165,9 @@ func (e *event) Since(earlier device.Event) (time.Duration, error) {
 	o, ok := earlier.(*event)
 	if !ok || o == nil {
 		return 0, fmt.Errorf("cuda: event of another backend (%T): %w", earlier, device.ErrInvalidArgument)
+	}
+	if !e.timed || !o.timed {
+		return 0, fmt.Errorf("cuda: elapsed time between events not both made by NewTimedEvent: %w", device.ErrInvalidArgument)
 	}
 	if err := e.open(); err != nil {
 		return 0, err

@@ -153,12 +153,17 @@ func (d *Device) StreamFromHandle(uintptr) (device.Stream, error) {
 }
 
 // NewEvent implements device.Device.
-func (d *Device) NewEvent() (device.Event, error) {
+func (d *Device) NewEvent() (device.Event, error) { return d.newEvent(false) }
+
+// NewTimedEvent implements device.Device.
+func (d *Device) NewTimedEvent() (device.Event, error) { return d.newEvent(true) }
+
+func (d *Device) newEvent(timed bool) (device.Event, error) {
 	if err := d.live(); err != nil {
 		return nil, err
 	}
 	live.events.Add(1)
-	return &event{dev: d}, nil
+	return &event{dev: d, timed: timed}, nil
 }
 
 func (d *Device) live() error {

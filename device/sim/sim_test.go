@@ -66,6 +66,14 @@ func newEvent(t *testing.T, d *Device) device.Event {
 	return e
 }
 
+func newTimedEvent(t *testing.T, d *Device) device.Event {
+	t.Helper()
+	e, err := d.NewTimedEvent()
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, e.Close()) })
+	return e
+}
+
 func streamName(s device.Stream) string { return s.(*stream).name }
 
 func randomBytes(n int) []byte {
@@ -576,13 +584,15 @@ func TestEventDoneAndSince(t *testing.T) {
 	ctx := testCtx(t)
 	d := newDevice(t, NewHost("event"), 0, Options{})
 	s, opener := openStream(t, d), openStream(t, d)
-	start, end := newEvent(t, d), newEvent(t, d)
+	start, end := newTimedEvent(t, d), newTimedEvent(t, d)
+	untimed := newEvent(t, d)
 	gate := alloc(t, d, 4)
 
 	recorded := time.Now()
 	require.NoError(t, start.Record(s))
 	require.NoError(t, d.WaitValue32(s, device.Word{Addr: gate, Label: "gate"}, device.EQ, 1))
 	require.NoError(t, end.Record(s))
+	require.NoError(t, untimed.Record(s))
 
 	require.NoError(t, start.Synchronize(ctx))
 	require.True(t, blocked(t, end))
@@ -605,7 +615,13 @@ func TestEventDoneAndSince(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, -elapsed, back)
 
-	never := newEvent(t, d)
+	require.NoError(t, untimed.Synchronize(ctx))
+	_, err = untimed.Since(start)
+	require.ErrorIs(t, err, device.ErrInvalidArgument, "an event made by NewEvent cannot time")
+	_, err = end.Since(untimed)
+	require.ErrorIs(t, err, device.ErrInvalidArgument)
+
+	never := newTimedEvent(t, d)
 	_, err = never.Since(start)
 	require.ErrorIs(t, err, device.ErrInvalidArgument)
 	_, err = start.Since(never)

@@ -239,6 +239,7 @@ type event struct {
 	rec      *record
 	captured *capturedRecord // the last record was captured (graph.go)
 	closed   bool
+	timed    bool // made by NewTimedEvent: Since works, as on CUDA
 }
 
 var _ device.Event = (*event)(nil)
@@ -323,6 +324,9 @@ func (e *event) Since(earlier device.Event) (time.Duration, error) {
 	o, ok := earlier.(*event)
 	if !ok {
 		return 0, fmt.Errorf("sim: event of another backend (%T): %w", earlier, device.ErrInvalidArgument)
+	}
+	if !e.timed || !o.timed {
+		return 0, fmt.Errorf("sim: elapsed time between events not both made by NewTimedEvent: %w", device.ErrInvalidArgument)
 	}
 	a, b := o.last(), e.last()
 	if a == nil || b == nil {

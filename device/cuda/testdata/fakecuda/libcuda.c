@@ -52,7 +52,7 @@ enum {
 typedef struct ctx { int dev; int refs; } ctx_t;
 
 typedef struct event {
-	int live;
+	int live, untimed; // untimed: CU_EVENT_DISABLE_TIMING
 	unsigned long recorded, completed;
 	struct timespec at;
 } event_t;
@@ -568,9 +568,10 @@ EXPORT CUresult cuStreamQuery(void *h) {
 EXPORT CUresult cuEventCreate(void **e, unsigned int flags) {
 	CUresult r = need_ctx();
 	if (r) return r;
-	if (flags != 0) return INVALID_VALUE;
+	if (flags != 0 && flags != 2) return INVALID_VALUE; // DEFAULT or DISABLE_TIMING
 	event_t *ev = calloc(1, sizeof *ev);
 	ev->live = 1;
+	ev->untimed = flags == 2;
 	*e = ev;
 	return OK;
 }
@@ -623,7 +624,7 @@ static CUresult elapsed(float *ms, void *a, void *b) {
 	event_t *s = a, *e = b;
 	pthread_mutex_lock(&mu);
 	pump();
-	if (!s->recorded || !e->recorded) r = INVALID_HANDLE;
+	if (!s->recorded || !e->recorded || s->untimed || e->untimed) r = INVALID_HANDLE;
 	else if (s->completed < s->recorded || e->completed < e->recorded) r = NOT_READY;
 	else *ms = (float)(now_ms(&e->at) - now_ms(&s->at));
 	pthread_mutex_unlock(&mu);
