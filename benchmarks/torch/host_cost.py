@@ -13,7 +13,9 @@ the GPU drained between batches (outside the timed part); the median per call is
   Python, out=      ReduceScatter2D.reduce_scatter(x, out): checks, the stream, the call
   Python            ReduceScatter2D.reduce_scatter(x): the same, allocating the output
 
-for a context without and with graphs=True. The goal: at most 5 us per call from Python.
+for a context without and with graphs=True, and beside them what torch itself costs on the same
+host (the anchors): torch.empty of the output, and out.copy_(x) (one device-to-device copy, the
+whole work of a one-rank call). The goal: at most 5 us per call from Python.
 """
 
 import os
@@ -80,9 +82,15 @@ def main():
                 "Python, out=": median_per_call(lambda: rs.reduce_scatter(x, out)),
                 "Python": median_per_call(lambda: rs.reduce_scatter(x)),
             }))
+    row = x[:1]
+    anchors = {
+        "torch.empty": median_per_call(lambda: torch.empty((1, n), dtype=torch.bfloat16, device="cuda")),
+        "out.copy_(x)": median_per_call(lambda: out.copy_(row)),
+    }
     if w.rank == 0:
         print(f"hiercoll host cost per call from Python, {w.size} rank(s) on {torch.cuda.get_device_name()}, "
               f"median us (goal: Python at most {GOAL_US} us)")
+        print("  torch on this host:  " + "  ".join(f"{k} {v:6.2f}" for k, v in anchors.items()))
         for graphs, r in rows:
             cells = "  ".join(f"{k} {v:6.2f}" for k, v in r.items())
             verdict = "ok" if r["Python"] <= GOAL_US else "over the goal"
