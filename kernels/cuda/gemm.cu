@@ -18,8 +18,8 @@
 // counter of every segment (a row range of C) the tile's rows meet, with
 // acquire-release semantics at GPU scope; the tile that completes a
 // segment resets its counter (the next launch on the stream starts after
-// this one ends) and, after a system-scope fence, stores the call's value
-// to the segment's signal word, which the reduce-scatter's copies wait on.
+// this one ends) and stores the call's value to the segment's signal word
+// with system-scope release; the reduce-scatter's copies wait on it.
 //
 // Tails need nothing special: TMA fills what lies outside A and B with
 // zeros, and the stores are bounds-checked. TMA needs 16-byte aligned bases
@@ -185,7 +185,10 @@ __device__ __forceinline__ void gm_tile(int t, const int* order, int row_tiles, 
 }
 
 // gm_signal adds the tile of rows [r0, r1) to every segment it meets and
-// raises the segments it completes.
+// raises the segments it completes. The add releases this CTA's stored
+// tiles at GPU scope and acquires the other CTAs'; the raise releases them
+// all at system scope (release is cumulative), so no fence is needed
+// before either (each costs the kernel's tail time: see RESULTS.md).
 __device__ __forceinline__ void gm_signal(int r0, int r1, const hc_gemm_segment* segs, int nsegs, u32* counters, u32 value) {
   for (int s = 0; s < nsegs; s++) {
     const hc_gemm_segment g = segs[s];
@@ -194,7 +197,6 @@ __device__ __forceinline__ void gm_signal(int r0, int r1, const hc_gemm_segment*
     asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;" : "=r"(old) : "l"(counters + s) : "memory");
     if (old + 1 == g.need) {
       counters[s] = 0;
-      __threadfence_system();
       asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(g.signal), "r"(value) : "memory");
     }
   }
@@ -270,7 +272,6 @@ __device__ __forceinline__ void gm_storer(const hc_tensor_map* tmc, u32 cstage, 
       gm_bar_arrive(freed);
       if (nsegs == 0) continue;
     }
-    __threadfence();
     gm_signal(rt * GM_BM, min(rt * GM_BM + GM_BM, M), segs, nsegs, counters, value);
   }
   if (TMA) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
