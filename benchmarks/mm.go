@@ -36,7 +36,7 @@ type MMOptions struct {
 	Shapes  []MMShape
 	DType   dtype.DType
 	Layouts []kernels.BLayout
-	Rounds  int // rounds; every path is timed once per round, in turn
+	Rounds  int // rounds; each times Iters calls of every path, interleaved
 	Iters   int // calls per timing (0: 20 on GPUs, 1 on the CPU)
 	// Segments is how many signal segments the signalled variant raises
 	// (row ranges of C, as a reduce-scatter over 4 ranks in 4 parts each
@@ -114,7 +114,7 @@ func mm(ctx context.Context, r world.Rank, o MMOptions) (err error) {
 	}
 	p.Printf("hiercoll bench-mm: one GPU (%s), %v: hiercoll's GEMM (walk group %d) against %s, both in fp32 accumulation\n",
 		r.Dev.Name(), o.DType, group, device.MatmulLibrary(mmDev))
-	p.Printf("  per shape and layout of B: median over %d rounds [min..max] of the mean of %d calls; the paths in turn in each round, each round starting with the next path\n", o.Rounds, o.Iters)
+	p.Printf("  per shape and layout of B: median over %d rounds [min..max] of the mean of %d calls per path; within a round the paths' calls interleaved one by one, in rotating order, each timed alone\n", o.Rounds, o.Iters)
 	p.Printf("%-18s %3s %24s %24s %24s %8s %7s %7s %s\n", "shape(MxNxK)", "B", "own us [min..max]", "own+signals us", "matmul us", "TFLOP/s", "own/mm", "signal", "check")
 	var rows []MMRow
 	for _, shape := range o.Shapes {
@@ -207,23 +207,70 @@ func mmShape(ctx context.Context, r world.Rank, o MMOptions, mmDev device.Matmul
 			return row, err
 		}
 	}
-	paths := []struct {
-		dst *[]time.Duration
-		run func() error
-	}{{&row.Own, runOwn}, {&row.Signalled, runSig}, {&row.Matmul, runRef}}
 	for round := 0; round < o.Rounds; round++ {
-		// Each round starts with the next path: at the power cap, what
-		// runs first reads fast, and no path may keep that place.
-		for i := range paths {
-			x := paths[(round+i)%len(paths)]
-			d, err := timeCalls(ctx, s, rg.t0, rg.t1, o.Iters, x.run)
-			if err != nil {
-				return row, err
-			}
-			*x.dst = append(*x.dst, d)
+		means, err := timeInterleaved(ctx, r.Dev, s, o.Iters, []func() error{runOwn, runSig, runRef})
+		if err != nil {
+			return row, err
 		}
+		row.Own = append(row.Own, means[0])
+		row.Signalled = append(row.Signalled, means[1])
+		row.Matmul = append(row.Matmul, means[2])
 	}
 	return row, nil
+}
+
+// timeInterleaved runs iters calls of every path, one call of each in
+// turn, in an order that rotates by one path per turn, each call timed by
+// the events around it; it returns each path's mean. At the power cap the
+// clock drifts within a round, and block-by-block timing gives the path
+// that runs first the fast clock; call-by-call interleaving gives every
+// path the same.
+func timeInterleaved(ctx context.Context, dev device.Device, s device.Stream, iters int, paths []func() error) (means []time.Duration, err error) {
+	n := len(paths)
+	marks := make([]device.Event, n*iters+1)
+	defer func() {
+		for _, e := range marks {
+			if e != nil {
+				err = errors.Join(err, e.Close())
+			}
+		}
+	}()
+	for i := range marks {
+		if marks[i], err = dev.NewTimedEvent(); err != nil {
+			return nil, err
+		}
+	}
+	if err := marks[0].Record(s); err != nil {
+		return nil, err
+	}
+	who := make([]int, 0, n*iters) // the path of each call
+	for t := 0; t < iters; t++ {
+		for j := 0; j < n; j++ {
+			p := (t + j) % n
+			if err := paths[p](); err != nil {
+				return nil, err
+			}
+			who = append(who, p)
+			if err := marks[len(who)].Record(s); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := s.Synchronize(ctx); err != nil {
+		return nil, err
+	}
+	sums := make([]time.Duration, n)
+	for k, p := range who {
+		d, err := marks[k+1].Since(marks[k])
+		if err != nil {
+			return nil, err
+		}
+		sums[p] += d
+	}
+	for p := range sums {
+		means = append(means, sums[p]/time.Duration(iters))
+	}
+	return means, nil
 }
 
 // signalTables makes the signalled variant of g: its rows in segs

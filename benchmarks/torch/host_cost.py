@@ -10,6 +10,7 @@ the GPU drained between batches (outside the timed part); the median per call is
 
   ctypes floor      a ctypes call that does nothing (hc_abi_version): what any C ABI call costs
   C ABI call        hc_rs2d_reduce_scatter through ctypes with raw pointers and the stream
+  C ABI, side       the same on a stream of its own instead of torch's default (legacy) stream
   Python, out=      ReduceScatter2D.reduce_scatter(x, out): checks, the stream, the call
   Python            ReduceScatter2D.reduce_scatter(x): the same, allocating the output
 
@@ -74,11 +75,13 @@ def main():
     for graphs in (False, True):
         with hiercoll.ReduceScatter2D(m, n, torch.bfloat16, graphs=graphs) as rs:
             stream = torch.cuda.current_stream().cuda_stream
+            side = torch.cuda.Stream().cuda_stream
             h, call = rs.handle, lib.hc_rs2d_reduce_scatter
             xp, op = x.data_ptr(), out.data_ptr()
             rows.append((graphs, {
                 "ctypes floor": median_per_call(lib.hc_abi_version),
                 "C ABI call": median_per_call(lambda: call(h, xp, m, op, stream)),
+                "C ABI, side": median_per_call(lambda: call(h, xp, m, op, side)),
                 "Python, out=": median_per_call(lambda: rs.reduce_scatter(x, out)),
                 "Python": median_per_call(lambda: rs.reduce_scatter(x)),
             }))

@@ -20,7 +20,7 @@ func runBenchMM(ctx context.Context, args []string) error {
 	dt := fs.String("dtype", "bf16", "element type: bf16 or fp16")
 	shapes := fs.String("shapes", "", "local MxNxK shapes, comma-separated (default: the local GEMMs of bench-gemm's shapes on 2 and 4 GPUs)")
 	layouts := fs.String("layouts", "kn,nk", "layouts of B: kn ([K, N] row-major), nk ([N, K] row-major, a torch Linear weight)")
-	rounds := fs.Int("rounds", 3, "rounds (at least 3); each times every path once, in turn")
+	rounds := fs.Int("rounds", 3, "rounds (at least 3); each times --iters calls of every path, interleaved call by call")
 	iters := fs.Int("iters", 0, "calls per timing (0: 20 on GPUs, 1 on the CPU)")
 	segments := fs.Int("segments", 4, "signal segments per destination of the signalled variant (4 destinations)")
 	group := fs.Int("group", kernels.DefaultGemmGroup, "row tiles the own GEMM's walk takes at a time")
