@@ -53,9 +53,11 @@ type MMOptions struct {
 
 // MMRow is one shape and layout: the rounds' times of each path.
 type MMRow struct {
-	Shape                  MMShape
-	Layout                 kernels.BLayout
-	Own, Signalled, Matmul []time.Duration
+	Shape  MMShape
+	Layout kernels.BLayout
+	// Own and Signalled go stream-K in the last wave; Whole is the own
+	// GEMM in whole tiles only.
+	Own, Signalled, Whole, Matmul []time.Duration
 	// MaxDiff is the largest |own − Matmul| over every element, in units
 	// of the larger magnitude's dtype rounding; BoundUse the largest
 	// sampled error against the fp64 product over its bound.
@@ -115,7 +117,7 @@ func mm(ctx context.Context, r world.Rank, o MMOptions) (err error) {
 	p.Printf("hiercoll bench-mm: one GPU (%s), %v: hiercoll's GEMM (walk group %d) against %s, both in fp32 accumulation\n",
 		r.Dev.Name(), o.DType, group, device.MatmulLibrary(mmDev))
 	p.Printf("  per shape and layout of B: median over %d rounds [min..max] of the mean of %d calls per path; within a round the paths' calls interleaved one by one, in rotating order, each timed alone\n", o.Rounds, o.Iters)
-	p.Printf("%-18s %3s %24s %24s %24s %8s %7s %7s %s\n", "shape(MxNxK)", "B", "own us [min..max]", "own+signals us", "matmul us", "TFLOP/s", "own/mm", "signal", "check")
+	p.Printf("%-18s %3s %24s %24s %24s %24s %8s %7s %7s %7s %s\n", "shape(MxNxK)", "B", "own us [min..max]", "own+signals us", "whole tiles us", "matmul us", "TFLOP/s", "own/mm", "signal", "whole", "check")
 	var rows []MMRow
 	for _, shape := range o.Shapes {
 		for _, layout := range o.Layouts {
@@ -126,14 +128,15 @@ func mm(ctx context.Context, r world.Rank, o MMOptions) (err error) {
 			rows = append(rows, row)
 			own, ol, oh := medianOf(row.Own)
 			sig, sl, sh := medianOf(row.Signalled)
+			whole, wl, wh := medianOf(row.Whole)
 			ref, rl, rh := medianOf(row.Matmul)
 			flop := 2 * float64(shape.M) * float64(shape.N) * float64(shape.K)
-			p.Printf("%-18s %3s %24s %24s %24s %8.1f %7.3f %7.3f ok: %.2f of the fp64 bound, |own-mm| <= %.2f dtype roundings\n",
-				shape, layout, spread(own, ol, oh), spread(sig, sl, sh), spread(ref, rl, rh), flop/own.Seconds()/1e12,
-				ref.Seconds()/own.Seconds(), sig.Seconds()/own.Seconds(), row.BoundUse, row.MaxDiff)
+			p.Printf("%-18s %3s %24s %24s %24s %24s %8.1f %7.3f %7.3f %7.3f ok: %.2f of the fp64 bound, |own-mm| <= %.2f dtype roundings\n",
+				shape, layout, spread(own, ol, oh), spread(sig, sl, sh), spread(whole, wl, wh), spread(ref, rl, rh), flop/own.Seconds()/1e12,
+				ref.Seconds()/own.Seconds(), sig.Seconds()/own.Seconds(), whole.Seconds()/own.Seconds(), row.BoundUse, row.MaxDiff)
 		}
 	}
-	p.Printf("  own/mm = matmul time / own time (above 1: own faster); signal = own+signals time / own time\n")
+	p.Printf("  own/mm = matmul time / own time (above 1: own faster); signal = own+signals time / own time; whole = whole tiles time / own time (above 1: the stream-K last wave is faster)\n")
 	if o.Rows != nil {
 		*o.Rows = rows
 	}
@@ -147,13 +150,13 @@ func spread(med, lo, hi time.Duration) string {
 // mmBuffers are one shape's operands, the two outputs, and the signal
 // tables of the signalled variant.
 type mmBuffers struct {
-	dev                                        device.Device
-	a, b, cOwn, cRef, words, order, segs, ctrs device.Ptr
+	dev                                            device.Device
+	a, b, cOwn, cRef, words, order, segs, ctrs, ws device.Ptr
 }
 
 func (m *mmBuffers) free() error {
 	var errs []error
-	for _, p := range []device.Ptr{m.a, m.b, m.cOwn, m.cRef, m.words, m.order, m.segs, m.ctrs} {
+	for _, p := range []device.Ptr{m.a, m.b, m.cOwn, m.cRef, m.words, m.order, m.segs, m.ctrs, m.ws} {
 		if p != 0 {
 			errs = append(errs, m.dev.Free(p))
 		}
@@ -186,7 +189,12 @@ func mmShape(ctx context.Context, r world.Rank, o MMOptions, mmDev device.Matmul
 	if err := in.uploadB(r.Dev, buf.b, layout); err != nil {
 		return row, err
 	}
-	own := kernels.Gemm{M: shape.M, N: shape.N, K: shape.K, A: buf.a, B: buf.b, C: buf.cOwn, DType: dt, Layout: layout, Group: o.Group}
+	if buf.ws, err = kernels.NewGemmWorkspace(r.Dev); err != nil {
+		return row, err
+	}
+	whole := kernels.Gemm{M: shape.M, N: shape.N, K: shape.K, A: buf.a, B: buf.b, C: buf.cOwn, DType: dt, Layout: layout, Group: o.Group}
+	own := whole
+	own.Workspace = buf.ws
 	ref := device.GemmSpec{M: shape.M, N: shape.N, K: shape.K, A: buf.a, B: buf.b, C: buf.cRef, DType: dt, BT: layout == kernels.BNK}
 	signalled, err := buf.signalTables(own, max(o.Segments, 1))
 	if err != nil {
@@ -196,25 +204,31 @@ func mmShape(ctx context.Context, r world.Rank, o MMOptions, mmDev device.Matmul
 	runOwn := func() error { return kernels.LaunchGemm(r.Dev, s, own) }
 	runSig := func() error { signalled.Value++; return kernels.LaunchGemm(r.Dev, s, signalled) }
 	runRef := func() error { return mmDev.Gemm(s, ref) }
+	runWhole := func() error { return kernels.LaunchGemm(r.Dev, s, whole) }
 
 	o.Status.Printf("bench-mm: %v %v: checking...\n", shape, layout)
-	if row.MaxDiff, row.BoundUse, err = mmCheck(ctx, r, o, in, buf, layout, s, runOwn, runRef); err != nil {
-		return row, err
+	for _, run := range []func() error{runOwn, runWhole} {
+		diff, use, err := mmCheck(ctx, r, o, in, buf, layout, s, run, runRef)
+		if err != nil {
+			return row, err
+		}
+		row.MaxDiff, row.BoundUse = max(row.MaxDiff, diff), max(row.BoundUse, use)
 	}
 	o.Status.Printf("bench-mm: %v %v: timing...\n", shape, layout)
-	for _, run := range []func() error{runOwn, runSig, runRef} { // warm-up
+	for _, run := range []func() error{runOwn, runSig, runWhole, runRef} { // warm-up
 		if err := run(); err != nil {
 			return row, err
 		}
 	}
 	for round := 0; round < o.Rounds; round++ {
-		means, err := timeInterleaved(ctx, r.Dev, s, o.Iters, []func() error{runOwn, runSig, runRef})
+		means, err := timeInterleaved(ctx, r.Dev, s, o.Iters, []func() error{runOwn, runSig, runWhole, runRef})
 		if err != nil {
 			return row, err
 		}
 		row.Own = append(row.Own, means[0])
 		row.Signalled = append(row.Signalled, means[1])
-		row.Matmul = append(row.Matmul, means[2])
+		row.Whole = append(row.Whole, means[2])
+		row.Matmul = append(row.Matmul, means[3])
 	}
 	return row, nil
 }

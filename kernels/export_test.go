@@ -3,3 +3,11 @@ package kernels
 // SetGemmTileHook makes the GEMM's Go twin call hook(rt, ct) before it
 // computes tile (rt, ct) (nil: none), for tests that delay a tile.
 func SetGemmTileHook(hook func(rt, ct int)) { gemmTileHook = hook }
+
+// SetGemmStreamKMin sets the fewest k tiles per CTA for a stream-K last
+// wave and returns the previous value.
+func SetGemmStreamKMin(n int64) int64 {
+	old := gemmStreamKMin
+	gemmStreamKMin = n
+	return old
+}

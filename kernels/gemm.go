@@ -3,6 +3,7 @@ package kernels
 import (
 	_ "embed"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 
@@ -32,6 +33,12 @@ const (
 	// Gemm.Group).
 	DefaultGemmGroup = 8
 )
+
+// gemmStreamKMin is the fewest k tiles per CTA for which the last wave
+// goes stream-K: shallower shares lost more to the partial sums than the
+// idle CTAs cost (on an H100: 33 per CTA gained 1%, 16.5 lost 0.5%, 0.5
+// lost 18%; RESULTS.md, run12). A variable for the tests.
+var gemmStreamKMin int64 = 24
 
 // BLayout is how B lies in memory.
 type BLayout int
@@ -105,6 +112,34 @@ type Gemm struct {
 	Segments, Counters device.Ptr
 	NSegs              int
 	Value              uint32
+	// Workspace, from NewGemmWorkspace, lets the last wave go stream-K
+	// (the kernel's comment says how): where the tiles do not divide
+	// among the CTAs, the last ones are shared out by k. 0: whole tiles
+	// only. One launch at a time may use a workspace.
+	Workspace device.Ptr
+}
+
+// gemmFlagsBytes is the workspace's head: one flag word per CTA, padded.
+func gemmFlagsBytes(grid int) int64 { return (int64(4*grid) + 255) &^ 255 }
+
+// GemmWorkspaceBytes is the size of a workspace for launches of at most
+// grid CTAs: the flags, and one fp32 tile of partial sums per CTA.
+func GemmWorkspaceBytes(grid int) int64 {
+	return gemmFlagsBytes(grid) + int64(grid)*GemmTileM*GemmTileN*4
+}
+
+// NewGemmWorkspace allocates a workspace for launches on dev (one CTA per
+// SM at most) with its flags down, as the kernel leaves them.
+func NewGemmWorkspace(dev device.Device) (device.Ptr, error) {
+	grid := dev.Info().SMs
+	p, err := dev.Alloc(GemmWorkspaceBytes(grid))
+	if err != nil {
+		return 0, err
+	}
+	if err := dev.CopyToDevice(p, make([]byte, gemmFlagsBytes(grid))); err != nil {
+		return 0, errors.Join(err, dev.Free(p))
+	}
+	return p, nil
 }
 
 // GemmRowTiles is the number of row tiles of an M-row product.
@@ -246,8 +281,23 @@ func LaunchGemm(dev device.Device, s device.Stream, g Gemm) error {
 		grid = dev.Info().SMs
 	}
 	grid = max(1, min(grid, tiles))
+	// The last wave goes stream-K where a workspace is given, the tiles do
+	// not divide among the CTAs, and each CTA's share is deep enough.
+	sk, flags, partials := 0, device.Ptr(0), device.Ptr(0)
+	kt := (g.K + GemmTileK - 1) / GemmTileK
+	if g.Workspace != 0 && tiles%grid != 0 && tiles > grid && int64(tiles%grid)*int64(kt) >= gemmStreamKMin*int64(grid) {
+		base, size, err := dev.AddressRange(g.Workspace)
+		if err != nil {
+			return fmt.Errorf("kernels: gemm workspace %v: %w", g.Workspace, err)
+		}
+		if avail := int64(base) + size - int64(g.Workspace); avail < GemmWorkspaceBytes(grid) {
+			return fmt.Errorf("kernels: gemm workspace %v has %d bytes; %d CTAs need %d: %w", g.Workspace, avail, grid,
+				GemmWorkspaceBytes(grid), device.ErrInvalidArgument)
+		}
+		sk, flags, partials = tiles%grid, g.Workspace, g.Workspace.Add(gemmFlagsBytes(grid))
+	}
 	return dev.Launch(s, k, grid, a, b, c, g.C, int32(g.M), int32(g.N), int32(g.K), int64(g.LDC), g.Order,
-		int32(GemmRowTiles(g.M)), int32(g.Group), g.Segments, int32(g.NSegs), g.Counters, g.Value)
+		int32(GemmRowTiles(g.M)), int32(g.Group), g.Segments, int32(g.NSegs), g.Counters, g.Value, int32(sk), flags, partials)
 }
 
 // PrepareGemm loads the GEMM's kernels for dt on dev (see Prepare).

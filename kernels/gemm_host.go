@@ -20,15 +20,17 @@ type gemmArgs struct {
 	nsegs           int
 	counters        device.Ptr
 	value           uint32
+	sk              int // the last wave's tiles shared out by k
+	flags, partials device.Ptr
 }
 
 func decodeGemmArgs(args []any) (gemmArgs, error) {
 	var g gemmArgs
 	bad := fmt.Errorf("gemm arguments %v: %w", args, device.ErrInvalidArgument)
-	if len(args) != 15 {
+	if len(args) != 18 {
 		return g, bad
 	}
-	var ok [15]bool
+	var ok [18]bool
 	g.a, ok[0] = args[0].(device.TensorMap)
 	g.b, ok[1] = args[1].(device.TensorMap)
 	g.cMap, ok[2] = args[2].(device.TensorMap)
@@ -45,13 +47,18 @@ func decodeGemmArgs(args []any) (gemmArgs, error) {
 	nsegs, ok[12] = args[12].(int32)
 	g.counters, ok[13] = args[13].(device.Ptr)
 	g.value, ok[14] = args[14].(uint32)
+	var sk int32
+	sk, ok[15] = args[15].(int32)
+	g.flags, ok[16] = args[16].(device.Ptr)
+	g.partials, ok[17] = args[17].(device.Ptr)
 	for _, o := range ok {
 		if !o {
 			return g, bad
 		}
 	}
-	g.m, g.n, g.k, g.rowTiles, g.group, g.nsegs = int(m), int(n), int(k), int(rowTiles), int(group), int(nsegs)
-	if g.m <= 0 || g.n <= 0 || g.k <= 0 || g.group <= 0 || g.rowTiles != GemmRowTiles(g.m) || g.nsegs < 0 {
+	g.m, g.n, g.k, g.rowTiles, g.group, g.nsegs, g.sk = int(m), int(n), int(k), int(rowTiles), int(group), int(nsegs), int(sk)
+	if g.m <= 0 || g.n <= 0 || g.k <= 0 || g.group <= 0 || g.rowTiles != GemmRowTiles(g.m) || g.nsegs < 0 || g.sk < 0 ||
+		(g.sk > 0 && (g.flags == 0 || g.partials == 0)) {
 		return g, bad
 	}
 	return g, nil
@@ -62,8 +69,9 @@ func decodeGemmArgs(args []any) (gemmArgs, error) {
 var gemmTileHook func(rt, ct int)
 
 // gemmHost is the GEMM's Go twin: the tiles in the kernel's walk, each
-// accumulated in fp32 and rounded once, each followed by its segments'
-// counting and signals, as one CTA would do them.
+// accumulated in fp32 (the last wave's in the kernel's stream-K pieces) and
+// rounded once, each followed by its segments' counting and signals, as
+// one CTA would do them.
 func gemmHost(dt dtype.DType, layout BLayout) device.HostFunc {
 	return func(mem device.HostMemory, grid int, args []any) error {
 		g, err := decodeGemmArgs(args)
@@ -83,12 +91,24 @@ func gemmHost(dt dtype.DType, layout BLayout) device.HostFunc {
 			}
 		}
 		colTiles := GemmColTiles(g.n)
-		for t := 0; t < g.rowTiles*colTiles; t++ {
+		tiles, kt := g.rowTiles*colTiles, (g.k+GemmTileK-1)/GemmTileK
+		if g.sk >= grid || g.sk >= tiles {
+			return fmt.Errorf("gemm: %d stream-K tiles of %d over %d CTAs: %w", g.sk, tiles, grid, device.ErrInvalidArgument)
+		}
+		if g.sk > 0 { // the workspace the kernel would use must be there
+			if _, err := mem.Bytes(g.flags, int64(4*grid)); err != nil {
+				return fmt.Errorf("gemm workspace flags: %w", err)
+			}
+			if _, err := mem.Bytes(g.partials, int64(grid)*GemmTileM*GemmTileN*4); err != nil {
+				return fmt.Errorf("gemm workspace partials: %w", err)
+			}
+		}
+		for t := 0; t < tiles; t++ {
 			rt, ct := gemmTile(t, order, g.rowTiles, colTiles, g.group)
 			if gemmTileHook != nil {
 				gemmTileHook(rt, ct)
 			}
-			if err := g.tile(mem, dt, layout, rt, ct); err != nil {
+			if err := g.tile(mem, dt, layout, rt, ct, gemmStreamK(t, grid, tiles, g.sk, kt)); err != nil {
 				return err
 			}
 			if err := g.signal(mem, segs, rt); err != nil {
@@ -113,8 +133,9 @@ func gemmTile(t int, order []byte, rowTiles, colTiles, group int) (rt, ct int) {
 	return rt, ct
 }
 
-// tile computes output tile (rt, ct).
-func (g gemmArgs) tile(mem device.HostMemory, dt dtype.DType, layout BLayout, rt, ct int) error {
+// tile computes output tile (rt, ct), summing its k tiles in pieces: the
+// first piece's sum, then each other piece's sum added to it.
+func (g gemmArgs) tile(mem device.HostMemory, dt dtype.DType, layout BLayout, rt, ct int, pieces [][2]int) error {
 	es := int64(dt.Size())
 	r0, r1 := rt*GemmTileM, min((rt+1)*GemmTileM, g.m)
 	c0, c1 := ct*GemmTileN, min((ct+1)*GemmTileN, g.n)
@@ -141,8 +162,16 @@ func (g gemmArgs) tile(mem device.HostMemory, dt dtype.DType, layout BLayout, rt
 	for i := 0; i < r1-r0; i++ {
 		for j := c0; j < c1; j++ {
 			var acc float32
-			for kk := 0; kk < g.k; kk++ {
-				acc += float32(dt.Get(a, i*aStride+kk)) * bAt(kk, j)
+			for p, piece := range pieces {
+				var sum float32
+				for kk := piece[0] * GemmTileK; kk < min(piece[1]*GemmTileK, g.k); kk++ {
+					sum += float32(dt.Get(a, i*aStride+kk)) * bAt(kk, j)
+				}
+				if p == 0 {
+					acc = sum
+				} else {
+					acc += sum
+				}
 			}
 			dt.Put(c, i*int(g.ldc)+j, float64(acc))
 		}

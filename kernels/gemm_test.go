@@ -101,6 +101,52 @@ func TestGemmTwinMatchesReference(t *testing.T) {
 	}
 }
 
+// With a workspace, the last wave's tiles are summed in the kernel's
+// stream-K pieces (here even for shallow shares): still within the bound
+// everywhere, the flags left down, and a workspace too small for the grid
+// refused before anything runs. Shares shallower than the threshold take
+// whole tiles and need no workspace.
+func TestGemmStreamKTwin(t *testing.T) {
+	t.Run("shallow", func(t *testing.T) {
+		r := newGemmRig(t, dtype.BF16, kernels.BNK, 300, 520, 640)
+		r.g.Grid = 4 // 9 tiles: one left over, 10 k tiles: 2.5 per CTA
+		small, err := r.dev.Alloc(64)
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, r.dev.Free(small)) })
+		r.g.Workspace = small
+		require.NoError(t, kernels.LaunchGemm(r.dev, r.s, r.g))
+		require.NoError(t, r.s.Synchronize(context.Background()))
+		r.check(t)
+	})
+	defer kernels.SetGemmStreamKMin(kernels.SetGemmStreamKMin(1))
+	for _, sh := range []struct{ m, n, k, grid int }{{300, 520, 640, 4}, {300, 520, 600, 5}, {130, 264, 200, 3}, {257, 296, 1000, 4}} {
+		for _, layout := range []kernels.BLayout{kernels.BKN, kernels.BNK} {
+			t.Run(fmt.Sprintf("%v/%dx%dx%d/grid%d", layout, sh.m, sh.n, sh.k, sh.grid), func(t *testing.T) {
+				r := newGemmRig(t, dtype.BF16, layout, sh.m, sh.n, sh.k)
+				r.g.Grid = sh.grid
+				size := kernels.GemmWorkspaceBytes(sh.grid)
+				small, err := r.dev.Alloc(size / 2)
+				require.NoError(t, err)
+				t.Cleanup(func() { require.NoError(t, r.dev.Free(small)) })
+				r.g.Workspace = small
+				require.ErrorIs(t, kernels.LaunchGemm(r.dev, r.s, r.g), device.ErrInvalidArgument)
+
+				ws, err := r.dev.Alloc(size)
+				require.NoError(t, err)
+				t.Cleanup(func() { require.NoError(t, r.dev.Free(ws)) })
+				require.NoError(t, r.dev.CopyToDevice(ws, make([]byte, size)))
+				r.g.Workspace = ws
+				require.NoError(t, kernels.LaunchGemm(r.dev, r.s, r.g))
+				require.NoError(t, r.s.Synchronize(context.Background()))
+				r.check(t)
+				flags := make([]byte, 4*sh.grid)
+				require.NoError(t, r.dev.CopyToHost(flags, ws))
+				require.Equal(t, make([]byte, 4*sh.grid), flags)
+			})
+		}
+	}
+}
+
 // Segments are raised once every tile meeting them is stored, with the
 // call's value, their counters left at zero for the next launch; a
 // segment's signal is not raised before its rows are in C.

@@ -21,6 +21,15 @@
 // this one ends) and stores the call's value to the segment's signal word
 // with system-scope release; the reduce-scatter's copies wait on it.
 //
+// The last wave (stream-K): when the tiles do not divide among the CTAs,
+// the walk's last tiles % CTAs tiles are not given out whole: their k
+// tiles are cut into one contiguous range per CTA, so every CTA ends at the
+// same time. A range is shorter than a tile; the CTA whose range holds a
+// tile's last k tile finishes it: it adds the fp32 partial sums the other
+// CTAs left in the workspace (each flags its own when written) and stores
+// and signals the tile as any other. Every CTA computes its partial piece
+// before its finishing one, so no CTA waits for one that has not begun.
+//
 // Tails need nothing special: TMA fills what lies outside A and B with
 // zeros, and the stores are bounds-checked. TMA needs 16-byte aligned bases
 // and row strides (the host checks).
@@ -184,6 +193,60 @@ __device__ __forceinline__ void gm_tile(int t, const int* order, int row_tiles, 
   *rt = order != 0 ? order[r] : r;
 }
 
+// A work item: walk tile t, its k tiles [kb, ke); final: it ends the
+// tile, so this CTA stores it.
+struct gm_item {
+  int t, kb, ke, final;
+};
+
+// gm_range is CTA c's stream-K range of k tiles [*a, *e), numbered over
+// the last sk tiles of the walk, kt k tiles each.
+__device__ __forceinline__ void gm_range(int c, int sk, int kt, long long* a, long long* e) {
+  const long long total = (long long)sk * kt;
+  *a = (long long)c * total / gridDim.x;
+  *e = (long long)(c + 1) * total / gridDim.x;
+}
+
+// gm_item_at returns this CTA's i-th work item, or false past the last:
+// first its whole tiles (the walk's first tiles - sk, round robin), then
+// its stream-K pieces, the partial one first.
+__device__ __forceinline__ bool gm_item_at(int i, int tiles, int sk, int kt, gm_item* w) {
+  const int b = blockIdx.x, G = gridDim.x, dp = tiles - sk;
+  const int whole = b < dp ? (dp - b + G - 1) / G : 0;
+  if (i < whole) {
+    *w = gm_item{b + i * G, 0, kt, 1};
+    return true;
+  }
+  i -= whole;
+  if (sk == 0) return false;
+  long long a, e;
+  gm_range(b, sk, kt, &a, &e);
+  if (a == e) return false;
+  const int t0 = (int)(a / kt), k0 = (int)(a % kt);
+  const int len0 = e - a < kt - k0 ? (int)(e - a) : kt - k0;
+  const gm_item first{dp + t0, k0, k0 + len0, k0 + len0 == kt};
+  if (e - a > kt - k0) {  // the range goes on into the next tile: a partial piece
+    const gm_item next{dp + t0 + 1, 0, (int)(e - (long long)(t0 + 1) * kt), 0};
+    if (i > 1) return false;
+    *w = i == 0 ? next : first;
+    return true;
+  }
+  if (i > 0) return false;
+  *w = first;
+  return true;
+}
+
+// gm_partial_of returns, for the CTA finishing walk tile t, whether CTA c
+// (below it) holds a piece of the tile: its range is not empty and ends
+// after the tile's first k tile. *more says whether CTAs below c may too.
+__device__ __forceinline__ bool gm_partial_of(int c, int t, int tiles, int sk, int kt, bool* more) {
+  long long a, e;
+  gm_range(c, sk, kt, &a, &e);
+  const long long start = (long long)(t - (tiles - sk)) * kt;
+  *more = c > 0 && a > start;
+  return a < e && e > start;
+}
+
 // gm_signal adds the tile of rows [r0, r1) to every segment it meets and
 // raises the segments it completes. The add releases this CTA's stored
 // tiles at GPU scope and acquires the other CTAs'; the raise releases them
@@ -242,18 +305,22 @@ __device__ __forceinline__ void gm_stage(const float* d, u32 stage, int row, int
   }
 }
 
-// gm_storer is the storer thread's loop: per tile, wait until the consumers
-// staged it (TMA) or stored it (direct), store it with TMA and free the
-// staging buffer once read, then wait for the writes and signal.
+// gm_storer is the storer thread's loop: per tile this CTA finishes, wait
+// until the consumers staged it (TMA) or stored it (direct), store it with
+// TMA and free the staging buffer once read, then wait for the writes and
+// signal.
 template <int TMA>
 __device__ __forceinline__ void gm_storer(const hc_tensor_map* tmc, u32 cstage, u32 staged, u32 freed, int M,
                                           const int* order, int row_tiles, int col_tiles, int group, int tiles,
-                                          const hc_gemm_segment* segs, int nsegs, u32* counters, u32 value) {
+                                          int sk, int kt, const hc_gemm_segment* segs, int nsegs, u32* counters,
+                                          u32 value) {
   int n = 0;
-  for (int t = blockIdx.x; t < tiles; t += gridDim.x, n++) {
+  gm_item w;
+  for (int i = 0; gm_item_at(i, tiles, sk, kt, &w); i++) {
+    if (!w.final) continue;
     int rt, ct;
-    gm_tile(t, order, row_tiles, col_tiles, group, &rt, &ct);
-    gm_bar_wait(staged, n & 1);
+    gm_tile(w.t, order, row_tiles, col_tiles, group, &rt, &ct);
+    gm_bar_wait(staged, n++ & 1);
     if (TMA) {
 #pragma unroll
       for (int cw = 0; cw < 2; cw++) {
@@ -277,10 +344,67 @@ __device__ __forceinline__ void gm_storer(const hc_tensor_map* tmc, u32 cstage, 
   if (TMA) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
 }
 
+// gm_f4 is four floats moved as one 16-byte access.
+struct __align__(16) gm_f4 {
+  float x, y, z, w;
+};
+
+// gm_consumers_sync is a barrier of the two consumer warpgroups alone.
+__device__ __forceinline__ void gm_consumers_sync() { asm volatile("bar.sync 1, 256;" ::: "memory"); }
+
+// gm_park leaves this thread's share of a partial piece in CTA slot's
+// place in the workspace (16-byte pieces laid out so that a warp's stores are
+// contiguous) and, once both consumers did, flags it.
+__device__ __forceinline__ void gm_park(const float* d, float* partials, u32* flags, int cw, int wt) {
+  gm_f4* slot = (gm_f4*)(partials + (u64)blockIdx.x * (GM_BM * GM_BN));
+#pragma unroll
+  for (int q = 0; q < 32; q++) {
+    slot[(cw * 32 + q) * 128 + wt] = gm_f4{d[4 * q], d[4 * q + 1], d[4 * q + 2], d[4 * q + 3]};
+  }
+  __threadfence();
+  gm_consumers_sync();
+  if (cw == 0 && wt == 0) {
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flags + blockIdx.x), "r"(1u) : "memory");
+  }
+}
+
+// gm_gather adds to this thread's share of walk tile t the partial pieces
+// the CTAs below left for it, each once its flag is up (one thread waits
+// and lowers the flags for the next launch, then both consumers add).
+__device__ __forceinline__ void gm_gather(float* d, const float* partials, u32* flags, int t, int tiles, int sk, int kt,
+                                          int cw, int wt) {
+  if (cw == 0 && wt == 0) {
+    bool more = blockIdx.x > 0;
+    for (int c = blockIdx.x - 1; more; c--) {
+      if (!gm_partial_of(c, t, tiles, sk, kt, &more)) continue;
+      u32 f;
+      do {
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(f) : "l"(flags + c) : "memory");
+      } while (f == 0);
+      flags[c] = 0;
+    }
+  }
+  gm_consumers_sync();
+  bool more = blockIdx.x > 0;
+  for (int c = blockIdx.x - 1; more; c--) {
+    if (!gm_partial_of(c, t, tiles, sk, kt, &more)) continue;
+    const gm_f4* slot = (const gm_f4*)(partials + (u64)c * (GM_BM * GM_BN));
+#pragma unroll
+    for (int q = 0; q < 32; q++) {
+      const gm_f4 v = slot[(cw * 32 + q) * 128 + wt];
+      d[4 * q] += v.x;
+      d[4 * q + 1] += v.y;
+      d[4 * q + 2] += v.z;
+      d[4 * q + 3] += v.w;
+    }
+  }
+}
+
 template <class P, int KN, int TMA>
 __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tensor_map* tmb, const hc_tensor_map* tmc,
                                         u16* C, int M, int N, int K, long long ldc, const int* order, int row_tiles,
-                                        int group, const hc_gemm_segment* segs, int nsegs, u32* counters, u32 value) {
+                                        int group, const hc_gemm_segment* segs, int nsegs, u32* counters, u32 value,
+                                        int sk, u32* flags, float* partials) {
   extern __shared__ unsigned char gm_smem_raw[];
   const u32 raw = gm_smem_addr(gm_smem_raw);
   const u32 base = (raw + 1023) & ~1023u;
@@ -307,16 +431,17 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
     if (threadIdx.x == 32) {
-      gm_storer<TMA>(tmc, cstage, staged, freed, M, order, row_tiles, col_tiles, group, tiles, segs, nsegs, counters,
-                     value);
+      gm_storer<TMA>(tmc, cstage, staged, freed, M, order, row_tiles, col_tiles, group, tiles, sk, k_tiles, segs, nsegs,
+                     counters, value);
     }
     if (threadIdx.x != 0) return;
     // The loader.
     int it = 0;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    gm_item w;
+    for (int i = 0; gm_item_at(i, tiles, sk, k_tiles, &w); i++) {
       int rt, ct;
-      gm_tile(t, order, row_tiles, col_tiles, group, &rt, &ct);
-      for (int k = 0; k < k_tiles; k++, it++) {
+      gm_tile(w.t, order, row_tiles, col_tiles, group, &rt, &ct);
+      for (int k = w.kb; k < w.ke; k++, it++) {
         const int s = it % GM_STAGES;
         const u32 phase = (it / GM_STAGES) & 1;
         const u32 full = bars + 8 * s, empty = bars + 8 * (GM_STAGES + s);
@@ -342,13 +467,14 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
   const int wt = threadIdx.x % 128, warp = wt / 32, lane = wt % 32;
   float d[128];
   int it = 0, n = 0;
-  for (int t = blockIdx.x; t < tiles; t += gridDim.x, n++) {
+  gm_item w;
+  for (int item = 0; gm_item_at(item, tiles, sk, k_tiles, &w); item++) {
     int rt, ct;
-    gm_tile(t, order, row_tiles, col_tiles, group, &rt, &ct);
+    gm_tile(w.t, order, row_tiles, col_tiles, group, &rt, &ct);
 #pragma unroll
     for (int i = 0; i < 128; i++) d[i] = 0.f;
     int prev = -1;
-    for (int k = 0; k < k_tiles; k++, it++) {
+    for (int k = w.kb; k < w.ke; k++, it++) {
       const int s = it % GM_STAGES;
       gm_bar_wait(bars + 8 * s, (it / GM_STAGES) & 1);
       gm_wgmma_fence();
@@ -366,6 +492,11 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
     }
     gm_wgmma_wait<0>();
     if (prev >= 0 && lane == 0) gm_bar_arrive(bars + 8 * (GM_STAGES + prev));
+    if (!w.final) {
+      gm_park(d, partials, flags, cw, wt);
+      continue;
+    }
+    if (w.kb > 0) gm_gather(d, partials, flags, w.t, tiles, sk, k_tiles, cw, wt);
 
     // The storer has taken the previous tile out of the staging buffer.
     if (n > 0) gm_bar_wait(freed, (n - 1) & 1);
@@ -376,6 +507,7 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
       gm_store<P>(d, C, ldc, M, N, rt * GM_BM + cw * 64 + warp * 16 + lane / 4, ct * GM_BN + 2 * (lane % 4));
     }
     gm_bar_arrive(staged);
+    n++;
   }
 }
 
@@ -383,8 +515,10 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
   extern "C" __global__ void __launch_bounds__(GM_THREADS, 1)                                                     \
       name(const __grid_constant__ hc_tensor_map tma, const __grid_constant__ hc_tensor_map tmb,                  \
            const __grid_constant__ hc_tensor_map tmc, u16* C, int M, int N, int K, long long ldc, const int* order, \
-           int row_tiles, int group, const hc_gemm_segment* segs, int nsegs, u32* counters, u32 value) {            \
-    gm_gemm<P, KN, TMA>(&tma, &tmb, &tmc, C, M, N, K, ldc, order, row_tiles, group, segs, nsegs, counters, value); \
+           int row_tiles, int group, const hc_gemm_segment* segs, int nsegs, u32* counters, u32 value, int sk,      \
+           u32* flags, float* partials) {                                                                           \
+    gm_gemm<P, KN, TMA>(&tma, &tmb, &tmc, C, M, N, K, ldc, order, row_tiles, group, segs, nsegs, counters, value, sk, \
+                        flags, partials);                                                                           \
   }
 
 HC_GEMM(hc_gemm_bf16_nk, GmBF16, 0, 1)
