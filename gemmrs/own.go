@@ -109,6 +109,7 @@ func (g *GemmRS) timeGemms(ctx context.Context) (own, mm time.Duration, err erro
 		}
 	}
 	spec := g.ownSpec(Tensor{Ptr: a, Rows: cfg.MaxM}, Tensor{Ptr: b})
+	spec.Workspace = g.producer.workspace // as the calls will run it
 	ref := device.GemmSpec{M: cfg.MaxM, N: cfg.N, K: cfg.KLocal, A: a, B: b, C: g.cBuf, DType: cfg.DType}
 	const rounds, calls = 3, 3
 	var owns, mms []time.Duration
@@ -158,12 +159,15 @@ func median(ds []time.Duration) time.Duration {
 
 // Producer is the own GEMM as the producer of an rs2d context's overlapped
 // calls (GemmRS's, or a caller's through the C ABI): it keeps the segment
-// counters the GEMM counts tiles in (zero between launches) and, by M, the
-// tables that order C's row tiles and name each segment's signal word.
+// counters the GEMM counts tiles in (zero between launches), the workspace
+// of its stream-K last wave and, by M, the tables that order C's row
+// tiles and name each segment's signal word. Its launches run one at a
+// time (on one stream, or ordered).
 type Producer struct {
-	dev      device.Device
-	counters device.Ptr
-	tables   map[int]ownTables
+	dev       device.Device
+	counters  device.Ptr
+	workspace device.Ptr
+	tables    map[int]ownTables
 }
 
 // NewProducer makes a producer for a world of world ranks on dev.
@@ -176,7 +180,11 @@ func NewProducer(dev device.Device, world int) (*Producer, error) {
 	if err := dev.CopyToDevice(p, zero); err != nil {
 		return nil, errors.Join(fmt.Errorf("gemmrs: segment counters: %w", err), dev.Free(p))
 	}
-	return &Producer{dev: dev, counters: p, tables: map[int]ownTables{}}, nil
+	ws, err := kernels.NewGemmWorkspace(dev)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("gemmrs: GEMM workspace: %w", err), dev.Free(p))
+	}
+	return &Producer{dev: dev, counters: p, workspace: ws, tables: map[int]ownTables{}}, nil
 }
 
 // Enqueue enqueues on s the own GEMM spec (spec.C the call's [M, N] input,
@@ -197,12 +205,14 @@ func (p *Producer) Enqueue(s device.Stream, spec kernels.Gemm, order []int, sig 
 		return err
 	}
 	spec.Order, spec.Segments, spec.NSegs, spec.Counters, spec.Value = t.order, t.segs, t.n, p.counters, sig.Value
+	spec.Workspace = p.workspace
 	return kernels.LaunchGemm(p.dev, s, spec)
 }
 
-// Close frees the producer's counters and tables; its launches must be done.
+// Close frees the producer's counters, workspace and tables; its launches
+// must be done.
 func (p *Producer) Close() error {
-	errs := []error{p.dev.Free(p.counters)}
+	errs := []error{p.dev.Free(p.counters), p.dev.Free(p.workspace)}
 	for m, t := range p.tables {
 		errs = append(errs, t.free(p.dev))
 		delete(p.tables, m)
