@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -116,7 +117,7 @@ func mm(ctx context.Context, r world.Rank, o MMOptions) (err error) {
 	}
 	p.Printf("hiercoll bench-mm: one GPU (%s), %v: hiercoll's GEMM (walk group %d) against %s, both in fp32 accumulation\n",
 		r.Dev.Name(), o.DType, group, device.MatmulLibrary(mmDev))
-	p.Printf("  per shape and layout of B: median over %d rounds [min..max] of the mean of %d calls per path; within a round the paths' calls interleaved one by one, in rotating order, each timed alone\n", o.Rounds, o.Iters)
+	p.Printf("  per shape and layout of B: median over %d rounds [min..max] of the mean of %d calls per path; within a round the paths' calls interleaved one by one, in random order, each timed alone\n", o.Rounds, o.Iters)
 	p.Printf("%-18s %3s %24s %24s %24s %24s %8s %7s %7s %7s %s\n", "shape(MxNxK)", "B", "own us [min..max]", "own+signals us", "whole tiles us", "matmul us", "TFLOP/s", "own/mm", "signal", "whole", "check")
 	var rows []MMRow
 	for _, shape := range o.Shapes {
@@ -220,8 +221,9 @@ func mmShape(ctx context.Context, r world.Rank, o MMOptions, mmDev device.Matmul
 			return row, err
 		}
 	}
+	rng := rand.New(rand.NewPCG(uint64(shape.M), uint64(shape.N)<<32|uint64(shape.K)))
 	for round := 0; round < o.Rounds; round++ {
-		means, err := timeInterleaved(ctx, r.Dev, s, o.Iters, []func() error{runOwn, runSig, runWhole, runRef})
+		means, err := timeInterleaved(ctx, r.Dev, s, o.Iters, []func() error{runOwn, runSig, runWhole, runRef}, rng)
 		if err != nil {
 			return row, err
 		}
@@ -233,13 +235,15 @@ func mmShape(ctx context.Context, r world.Rank, o MMOptions, mmDev device.Matmul
 	return row, nil
 }
 
-// timeInterleaved runs iters calls of every path, one call of each in
-// turn, in an order that rotates by one path per turn, each call timed by
-// the events around it; it returns each path's mean. At the power cap the
-// clock drifts within a round, and block-by-block timing gives the path
-// that runs first the fast clock; call-by-call interleaving gives every
-// path the same.
-func timeInterleaved(ctx context.Context, dev device.Device, s device.Stream, iters int, paths []func() error) (means []time.Duration, err error) {
+// timeInterleaved runs iters calls of every path, one call of each per
+// turn in a random order, each call timed by the events around it; it
+// returns each path's mean. At the power cap the clock drifts within a
+// round, and block-by-block timing gives the path that runs first the fast
+// clock; call-by-call interleaving gives every path the same. The order is
+// random because a fixed rotation gives each path the same predecessor,
+// and what ran just before moves a call by about 1% (run13: two launches
+// of one kernel read 0.8% apart).
+func timeInterleaved(ctx context.Context, dev device.Device, s device.Stream, iters int, paths []func() error, rng *rand.Rand) (means []time.Duration, err error) {
 	n := len(paths)
 	marks := make([]device.Event, n*iters+1)
 	defer func() {
@@ -259,8 +263,7 @@ func timeInterleaved(ctx context.Context, dev device.Device, s device.Stream, it
 	}
 	who := make([]int, 0, n*iters) // the path of each call
 	for t := 0; t < iters; t++ {
-		for j := 0; j < n; j++ {
-			p := (t + j) % n
+		for _, p := range rng.Perm(n) {
 			if err := paths[p](); err != nil {
 				return nil, err
 			}
