@@ -26,8 +26,8 @@ const (
 	GemmTileK = 64
 
 	gemmThreads = 384
-	gemmStages  = 3
-	gemmShared  = gemmStages*(GemmTileM*GemmTileK*2+GemmTileN*GemmTileK*2) + GemmTileM*GemmTileN*2 + 1024 + (2*gemmStages+2)*8
+	gemmStages  = 4
+	gemmShared  = gemmStages*(GemmTileM*GemmTileK*2+GemmTileN*GemmTileK*2) + GemmTileM/2*GemmTileN*2 + 1024 + (2*gemmStages+4)*8
 
 	// DefaultGemmGroup is how many row tiles the walk takes at a time (see
 	// Gemm.Group).

@@ -11,8 +11,11 @@
 // are the consumers: each multiplies its 64 rows of the tile with
 // wgmma.m64n256k16 (fp32 accumulators in registers), releasing each stage
 // on its "empty" mbarrier once its wgmmas are done, then rounds its rows to
-// the dtype and stores them. setmaxnreg moves registers from the producer
-// to the consumers.
+// the dtype and stages them in shared memory for a storer thread that
+// stores them with TMA, the two consumers' halves in turn through one
+// 32 KiB buffer (one that holds the whole tile would leave room for 3
+// stages only). setmaxnreg moves registers from the producer to the
+// consumers.
 //
 // Signals: after both consumers stored a tile, one thread adds 1 to the
 // counter of every segment (a row range of C) the tile's rows meet, with
@@ -46,15 +49,15 @@ struct __align__(64) hc_tensor_map { u64 opaque[16]; };
 #define GM_BM 128
 #define GM_BN 256
 #define GM_BK 64
-#define GM_STAGES 3
+#define GM_STAGES 4
 #define GM_A_STAGE (GM_BM * GM_BK * 2)  // 16 KiB
 #define GM_B_STAGE (GM_BN * GM_BK * 2)  // 32 KiB
-#define GM_C_STAGE (GM_BM * GM_BN * 2)  // 64 KiB: the staged output tile
+#define GM_C_STAGE (GM_BM / 2 * GM_BN * 2)  // 32 KiB: one consumer's half of the output tile
 #define GM_THREADS 384
 // Dynamic shared memory: the stages, the staging buffer, 1 KiB to align
 // them for the 128-byte swizzle, and the barriers (full and empty per stage,
-// staged, free).
-#define GM_SMEM (GM_STAGES * (GM_A_STAGE + GM_B_STAGE) + GM_C_STAGE + 1024 + (2 * GM_STAGES + 2) * 8)
+// staged and freed per consumer).
+#define GM_SMEM (GM_STAGES * (GM_A_STAGE + GM_B_STAGE) + GM_C_STAGE + 1024 + (2 * GM_STAGES + 4) * 8)
 
 // A segment: rows [r0, r1) of C; need tiles complete it; its signal word.
 struct hc_gemm_segment {
@@ -305,10 +308,11 @@ __device__ __forceinline__ void gm_stage(const float* d, u32 stage, int row, int
   }
 }
 
-// gm_storer is the storer thread's loop: per tile this CTA finishes, wait
-// until the consumers staged it (TMA) or stored it (direct), store it with
-// TMA and free the staging buffer once read, then wait for the writes and
-// signal.
+// gm_storer is the storer thread's loop: per half of a tile this CTA
+// finishes (consumer 0's rows, then consumer 1's), wait until that consumer
+// staged it (TMA) or stored it (direct), store it with TMA and free the
+// staging buffer once read; after the second half, wait for the tile's
+// writes and signal.
 template <int TMA>
 __device__ __forceinline__ void gm_storer(const hc_tensor_map* tmc, u32 cstage, u32 staged, u32 freed, int M,
                                           const int* order, int row_tiles, int col_tiles, int group, int tiles,
@@ -320,24 +324,23 @@ __device__ __forceinline__ void gm_storer(const hc_tensor_map* tmc, u32 cstage, 
     if (!w.final) continue;
     int rt, ct;
     gm_tile(w.t, order, row_tiles, col_tiles, group, &rt, &ct);
-    gm_bar_wait(staged, n++ & 1);
-    if (TMA) {
-#pragma unroll
-      for (int cw = 0; cw < 2; cw++) {
+    for (int cw = 0; cw < 2; cw++) {
+      gm_bar_wait(staged + 8 * cw, n & 1);
+      if (TMA) {
 #pragma unroll
         for (int j = 0; j < 4; j++) {
-          gm_tma_store(tmc, ct * GM_BN + 64 * j, rt * GM_BM + 64 * cw, cstage + (cw * 4 + j) * (64 * 128));
+          gm_tma_store(tmc, ct * GM_BN + 64 * j, rt * GM_BM + 64 * cw, cstage + j * (64 * 128));
         }
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
       }
-      asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-      asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
-      gm_bar_arrive(freed);
-      if (nsegs == 0) continue;
+      gm_bar_arrive(freed + 8 * cw);
+    }
+    n++;
+    if (nsegs == 0) continue;
+    if (TMA) {
       asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
       asm volatile("fence.proxy.async.global;" ::: "memory");
-    } else {
-      gm_bar_arrive(freed);
-      if (nsegs == 0) continue;
     }
     gm_signal(rt * GM_BM, min(rt * GM_BM + GM_BM, M), segs, nsegs, counters, value);
   }
@@ -410,8 +413,8 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
   const u32 base = (raw + 1023) & ~1023u;
   const u32 sa = base, sb = base + GM_STAGES * GM_A_STAGE;
   const u32 cstage = sb + GM_STAGES * GM_B_STAGE;
-  const u32 bars = cstage + GM_C_STAGE;  // full[GM_STAGES], empty[GM_STAGES], staged, freed
-  const u32 staged = bars + 16 * GM_STAGES, freed = staged + 8;
+  const u32 bars = cstage + GM_C_STAGE;  // full[GM_STAGES], empty[GM_STAGES], staged[2], freed[2]
+  const u32 staged = bars + 16 * GM_STAGES, freed = staged + 16;
   const int col_tiles = (N + GM_BN - 1) / GM_BN;
   const int tiles = row_tiles * col_tiles;
   const int k_tiles = (K + GM_BK - 1) / GM_BK;
@@ -422,8 +425,10 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
       gm_bar_init(bars + 8 * s, 1);
       gm_bar_init(bars + 8 * (GM_STAGES + s), 8);  // one arrival per consumer warp
     }
-    gm_bar_init(staged, 256);  // every consumer thread
-    gm_bar_init(freed, 1);     // the storer
+    for (int c = 0; c < 2; c++) {
+      gm_bar_init(staged + 8 * c, 128);  // every thread of consumer c
+      gm_bar_init(freed + 8 * c, 1);     // the storer, when it has read consumer c's half
+    }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
@@ -498,15 +503,19 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
     }
     if (w.kb > 0) gm_gather(d, partials, flags, w.t, tiles, sk, k_tiles, cw, wt);
 
-    // The storer has taken the previous tile out of the staging buffer.
-    if (n > 0) gm_bar_wait(freed, (n - 1) & 1);
+    // The halves go through the staging buffer in turn, consumer 0's
+    // first: consumer 1 waits until the storer has read consumer 0's half
+    // of this tile, consumer 0 until it has read consumer 1's of the last.
+    // Each barrier is then waited on at most one phase behind its own.
+    if (cw == 1) gm_bar_wait(freed, n & 1);
+    if (cw == 0 && n > 0) gm_bar_wait(freed + 8, (n - 1) & 1);
     if (TMA) {
-      gm_stage<P>(d, cstage + cw * (4 * 64 * 128), warp * 16 + lane / 4, lane);
+      gm_stage<P>(d, cstage, warp * 16 + lane / 4, lane);
       asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     } else {
       gm_store<P>(d, C, ldc, M, N, rt * GM_BM + cw * 64 + warp * 16 + lane / 4, ct * GM_BN + 2 * (lane % 4));
     }
-    gm_bar_arrive(staged);
+    gm_bar_arrive(staged + 8 * cw);
     n++;
   }
 }
