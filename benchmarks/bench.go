@@ -26,7 +26,7 @@ type BenchOptions struct {
 	N     int     // columns; M follows from the size
 	DType dtype.DType
 	Iters int // timed calls per measurement (0: by size)
-	Reps  int // measurements per size, alternating hiercoll and NCCL; the best is kept
+	Reps  int // measurements per size, hiercoll and NCCL in turn; the median is reported, with the spread
 	// Variants are benchmarked one after the other, each with its own
 	// context (MaxM, N and DType are set here).
 	Variants []Variant
@@ -37,14 +37,17 @@ type BenchOptions struct {
 
 // BenchRow is one size of the table.
 type BenchRow struct {
-	Variant  string
-	Bytes    int64 // input per rank
-	Count    int64 // elements of input per rank
-	M, N     int
-	Time     time.Duration // hiercoll, per call (slowest rank)
-	NCCLTime time.Duration // 0 when NCCL did not run
-	MaxErr   float64       // max |hiercoll - NCCL| (int32: mismatching elements)
-	Checked  bool          // the output was compared with NCCL's
+	Variant string
+	Bytes   int64 // input per rank
+	Count   int64 // elements of input per rank
+	M, N    int
+	// Time and NCCLTime are per call, the median over the measurements of
+	// the slowest rank's time in each; the spreads are those
+	// measurements' least and greatest. NCCL's are 0 when it did not run.
+	Time, TimeMin, TimeMax     time.Duration
+	NCCLTime, NCCLMin, NCCLMax time.Duration
+	MaxErr                     float64 // max |hiercoll - NCCL| (int32: mismatching elements)
+	Checked                    bool    // the output was compared with NCCL's
 }
 
 // BusBW is the bus bandwidth of t for this row in GB/s: bytes/t × (n−1)/n.
@@ -158,7 +161,7 @@ func bench(ctx context.Context, r world.Rank, o BenchOptions) (err error) {
 	} else {
 		p.Printf("  NCCL %s on the same buffers, same processes, alternating with hiercoll\n", ref.Version)
 	}
-	p.Printf("  times: the slowest rank's mean per call, best of %d measurements; busbw = bytes/time x (n-1)/n; sizes are whole rows\n", max(o.Reps, 1))
+	p.Printf("  times: the slowest rank's mean per call, the median of %d measurements (hiercoll and NCCL in turn, which goes first alternating), their spread at the end of the line; busbw = bytes/time x (n-1)/n; sizes are whole rows\n", max(o.Reps, 1))
 	var rows []BenchRow
 	for _, vcfg := range variants {
 		vrows, err := benchVariant(ctx, r, o, vcfg, ref, buf, s, t0, t1, ms, maxM)
@@ -220,8 +223,8 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, 
 	p.Printf("variant %q: engine %v, reduction SMs %d, chunks %d (0: by size), transport %s\n",
 		name, v.Config.Engine, tune.ReductionSMsOf(v.Knobs, v.Config.Engine == rs2d.EngineSM, r.Dev.Info().SMs), v.Knobs.Chunks, rs.Transport())
 	p.Printf("  symmetric memory: %v\n", rs.Memory())
-	p.Printf("%12s %12s %6s %10s %8s %8s %10s %8s %8s %7s %9s\n",
-		"size(B)", "count", "type", "time(us)", "algbw", "busbw", "nccl(us)", "algbw", "busbw", "speedup", "maxerr")
+	p.Printf("%12s %12s %6s %10s %8s %8s %10s %8s %8s %7s %9s  %s\n",
+		"size(B)", "count", "type", "time(us)", "algbw", "busbw", "nccl(us)", "algbw", "busbw", "speedup", "maxerr", "spread (us)")
 	for _, m := range ms {
 		rowsPer := m / ws
 		row := BenchRow{Variant: name, Bytes: int64(m) * rowBytes, Count: int64(m) * int64(o.N), M: m, N: o.N}
@@ -256,26 +259,38 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, 
 				return nil, err
 			}
 		}
-		row.Time = math.MaxInt64
-		row.NCCLTime = math.MaxInt64
+		paths := []func() error{runH}
+		if ref != nil {
+			paths = append(paths, runN)
+		}
+		var hs, ns []time.Duration
 		for rep := 0; rep < max(o.Reps, 1); rep++ {
-			d, err := timeCalls(ctx, s, t0, t1, iters, runH)
+			ds := make([]time.Duration, len(paths))
+			for i := range paths {
+				j := (rep + i) % len(paths) // which goes first alternates
+				if ds[j], err = timeCalls(ctx, s, t0, t1, iters, paths[j]); err != nil {
+					return nil, err
+				}
+			}
+			slowest, err := mostOverRanks(ctx, r, []uint64{uint64(ds[0]), uint64(ds[len(ds)-1])})
 			if err != nil {
 				return nil, err
 			}
-			row.Time = min(row.Time, d)
+			hs = append(hs, time.Duration(slowest[0]))
 			if ref != nil {
-				if d, err = timeCalls(ctx, s, t0, t1, iters, runN); err != nil {
-					return nil, err
-				}
-				row.NCCLTime = min(row.NCCLTime, d)
+				ns = append(ns, time.Duration(slowest[1]))
 			}
 		}
-		if ref == nil {
-			row.NCCLTime = 0
+		row.Time, row.TimeMin, row.TimeMax = medianOf(hs)
+		if ref != nil {
+			row.NCCLTime, row.NCCLMin, row.NCCLMax = medianOf(ns)
 		}
-		if row, err = slowestRank(ctx, r, row); err != nil {
-			return nil, err
+		if row.Checked {
+			worst, err := mostOverRanks(ctx, r, []uint64{math.Float64bits(row.MaxErr)})
+			if err != nil {
+				return nil, err
+			}
+			row.MaxErr = math.Float64frombits(worst[0])
 		}
 		rows = append(rows, row)
 		speedup := "-"
@@ -290,8 +305,12 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, 
 		if row.NCCLTime > 0 {
 			nccl = fmt.Sprintf(" %10.1f %8.1f %8.1f", us(row.NCCLTime), row.AlgBW(row.NCCLTime), row.BusBW(row.NCCLTime, ws))
 		}
-		p.Printf(" %10.1f %8.1f %8.1f%s %7s %9s\n",
-			us(row.Time), row.AlgBW(row.Time), row.BusBW(row.Time, ws), nccl, speedup, maxErr)
+		spread := fmt.Sprintf("[%.1f..%.1f]", us(row.TimeMin), us(row.TimeMax))
+		if row.NCCLTime > 0 {
+			spread += fmt.Sprintf(" nccl [%.1f..%.1f]", us(row.NCCLMin), us(row.NCCLMax))
+		}
+		p.Printf(" %10.1f %8.1f %8.1f%s %7s %9s  %s\n",
+			us(row.Time), row.AlgBW(row.Time), row.BusBW(row.Time, ws), nccl, speedup, maxErr, spread)
 	}
 	return rows, nil
 }
@@ -329,21 +348,25 @@ func timeCalls(ctx context.Context, s device.Stream, t0, t1 device.Event, iters 
 	return d / time.Duration(iters), err
 }
 
-// slowestRank replaces the row's times by the slowest rank's.
-func slowestRank(ctx context.Context, r world.Rank, row BenchRow) (BenchRow, error) {
-	b := binary.LittleEndian.AppendUint64(nil, uint64(row.Time))
-	b = binary.LittleEndian.AppendUint64(b, uint64(row.NCCLTime))
-	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(row.MaxErr))
+// mostOverRanks returns, element by element, the largest of vs over the
+// ranks (collective): of durations, the slowest rank's; of non-negative
+// float64s, which order as their bits, the largest.
+func mostOverRanks(ctx context.Context, r world.Rank, vs []uint64) ([]uint64, error) {
+	var b []byte
+	for _, v := range vs {
+		b = binary.LittleEndian.AppendUint64(b, v)
+	}
 	all, err := r.Comm.AllGather(ctx, b)
 	if err != nil {
-		return row, err
+		return nil, err
 	}
+	out := make([]uint64, len(vs))
 	for _, x := range all {
-		row.Time = max(row.Time, time.Duration(binary.LittleEndian.Uint64(x)))
-		row.NCCLTime = max(row.NCCLTime, time.Duration(binary.LittleEndian.Uint64(x[8:])))
-		row.MaxErr = max(row.MaxErr, math.Float64frombits(binary.LittleEndian.Uint64(x[16:])))
+		for i := range out {
+			out[i] = max(out[i], binary.LittleEndian.Uint64(x[8*i:]))
+		}
 	}
-	return row, nil
+	return out, nil
 }
 
 // fillRandom fills the whole input with random values: a 16 MiB random tile
@@ -403,20 +426,22 @@ func compareOutputs(r world.Rank, buf *buffers, rowsPer, n int, dt dtype.DType) 
 
 // WriteCSV writes the rows as CSV.
 func WriteCSV(w io.Writer, rows []BenchRow, world int, dt dtype.DType) error {
-	if _, err := fmt.Fprintln(w, "variant,bytes_per_rank,count,dtype,M,N,hiercoll_us,hiercoll_busbw_gbps,nccl_us,nccl_busbw_gbps,max_abs_diff_vs_nccl"); err != nil {
+	if _, err := fmt.Fprintln(w, "variant,bytes_per_rank,count,dtype,M,N,hiercoll_us,hiercoll_busbw_gbps,nccl_us,nccl_busbw_gbps,max_abs_diff_vs_nccl,"+
+		"hiercoll_us_min,hiercoll_us_max,nccl_us_min,nccl_us_max"); err != nil {
 		return err
 	}
 	for _, r := range rows {
 		// NCCL's columns stay empty where NCCL did not run (or was not compared).
-		ncclUS, ncclBW, diff := "", "", ""
+		ncclUS, ncclBW, diff, ncclMin, ncclMax := "", "", "", "", ""
 		if r.NCCLTime > 0 {
 			ncclUS, ncclBW = fmt.Sprintf("%.2f", us(r.NCCLTime)), fmt.Sprintf("%.2f", r.BusBW(r.NCCLTime, world))
+			ncclMin, ncclMax = fmt.Sprintf("%.2f", us(r.NCCLMin)), fmt.Sprintf("%.2f", us(r.NCCLMax))
 		}
 		if r.Checked {
 			diff = fmt.Sprintf("%g", r.MaxErr)
 		}
-		if _, err := fmt.Fprintf(w, "%s,%d,%d,%v,%d,%d,%.2f,%.2f,%s,%s,%s\n", r.Variant, r.Bytes, r.Count, dt, r.M, r.N,
-			us(r.Time), r.BusBW(r.Time, world), ncclUS, ncclBW, diff); err != nil {
+		if _, err := fmt.Fprintf(w, "%s,%d,%d,%v,%d,%d,%.2f,%.2f,%s,%s,%s,%.2f,%.2f,%s,%s\n", r.Variant, r.Bytes, r.Count, dt, r.M, r.N,
+			us(r.Time), r.BusBW(r.Time, world), ncclUS, ncclBW, diff, us(r.TimeMin), us(r.TimeMax), ncclMin, ncclMax); err != nil {
 			return err
 		}
 	}

@@ -29,34 +29,48 @@ func runBench(t *testing.T, opts benchmarks.BenchOptions) error {
 }
 
 // The table's rows follow each other with nothing between them (a progress
-// line on another stream used to come between a row and the next), and a
-// CSV of a run without NCCL leaves NCCL's columns empty.
+// line on another stream used to come between a row and the next), each
+// time is the median of the measurements within their spread, and a CSV of
+// a run without NCCL leaves NCCL's columns empty.
 func TestBenchTableAndCSV(t *testing.T) {
 	var out bytes.Buffer
 	var rows []benchmarks.BenchRow
 	opts := benchmarks.BenchOptions{
-		Sizes: []int64{512, 8000}, N: 64, DType: dtype.F32, Iters: 2, Reps: 1,
+		Sizes: []int64{512, 8000}, N: 64, DType: dtype.F32, Iters: 2, Reps: 3,
 		Out: benchmarks.Printer{W: &out}, Title: "test", Rows: &rows,
 	}
 	require.NoError(t, runBench(t, opts))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.GreaterOrEqual(t, len(lines), 3)
 	require.Contains(t, lines[len(lines)-3], "size(B)", "the header, then one line per size:\n%s", out.String())
-	require.Regexp(t, `^\s+512\s+128\s+fp32\s+[0-9.]+ .* -\s+-\s+-\s+-\s+-$`, lines[len(lines)-2])
+	require.Regexp(t, `^\s+512\s+128\s+fp32\s+[0-9.]+ .* -\s+-\s+-\s+-\s+-\s+\[[0-9.]+\.\.[0-9.]+\]$`, lines[len(lines)-2])
 	require.Regexp(t, `^\s+7680\s+1920\s+fp32\s+`, lines[len(lines)-1], "rounded down to whole rows per rank")
 
 	require.Len(t, rows, 2)
+	for _, r := range rows {
+		require.True(t, r.TimeMin <= r.Time && r.Time <= r.TimeMax && r.TimeMin > 0, "%+v", r)
+		require.Zero(t, r.NCCLTime+r.NCCLMin+r.NCCLMax)
+	}
 	var csv bytes.Buffer
 	require.NoError(t, benchmarks.WriteCSV(&csv, rows, 2, dtype.F32))
 	csvLines := strings.Split(strings.TrimSpace(csv.String()), "\n")
 	require.Len(t, csvLines, 3)
+	header := strings.Split(csvLines[0], ",")
 	for _, l := range csvLines[1:] {
-		require.True(t, strings.HasSuffix(l, ",,,"), "NCCL's columns empty: %q", l)
+		f := strings.Split(l, ",")
+		require.Len(t, f, len(header))
+		for i, name := range header {
+			if strings.HasPrefix(name, "nccl_") || name == "max_abs_diff_vs_nccl" {
+				require.Empty(t, f[i], "NCCL's column %s empty: %q", name, l)
+			} else {
+				require.NotEmpty(t, f[i], "column %s: %q", name, l)
+			}
+		}
 	}
-	rows[0].NCCLTime, rows[0].Checked, rows[0].MaxErr = time.Millisecond, true, 0.5
+	rows[0].NCCLTime, rows[0].NCCLMin, rows[0].NCCLMax, rows[0].Checked, rows[0].MaxErr = time.Millisecond, 900*time.Microsecond, 1100*time.Microsecond, true, 0.5
 	csv.Reset()
 	require.NoError(t, benchmarks.WriteCSV(&csv, rows[:1], 2, dtype.F32))
-	require.Regexp(t, `,1000\.00,[0-9.]+,0\.5\n$`, csv.String())
+	require.Regexp(t, `,1000\.00,[0-9.]+,0\.5,[0-9.]+,[0-9.]+,900\.00,1100\.00\n$`, csv.String())
 }
 
 // Options that make no sense are refused before anything runs (--n -3

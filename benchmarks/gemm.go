@@ -80,8 +80,8 @@ type GemmOptions struct {
 	Rows    *[]GemmRow // filled on rank 0
 }
 
-// GemmRow is one shape's results: per-call device times of the slowest
-// rank, each the best of Reps measurements.
+// GemmRow is one shape's results: per-call device times, each the median
+// over Reps measurements of the slowest rank's time, with their spread.
 type GemmRow struct {
 	Shape  GemmShape
 	KLocal int
@@ -89,7 +89,8 @@ type GemmRow struct {
 	// reduce-scatter alone; GemmNCCL the GEMM then NCCL's reduce-scatter
 	// (0 without NCCL); Sequential the GEMM then hiercoll's; Overlap the
 	// overlapped path.
-	Gemm, RS, GemmNCCL, Sequential, Overlap time.Duration
+	Gemm, RS, GemmNCCL, Sequential, Overlap                               time.Duration
+	GemmSpread, RSSpread, GemmNCCLSpread, SequentialSpread, OverlapSpread Spread
 	// GemmAlone and GemmInOverlap are the GEMM's own time on the device in
 	// separate calls (median): whole on an idle GPU, and block by block on
 	// the GEMM stream of the overlapped path beside the communication.
@@ -224,7 +225,7 @@ func gemmBench(ctx context.Context, r world.Rank, o GemmOptions) (err error) {
 	} else {
 		p.Printf("  NCCL %s on the same C, same processes\n", ref.Version)
 	}
-	p.Printf("  times per call in us: the slowest rank's, best of %d measurements of %d calls; gemm@ovl and gemm1 are the GEMM's own device time in single calls (median)\n",
+	p.Printf("  times per call in us: the median of %d measurements of %d calls (the paths in turn, each round starting with the next; each the slowest rank's), their spread on the line below; gemm@ovl and gemm1 are the GEMM's own device time in single calls (median)\n",
 		o.Reps, o.Iters)
 	p.Printf("%-18s %6s %10s %7s %9s %10s %9s %9s %8s %8s %9s %9s %6s %-10s %s\n",
 		"shape(MxNxK)", "kloc", "gemm", "TFLOP/s", "rs", "gemm+nccl", "gemm+rs", "overlap", "vs nccl", "vs seq", "gemm1", "gemm@ovl", "slow", "picks", "check")
@@ -249,6 +250,11 @@ func gemmBench(ctx context.Context, r world.Rank, o GemmOptions) (err error) {
 			shape, row.KLocal, us(row.Gemm), row.TFLOPS(), us(row.RS), usOrDash(row.GemmNCCL), us(row.Sequential), us(row.Overlap),
 			vs(row.GemmNCCL, row.Overlap), vs(row.Sequential, row.Overlap), us(row.GemmAlone), us(row.GemmInOverlap), row.Slowdown(),
 			row.Picks, checkText)
+		spread := fmt.Sprintf("spread (us): gemm %v rs %v gemm+rs %v overlap %v", row.GemmSpread, row.RSSpread, row.SequentialSpread, row.OverlapSpread)
+		if row.GemmNCCL > 0 {
+			spread += fmt.Sprintf(" gemm+nccl %v", row.GemmNCCLSpread)
+		}
+		p.Printf("%-18s %s\n", "", spread)
 		p.Printf("%-18s GEMM: %v (%s)\n", "", row.Choice, row.Why)
 		p.Printf("%-18s %s\n", "", row.TraceLine())
 	}
@@ -511,19 +517,28 @@ func (c *gemmCase) check(ctx context.Context, row *GemmRow) error {
 	return nil
 }
 
+// Spread is the least and the greatest of a time's measurements.
+type Spread struct{ Min, Max time.Duration }
+
+func (s Spread) String() string { return fmt.Sprintf("[%.1f..%.1f]", us(s.Min), us(s.Max)) }
+
 // timePaths warms every path up (first calls pay for setup), then times
-// them in turn within each round, best of Reps.
+// them in turn within each of Reps rounds, each round starting with the
+// next path (at the power cap what runs first reads fast); each time is
+// the median of the rounds' slowest-rank times.
 func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) error {
 	type path struct {
-		dst *time.Duration
-		run func(context.Context) error
+		dst    *time.Duration
+		spread *Spread
+		run    func(context.Context) error
+		got    []time.Duration
 	}
-	paths := []path{{&row.Gemm, c.runGemm}, {&row.RS, c.runRS}, {&row.Sequential, c.runSeq}, {&row.Overlap, c.runOverlap}}
+	paths := []*path{{&row.Gemm, &row.GemmSpread, c.runGemm, nil}, {&row.RS, &row.RSSpread, c.runRS, nil},
+		{&row.Sequential, &row.SequentialSpread, c.runSeq, nil}, {&row.Overlap, &row.OverlapSpread, c.runOverlap, nil}}
 	if c.ref != nil {
-		paths = append(paths, path{&row.GemmNCCL, c.runNCCL})
+		paths = append(paths, &path{&row.GemmNCCL, &row.GemmNCCLSpread, c.runNCCL, nil})
 	}
 	for _, x := range paths {
-		*x.dst = math.MaxInt64
 		if err := x.run(ctx); err != nil {
 			return err
 		}
@@ -531,14 +546,26 @@ func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) error {
 	if err := c.s.Synchronize(ctx); err != nil {
 		return err
 	}
-	for rep := 0; rep < c.o.Reps; rep++ {
-		for _, x := range paths {
-			d, err := timeCalls(ctx, c.s, c.t0, c.t1, c.o.Iters, func() error { return x.run(ctx) })
+	for rep := 0; rep < max(c.o.Reps, 1); rep++ {
+		ds := make([]uint64, len(paths))
+		for i := range paths {
+			j := (rep + i) % len(paths)
+			d, err := timeCalls(ctx, c.s, c.t0, c.t1, c.o.Iters, func() error { return paths[j].run(ctx) })
 			if err != nil {
 				return err
 			}
-			*x.dst = min(*x.dst, d)
+			ds[j] = uint64(d)
 		}
+		slowest, err := mostOverRanks(ctx, c.r, ds)
+		if err != nil {
+			return err
+		}
+		for j, x := range paths {
+			x.got = append(x.got, time.Duration(slowest[j]))
+		}
+	}
+	for _, x := range paths {
+		*x.dst, x.spread.Min, x.spread.Max = medianOf(x.got)
 	}
 	return nil
 }

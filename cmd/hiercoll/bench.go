@@ -24,7 +24,7 @@ func runBench(ctx context.Context, args []string) error {
 	sizes := fs.String("sizes", "", "input bytes per rank, comma-separated, with K/M/G suffixes, each at least one row per rank "+
 		"(rounded down to whole rows per rank; default 1M..2G on GPUs, 1M..64M on the CPU)")
 	iters := fs.Int("iters", 0, "timed calls per measurement (default by size: about 8 GiB moved on GPUs, 32 MiB on the CPU)")
-	reps := fs.Int("reps", 3, "measurements per size; the best is kept")
+	reps := fs.Int("reps", 3, "measurements per size, hiercoll and NCCL in turn; the median is reported with the spread")
 	csvPath := fs.String("csv", "", "write the table as CSV to this file")
 	pngPath := fs.String("png", "", "write a plot of bus bandwidth against size to this PNG file")
 	hostCost := fs.Bool("host-cost", false, "instead of the sweep: the host time of one call in Go (enqueue only, tiny input), per variant; "+

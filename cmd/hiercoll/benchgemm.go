@@ -31,7 +31,7 @@ func runBenchGemm(ctx context.Context, args []string) error {
 		"or auto (own where every rank can run it and measured it at least as fast as cuBLAS)")
 	segments := fs.Int("segments", 0, "tuning, own GEMM: signals per destination's rows (0: about one per 1024 rows, at most 8)")
 	iters := fs.Int("iters", 0, "calls per timed measurement (0: 20 on GPUs, 2 on the CPU)")
-	reps := fs.Int("reps", 3, "measurements of each path; the best is kept")
+	reps := fs.Int("reps", 3, "measurements of each path, in turn; the median is reported with the spread")
 	samples := fs.Int("samples", 0, "output elements per rank checked against the exact sum (0: 64 on GPUs, all of small outputs)")
 	csvPath := fs.String("csv", "", "write the table as CSV to this file")
 	if err := parseFlags(fs, args, false, append(w.positive(), "iters", "reps", "samples")...); err != nil {
