@@ -119,13 +119,19 @@ type Gemm struct {
 	Workspace device.Ptr
 }
 
-// gemmFlagsBytes is the workspace's head: one flag word per CTA, padded.
-func gemmFlagsBytes(grid int) int64 { return (int64(4*grid) + 255) &^ 255 }
+// gemmMaxStreamKGrid bounds the CTAs of a stream-K launch: the
+// workspace's head holds one flag word for each, at a fixed size, so that
+// launches of any grid find their flags where an earlier launch left them
+// down (and never in another's partial sums).
+const (
+	gemmMaxStreamKGrid = 1024
+	gemmFlagsBytes     = 4 * gemmMaxStreamKGrid
+)
 
 // GemmWorkspaceBytes is the size of a workspace for launches of at most
 // grid CTAs: the flags, and one fp32 tile of partial sums per CTA.
 func GemmWorkspaceBytes(grid int) int64 {
-	return gemmFlagsBytes(grid) + int64(grid)*GemmTileM*GemmTileN*4
+	return gemmFlagsBytes + int64(grid)*GemmTileM*GemmTileN*4
 }
 
 // NewGemmWorkspace allocates a workspace for launches on dev (one CTA per
@@ -136,7 +142,7 @@ func NewGemmWorkspace(dev device.Device) (device.Ptr, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := dev.CopyToDevice(p, make([]byte, gemmFlagsBytes(grid))); err != nil {
+	if err := dev.CopyToDevice(p, make([]byte, gemmFlagsBytes)); err != nil {
 		return 0, errors.Join(err, dev.Free(p))
 	}
 	return p, nil
@@ -285,7 +291,8 @@ func LaunchGemm(dev device.Device, s device.Stream, g Gemm) error {
 	// not divide among the CTAs, and each CTA's share is deep enough.
 	sk, flags, partials := 0, device.Ptr(0), device.Ptr(0)
 	kt := (g.K + GemmTileK - 1) / GemmTileK
-	if g.Workspace != 0 && tiles%grid != 0 && tiles > grid && int64(tiles%grid)*int64(kt) >= gemmStreamKMin*int64(grid) {
+	if g.Workspace != 0 && tiles%grid != 0 && tiles > grid && grid <= gemmMaxStreamKGrid &&
+		int64(tiles%grid)*int64(kt) >= gemmStreamKMin*int64(grid) {
 		base, size, err := dev.AddressRange(g.Workspace)
 		if err != nil {
 			return fmt.Errorf("kernels: gemm workspace %v: %w", g.Workspace, err)
@@ -294,7 +301,7 @@ func LaunchGemm(dev device.Device, s device.Stream, g Gemm) error {
 			return fmt.Errorf("kernels: gemm workspace %v has %d bytes; %d CTAs need %d: %w", g.Workspace, avail, grid,
 				GemmWorkspaceBytes(grid), device.ErrInvalidArgument)
 		}
-		sk, flags, partials = tiles%grid, g.Workspace, g.Workspace.Add(gemmFlagsBytes(grid))
+		sk, flags, partials = tiles%grid, g.Workspace, g.Workspace.Add(gemmFlagsBytes)
 	}
 	return dev.Launch(s, k, grid, a, b, c, g.C, int32(g.M), int32(g.N), int32(g.K), int64(g.LDC), g.Order,
 		int32(GemmRowTiles(g.M)), int32(g.Group), g.Segments, int32(g.NSegs), g.Counters, g.Value, int32(sk), flags, partials)
