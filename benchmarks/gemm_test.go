@@ -15,6 +15,7 @@ import (
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/gemmrs"
 	"github.com/seed12530e24/hiercoll/internal/tune"
+	"github.com/seed12530e24/hiercoll/kernels"
 	"github.com/seed12530e24/hiercoll/world"
 )
 
@@ -33,7 +34,7 @@ func TestGemmBenchOnSim(t *testing.T) {
 				var rows []benchmarks.GemmRow
 				opts := benchmarks.GemmOptions{
 					Shapes: []benchmarks.GemmShape{{M: 16 * ws, N: 24, K: 8 * ws}, {M: 4 * ws, N: 7, K: 3 * ws}},
-					DType:  dt, Iters: 2, Reps: 1,
+					DType:  dt, Iters: 2, Reps: 3,
 					Config: gemmrs.Config{Mode: gemmrs.Overlap, Timeout: 20 * time.Second},
 					Out:    benchmarks.Printer{W: &out}, Status: &status, Title: "test world", Rows: &rows,
 				}
@@ -61,6 +62,12 @@ func TestGemmBenchOnSim(t *testing.T) {
 					require.False(t, row.NCCLChecked)
 					require.Greater(t, row.BoundUse, 0.0)
 					require.LessOrEqual(t, row.BoundUse, 1.0)
+					for _, x := range []struct {
+						med    time.Duration
+						spread benchmarks.Spread
+					}{{row.Gemm, row.GemmSpread}, {row.RS, row.RSSpread}, {row.Sequential, row.SequentialSpread}, {row.Overlap, row.OverlapSpread}} {
+						require.True(t, x.spread.Min <= x.med && x.med <= x.spread.Max, "median %v outside its spread %v", x.med, x.spread)
+					}
 					// The traced call: every block's end (the own GEMM's
 					// one launch: its end), and a copy to each node peer of
 					// the last node step.
@@ -112,4 +119,38 @@ func TestParseGemmShapes(t *testing.T) {
 		require.Zero(t, s.M%8)
 		require.Zero(t, s.K%8)
 	}
+}
+
+// The one-GPU GEMM benchmark runs end to end on the CPU backend: every path
+// of every shape and layout timed each round (the own GEMM with and without
+// its stream-K workspace, here with the twin), both checked, nothing left
+// behind.
+func TestMMBenchOnSim(t *testing.T) {
+	before := sim.Live()
+	w, err := world.Sim(bootstrap.Shape{Nodes: 1, LocalSize: 1}, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
+	require.NoError(t, err)
+	var out, status bytes.Buffer
+	var rows []benchmarks.MMRow
+	opts := benchmarks.MMOptions{
+		Shapes: []benchmarks.MMShape{{M: 130, N: 264, K: 72}}, DType: dtype.BF16,
+		Layouts: []kernels.BLayout{kernels.BKN, kernels.BNK}, Rounds: 3, Iters: 2, Segments: 2,
+		Out: benchmarks.Printer{W: &out}, Status: benchmarks.Printer{W: &status}, Rows: &rows,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, w.Run(ctx, func(ctx context.Context, r world.Rank) error { return benchmarks.MM(opts)(ctx, r) }))
+	require.NoError(t, w.Close())
+	require.Equal(t, before, sim.Live(), "simulated resources left behind")
+	require.Len(t, rows, 2)
+	for _, row := range rows {
+		for _, ds := range [][]time.Duration{row.Own, row.Signalled, row.Whole, row.Matmul} {
+			require.Len(t, ds, 3)
+			for _, d := range ds {
+				require.Positive(t, d)
+			}
+		}
+		require.Greater(t, row.BoundUse, 0.0)
+		require.LessOrEqual(t, row.BoundUse, 1.0)
+	}
+	require.Equal(t, 2, strings.Count(out.String(), " ok: "), out.String())
 }
