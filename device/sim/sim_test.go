@@ -60,18 +60,23 @@ func openStream(t *testing.T, d *Device) device.Stream {
 
 func newEvent(t *testing.T, d *Device) device.Event {
 	t.Helper()
-	e, err := d.NewEvent()
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, e.Close()) })
-	return e
+	return closedAtEnd(t)(d.NewEvent())
 }
 
 func newTimedEvent(t *testing.T, d *Device) device.Event {
 	t.Helper()
-	e, err := d.NewTimedEvent()
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, e.Close()) })
-	return e
+	return closedAtEnd(t)(d.NewTimedEvent())
+}
+
+// closedAtEnd takes a new event (failing the test on an error) and closes
+// it when the test ends.
+func closedAtEnd(t *testing.T) func(device.Event, error) device.Event {
+	return func(e device.Event, err error) device.Event {
+		t.Helper()
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, e.Close()) })
+		return e
+	}
 }
 
 func streamName(s device.Stream) string { return s.(*stream).name }
