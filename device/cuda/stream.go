@@ -78,7 +78,7 @@ func (s *stream) Close() error {
 	return s.dev.check(s.dev.drv.streamDestroy(s.dev.ctx, s.h), "cuStreamDestroy_v2(%s)", s.name)
 }
 
-// event is a CUevent created with timing enabled.
+// event is a CUevent: timed (NewTimedEvent) or not (NewEvent).
 type event struct {
 	dev   *Device
 	h     uintptr
