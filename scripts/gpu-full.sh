@@ -2,9 +2,11 @@
 # The full GPU check on a multi-GPU machine, in one call (after
 # scripts/gpu-build.sh and scripts/build-capi.sh built $BIN elsewhere):
 # correctness on every world shape and transport, the benchmark beside NCCL
-# with the engines' variants, the torch check, and the C ABI from Python.
-# Everything is logged to $OUT/full.log; CSVs beside it.
-#   BIN=build scripts/gpu-full.sh [sections...]   sections: verify bench rail torch gemm
+# with the engines' variants, the torch check, the C ABI from Python, CUDA
+# graphs and torch.compile, the ring against the direct path, and GEMM +
+# reduce-scatter with each GEMM beside torch's. Everything is logged to
+# $OUT/full.log; CSVs beside it.
+#   BIN=build scripts/gpu-full.sh [sections...]   sections: verify bench rail torch graphs ring gemm
 # Knobs (env): SIZES, PUSH_SMS, RED_SMS, PUSH_GROUP, RAIL_LANES (lists), WITH_COPY=1,
 # RAIL_BENCH= (empty: skip the rail benchmarks), STEP_TIMEOUT (s per step).
 set -uo pipefail
@@ -16,7 +18,7 @@ unset HIERCOLL_ALLOW_MULTICAST # hiercoll's own NVLS engine stays refused too
 export HIERCOLL_CACHE_DIR=${HIERCOLL_CACHE_DIR:-/tmp/hiercoll-cache}
 H=$BIN/hiercoll
 log=$OUT/full.log
-sections=${*:-verify bench rail torch}
+sections=${*:-verify bench rail torch graphs ring gemm}
 ngpu=$(nvidia-smi -L | wc -l)
 run() { echo "### $*" | tee -a "$log"; local t0=$SECONDS; timeout "${STEP_TIMEOUT:-150}" "$@" >>"$log" 2>&1; local rc=$?
 	echo "### exit $rc after $((SECONDS - t0))s" | tee -a "$log"; }
@@ -26,9 +28,11 @@ if has verify; then
 	run $H verify --calls 2 --repeat 1000 --timeout 60s
 	run $H verify --engine copy --calls 1 --repeat 100
 	run $BIN/rs2d.test -test.count=1 -test.run TestGPURankDiesMidRun
+	run $H verify --max-symm 64M --calls 1 --repeat 100 # the ring under the bound
 	if [ "$ngpu" -ge 4 ]; then
 		run $H verify --nodes 2 --calls 2 --repeat 200
 		run $H verify --nodes 4 --calls 1 --repeat 100
+		run $H verify --nodes 2 --max-symm 64M --calls 1 --repeat 50
 	fi
 fi
 if has bench; then
@@ -53,13 +57,31 @@ if has torch; then
 	run python3 -m pytest -q python/tests
 	run torchrun --nproc-per-node "$ngpu" -m pytest -q python/tests/test_hiercoll.py
 fi
+if has graphs; then
+	export HIERCOLL_LIB=$PWD/$BIN/libhiercoll.so PYTHONPATH=$PWD/python
+	run $BIN/rs2d.test -test.count=1 -test.run TestGPUGraphReplays
+	# Graph replay, torch.compile and the store bootstrap on every GPU.
+	run torchrun --nproc-per-node "$ngpu" python/tests/test_torch_graphs.py -v
+	# The two signal protocols' cost per call (Config.Graphs off and on).
+	run $H bench --sizes 1M,8M,128M --graphs off,on --csv "$OUT/bench-graphs-1x$ngpu.csv"
+fi
+if has ring; then
+	# The ring under 64 MiB of symmetric memory against the direct path,
+	# in alternation (the power cap favours what runs first).
+	for i in 1 2; do
+		run $H bench --sizes 128M,512M,2G --engine sm --csv "$OUT/ring-direct-$i-1x$ngpu.csv"
+		run $H bench --sizes 128M,512M,2G --engine ring --max-symm 64M --csv "$OUT/ring-64M-$i-1x$ngpu.csv"
+	done
+fi
 if has gemm; then
+	export HIERCOLL_LIB=$PWD/$BIN/libhiercoll.so PYTHONPATH=$PWD/python
 	run bash -c "cd device/cuda && exec ../../$BIN/device_cuda.test -test.v -test.count=1 -test.run 'Gemm|BLAS' -test.skip TestBLASAgainstFakeDriver"
-	run $H bench-gemm --csv "$OUT/gemm-1x$ngpu.csv"
-	run torchrun --nproc-per-node "$ngpu" benchmarks/torch/gemm_baseline.py
+	run $H bench-mm --rounds 5 # the own GEMM against cuBLAS on one GPU
+	for g in own cublas; do run $H bench-gemm --gemm $g --csv "$OUT/gemm-$g-1x$ngpu.csv"; done
+	run torchrun --nproc-per-node "$ngpu" benchmarks/torch/gemm_baseline.py --hiercoll
 	if [ "$ngpu" -ge 4 ]; then
-		run env CUDA_VISIBLE_DEVICES=0,1 $H bench-gemm --csv "$OUT/gemm-1x2.csv"
-		run env CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc-per-node 2 benchmarks/torch/gemm_baseline.py
+		for g in own cublas; do run env CUDA_VISIBLE_DEVICES=0,1 $H bench-gemm --gemm $g --csv "$OUT/gemm-$g-1x2.csv"; done
+		run env CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc-per-node 2 benchmarks/torch/gemm_baseline.py --hiercoll
 		run $H bench-gemm --nodes 2 --shapes 8192x8192x28672,8192x8192x8192 --csv "$OUT/gemm-2x2.csv"
 	fi
 fi
