@@ -510,11 +510,11 @@ func TestCloseReleasesStuckWaits(t *testing.T) {
 // prepareChecker passes everything on to its device and records the
 // launches of kernels that were not prepared first.
 type prepareChecker struct {
-	device.Device
-	mu       sync.Mutex
-	prepared map[*device.Kernel]bool
-	launched int
-	late     []string
+	multicastOf // forwards the multicast capability (the NVLS engine)
+	mu          sync.Mutex
+	prepared    map[*device.Kernel]bool
+	launched    int
+	late        []string
 }
 
 func (p *prepareChecker) Prepare(k *device.Kernel) error {
@@ -534,19 +534,6 @@ func (p *prepareChecker) Launch(s device.Stream, k *device.Kernel, grid int, arg
 	return p.Device.Launch(s, k, grid, args...)
 }
 
-// The checker forwards its device's multicast capability (the NVLS engine).
-func (p *prepareChecker) MulticastGranularity(pm device.Permit, devices int) (int64, error) {
-	return p.Device.(device.Multicaster).MulticastGranularity(pm, devices)
-}
-
-func (p *prepareChecker) CreateMulticast(pm device.Permit, devices int, size int64) (device.Multicast, error) {
-	return p.Device.(device.Multicaster).CreateMulticast(pm, devices, size)
-}
-
-func (p *prepareChecker) ImportMulticast(pm device.Permit, handle []byte) (device.Multicast, error) {
-	return p.Device.(device.Multicaster).ImportMulticast(pm, handle)
-}
-
 // Every kernel a call launches was prepared when the context was made: on
 // CUDA, loading a module at the first launch blocked behind a stream that was
 // already waiting for a peer that had exited (the dying-rank test on H200s).
@@ -562,7 +549,7 @@ func TestKernelsArePreparedBeforeTheFirstCall(t *testing.T) {
 			defer cancel()
 			checkers := make([]*prepareChecker, shape.World())
 			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
-				dev := &prepareChecker{Device: r.Dev, prepared: map[*device.Kernel]bool{}}
+				dev := &prepareChecker{multicastOf: multicastOf{r.Dev}, prepared: map[*device.Kernel]bool{}}
 				checkers[r.Comm.Rank()] = dev
 				const rowsPer, n = 3, 40
 				m := rowsPer * shape.World()

@@ -24,7 +24,7 @@ import (
 // as a slow GPU would be late. It forwards its device's multicast
 // capability.
 type lateDevice struct {
-	device.Device
+	multicastOf
 	delay         time.Duration
 	copies, reads bool
 }
@@ -51,16 +51,21 @@ func (l *lateDevice) Launch(s device.Stream, k *device.Kernel, grid int, args ..
 	return l.Device.Launch(s, k, grid, args...)
 }
 
-func (l *lateDevice) MulticastGranularity(p device.Permit, devices int) (int64, error) {
-	return l.Device.(device.Multicaster).MulticastGranularity(p, devices)
+// multicastOf is a test's wrapper of a device that forwards, besides the
+// Device methods, the wrapped device's multicast capability (the NVLS
+// engine's).
+type multicastOf struct{ device.Device }
+
+func (m multicastOf) MulticastGranularity(p device.Permit, devices int) (int64, error) {
+	return m.Device.(device.Multicaster).MulticastGranularity(p, devices)
 }
 
-func (l *lateDevice) CreateMulticast(p device.Permit, devices int, size int64) (device.Multicast, error) {
-	return l.Device.(device.Multicaster).CreateMulticast(p, devices, size)
+func (m multicastOf) CreateMulticast(p device.Permit, devices int, size int64) (device.Multicast, error) {
+	return m.Device.(device.Multicaster).CreateMulticast(p, devices, size)
 }
 
-func (l *lateDevice) ImportMulticast(p device.Permit, handle []byte) (device.Multicast, error) {
-	return l.Device.(device.Multicaster).ImportMulticast(p, handle)
+func (m multicastOf) ImportMulticast(p device.Permit, handle []byte) (device.Multicast, error) {
+	return m.Device.(device.Multicaster).ImportMulticast(p, handle)
 }
 
 // The two node barriers of the NVLS engine hold: a rank whose input copy is
@@ -89,7 +94,7 @@ func TestNVLSBarriers(t *testing.T) {
 			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 				dev := r.Dev
 				if r.Comm.Rank() == lateRank {
-					dev = &lateDevice{Device: r.Dev, delay: 50 * time.Millisecond, copies: late.copies, reads: late.reads}
+					dev = &lateDevice{multicastOf: multicastOf{r.Dev}, delay: 50 * time.Millisecond, copies: late.copies, reads: late.reads}
 				}
 				rs, err := rs2d.New(ctx, r.Comm, dev, rs2d.Config{MaxM: m, N: n, DType: dt, Engine: rs2d.EngineNVLS})
 				if err != nil {
