@@ -81,49 +81,50 @@ class CtypesSimTest(unittest.TestCase):
         ranks = hiercoll.sim_world(2, 2)
         world, rows_per, n = 4, 2, 5
         m = world * rows_per
-        errors = []
 
         def rank_main(w):
-            try:
-                s = w.stream_create()
-                self.split_first_block(w, s, m, n)
-                with hiercoll.ReduceScatter2D(m, n, "int32", overlap_with_gemm=True, world=w) as rs:
-                    order = rs.consumption_order()
-                    self.assertEqual(sorted(order), list(range(world)))
-                    self.assertEqual(order[-1], w.rank)
-                    src, dst = w.alloc(m * n * 4), w.alloc(rows_per * n * 4)
-                    for call in range(3):
-                        if call == 2:
-                            # Signals raised for calls that are then rejected by the library, or given up
-                            # by the caller (skip_call), release nothing later.
-                            v = rs.signal_value()
-                            for dest in order:
-                                rs.raise_signal(dest, stream=s)
-                            with self.assertRaisesRegex(ValueError, "not divisible by world size 4"):
-                                rs.reduce_scatter_ptr(src, m - 1, dst, stream=s)
-                            self.assertEqual(rs.signal_value(), v + 2)
-                            rs.skip_call()
-                            self.assertEqual(rs.signal_value(), v + 4)
-                        w.copy_to_device(src, _inputs(w.rank, call, m * n))
-                        for dest in order:  # the GEMM producer's signals
+            s = w.stream_create()
+            self.split_first_block(w, s, m, n)
+            with hiercoll.ReduceScatter2D(m, n, "int32", overlap_with_gemm=True, world=w) as rs:
+                order = rs.consumption_order()
+                self.assertEqual(sorted(order), list(range(world)))
+                self.assertEqual(order[-1], w.rank)
+                src, dst = w.alloc(m * n * 4), w.alloc(rows_per * n * 4)
+                for call in range(3):
+                    if call == 2:
+                        # Signals raised for calls that are then rejected by the library, or given up
+                        # by the caller (skip_call), release nothing later.
+                        v = rs.signal_value()
+                        for dest in order:
                             rs.raise_signal(dest, stream=s)
-                        rs.reduce_scatter_ptr(src, m, dst, stream=s)
-                        w.stream_synchronize(s, timeout=20)
-                        got = array.array("i", bytes(w.copy_to_host(dst, rows_per * n * 4)))
-                        base = w.rank * rows_per * n
-                        want = [sum(_inputs(r, call, m * n)[base + j] for r in range(world))
-                                for j in range(rows_per * n)]
-                        self.assertEqual(list(got), want)
-                w.stream_destroy(s)
+                        with self.assertRaisesRegex(ValueError, "not divisible by world size 4"):
+                            rs.reduce_scatter_ptr(src, m - 1, dst, stream=s)
+                        self.assertEqual(rs.signal_value(), v + 2)
+                        rs.skip_call()
+                        self.assertEqual(rs.signal_value(), v + 4)
+                    self.checked_call(w, rs, s, order, call, src, dst, m, n)
+            w.stream_destroy(s)
+
+        self.run_ranks(ranks, rank_main)
+
+    def run_ranks(self, ranks, rank_main):
+        """Runs rank_main(w) for every rank of a simulated world, one Python thread each (ctypes
+        releases the GIL), closes each rank (which frees what it allocated), and fails the test with
+        every rank's error."""
+        errors = []
+
+        def run(w):
+            try:
+                rank_main(w)
             except BaseException as e:  # noqa: BLE001 - reported below
                 errors.append(f"rank {w.rank}: {e!r}")
             finally:
                 try:
-                    w.close()  # also frees src and dst
+                    w.close()
                 except BaseException as e:  # noqa: BLE001
                     errors.append(f"rank {w.rank} close: {e!r}")
 
-        threads = [threading.Thread(target=rank_main, args=(w,)) for w in ranks]
+        threads = [threading.Thread(target=run, args=(w,)) for w in ranks]
         for t in threads:
             t.start()
         for t in threads:
@@ -131,25 +132,34 @@ class CtypesSimTest(unittest.TestCase):
         self.assertFalse(any(t.is_alive() for t in threads), "a rank did not finish")
         self.assertEqual(errors, [])
 
+    def checked_call(self, w, rs, s, order, call, src, dst, m, n, msg=None, early=False):
+        """One overlapped int32 call on fresh inputs: the producer's signals to every destination
+        (with early, first the early signal of the split first block), the call, and this rank's
+        rows against the sum computed here."""
+        world = len(order)
+        rows_per = m // world
+        w.copy_to_device(src, _inputs(w.rank, call, m * n))
+        if early:
+            rs.raise_early(order[0], stream=s)
+        for dest in order:  # the GEMM producer's signals
+            rs.raise_signal(dest, stream=s)
+        rs.reduce_scatter_ptr(src, m, dst, stream=s)
+        w.stream_synchronize(s, timeout=20)
+        got = array.array("i", bytes(w.copy_to_host(dst, rows_per * n * 4)))
+        base = w.rank * rows_per * n
+        want = [sum(_inputs(r, call, m * n)[base + j] for r in range(world)) for j in range(rows_per * n)]
+        self.assertEqual(list(got), want, msg)
+
     def split_first_block(self, w, s, m, n):
         """A rank of a split_first_block context: the first block in consumption order goes in two
         parts, the first after the early signal (without it the scatter would wait forever)."""
-        world, rows_per = 4, m // 4
+        rows_per = m // 4
         with hiercoll.ReduceScatter2D(m, n, "int32", overlap_with_gemm=True, split_first_block=True, world=w) as rs:
             self.assertEqual(rs.early_rows(m), rows_per // 2)
             self.assertNotEqual(rs.early_signal_addr(0), 0)
             order = rs.consumption_order()
             src, dst = w.alloc(m * n * 4), w.alloc(rows_per * n * 4)
-            w.copy_to_device(src, _inputs(w.rank, 7, m * n))
-            rs.raise_early(order[0], stream=s)
-            for dest in order:
-                rs.raise_signal(dest, stream=s)
-            rs.reduce_scatter_ptr(src, m, dst, stream=s)
-            w.stream_synchronize(s, timeout=20)
-            got = array.array("i", bytes(w.copy_to_host(dst, rows_per * n * 4)))
-            base = w.rank * rows_per * n
-            self.assertEqual(list(got), [sum(_inputs(r, 7, m * n)[base + j] for r in range(world))
-                                         for j in range(rows_per * n)])
+            self.checked_call(w, rs, s, order, 7, src, dst, m, n, early=True)
             w.free(src)
             w.free(dst)
         with self.assertRaises(hiercoll.InvalidArgumentError):  # an early signal needs GEMM overlap
@@ -213,49 +223,25 @@ class CtypesSimTest(unittest.TestCase):
         ranks = hiercoll.sim_world(2, 2)
         world, rows_per, n = 4, 2, 3
         m = world * rows_per
-        errors = []
 
         def rank_main(w):
-            try:
-                s = w.stream_create()
-                with hiercoll.ReduceScatter2D(m, n, "int32", overlap_with_gemm=True, graphs=True, world=w) as rs:
-                    self.assertTrue(rs.graphs)
-                    order = rs.consumption_order()
-                    src, dst = w.alloc(m * n * 4), w.alloc(rows_per * n * 4)
-                    for call in range(20):
-                        self.assertEqual(rs.signal_value(), 1)
-                        if call == 5:  # a call given up after its signals were raised
-                            for dest in order:
-                                rs.raise_signal(dest, stream=s)
-                            rs.skip_call()
-                            rs.clear_signals(stream=s)
-                            self.assertEqual(rs.signal_value(), 1)
-                        w.copy_to_device(src, _inputs(w.rank, call, m * n))
+            s = w.stream_create()
+            with hiercoll.ReduceScatter2D(m, n, "int32", overlap_with_gemm=True, graphs=True, world=w) as rs:
+                self.assertTrue(rs.graphs)
+                order = rs.consumption_order()
+                src, dst = w.alloc(m * n * 4), w.alloc(rows_per * n * 4)
+                for call in range(20):
+                    self.assertEqual(rs.signal_value(), 1)
+                    if call == 5:  # a call given up after its signals were raised
                         for dest in order:
                             rs.raise_signal(dest, stream=s)
-                        rs.reduce_scatter_ptr(src, m, dst, stream=s)
-                        w.stream_synchronize(s, timeout=20)
-                        got = array.array("i", bytes(w.copy_to_host(dst, rows_per * n * 4)))
-                        base = w.rank * rows_per * n
-                        want = [sum(_inputs(r, call, m * n)[base + j] for r in range(world))
-                                for j in range(rows_per * n)]
-                        self.assertEqual(list(got), want, f"call {call}")
-                w.stream_destroy(s)
-            except BaseException as e:  # noqa: BLE001 - reported below
-                errors.append(f"rank {w.rank}: {e!r}")
-            finally:
-                try:
-                    w.close()
-                except BaseException as e:  # noqa: BLE001
-                    errors.append(f"rank {w.rank} close: {e!r}")
+                        rs.skip_call()
+                        rs.clear_signals(stream=s)
+                        self.assertEqual(rs.signal_value(), 1)
+                    self.checked_call(w, rs, s, order, call, src, dst, m, n, f"call {call}")
+            w.stream_destroy(s)
 
-        threads = [threading.Thread(target=rank_main, args=(w,)) for w in ranks]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(120)
-        self.assertFalse(any(t.is_alive() for t in threads), "a rank did not finish")
-        self.assertEqual(errors, [])
+        self.run_ranks(ranks, rank_main)
 
     def test_store_rendezvous(self):
         """hiercoll.init(store=...) in two processes sharing a store (a directory here, torch's
