@@ -10,38 +10,20 @@ the same tests:
 
 import os
 import pathlib
-import socket
 import sys
 import time
 import unittest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # torch_job
 
 import hiercoll  # noqa: E402
+from torch_job import library_ok, one_rank_env  # noqa: E402
 
 try:
     import torch
 except ImportError:  # the tests below skip
     torch = None
-
-
-def _library_ok():
-    try:
-        hiercoll.library_path()
-        return True
-    except hiercoll.NotSupportedError:
-        return False
-
-
-def _one_rank_env():
-    """The torchrun variables of a one-rank job, where the process has none."""
-    if "RANK" in os.environ:
-        return
-    with socket.socket() as s:  # a free port pair: MASTER_PORT and the rendezvous above it
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1",
-                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), HIERCOLL_PORT=str(port))
 
 
 @unittest.skipIf(torch is None, "torch is not installed")
@@ -58,11 +40,11 @@ class TorchDTypeTest(unittest.TestCase):
 
 @unittest.skipIf(torch is None, "torch is not installed")
 @unittest.skipIf(torch is not None and not torch.cuda.is_available(), "no CUDA GPU")
-@unittest.skipUnless(_library_ok(), "libhiercoll.so is not built (scripts/build-capi.sh)")
+@unittest.skipUnless(library_ok(), "libhiercoll.so is not built (scripts/build-capi.sh)")
 class TorchGPUTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        _one_rank_env()
+        one_rank_env(rendezvous_port=True)
         torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
         torch.zeros(1, device="cuda")  # torch owns the context first
         cls.w = hiercoll.init()

@@ -11,16 +11,17 @@ through its store:
 
 import os
 import pathlib
-import socket
 import sys
 import unittest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # torch_job
 
 for _name, _off in (("NCCL_NVLS_ENABLE", "0"), ("NVSHMEM_DISABLE_NVLS", "1"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")):
     os.environ.setdefault(_name, _off)
 
 import hiercoll  # noqa: E402
+from torch_job import library_ok, one_rank_env  # noqa: E402
 
 try:
     import torch
@@ -31,32 +32,13 @@ except ImportError:  # the tests below skip
 REPLAYS = 100
 
 
-def _library_ok():
-    try:
-        hiercoll.library_path()
-        return True
-    except hiercoll.NotSupportedError:
-        return False
-
-
-def _one_rank_env():
-    """The torchrun variables of a one-rank job, where the process has none."""
-    if "RANK" in os.environ:
-        return
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1",
-                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-
-
 @unittest.skipIf(torch is None, "torch is not installed")
 @unittest.skipIf(torch is not None and not torch.cuda.is_available(), "no CUDA GPU")
-@unittest.skipUnless(_library_ok(), "libhiercoll.so is not built (scripts/build-capi.sh)")
+@unittest.skipUnless(library_ok(), "libhiercoll.so is not built (scripts/build-capi.sh)")
 class TorchProductionTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        _one_rank_env()
+        one_rank_env()
         device = int(os.environ.get("HIERCOLL_DEVICE", os.environ["LOCAL_RANK"]))
         torch.cuda.set_device(device % torch.cuda.device_count())
         torch.zeros(1, device="cuda")
