@@ -10,12 +10,8 @@
 # Knobs (env): SIZES, PUSH_SMS, RED_SMS, PUSH_GROUP, RAIL_LANES (lists), WITH_COPY=1,
 # RAIL_BENCH= (empty: skip the rail benchmarks), STEP_TIMEOUT (s per step).
 set -uo pipefail
-cd "$(dirname "$0")/.."
-OUT=${OUT:-gpu-out}; mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
+source "$(dirname "$0")/gpu-env.sh"
 BIN=${BIN:-build}
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-unset HIERCOLL_ALLOW_MULTICAST # hiercoll's own NVLS engine stays refused too
-export HIERCOLL_CACHE_DIR=${HIERCOLL_CACHE_DIR:-/tmp/hiercoll-cache}
 H=$BIN/hiercoll
 log=$OUT/full.log
 sections=${*:-verify bench rail torch graphs ring gemm}

@@ -5,24 +5,9 @@
 #   quick: doctor, backend tests, verify and a short bench (any GPU count)
 #   full:  adds the full 1 MiB..2 GiB bench on every GPU and on subsets
 set -uo pipefail
-cd "$(dirname "$0")/.."
 mode=${1:-full}; shift || true
-OUT=${OUT:-gpu-out}; mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
-# NVLink multicast stays off on these machines (see DESIGN.md).
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-unset HIERCOLL_ALLOW_MULTICAST # hiercoll's own NVLS engine stays refused too
-export HIERCOLL_CACHE_DIR=${HIERCOLL_CACHE_DIR:-/tmp/hiercoll-cache}
+source "$(dirname "$0")/gpu-env.sh"
 H=build/hiercoll
-status=0
-step() { # step NAME command...: run, log to $OUT/NAME.txt, remember failure
-	local name=$1; shift
-	echo "=== $name: $*"
-	local t0=$SECONDS
-	"$@" >"$OUT/$name.txt" 2>&1; local rc=$?
-	tail -n 25 "$OUT/$name.txt"
-	echo "=== $name: exit $rc after $((SECONDS - t0))s"
-	[ $rc -eq 0 ] || status=1
-}
 date -u +"run at %Y-%m-%dT%H:%M:%SZ" | tee "$OUT/when.txt"
 nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv >>"$OUT/when.txt" 2>&1
 nvidia-smi topo -m >>"$OUT/when.txt" 2>&1
