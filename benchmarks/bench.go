@@ -362,6 +362,9 @@ func mostOverRanks(ctx context.Context, r world.Rank, vs []uint64) ([]uint64, er
 	}
 	out := make([]uint64, len(vs))
 	for _, x := range all {
+		if len(x) != len(b) {
+			return nil, fmt.Errorf("benchmarks: a rank sent %d bytes of results, want %d", len(x), len(b))
+		}
 		for i := range out {
 			out[i] = max(out[i], binary.LittleEndian.Uint64(x[8*i:]))
 		}

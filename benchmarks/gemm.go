@@ -2,7 +2,6 @@ package benchmarks
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -712,26 +711,20 @@ func slowestGemmRow(ctx context.Context, r world.Rank, row GemmRow) (GemmRow, er
 	for i := range row.BlockEnds {
 		times = append(times, &row.BlockEnds[i])
 	}
-	var b []byte
+	var vs []uint64
 	for _, t := range times {
-		b = binary.LittleEndian.AppendUint64(b, uint64(*t))
+		vs = append(vs, uint64(*t))
 	}
-	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(row.BoundUse))
-	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(row.NCCLMaxDiff))
-	all, err := r.Comm.AllGather(ctx, b)
+	vs = append(vs, math.Float64bits(row.BoundUse), math.Float64bits(row.NCCLMaxDiff))
+	most, err := mostOverRanks(ctx, r, vs)
 	if err != nil {
 		return row, err
 	}
-	for _, x := range all {
-		if len(x) != len(b) {
-			return row, fmt.Errorf("benchmarks: a rank sent %d bytes of results, want %d", len(x), len(b))
-		}
-		for i, t := range times {
-			*t = max(*t, time.Duration(binary.LittleEndian.Uint64(x[8*i:])))
-		}
-		row.BoundUse = max(row.BoundUse, math.Float64frombits(binary.LittleEndian.Uint64(x[8*len(times):])))
-		row.NCCLMaxDiff = max(row.NCCLMaxDiff, math.Float64frombits(binary.LittleEndian.Uint64(x[8*len(times)+8:])))
+	for i, t := range times {
+		*t = time.Duration(most[i])
 	}
+	row.BoundUse = math.Float64frombits(most[len(times)])
+	row.NCCLMaxDiff = math.Float64frombits(most[len(times)+1])
 	return row, nil
 }
 
