@@ -43,13 +43,10 @@ type MMOptions struct {
 	// (row ranges of C, as a reduce-scatter over 4 ranks in 4 parts each
 	// would wait on).
 	Segments int
-	// Group is how many row tiles the GEMM's walk takes at a time (0:
-	// kernels.DefaultGemmGroup).
-	Group   int
-	Samples int // output elements checked against the fp64 product
-	Out     Printer
-	Status  Printer
-	Rows    *[]MMRow
+	Samples  int // output elements checked against the fp64 product
+	Out      Printer
+	Status   Printer
+	Rows     *[]MMRow
 }
 
 // MMRow is one shape and layout: the rounds' times of each path.
@@ -111,12 +108,8 @@ func mm(ctx context.Context, r world.Rank, o MMOptions) (err error) {
 	}
 	defer func() { err = errors.Join(err, rg.close()) }()
 	p := o.Out
-	group := o.Group
-	if group <= 0 {
-		group = kernels.DefaultGemmGroup
-	}
-	p.Printf("hiercoll bench-mm: one GPU (%s), %v: hiercoll's GEMM (walk group %d) against %s, both in fp32 accumulation\n",
-		r.Dev.Name(), o.DType, group, device.MatmulLibrary(mmDev))
+	p.Printf("hiercoll bench-mm: one GPU (%s), %v: hiercoll's GEMM against %s, both in fp32 accumulation\n",
+		r.Dev.Name(), o.DType, device.MatmulLibrary(mmDev))
 	p.Printf("  per shape and layout of B: median over %d rounds [min..max] of the mean of %d calls per path; within a round the paths' calls interleaved one by one, in random order, each timed alone\n", o.Rounds, o.Iters)
 	p.Printf("%-18s %3s %24s %24s %24s %24s %8s %7s %7s %7s %s\n", "shape(MxNxK)", "B", "own us [min..max]", "own+signals us", "whole tiles us", "matmul us", "TFLOP/s", "own/mm", "signal", "whole", "check")
 	var rows []MMRow
@@ -193,7 +186,7 @@ func mmShape(ctx context.Context, r world.Rank, o MMOptions, mmDev device.Matmul
 	if buf.ws, err = kernels.NewGemmWorkspace(r.Dev); err != nil {
 		return row, err
 	}
-	whole := kernels.Gemm{M: shape.M, N: shape.N, K: shape.K, A: buf.a, B: buf.b, C: buf.cOwn, DType: dt, Layout: layout, Group: o.Group}
+	whole := kernels.Gemm{M: shape.M, N: shape.N, K: shape.K, A: buf.a, B: buf.b, C: buf.cOwn, DType: dt, Layout: layout}
 	own := whole
 	own.Workspace = buf.ws
 	ref := device.GemmSpec{M: shape.M, N: shape.N, K: shape.K, A: buf.a, B: buf.b, C: buf.cRef, DType: dt, BT: layout == kernels.BNK}

@@ -23,8 +23,7 @@ func runBenchMM(ctx context.Context, args []string) error {
 	rounds := fs.Int("rounds", 3, "rounds (at least 3); each times --iters calls of every path, interleaved call by call")
 	iters := fs.Int("iters", 0, "calls per timing (0: 20 on GPUs, 1 on the CPU)")
 	segments := fs.Int("segments", 4, "signal segments per destination of the signalled variant (4 destinations)")
-	group := fs.Int("group", kernels.DefaultGemmGroup, "row tiles the own GEMM's walk takes at a time")
-	if err := parseFlags(fs, args, false, append(w.positive(), "rounds", "iters", "segments", "group")...); err != nil {
+	if err := parseFlags(fs, args, false, append(w.positive(), "rounds", "iters", "segments")...); err != nil {
 		return err
 	}
 	d, err := dtype.Parse(*dt)
@@ -55,7 +54,7 @@ func runBenchMM(ctx context.Context, args []string) error {
 	w.nodes, w.gpus = 1, 1 // one GPU
 	return runWorld(ctx, &w, anyWorld, func(wh where) benchmarks.Job {
 		return benchmarks.MM(benchmarks.MMOptions{
-			Shapes: list, DType: d, Layouts: ls, Rounds: *rounds, Iters: *iters, Segments: *segments, Group: *group,
+			Shapes: list, DType: d, Layouts: ls, Rounds: *rounds, Iters: *iters, Segments: *segments,
 			Out: benchmarks.Printer{W: cmdOut}, Status: benchmarks.Printer{W: cmdErr},
 		})
 	})
