@@ -273,14 +273,15 @@ func (g *GemmRS) enqueueSequential(ctx context.Context, a, b Tensor, call *rs2d.
 }
 
 // gemmWhole enqueues C = A·B on s, on every SM, between the timing events:
-// the own GEMM where it was chosen and can take these operands, else the
-// device's matmul.
+// the own GEMM where it was chosen and can take these operands (with the
+// stream-K last wave of the producer's workspace, as the overlapped calls
+// run it), else the device's matmul.
 func (g *GemmRS) gemmWhole(a, b, c Tensor, s device.Stream) error {
 	if err := g.gemmStart.Record(s); err != nil {
 		return err
 	}
 	if own := g.ownSpec(a, b); g.knobs.Gemm == tune.GemmOwn && own.Check() == nil {
-		own.C = c.Ptr
+		own.C, own.Workspace = c.Ptr, g.producer.workspace
 		if err := kernels.LaunchGemm(g.dev, s, own); err != nil {
 			return err
 		}
