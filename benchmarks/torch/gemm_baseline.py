@@ -12,9 +12,10 @@ For each M x N x K shape (K split over the ranks, bf16), the slowest rank's medi
   async-TP      torch.ops.symm_mem.fused_matmul_reduce_scatter, where this torch build runs it
                 (with TORCH_SYMM_MEM_DISABLE_MULTICAST=1); otherwise the reason it did not run.
   hiercoll      with --hiercoll: hiercoll's ReduceScatter2D.matmul_reduce_scatter from this same process
-                (torch.mm row blocks in consumption order on a side stream, each block's signal raised
-                after it, hiercoll's copy-engine scatter; --split-first: the first block in two
-                halves); its output is checked against mm then rs.
+                (hiercoll's own GEMM through the C ABI where it runs, signalling each segment of a
+                destination's rows as it is stored, else torch.mm row blocks in consumption order on a
+                side stream; the copy-engine scatter; --split-first: the blocks' first in two halves);
+                its output is checked against mm then rs.
 Times come from CUDA events around `--iters` calls, best of `--reps` measurements; within a measurement
 round the paths run in turn (a path timed first, on a GPU not yet at its power limit, reads fast).
 """
