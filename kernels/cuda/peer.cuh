@@ -13,6 +13,16 @@ typedef unsigned long long u64;
 
 struct alignas(16) vec16 { u32 x, y, z, w; };
 
+// pack_halves rounds eight fp32 accumulators into a vector of eight 16-bit
+// elements of type T (T::narrow), the first in the low half of each word.
+template <class T>
+__device__ __forceinline__ vec16 pack_halves(const float* a) {
+  u32 w[4];
+#pragma unroll
+  for (int j = 0; j < 4; j++) w[j] = (u32)T::narrow(a[2 * j]) | ((u32)T::narrow(a[2 * j + 1]) << 16);
+  vec16 v; v.x = w[0]; v.y = w[1]; v.z = w[2]; v.w = w[3]; return v;
+}
+
 __device__ __forceinline__ float u32_as_f32(u32 u) { float f; asm("mov.b32 %0, %1;" : "=f"(f) : "r"(u)); return f; }
 __device__ __forceinline__ u32 f32_as_u32(float f) { u32 u; asm("mov.b32 %0, %1;" : "=r"(u) : "f"(f)); return u; }
 
@@ -43,12 +53,7 @@ struct EBF16 {
 #pragma unroll
     for (int j = 0; j < 4; j++) { a[2 * j] += u32_as_f32(w[j] << 16); a[2 * j + 1] += u32_as_f32(w[j] & 0xffff0000u); }
   }
-  static __device__ __forceinline__ vec16 pack(const float* a) {
-    u32 w[4];
-#pragma unroll
-    for (int j = 0; j < 4; j++) w[j] = (u32)narrow(a[2 * j]) | ((u32)narrow(a[2 * j + 1]) << 16);
-    vec16 v; v.x = w[0]; v.y = w[1]; v.z = w[2]; v.w = w[3]; return v;
-  }
+  static __device__ __forceinline__ vec16 pack(const float* a) { return pack_halves<EBF16>(a); }
 };
 struct EF16 {
   typedef u16 E; typedef float A; enum { V = 8 };
@@ -59,12 +64,7 @@ struct EF16 {
 #pragma unroll
     for (int j = 0; j < 4; j++) { a[2 * j] += widen((u16)(w[j] & 0xffffu)); a[2 * j + 1] += widen((u16)(w[j] >> 16)); }
   }
-  static __device__ __forceinline__ vec16 pack(const float* a) {
-    u32 w[4];
-#pragma unroll
-    for (int j = 0; j < 4; j++) w[j] = (u32)narrow(a[2 * j]) | ((u32)narrow(a[2 * j + 1]) << 16);
-    vec16 v; v.x = w[0]; v.y = w[1]; v.z = w[2]; v.w = w[3]; return v;
-  }
+  static __device__ __forceinline__ vec16 pack(const float* a) { return pack_halves<EF16>(a); }
 };
 struct EF32 {
   typedef float E; typedef float A; enum { V = 4 };
