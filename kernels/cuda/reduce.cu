@@ -42,6 +42,17 @@ struct I32 {
   static __device__ __forceinline__ u32 narrow(u32 f) { return f; }
 };
 
+// pack_halves rounds eight fp32 accumulators into a vector of eight 16-bit
+// elements of type T (T::narrow), the first in the low half of each word.
+template <class T>
+__device__ __forceinline__ vec4 pack_halves(const float* a) {
+  u32 w[4];
+#pragma unroll
+  for (int j = 0; j < 4; j++) w[j] = (u32)T::narrow(a[2 * j]) | ((u32)T::narrow(a[2 * j + 1]) << 16);
+  vec4 v; v.x = w[0]; v.y = w[1]; v.z = w[2]; v.w = w[3];
+  return v;
+}
+
 // Lanes of a 16-byte vector as accumulators.
 template <class T> struct Lanes;
 template <> struct Lanes<BF16> {
@@ -54,13 +65,7 @@ template <> struct Lanes<BF16> {
       a[2 * j + 1] += u32_as_f32(w[j] & 0xffff0000u);
     }
   }
-  static __device__ __forceinline__ vec4 pack(const float* a) {
-    u32 w[4];
-#pragma unroll
-    for (int j = 0; j < 4; j++) w[j] = (u32)BF16::narrow(a[2 * j]) | ((u32)BF16::narrow(a[2 * j + 1]) << 16);
-    vec4 v; v.x = w[0]; v.y = w[1]; v.z = w[2]; v.w = w[3];
-    return v;
-  }
+  static __device__ __forceinline__ vec4 pack(const float* a) { return pack_halves<BF16>(a); }
 };
 template <> struct Lanes<F16> {
   enum { N = 8 };
@@ -72,13 +77,7 @@ template <> struct Lanes<F16> {
       a[2 * j + 1] += F16::widen((u16)(w[j] >> 16));
     }
   }
-  static __device__ __forceinline__ vec4 pack(const float* a) {
-    u32 w[4];
-#pragma unroll
-    for (int j = 0; j < 4; j++) w[j] = (u32)F16::narrow(a[2 * j]) | ((u32)F16::narrow(a[2 * j + 1]) << 16);
-    vec4 v; v.x = w[0]; v.y = w[1]; v.z = w[2]; v.w = w[3];
-    return v;
-  }
+  static __device__ __forceinline__ vec4 pack(const float* a) { return pack_halves<F16>(a); }
 };
 template <> struct Lanes<F32> {
   enum { N = 4 };
