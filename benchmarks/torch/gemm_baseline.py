@@ -16,8 +16,9 @@ For each M x N x K shape (K split over the ranks, bf16), the slowest rank's medi
                 destination's rows as it is stored, else torch.mm row blocks in consumption order on a
                 side stream; the copy-engine scatter; --split-first: the blocks' first in two halves);
                 its output is checked against mm then rs.
-Times come from CUDA events around `--iters` calls, best of `--reps` measurements; within a measurement
-round the paths run in turn (a path timed first, on a GPU not yet at its power limit, reads fast).
+Times come from CUDA events around `--iters` calls: the median of `--reps` measurements, their spread on the
+line below; within a measurement round the paths run in turn, each round starting with the next (a path
+timed first, on a GPU not yet at its power limit, reads fast).
 """
 
 import os
@@ -50,17 +51,24 @@ def mean_ms(fn, iters):
 
 
 def timed_in_turn(fns, iters, reps):
-    """Best over reps of mean_ms for each of fns, the functions measured in turn within each rep (as
-    `hiercoll bench-gemm` does): the GPUs run at their power limit, and a path measured first, on a
-    GPU still cool, would run faster than one measured after the others."""
+    """reps measurements (mean_ms) of each of fns, the functions measured in turn within each round, each
+    round starting with the next function (as `hiercoll bench-gemm` does): the GPUs run at their power limit,
+    and a path measured first, on a GPU still cool, would run faster than one measured after the others."""
     for fn in fns:
         fn()
     torch.cuda.synchronize()
-    best = [float("inf")] * len(fns)
-    for _ in range(reps):
-        for i, fn in enumerate(fns):
-            best[i] = min(best[i], mean_ms(fn, iters))
-    return best
+    got = [[] for _ in fns]
+    for r in range(reps):
+        for j in range(len(fns)):
+            i = (r + j) % len(fns)
+            got[i].append(mean_ms(fns[i], iters))
+    return got
+
+
+def median(xs):
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 
 
 def fused_runner(a, b, group):
@@ -99,8 +107,8 @@ def main():
     group = dist.group.WORLD
     if rank == 0:
         print(f"torch {torch.__version__}, NCCL {'.'.join(map(str, torch.cuda.nccl.version()))}, "
-              f"{world} x {torch.cuda.get_device_name()}, bf16; ms per call, slowest rank, best of {args.reps}, "
-              "paths in turn")
+              f"{world} x {torch.cuda.get_device_name()}, bf16; ms per call, slowest rank, median of {args.reps} "
+              "measurements [spread], paths in turn")
         print(f"{'shape(MxNxK)':>18} {'mm':>8} {'mm blocks':>10} {'rs':>8} {'mm then rs':>11} {'async-TP':>9}"
               + (f" {'hiercoll':>9}  check" if args.hiercoll else ""))
     hc = None
@@ -148,13 +156,16 @@ def main():
             dist.all_reduce(d, op=dist.ReduceOp.MAX)
             check = f"max |hiercoll - (mm then rs)| = {d.item():.2e} of max |out|" + (" FAILED" if not d.item() <= 2.0 ** -6 else "")
             fns.append(lambda: hrs.matmul_reduce_scatter(a, b, hout))
-        times = timed_in_turn(fns, args.iters, args.reps)
+        got = timed_in_turn(fns, args.iters, args.reps)
+        times = [median(g) for g in got]
         t_mm, t_blocks, t_rs, t_mm_rs = times[:4]
         t_fused = times[4] if fused else None
         if rank == 0:
             fused_s = f"{t_fused:9.3f}" if t_fused is not None else f"  n/a ({why})"
             hc_s = f" {times[-1]:9.3f}  {check}" if hrs is not None else ""
             print(f"{shape:>18} {t_mm:8.3f} {t_blocks:10.3f} {t_rs:8.3f} {t_mm_rs:11.3f} {fused_s}{hc_s}", flush=True)
+            names = ["mm", "mm blocks", "rs", "mm then rs"] + (["async-TP"] if fused else []) + (["hiercoll"] if hrs is not None else [])
+            print(f"{'':>18} spread: " + ", ".join(f"{nm} [{min(g):.3f}..{max(g):.3f}]" for nm, g in zip(names, got)), flush=True)
         if hrs is not None:
             hrs.close()
         del a, b, c, out, blocks
