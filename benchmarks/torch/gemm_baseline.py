@@ -14,7 +14,7 @@ For each M x N x K shape (K split over the ranks, bf16), the slowest rank's medi
   hiercoll      with --hiercoll: hiercoll's ReduceScatter2D.matmul_reduce_scatter from this same process
                 (hiercoll's own GEMM through the C ABI where it runs, signalling each segment of a
                 destination's rows as it is stored, else torch.mm row blocks in consumption order on a
-                side stream; the copy-engine scatter; --split-first: the blocks' first in two halves);
+                side stream; the copy-engine scatter; --split-first: the first block in two halves);
                 its output is checked against mm then rs.
 Times come from CUDA events around `--iters` calls: the median of `--reps` measurements, their spread on the
 line below; within a measurement round the paths run in turn, each round starting with the next (a path
