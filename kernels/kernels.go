@@ -32,7 +32,7 @@ import (
 var reduceSource string
 
 // ReduceModule is the CUDA source of the reduce kernels.
-var ReduceModule = &device.Module{Name: "hiercoll_reduce", Source: reduceSource}
+var ReduceModule = &device.Module{Name: "hiercoll_reduce", Source: peerSource + reduceSource}
 
 // ReduceBlock is the CUDA block size of the reduce kernel.
 const ReduceBlock = 512
