@@ -293,7 +293,13 @@ func TestParseAndString(t *testing.T) {
 		require.NoError(t, err, "%q", c.in)
 		require.Equal(t, c.want, got, "%q", c.in)
 	}
-	for _, bad := range []string{"", "fp64", "double", "int64", "bf 16", "fp8", "dtype(1)"} {
+	for _, alias := range []string{"e4m3", "fp8", "float8_e4m3fn", "E4M3"} {
+		got, err := dtype.Parse(alias)
+		require.NoError(t, err, "%q", alias)
+		require.Equal(t, dtype.E4M3, got, "%q", alias)
+	}
+	require.Equal(t, "e4m3", dtype.E4M3.String())
+	for _, bad := range []string{"", "fp64", "double", "int64", "bf 16", "fp8e5m2", "dtype(1)"} {
 		got, err := dtype.Parse(bad)
 		require.Error(t, err, "%q", bad)
 		require.ErrorContains(t, err, fmt.Sprintf("%q", bad))
@@ -315,6 +321,7 @@ func TestProperties(t *testing.T) {
 		{dtype.F16, 2, true, true, math.Ldexp(1, -11)},
 		{dtype.F32, 4, true, true, math.Ldexp(1, -24)},
 		{dtype.I32, 4, true, false, 0},
+		{dtype.E4M3, 1, false, true, math.Ldexp(1, -4)}, // a GEMM input, not a reduce's type
 		{dtype.Invalid, 0, false, false, 0},
 		{dtype.DType(17), 0, false, false, 0},
 	}
@@ -392,4 +399,65 @@ func TestPutRoundsOnceFromFloat64(t *testing.T) {
 	require.Equal(t, 1+math.Ldexp(1, -7), dtype.BF16.Get(b, 0))
 	dtype.F16.Put(b, 0, 1+math.Ldexp(1, -11)+math.Ldexp(1, -30))
 	require.Equal(t, 1+math.Ldexp(1, -10), dtype.F16.Get(b, 0))
+}
+
+// e4m3Values are the finite e4m3 values by code 0..126, from the format's
+// definition (bias 7, 3 mantissa bits, subnormals below 2^-6).
+func e4m3Values() []float64 {
+	var vs []float64
+	for c := 0; c < 0x7f; c++ {
+		e, m := c>>3, float64(c&7)
+		if e == 0 {
+			vs = append(vs, m/8*math.Pow(2, -6))
+		} else {
+			vs = append(vs, (1+m/8)*math.Pow(2, float64(e-7)))
+		}
+	}
+	return vs
+}
+
+func TestE4M3EveryPattern(t *testing.T) {
+	vs := e4m3Values()
+	require.Equal(t, 448.0, vs[0x7e])
+	require.Equal(t, math.Pow(2, -9), vs[1])
+	for c, v := range vs {
+		for _, sign := range []float64{1, -1} {
+			code := byte(c)
+			if sign < 0 {
+				code |= 0x80
+			}
+			require.Equal(t, sign*v, dtype.E4M3ToF64(code), "code %#02x", code)
+			if v != 0 {
+				require.Equal(t, code, dtype.F64ToE4M3(sign*v), "%g", sign*v)
+			}
+		}
+	}
+	require.True(t, math.IsNaN(dtype.E4M3ToF64(0x7f)))
+	require.True(t, math.IsNaN(dtype.E4M3ToF64(0xff)))
+	require.Equal(t, byte(0x7f), dtype.F64ToE4M3(math.NaN()))
+}
+
+func TestE4M3RoundsToNearestEvenAndSaturates(t *testing.T) {
+	vs := e4m3Values()
+	for c := 0; c+1 < len(vs); c++ {
+		lo, hi := vs[c], vs[c+1]
+		mid := (lo + hi) / 2
+		even := byte(c)
+		if c%2 == 1 {
+			even = byte(c + 1)
+		}
+		require.Equal(t, even, dtype.F64ToE4M3(mid), "tie between %g and %g", lo, hi)
+		require.Equal(t, byte(c), dtype.F64ToE4M3(math.Nextafter(mid, lo)), "just below %g", mid)
+		require.Equal(t, byte(c+1), dtype.F64ToE4M3(math.Nextafter(mid, hi)), "just above %g", mid)
+	}
+	for _, big := range []float64{448.5, 463.9, 464, 480, 1e6, math.Inf(1)} {
+		require.Equal(t, byte(0x7e), dtype.F64ToE4M3(big), "%g", big)
+		require.Equal(t, byte(0xfe), dtype.F64ToE4M3(-big), "%g", -big)
+	}
+	require.Equal(t, byte(0), dtype.F64ToE4M3(math.Pow(2, -10)), "half the least subnormal ties to zero")
+	require.Equal(t, byte(0x80), dtype.F64ToE4M3(math.Copysign(0, -1)))
+	b := make([]byte, 3)
+	dtype.E4M3.Put(b, 1, -1.0625) // between -1 and -1.125: ties to even, -1
+	require.Equal(t, []byte{0, 0xb8, 0}, b)
+	require.Equal(t, -1.0, dtype.E4M3.Get(b, 1))
 }
