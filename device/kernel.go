@@ -78,7 +78,7 @@ func CheckArgs(k *Kernel, args []any) error {
 // to the kernel's Go twin as it is.
 type TensorMap struct {
 	Base             Ptr
-	DType            dtype.DType // BF16 or F16
+	DType            dtype.DType // BF16, F16 or E4M3
 	Cols, Rows       int64
 	RowBytes         int64
 	BoxCols, BoxRows int
@@ -92,8 +92,8 @@ func (m TensorMap) Check() error {
 		return fmt.Errorf("device: tensor map of [%d, %d] %v at %v (row stride %d bytes): %s: %w", m.Rows, m.Cols, m.DType, m.Base, m.RowBytes, why, ErrNotSupported)
 	}
 	switch {
-	case m.DType != dtype.BF16 && m.DType != dtype.F16:
-		return bad("only bf16 and fp16")
+	case m.DType != dtype.BF16 && m.DType != dtype.F16 && m.DType != dtype.E4M3:
+		return bad("only bf16, fp16 and e4m3")
 	case m.Rows <= 0 || m.Cols <= 0 || m.BoxRows <= 0 || m.BoxCols <= 0 || m.BoxRows > 256 || m.BoxCols > 256:
 		return bad("sizes")
 	case m.Base == 0 || uint64(m.Base)%16 != 0:

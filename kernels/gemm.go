@@ -16,10 +16,15 @@ var gemmSource string
 
 // GemmModule is the CUDA source of hiercoll's own GEMM: Hopper only (wgmma,
 // TMA, setmaxnreg), so it is compiled for sm_90a.
+//
+// Inputs and outputs: bf16 or fp16 in and out (B [K, N] or [N, K]), or fp8
+// e4m3 in with per-tensor scales and bf16 or fp16 out (B [N, K] only: the
+// tensor cores read 8-bit operands K-major, as cuBLASLt's fp8 GEMMs do).
 var GemmModule = &device.Module{Name: "hiercoll_gemm", Source: gemmSource, Arch: "sm_90a"}
 
 // The GEMM's tile: GemmTileM × GemmTileN outputs per CTA step, GemmTileK
-// deep per pipeline stage.
+// deep per pipeline stage for 16-bit inputs (GemmTileKOf: 128 for fp8; a
+// stage's rows are 128 bytes either way).
 const (
 	GemmTileM = 128
 	GemmTileN = 256
@@ -56,29 +61,44 @@ func (l BLayout) String() string {
 	return "kn"
 }
 
-// gemmKey picks a kernel: tma is whether C is stored with TMA (16-byte
-// aligned rows), else straight from registers.
+// GemmTileKOf is the GEMM's k tile for inputs of dt: 128 bytes of a row.
+func GemmTileKOf(dt dtype.DType) int {
+	if dt == dtype.E4M3 {
+		return 128
+	}
+	return GemmTileK
+}
+
+// gemmKey picks a kernel: the input and output dtypes, B's layout, and tma:
+// whether C is stored with TMA (16-byte aligned rows), else straight from
+// registers.
 type gemmKey struct {
-	dt     dtype.DType
-	layout BLayout
-	tma    bool
+	in, out dtype.DType
+	layout  BLayout
+	tma     bool
 }
 
 var gemmKernels = map[gemmKey]*device.Kernel{}
 
 func init() {
-	for _, dt := range []dtype.DType{dtype.BF16, dtype.F16} {
-		for _, layout := range []BLayout{BKN, BNK} {
-			for _, tma := range []bool{true, false} {
-				name := fmt.Sprintf("hc_gemm_%v_%v", dt, layout)
-				if !tma {
-					name += "_odd"
-				}
-				gemmKernels[gemmKey{dt, layout, tma}] = &device.Kernel{
-					Module: GemmModule, Name: name, Block: gemmThreads, Shared: gemmShared, Host: gemmHost(dt, layout),
-				}
+	add := func(in, out dtype.DType, layout BLayout) {
+		for _, tma := range []bool{true, false} {
+			name := fmt.Sprintf("hc_gemm_%v_%v", in, layout)
+			if in != out {
+				name = fmt.Sprintf("hc_gemm_%v_%v_%v", in, out, layout)
+			}
+			if !tma {
+				name += "_odd"
+			}
+			gemmKernels[gemmKey{in, out, layout, tma}] = &device.Kernel{
+				Module: GemmModule, Name: name, Block: gemmThreads, Shared: gemmShared, Host: gemmHost(in, out, layout),
 			}
 		}
+	}
+	for _, dt := range []dtype.DType{dtype.BF16, dtype.F16} {
+		add(dt, dt, BKN)
+		add(dt, dt, BNK)
+		add(dtype.E4M3, dt, BNK)
 	}
 }
 
@@ -91,13 +111,18 @@ type GemmSegment struct {
 
 // Gemm is one product C = A·B for LaunchGemm: A [M, K] row-major, B [K, N]
 // or [N, K] row-major (Layout), C [M, N] row-major, leading dimensions in
-// elements (0: dense), bf16 or fp16, fp32 accumulation, C rounded once.
+// elements (0: dense), fp32 accumulation, C rounded once.
 type Gemm struct {
 	M, N, K       int
 	A, B, C       device.Ptr
 	LDA, LDB, LDC int
-	DType         dtype.DType
-	Layout        BLayout
+	// DType is A's and B's element type: bf16, fp16 or e4m3 (B [N, K]
+	// only). Out is C's: bf16 or fp16, DType's where 0 (e4m3 needs one).
+	DType, Out dtype.DType
+	// ScaleA and ScaleB, for e4m3 inputs, are each a device fp32 (0: 1):
+	// C = ScaleA·ScaleB·(A·B), as torch._scaled_mm's per-tensor scales.
+	ScaleA, ScaleB device.Ptr
+	Layout         BLayout
 	// Grid is the CTAs (0: one per SM, at most one per tile).
 	Grid int
 	// Order is a device array of GemmRowTiles(M) int32: the order in which
@@ -192,6 +217,9 @@ func GemmTables(m, n int, segs []GemmSegment) (order, records []byte) {
 }
 
 func (g Gemm) dense() Gemm {
+	if g.Out == dtype.Invalid && g.DType != dtype.E4M3 {
+		g.Out = g.DType
+	}
 	if g.LDA == 0 {
 		g.LDA = g.K
 	}
@@ -210,25 +238,25 @@ func (g Gemm) dense() Gemm {
 	return g
 }
 
-// maps are the tensor maps of A and B: the kernel loads A in 128 × 64
-// boxes, B in 256 × 64 ([N, K]) or 64 × 64 ([K, N]) boxes.
+// maps are the tensor maps of A and B: the kernel loads A in 128 × kt
+// boxes, B in 256 × kt ([N, K]) or kt × 64 ([K, N]) boxes, kt the k tile.
 func (g Gemm) maps() (a, b device.TensorMap) {
-	es := int64(g.DType.Size())
+	es, kt := int64(g.DType.Size()), GemmTileKOf(g.DType)
 	a = device.TensorMap{Base: g.A, DType: g.DType, Cols: int64(g.K), Rows: int64(g.M), RowBytes: int64(g.LDA) * es,
-		BoxCols: GemmTileK, BoxRows: GemmTileM}
+		BoxCols: kt, BoxRows: GemmTileM}
 	b = device.TensorMap{Base: g.B, DType: g.DType, Cols: int64(g.K), Rows: int64(g.N), RowBytes: int64(g.LDB) * es,
-		BoxCols: GemmTileK, BoxRows: GemmTileN}
+		BoxCols: kt, BoxRows: GemmTileN}
 	if g.Layout == BKN {
 		b = device.TensorMap{Base: g.B, DType: g.DType, Cols: int64(g.N), Rows: int64(g.K), RowBytes: int64(g.LDB) * es,
-			BoxCols: 64, BoxRows: GemmTileK}
+			BoxCols: 64, BoxRows: kt}
 	}
 	return a, b
 }
 
 // cMap is the tensor map of C, stored in 64 × 64 boxes.
 func (g Gemm) cMap() device.TensorMap {
-	es := int64(g.DType.Size())
-	return device.TensorMap{Base: g.C, DType: g.DType, Cols: int64(g.N), Rows: int64(g.M), RowBytes: int64(g.LDC) * es,
+	es := int64(g.Out.Size())
+	return device.TensorMap{Base: g.C, DType: g.Out, Cols: int64(g.N), Rows: int64(g.M), RowBytes: int64(g.LDC) * es,
 		BoxCols: 64, BoxRows: 64}
 }
 
@@ -254,9 +282,15 @@ func (g Gemm) Check() error {
 		return bad("%d segments without their tables", g.NSegs)
 	case g.Grid < 0:
 		return bad("negative grid")
+	case g.DType == dtype.E4M3 && g.Out == dtype.Invalid:
+		return bad("e4m3 inputs need an output dtype (bf16 or fp16)")
+	case g.DType != dtype.E4M3 && (g.ScaleA != 0 || g.ScaleB != 0):
+		return bad("scales are for e4m3 inputs, not %v", g.DType)
+	case g.DType == dtype.E4M3 && g.Layout == BKN:
+		return fmt.Errorf("kernels: gemm of e4m3: B must be [N, K] (K-major; the tensor cores read 8-bit operands so): %w", device.ErrNotSupported)
 	}
-	if _, ok := gemmKernels[gemmKey{g.DType, g.Layout, true}]; !ok {
-		return fmt.Errorf("kernels: gemm of %v: only bf16 and fp16: %w", g.DType, device.ErrNotSupported)
+	if _, ok := gemmKernels[gemmKey{g.DType, g.Out, g.Layout, true}]; !ok {
+		return fmt.Errorf("kernels: gemm of %v to %v: only bf16 and fp16 in and out, or e4m3 to either: %w", g.DType, g.Out, device.ErrNotSupported)
 	}
 	a, b := g.maps()
 	if err := a.Check(); err != nil {
@@ -280,7 +314,7 @@ func LaunchGemm(dev device.Device, s device.Stream, g Gemm) error {
 	if !tma {
 		c = a // unused by the kernel that stores from registers
 	}
-	k := gemmKernels[gemmKey{g.DType, g.Layout, tma}]
+	k := gemmKernels[gemmKey{g.DType, g.Out, g.Layout, tma}]
 	tiles := GemmRowTiles(g.M) * GemmColTiles(g.N)
 	grid := g.Grid
 	if grid == 0 {
@@ -290,7 +324,7 @@ func LaunchGemm(dev device.Device, s device.Stream, g Gemm) error {
 	// The last wave goes stream-K where a workspace is given, the tiles do
 	// not divide among the CTAs, and each CTA's share is deep enough.
 	sk, flags, partials := 0, device.Ptr(0), device.Ptr(0)
-	kt := (g.K + GemmTileK - 1) / GemmTileK
+	kt := (g.K + GemmTileKOf(g.DType) - 1) / GemmTileKOf(g.DType)
 	if g.Workspace != 0 && tiles%grid != 0 && tiles > grid && grid <= gemmMaxStreamKGrid &&
 		int64(tiles%grid)*int64(kt) >= gemmStreamKMin*int64(grid) {
 		base, size, err := dev.AddressRange(g.Workspace)
@@ -304,21 +338,25 @@ func LaunchGemm(dev device.Device, s device.Stream, g Gemm) error {
 		sk, flags, partials = tiles%grid, g.Workspace, g.Workspace.Add(gemmFlagsBytes)
 	}
 	return dev.Launch(s, k, grid, a, b, c, g.C, int32(g.M), int32(g.N), int32(g.K), int64(g.LDC), g.Order,
-		int32(GemmRowTiles(g.M)), int32(g.Group), g.Segments, int32(g.NSegs), g.Counters, g.Value, int32(sk), flags, partials)
+		int32(GemmRowTiles(g.M)), int32(g.Group), g.Segments, int32(g.NSegs), g.Counters, g.Value, int32(sk), flags, partials,
+		g.ScaleA, g.ScaleB)
 }
 
-// PrepareGemm loads the GEMM's kernels for dt on dev (see Prepare).
+// PrepareGemm loads the GEMM's kernels whose output is dt on dev (those
+// of dt's inputs and of e4m3's; see Prepare).
 func PrepareGemm(dev device.Device, dt dtype.DType) error {
-	for _, layout := range []BLayout{BKN, BNK} {
-		for _, tma := range []bool{true, false} {
-			k, ok := gemmKernels[gemmKey{dt, layout, tma}]
-			if !ok {
-				return fmt.Errorf("kernels: no GEMM for %v: %w", dt, device.ErrNotSupported)
-			}
-			if err := dev.Prepare(k); err != nil {
-				return fmt.Errorf("kernels: preparing %s: %w", k.Name, err)
-			}
+	n := 0
+	for key, k := range gemmKernels {
+		if key.out != dt {
+			continue
 		}
+		if err := dev.Prepare(k); err != nil {
+			return fmt.Errorf("kernels: preparing %s: %w", k.Name, err)
+		}
+		n++
+	}
+	if n == 0 {
+		return fmt.Errorf("kernels: no GEMM for %v: %w", dt, device.ErrNotSupported)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package kernels
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
@@ -22,15 +23,16 @@ type gemmArgs struct {
 	value           uint32
 	sk              int // the last wave's tiles shared out by k
 	flags, partials device.Ptr
+	scaleA, scaleB  device.Ptr
 }
 
 func decodeGemmArgs(args []any) (gemmArgs, error) {
 	var g gemmArgs
 	bad := fmt.Errorf("gemm arguments %v: %w", args, device.ErrInvalidArgument)
-	if len(args) != 18 {
+	if len(args) != 20 {
 		return g, bad
 	}
-	var ok [18]bool
+	var ok [20]bool
 	g.a, ok[0] = args[0].(device.TensorMap)
 	g.b, ok[1] = args[1].(device.TensorMap)
 	g.cMap, ok[2] = args[2].(device.TensorMap)
@@ -51,6 +53,8 @@ func decodeGemmArgs(args []any) (gemmArgs, error) {
 	sk, ok[15] = args[15].(int32)
 	g.flags, ok[16] = args[16].(device.Ptr)
 	g.partials, ok[17] = args[17].(device.Ptr)
+	g.scaleA, ok[18] = args[18].(device.Ptr)
+	g.scaleB, ok[19] = args[19].(device.Ptr)
 	for _, o := range ok {
 		if !o {
 			return g, bad
@@ -69,14 +73,27 @@ func decodeGemmArgs(args []any) (gemmArgs, error) {
 var gemmTileHook func(rt, ct int)
 
 // gemmHost is the GEMM's Go twin: the tiles in the kernel's walk, each
-// accumulated in fp32 (the last wave's in the kernel's stream-K pieces) and
-// rounded once, each followed by its segments' counting and signals, as
-// one CTA would do them.
-func gemmHost(dt dtype.DType, layout BLayout) device.HostFunc {
+// accumulated in fp32 (the last wave's in the kernel's stream-K pieces),
+// scaled (e4m3 inputs) and rounded once, each followed by its segments'
+// counting and signals, as one CTA would do them.
+func gemmHost(in, out dtype.DType, layout BLayout) device.HostFunc {
 	return func(mem device.HostMemory, grid int, args []any) error {
 		g, err := decodeGemmArgs(args)
 		if err != nil {
 			return err
+		}
+		scale := float32(1)
+		if in == dtype.E4M3 {
+			for _, p := range []device.Ptr{g.scaleA, g.scaleB} {
+				if p == 0 {
+					continue
+				}
+				b, err := mem.Bytes(p, 4)
+				if err != nil {
+					return fmt.Errorf("gemm scale: %w", err)
+				}
+				scale *= math.Float32frombits(binary.LittleEndian.Uint32(b))
+			}
 		}
 		var order []byte
 		if g.order != 0 {
@@ -91,7 +108,8 @@ func gemmHost(dt dtype.DType, layout BLayout) device.HostFunc {
 			}
 		}
 		colTiles := GemmColTiles(g.n)
-		tiles, kt := g.rowTiles*colTiles, (g.k+GemmTileK-1)/GemmTileK
+		tk := GemmTileKOf(in)
+		tiles, kt := g.rowTiles*colTiles, (g.k+tk-1)/tk
 		if g.sk >= grid || g.sk >= tiles {
 			return fmt.Errorf("gemm: %d stream-K tiles of %d over %d CTAs: %w", g.sk, tiles, grid, device.ErrInvalidArgument)
 		}
@@ -108,7 +126,7 @@ func gemmHost(dt dtype.DType, layout BLayout) device.HostFunc {
 			if gemmTileHook != nil {
 				gemmTileHook(rt, ct)
 			}
-			if err := g.tile(mem, dt, layout, rt, ct, gemmStreamK(t, grid, tiles, g.sk, kt)); err != nil {
+			if err := g.tile(mem, in, out, layout, scale, rt, ct, gemmStreamK(t, grid, tiles, g.sk, kt)); err != nil {
 				return err
 			}
 			if err := g.signal(mem, segs, rt); err != nil {
@@ -134,9 +152,10 @@ func gemmTile(t int, order []byte, rowTiles, colTiles, group int) (rt, ct int) {
 }
 
 // tile computes output tile (rt, ct), summing its k tiles in pieces: the
-// first piece's sum, then each other piece's sum added to it.
-func (g gemmArgs) tile(mem device.HostMemory, dt dtype.DType, layout BLayout, rt, ct int, pieces [][2]int) error {
-	es := int64(dt.Size())
+// first piece's sum, then each other piece's sum added to it; the sum
+// times scale is rounded to out.
+func (g gemmArgs) tile(mem device.HostMemory, dt, out dtype.DType, layout BLayout, scale float32, rt, ct int, pieces [][2]int) error {
+	es, tk, os := int64(dt.Size()), GemmTileKOf(dt), int64(out.Size())
 	r0, r1 := rt*GemmTileM, min((rt+1)*GemmTileM, g.m)
 	c0, c1 := ct*GemmTileN, min((ct+1)*GemmTileN, g.n)
 	if r0 >= r1 || c0 >= c1 {
@@ -150,7 +169,7 @@ func (g gemmArgs) tile(mem device.HostMemory, dt dtype.DType, layout BLayout, rt
 	if err != nil {
 		return fmt.Errorf("gemm B: %w", err)
 	}
-	c, err := mem.Bytes(g.c.Add(int64(r0)*g.ldc*es), (int64(r1-r0-1)*g.ldc+int64(c1))*es)
+	c, err := mem.Bytes(g.c.Add(int64(r0)*g.ldc*os), (int64(r1-r0-1)*g.ldc+int64(c1))*os)
 	if err != nil {
 		return fmt.Errorf("gemm C: %w", err)
 	}
@@ -164,7 +183,7 @@ func (g gemmArgs) tile(mem device.HostMemory, dt dtype.DType, layout BLayout, rt
 			var acc float32
 			for p, piece := range pieces {
 				var sum float32
-				for kk := piece[0] * GemmTileK; kk < min(piece[1]*GemmTileK, g.k); kk++ {
+				for kk := piece[0] * tk; kk < min(piece[1]*tk, g.k); kk++ {
 					sum += float32(dt.Get(a, i*aStride+kk)) * bAt(kk, j)
 				}
 				if p == 0 {
@@ -173,7 +192,7 @@ func (g gemmArgs) tile(mem device.HostMemory, dt dtype.DType, layout BLayout, rt
 					acc += sum
 				}
 			}
-			dt.Put(c, i*int(g.ldc)+j, float64(acc))
+			out.Put(c, i*int(g.ldc)+j, float64(acc*scale))
 		}
 	}
 	return nil

@@ -18,16 +18,24 @@ import (
 )
 
 // gemmRig is a simulated device with A, B and C of one product, filled
-// with random values (C poisoned).
+// with random values (C poisoned); scale is the product of the scales set
+// by setScales (1 without).
 type gemmRig struct {
-	dev  *sim.Device
-	s    device.Stream
-	g    kernels.Gemm
-	a, b []byte
-	ldb  int
+	dev   *sim.Device
+	s     device.Stream
+	g     kernels.Gemm
+	a, b  []byte
+	ldb   int
+	scale float64
 }
 
 func newGemmRig(t *testing.T, dt dtype.DType, layout kernels.BLayout, m, n, k int) *gemmRig {
+	t.Helper()
+	return newGemmRigOut(t, dt, dt, layout, m, n, k)
+}
+
+// newGemmRigOut is newGemmRig with C of dtype out.
+func newGemmRigOut(t *testing.T, dt, out dtype.DType, layout kernels.BLayout, m, n, k int) *gemmRig {
 	t.Helper()
 	dev := sim.New(sim.NewHost("gemm"), 0, sim.Options{WaitTimeout: 5 * time.Second})
 	t.Cleanup(func() { require.NoError(t, dev.Close()) })
@@ -42,9 +50,9 @@ func newGemmRig(t *testing.T, dt dtype.DType, layout kernels.BLayout, m, n, k in
 		require.NoError(t, dev.CopyToDevice(p, data))
 		return p
 	}
-	r := &gemmRig{dev: dev, s: s, a: check.Random(rng, dt, m*k), b: check.Random(rng, dt, k*n)}
-	r.g = kernels.Gemm{M: m, N: n, K: k, DType: dt, Layout: layout,
-		A: alloc(r.a), B: alloc(r.b), C: alloc(check.Poison(dt, m*n))}
+	r := &gemmRig{dev: dev, s: s, a: check.Random(rng, dt, m*k), b: check.Random(rng, dt, k*n), scale: 1}
+	r.g = kernels.Gemm{M: m, N: n, K: k, DType: dt, Out: out, Layout: layout,
+		A: alloc(r.a), B: alloc(r.b), C: alloc(check.Poison(out, m*n))}
 	r.ldb = n
 	if layout == kernels.BNK {
 		r.ldb = k
@@ -60,12 +68,34 @@ func (r *gemmRig) bAt(kk, j int) float64 {
 	return r.g.DType.Get(r.b, kk*r.ldb+j)
 }
 
+// setScales gives the product per-tensor scales a and b (fp32 on the
+// device).
+func (r *gemmRig) setScales(t *testing.T, a, b float32) {
+	t.Helper()
+	for _, x := range []struct {
+		p *device.Ptr
+		v float32
+	}{{&r.g.ScaleA, a}, {&r.g.ScaleB, b}} {
+		p, err := r.dev.Alloc(4)
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, r.dev.Free(p)) })
+		require.NoError(t, r.dev.CopyToDevice(p, binary.LittleEndian.AppendUint32(nil, math.Float32bits(x.v))))
+		*x.p = p
+	}
+	r.scale = float64(a) * float64(b)
+}
+
 // check compares C with the fp64 product: each element within the bound
-// of fp32 accumulation of K products and one rounding to the dtype.
+// of fp32 accumulation of K products (exact in fp32 for every input dtype
+// here), the scales' product and multiplication in fp32, and one rounding
+// to C's dtype.
 func (r *gemmRig) check(t *testing.T) {
 	t.Helper()
-	g, dt := r.g, r.g.DType
-	got := make([]byte, g.M*g.N*dt.Size())
+	g, dt, out := r.g, r.g.DType, r.g.Out
+	if out == dtype.Invalid {
+		out = dt
+	}
+	got := make([]byte, g.M*g.N*out.Size())
 	require.NoError(t, r.dev.CopyToHost(got, g.C))
 	for i := 0; i < g.M; i++ {
 		for j := 0; j < g.N; j++ {
@@ -75,8 +105,9 @@ func (r *gemmRig) check(t *testing.T) {
 				exact += p
 				abs += math.Abs(p)
 			}
-			v := dt.Get(got, i*g.N+j)
-			tol := (dt.UnitRoundoff()+float64(g.K)/(1<<24))*abs + 1.0/(1<<24)
+			exact, abs = exact*r.scale, abs*math.Abs(r.scale)
+			v := out.Get(got, i*g.N+j)
+			tol := (out.UnitRoundoff()+float64(g.K+2)/(1<<24))*abs + 1.0/(1<<24)
 			require.False(t, math.IsNaN(v), "C[%d, %d] was never written", i, j)
 			require.LessOrEqual(t, math.Abs(v-exact), tol, "C[%d, %d] = %g, want %g", i, j, v, exact)
 		}
@@ -99,6 +130,40 @@ func TestGemmTwinMatchesReference(t *testing.T) {
 			}
 		}
 	}
+}
+
+// fp8 e4m3 inputs with per-tensor scales, to bf16 and fp16: every element
+// of every shape within the bound, tails included (K not a multiple of
+// the 128-deep k tile, K below one tile, one row), with scales and without
+// (1); stream-K pieces too.
+func TestGemmE4M3TwinMatchesReference(t *testing.T) {
+	for _, out := range []dtype.DType{dtype.BF16, dtype.F16} {
+		for _, sh := range []struct{ m, n, k int }{{1, 8, 16}, {130, 264, 144}, {257, 16, 16}, {64, 520, 400}} {
+			t.Run(fmt.Sprintf("%v/%dx%dx%d", out, sh.m, sh.n, sh.k), func(t *testing.T) {
+				r := newGemmRigOut(t, dtype.E4M3, out, kernels.BNK, sh.m, sh.n, sh.k)
+				if sh.m != 257 {
+					r.setScales(t, 0.37, 1.9)
+				}
+				require.NoError(t, kernels.LaunchGemm(r.dev, r.s, r.g))
+				require.NoError(t, r.s.Synchronize(context.Background()))
+				r.check(t)
+			})
+		}
+	}
+	t.Run("stream-K", func(t *testing.T) {
+		defer kernels.SetGemmStreamKMin(kernels.SetGemmStreamKMin(1))
+		r := newGemmRigOut(t, dtype.E4M3, dtype.BF16, kernels.BNK, 300, 520, 1008) // 9 tiles, 8 k tiles
+		r.setScales(t, 3, 0.01)
+		r.g.Grid = 4
+		ws, err := r.dev.Alloc(kernels.GemmWorkspaceBytes(4))
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, r.dev.Free(ws)) })
+		require.NoError(t, r.dev.CopyToDevice(ws, make([]byte, kernels.GemmWorkspaceBytes(4))))
+		r.g.Workspace = ws
+		require.NoError(t, kernels.LaunchGemm(r.dev, r.s, r.g))
+		require.NoError(t, r.s.Synchronize(context.Background()))
+		r.check(t)
+	})
 }
 
 // With a workspace, the last wave's tiles are summed in the kernel's
@@ -273,4 +338,22 @@ func TestGemmCheck(t *testing.T) {
 	nk := ok
 	nk.Layout, nk.N = kernels.BNK, 12
 	require.NoError(t, nk.Check())
+
+	// e4m3: B [N, K] only, an output dtype of 16 bits, rows of 16 bytes.
+	fp8 := ok
+	fp8.DType, fp8.Out, fp8.Layout, fp8.ScaleA, fp8.ScaleB = dtype.E4M3, dtype.BF16, kernels.BNK, 0x4000, 0x4004
+	require.NoError(t, fp8.Check())
+	for name, c := range map[string]struct {
+		g    kernels.Gemm
+		want error
+	}{
+		"e4m3, B [K, N]":         {func() kernels.Gemm { g := fp8; g.Layout = kernels.BKN; return g }(), device.ErrNotSupported},
+		"e4m3 without an output": {func() kernels.Gemm { g := fp8; g.Out = dtype.Invalid; return g }(), device.ErrInvalidArgument},
+		"e4m3 to fp32":           {func() kernels.Gemm { g := fp8; g.Out = dtype.F32; return g }(), device.ErrNotSupported},
+		"e4m3, K of 8 bytes":     {func() kernels.Gemm { g := fp8; g.K = 8; return g }(), device.ErrNotSupported},
+		"bf16 with scales":       {func() kernels.Gemm { g := ok; g.ScaleA = 0x4000; return g }(), device.ErrInvalidArgument},
+		"bf16 to fp16":           {func() kernels.Gemm { g := ok; g.Out = dtype.F16; return g }(), device.ErrNotSupported},
+	} {
+		require.ErrorIs(t, c.g.Check(), c.want, name)
+	}
 }

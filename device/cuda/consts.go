@@ -94,6 +94,7 @@ const (
 	funcAttrMaxDynamicShared = 8        // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 	defaultSharedLimit       = 48 << 10 // dynamic shared memory a kernel gets without asking
 	tensorMapSize            = 128
+	tensorMapUint8           = 0 // CU_TENSOR_MAP_DATA_TYPE_UINT8
 	tensorMapFloat16         = 6 // CU_TENSOR_MAP_DATA_TYPE_FLOAT16
 	tensorMapBFloat16        = 9 // CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
 	tensorMapSwizzle128B     = 3 // CU_TENSOR_MAP_SWIZZLE_128B

@@ -636,8 +636,11 @@ func (d *Device) encodeTensorMap(m device.TensorMap) ([tensorMapSize]byte, error
 		return [tensorMapSize]byte{}, err
 	}
 	dt := tensorMapBFloat16
-	if m.DType == dtype.F16 {
+	switch m.DType {
+	case dtype.F16:
 		dt = tensorMapFloat16
+	case dtype.E4M3:
+		dt = tensorMapUint8 // TMA moves bytes; only the tensor cores read them as fp8
 	}
 	es := uint64(m.DType.Size())
 	enc, r := d.drv.tensorMapEncodeTiled(d.ctx, dt, m.Base, [2]uint64{uint64(m.Cols), uint64(m.Rows)}, [2]uint64{es, uint64(m.RowBytes)},

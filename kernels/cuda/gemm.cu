@@ -1,15 +1,17 @@
 // hiercoll's GEMM for Hopper (sm_90a): C = A·B, A [M, K] row-major, B either
 // [N, K] row-major (a torch Linear weight: "nk", K-major) or [K, N]
 // row-major ("kn", N-major), C [M, N] row-major; bf16 or fp16 in and out,
-// fp32 accumulation, C rounded once.
+// or fp8 e4m3 in (B [N, K] only: wgmma reads 8-bit operands K-major) with
+// per-tensor scales and bf16 or fp16 out, C = scale_a·scale_b·(A·B); fp32
+// accumulation, C rounded once.
 //
 // Persistent and warp-specialised: one CTA per SM walks the output tiles
 // (128 x 256) in the order the host gives (row tiles in the reduce-scatter's
 // consumption order, grouped for L2 reuse). Warpgroup 0 is the producer: one
-// thread loads A and B tiles (64 deep in K) with TMA into a ring of 4 shared
+// thread loads A and B tiles (128 bytes deep in K) with TMA into a ring of 4 shared
 // memory stages, each completing on a "full" mbarrier; warpgroups 1 and 2
 // are the consumers: each multiplies its 64 rows of the tile with
-// wgmma.m64n256k16 (fp32 accumulators in registers), releasing each stage
+// wgmma.m64n256k16 (k32 for fp8; fp32 accumulators in registers), releasing each stage
 // on its "empty" mbarrier once its wgmmas are done, then rounds its rows to
 // the dtype and stages them in shared memory for a storer thread that
 // stores them with TMA, the two consumers' halves in turn through one
@@ -48,10 +50,10 @@ struct __align__(64) hc_tensor_map { u64 opaque[16]; };
 
 #define GM_BM 128
 #define GM_BN 256
-#define GM_BK 64
+#define GM_BK_BYTES 128  // a k tile's row: 64 16-bit or 128 8-bit elements, the 128-byte swizzle's span
 #define GM_STAGES 4
-#define GM_A_STAGE (GM_BM * GM_BK * 2)  // 16 KiB
-#define GM_B_STAGE (GM_BN * GM_BK * 2)  // 32 KiB
+#define GM_A_STAGE (GM_BM * GM_BK_BYTES)  // 16 KiB
+#define GM_B_STAGE (GM_BN * GM_BK_BYTES)  // 32 KiB
 #define GM_C_STAGE (GM_BM / 2 * GM_BN * 2)  // 32 KiB: one consumer's half of the output tile
 #define GM_THREADS 384
 // Dynamic shared memory: the stages, the staging buffer, 1 KiB to align
@@ -123,13 +125,15 @@ __device__ __forceinline__ void gm_wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 }
 
-// wgmma m64n256k16 with fp32 accumulators d[128] (this thread's share of
-// the 64x256 tile), A and B from shared memory through descriptors; the
-// accumulators are added to unless scale_d is 0; TNSP_B 1 reads B MN-major.
-#define HC_WGMMA_256(TY, d, da, db, scale_d, TNSP_B) \
+// wgmma m64n256kK (SHAPE_TYPES: "k16.f32.bf16.bf16" and the like) with
+// fp32 accumulators d[128] (this thread's share of the 64x256 tile), A and
+// B from shared memory through descriptors; the accumulators are added to
+// unless scale_d is 0. TAIL ends the operands: the 16-bit forms take the
+// transposes (", 0, %131": B MN-major when TNSP_B is 1), fp8 none ("").
+#define HC_WGMMA_256(SHAPE_TYPES, TAIL, d, da, db, scale_d, TNSP_B) \
   asm volatile( \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n" \
-      "wgmma.mma_async.sync.aligned.m64n256k16.f32." TY "." TY " {" \
+      "wgmma.mma_async.sync.aligned.m64n256" SHAPE_TYPES " {" \
       "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
@@ -138,7 +142,7 @@ __device__ __forceinline__ void gm_wgmma_wait() {
       "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
       "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
       "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127" \
-      "}, %128, %129, p, 1, 1, 0, %131;\n}\n" \
+      "}, %128, %129, p, 1, 1" TAIL ";\n}\n" \
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
         "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
@@ -158,12 +162,14 @@ __device__ __forceinline__ void gm_wgmma_wait() {
       : "l"(da), "l"(db), "r"(scale_d), "n"(TNSP_B) \
       : "memory")
 
-// Each dtype's wgmma and the rounding of two fp32 values to a packed pair
-// (lo first in memory).
+// Each input dtype's wgmma of one 32-byte k step (KT elements per k tile,
+// SCALED: the product is multiplied by the tensors' scales); each output
+// dtype's rounding of two fp32 values to a packed pair (lo first in memory).
 struct GmBF16 {
+  static const int KT = 64, SCALED = 0;
   template <int TNSP_B>
   static __device__ __forceinline__ void mma(float* d, u64 da, u64 db) {
-    HC_WGMMA_256("bf16", d, da, db, 1, TNSP_B);
+    HC_WGMMA_256("k16.f32.bf16.bf16", ", 0, %131", d, da, db, 1, TNSP_B);
   }
   static __device__ __forceinline__ u32 pack(float lo, float hi) {
     u32 r;
@@ -172,14 +178,23 @@ struct GmBF16 {
   }
 };
 struct GmF16 {
+  static const int KT = 64, SCALED = 0;
   template <int TNSP_B>
   static __device__ __forceinline__ void mma(float* d, u64 da, u64 db) {
-    HC_WGMMA_256("f16", d, da, db, 1, TNSP_B);
+    HC_WGMMA_256("k16.f32.f16.f16", ", 0, %131", d, da, db, 1, TNSP_B);
   }
   static __device__ __forceinline__ u32 pack(float lo, float hi) {
     u32 r;
     asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
     return r;
+  }
+};
+
+struct GmE4M3 {
+  static const int KT = 128, SCALED = 1;
+  template <int TNSP_B>
+  static __device__ __forceinline__ void mma(float* d, u64 da, u64 db) {
+    HC_WGMMA_256("k32.f32.e4m3.e4m3", "", d, da, db, 1, 0);
   }
 };
 
@@ -403,11 +418,14 @@ __device__ __forceinline__ void gm_gather(float* d, const float* partials, u32* 
   }
 }
 
-template <class P, int KN, int TMA>
+// gm_gemm is the kernel: In the input dtype (its wgmma), Out the output's
+// (its rounding), KN B's layout, TMA how C is stored.
+template <class In, class Out, int KN, int TMA>
 __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tensor_map* tmb, const hc_tensor_map* tmc,
                                         u16* C, int M, int N, int K, long long ldc, const int* order, int row_tiles,
                                         int group, const hc_gemm_segment* segs, int nsegs, u32* counters, u32 value,
-                                        int sk, u32* flags, float* partials) {
+                                        int sk, u32* flags, float* partials, const float* scale_a,
+                                        const float* scale_b) {
   extern __shared__ unsigned char gm_smem_raw[];
   const u32 raw = gm_smem_addr(gm_smem_raw);
   const u32 base = (raw + 1023) & ~1023u;
@@ -417,7 +435,7 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
   const u32 staged = bars + 16 * GM_STAGES, freed = staged + 16;
   const int col_tiles = (N + GM_BN - 1) / GM_BN;
   const int tiles = row_tiles * col_tiles;
-  const int k_tiles = (K + GM_BK - 1) / GM_BK;
+  const int k_tiles = (K + In::KT - 1) / In::KT;
   const int wg = threadIdx.x / 128;
 
   if (threadIdx.x == 0) {
@@ -452,14 +470,14 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
         const u32 full = bars + 8 * s, empty = bars + 8 * (GM_STAGES + s);
         gm_bar_wait(empty, phase ^ 1);
         gm_bar_expect(full, GM_A_STAGE + GM_B_STAGE);
-        gm_tma_load(sa + s * GM_A_STAGE, tma, k * GM_BK, rt * GM_BM, full);
+        gm_tma_load(sa + s * GM_A_STAGE, tma, k * In::KT, rt * GM_BM, full);
         if (KN) {
 #pragma unroll
           for (int j = 0; j < GM_BN / 64; j++) {
-            gm_tma_load(sb + s * GM_B_STAGE + j * (64 * GM_BK * 2), tmb, ct * GM_BN + 64 * j, k * GM_BK, full);
+            gm_tma_load(sb + s * GM_B_STAGE + j * (64 * GM_BK_BYTES), tmb, ct * GM_BN + 64 * j, k * In::KT, full);
           }
         } else {
-          gm_tma_load(sb + s * GM_B_STAGE, tmb, k * GM_BK, ct * GM_BN, full);
+          gm_tma_load(sb + s * GM_B_STAGE, tmb, k * In::KT, ct * GM_BN, full);
         }
       }
     }
@@ -470,6 +488,8 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
   const int cw = wg - 1;
   const int wt = threadIdx.x % 128, warp = wt / 32, lane = wt % 32;
+  float scale = 1.f;
+  if (In::SCALED) scale = (scale_a != 0 ? *scale_a : 1.f) * (scale_b != 0 ? *scale_b : 1.f);
   float d[128];
   int it = 0, n = 0;
   gm_item w;
@@ -484,11 +504,11 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
       gm_bar_wait(bars + 8 * s, (it / GM_STAGES) & 1);
       gm_wgmma_fence();
 #pragma unroll
-      for (int ks = 0; ks < GM_BK / 16; ks++) {
+      for (int ks = 0; ks < GM_BK_BYTES / 32; ks++) {
         const u64 da = gm_desc(sa + s * GM_A_STAGE + cw * (64 * 128) + ks * 32, 16, 1024);
-        const u64 db = KN ? gm_desc(sb + s * GM_B_STAGE + ks * (16 * 128), 64 * GM_BK * 2, 1024)
+        const u64 db = KN ? gm_desc(sb + s * GM_B_STAGE + ks * (16 * 128), 64 * GM_BK_BYTES, 1024)
                           : gm_desc(sb + s * GM_B_STAGE + ks * 32, 16, 1024);
-        P::template mma<KN>(d, da, db);
+        In::template mma<KN>(d, da, db);
       }
       gm_wgmma_commit();
       gm_wgmma_wait<1>();
@@ -502,6 +522,10 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
       continue;
     }
     if (w.kb > 0) gm_gather(d, partials, flags, w.t, tiles, sk, k_tiles, cw, wt);
+    if (In::SCALED) {
+#pragma unroll
+      for (int i = 0; i < 128; i++) d[i] *= scale;
+    }
 
     // The halves go through the staging buffer in turn, consumer 0's
     // first: consumer 1 waits until the storer has read consumer 0's half
@@ -510,31 +534,35 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
     if (cw == 1) gm_bar_wait(freed, n & 1);
     if (cw == 0 && n > 0) gm_bar_wait(freed + 8, (n - 1) & 1);
     if (TMA) {
-      gm_stage<P>(d, cstage, warp * 16 + lane / 4, lane);
+      gm_stage<Out>(d, cstage, warp * 16 + lane / 4, lane);
       asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     } else {
-      gm_store<P>(d, C, ldc, M, N, rt * GM_BM + cw * 64 + warp * 16 + lane / 4, ct * GM_BN + 2 * (lane % 4));
+      gm_store<Out>(d, C, ldc, M, N, rt * GM_BM + cw * 64 + warp * 16 + lane / 4, ct * GM_BN + 2 * (lane % 4));
     }
     gm_bar_arrive(staged + 8 * cw);
     n++;
   }
 }
 
-#define HC_GEMM(name, P, KN, TMA)                                                                                    \
+#define HC_GEMM(name, In, Out, KN, TMA)                                                                           \
   extern "C" __global__ void __launch_bounds__(GM_THREADS, 1)                                                     \
       name(const __grid_constant__ hc_tensor_map tma, const __grid_constant__ hc_tensor_map tmb,                  \
            const __grid_constant__ hc_tensor_map tmc, u16* C, int M, int N, int K, long long ldc, const int* order, \
            int row_tiles, int group, const hc_gemm_segment* segs, int nsegs, u32* counters, u32 value, int sk,      \
-           u32* flags, float* partials) {                                                                           \
-    gm_gemm<P, KN, TMA>(&tma, &tmb, &tmc, C, M, N, K, ldc, order, row_tiles, group, segs, nsegs, counters, value, sk, \
-                        flags, partials);                                                                           \
+           u32* flags, float* partials, const float* scale_a, const float* scale_b) {                              \
+    gm_gemm<In, Out, KN, TMA>(&tma, &tmb, &tmc, C, M, N, K, ldc, order, row_tiles, group, segs, nsegs, counters,   \
+                              value, sk, flags, partials, scale_a, scale_b);                                       \
   }
 
-HC_GEMM(hc_gemm_bf16_nk, GmBF16, 0, 1)
-HC_GEMM(hc_gemm_bf16_kn, GmBF16, 1, 1)
-HC_GEMM(hc_gemm_fp16_nk, GmF16, 0, 1)
-HC_GEMM(hc_gemm_fp16_kn, GmF16, 1, 1)
-HC_GEMM(hc_gemm_bf16_nk_odd, GmBF16, 0, 0)
-HC_GEMM(hc_gemm_bf16_kn_odd, GmBF16, 1, 0)
-HC_GEMM(hc_gemm_fp16_nk_odd, GmF16, 0, 0)
-HC_GEMM(hc_gemm_fp16_kn_odd, GmF16, 1, 0)
+HC_GEMM(hc_gemm_bf16_nk, GmBF16, GmBF16, 0, 1)
+HC_GEMM(hc_gemm_bf16_kn, GmBF16, GmBF16, 1, 1)
+HC_GEMM(hc_gemm_fp16_nk, GmF16, GmF16, 0, 1)
+HC_GEMM(hc_gemm_fp16_kn, GmF16, GmF16, 1, 1)
+HC_GEMM(hc_gemm_bf16_nk_odd, GmBF16, GmBF16, 0, 0)
+HC_GEMM(hc_gemm_bf16_kn_odd, GmBF16, GmBF16, 1, 0)
+HC_GEMM(hc_gemm_fp16_nk_odd, GmF16, GmF16, 0, 0)
+HC_GEMM(hc_gemm_fp16_kn_odd, GmF16, GmF16, 1, 0)
+HC_GEMM(hc_gemm_e4m3_bf16_nk, GmE4M3, GmBF16, 0, 1)
+HC_GEMM(hc_gemm_e4m3_fp16_nk, GmE4M3, GmF16, 0, 1)
+HC_GEMM(hc_gemm_e4m3_bf16_nk_odd, GmE4M3, GmBF16, 0, 0)
+HC_GEMM(hc_gemm_e4m3_fp16_nk_odd, GmE4M3, GmF16, 0, 0)
