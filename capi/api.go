@@ -159,7 +159,7 @@ func closeWorld(h int64) error {
 }
 
 // dtypes maps the HC_* element types to hiercoll's.
-var dtypes = map[int]dtype.DType{1: dtype.BF16, 2: dtype.F16, 3: dtype.F32, 4: dtype.I32}
+var dtypes = map[int]dtype.DType{1: dtype.BF16, 2: dtype.F16, 3: dtype.F32, 4: dtype.I32, 5: dtype.E4M3}
 
 // The flags of hc_rs2d_create's overlap argument (HC_OVERLAP_WITH_GEMM,
 // HC_SPLIT_FIRST_BLOCK, HC_GRAPHS; main.go checks them against hiercoll.h).
@@ -175,6 +175,7 @@ const maxDim = 1 << 40
 // createRS2D makes a ReduceScatter2D context on rank h (collective).
 func createRS2D(h int64, maxM, n int64, dt int, overlap int, reductionSMs int) (int64, error) {
 	d, ok := dtypes[dt]
+	ok = ok && d.Valid() // a reduce-scatter's type: not e4m3
 	switch {
 	case overlap&^(overlapWithGEMM|splitFirstBlock|graphs) != 0:
 		return 0, fmt.Errorf("hiercoll: flags %#x: only HC_OVERLAP_WITH_GEMM (1), HC_SPLIT_FIRST_BLOCK (2) and HC_GRAPHS (4) are defined: %w", overlap, device.ErrInvalidArgument)

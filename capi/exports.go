@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/dtype"
 )
 
 // result turns err into a return code, recording its message for the
@@ -237,6 +238,39 @@ func hc_rs2d_matmul_reduce_scatter(ctx C.int64_t, a C.uint64_t, lda C.int64_t, b
 	x := matmulArgs{a: uint64(a), b: uint64(b), c: uint64(c), out: uint64(out), lda: int64(lda), ldb: int64(ldb),
 		m: int64(m), k: int64(k), layout: int(bLayout)}
 	return result(matmulReduceScatter(int64(ctx), x, uint64(stream)))
+}
+
+//export hc_rs2d_scaled_matmul_reduce_scatter
+func hc_rs2d_scaled_matmul_reduce_scatter(ctx C.int64_t, a C.uint64_t, lda C.int64_t, b C.uint64_t, ldb C.int64_t,
+	scaleA, scaleB C.uint64_t, m, k C.int64_t, c C.uint64_t, out C.uint64_t, stream C.uint64_t) (rc C.int) {
+	defer guard(&rc)
+	x := matmulArgs{a: uint64(a), b: uint64(b), c: uint64(c), out: uint64(out), lda: int64(lda), ldb: int64(ldb),
+		m: int64(m), k: int64(k), layout: layoutNK, in: dtype.E4M3, scaleA: uint64(scaleA), scaleB: uint64(scaleB)}
+	return result(matmulReduceScatter(int64(ctx), x, uint64(stream)))
+}
+
+//export hc_gemm_workspace_bytes
+func hc_gemm_workspace_bytes(world C.int64_t, bytes *C.int64_t) (rc C.int) {
+	defer guard(&rc)
+	if bytes == nil {
+		return nilArg("bytes")
+	}
+	n, err := gemmWorkspaceBytes(int64(world))
+	if err == nil {
+		*bytes = C.int64_t(n)
+	}
+	return result(err)
+}
+
+//export hc_gemm
+func hc_gemm(world C.int64_t, aType C.int, a C.uint64_t, lda C.int64_t, b C.uint64_t, ldb C.int64_t, bLayout C.int,
+	scaleA, scaleB C.uint64_t, cType C.int, c C.uint64_t, ldc C.int64_t, m, n, k C.int64_t, workspace C.uint64_t,
+	stream C.uint64_t) (rc C.int) {
+	defer guard(&rc)
+	x := gemmArgs{in: int(aType), out: int(cType), layout: int(bLayout), a: uint64(a), b: uint64(b), c: uint64(c),
+		scaleA: uint64(scaleA), scaleB: uint64(scaleB), workspace: uint64(workspace),
+		lda: int64(lda), ldb: int64(ldb), ldc: int64(ldc), m: int64(m), n: int64(n), k: int64(k)}
+	return result(gemm(int64(world), x, uint64(stream)))
 }
 
 //export hc_stream_create

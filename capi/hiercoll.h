@@ -59,9 +59,11 @@ extern "C" {
 /*
  * The ABI this header describes; hc_abi_version() returns the library's.
  * Version 3 added HC_GRAPHS, hc_rs2d_clear_signals, hc_init_store and
- * hc_rs2d_matmul_reduce_scatter; no earlier signature changed.
+ * hc_rs2d_matmul_reduce_scatter; version 4 HC_E4M3, hc_gemm,
+ * hc_gemm_workspace_bytes and hc_rs2d_scaled_matmul_reduce_scatter; no
+ * earlier signature changed.
  */
-#define HC_ABI_VERSION 3
+#define HC_ABI_VERSION 4
 
 /* Return codes. */
 #define HC_OK 0
@@ -72,11 +74,12 @@ extern "C" {
 #define HC_ERR_CLOSED 5        /* the object was closed */
 #define HC_ERR_OTHER 6         /* anything else (a CUDA error, ...) */
 
-/* Element types (hc_rs2d_create). */
+/* Element types (hc_rs2d_create; HC_E4M3 only as a GEMM input). */
 #define HC_BF16 1
 #define HC_F16 2
 #define HC_F32 3
 #define HC_I32 4
+#define HC_E4M3 5 /* fp8 e4m3 (float8_e4m3fn): an input of hc_gemm and the scaled GEMM + reduce-scatter (ABI version 4) */
 
 /* Flags of hc_rs2d_create's overlap argument (ABI version 2). */
 #define HC_OVERLAP_WITH_GEMM 1 /* each scatter copy waits for its destination's GEMM signal */
@@ -275,6 +278,46 @@ int hc_rs2d_consumption_order(int64_t ctx, int* order, int len);
  */
 int hc_rs2d_matmul_reduce_scatter(int64_t ctx, uint64_t a, int64_t lda, uint64_t b, int64_t ldb, int b_layout,
                                   int64_t m, int64_t k, uint64_t c, uint64_t out, uint64_t stream);
+
+/*
+ * hc_rs2d_matmul_reduce_scatter with fp8 operands (ABI version 4):
+ * c[0 .. m-1] = scale_a * scale_b * (a · b), a [m, k] and b [n, k] (HC_B_NK:
+ * a Linear weight; the tensor cores read fp8 operands K-major only) in
+ * HC_E4M3, rows lda and ldb elements apart (0: k, which must then be a
+ * multiple of 16), scale_a and scale_b each the device address of one
+ * fp32 (0: 1), as torch._scaled_mm's per-tensor scales; c, out and the sum
+ * in the context's dtype (HC_BF16 or HC_F16). Otherwise as above.
+ */
+int hc_rs2d_scaled_matmul_reduce_scatter(int64_t ctx, uint64_t a, int64_t lda, uint64_t b, int64_t ldb,
+                                         uint64_t scale_a, uint64_t scale_b, int64_t m, int64_t k, uint64_t c,
+                                         uint64_t out, uint64_t stream);
+
+/* ---- GEMM --------------------------------------------------------------- */
+
+/*
+ * Enqueues on stream c = a · b (HC_E4M3 inputs: times scale_a * scale_b) by
+ * hiercoll's own GEMM on the rank's device (Hopper GPUs; the simulated
+ * backend runs its reference twin) (ABI version 4). a is [m, k] row-major
+ * with rows lda elements apart (0: k); b is [k, n] (HC_B_KN) or [n, k]
+ * (HC_B_NK) with rows ldb apart (0: dense); c is [m, n] with rows ldc apart
+ * (0: n). a_dtype (a's and b's): HC_BF16, HC_F16 or HC_E4M3 (then b must be
+ * HC_B_NK); c_dtype: HC_BF16 or HC_F16, a_dtype's unless it is HC_E4M3.
+ * scale_a, scale_b: device addresses of one fp32 each, or 0 (1); only for
+ * HC_E4M3. fp32 accumulation, c rounded once. workspace: 0, or
+ * hc_gemm_workspace_bytes of device memory, zeroed before its first use,
+ * which lets the last wave of tiles be shared out by k (faster where the
+ * tiles do not divide among the SMs); the GEMM leaves it as it found it,
+ * and launches that use one workspace must run one at a time (one stream,
+ * or ordered). Fails with HC_ERR_NOT_SUPPORTED, before anything is
+ * enqueued, where the own GEMM cannot compute the product (rows not 16-byte
+ * aligned, HC_E4M3 with HC_B_KN, a GPU that is not Hopper).
+ */
+int hc_gemm(int64_t world, int a_dtype, uint64_t a, int64_t lda, uint64_t b, int64_t ldb, int b_layout,
+            uint64_t scale_a, uint64_t scale_b, int c_dtype, uint64_t c, int64_t ldc, int64_t m, int64_t n,
+            int64_t k, uint64_t workspace, uint64_t stream);
+
+/* The size in bytes of an hc_gemm workspace on the rank's device (ABI version 4). */
+int hc_gemm_workspace_bytes(int64_t world, int64_t* bytes);
 
 /* ---- Streams ----------------------------------------------------------- */
 

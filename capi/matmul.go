@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/gemmrs"
 	"github.com/seed12530e24/hiercoll/kernels"
 	"github.com/seed12530e24/hiercoll/rs2d"
@@ -77,11 +78,15 @@ func (st *matmulState) close() error {
 	return errors.Join(errs...)
 }
 
-// matmulArgs are hc_rs2d_matmul_reduce_scatter's operands.
+// matmulArgs are hc_rs2d_matmul_reduce_scatter's operands, and
+// hc_rs2d_scaled_matmul_reduce_scatter's: in is a's and b's dtype (0: the
+// context's), scaleA and scaleB their fp32 scales (e4m3).
 type matmulArgs struct {
 	a, b, c, out   uint64
 	lda, ldb, m, k int64
 	layout         int
+	in             dtype.DType
+	scaleA, scaleB uint64
 }
 
 // matmulReduceScatter is hc_rs2d_matmul_reduce_scatter: on context h (made
@@ -107,8 +112,13 @@ func matmulReduceScatter(h int64, x matmulArgs, stream uint64) error {
 	if x.layout == layoutNK {
 		layout = kernels.BNK
 	}
+	in := x.in
+	if in == dtype.Invalid {
+		in = c.dt
+	}
 	spec := kernels.Gemm{M: int(x.m), N: c.n, K: int(x.k), A: device.Ptr(x.a), B: device.Ptr(x.b), C: device.Ptr(x.c),
-		LDA: int(x.lda), LDB: int(x.ldb), DType: c.dt, Layout: layout}
+		LDA: int(x.lda), LDB: int(x.ldb), DType: in, Out: c.dt, Layout: layout,
+		ScaleA: device.Ptr(x.scaleA), ScaleB: device.Ptr(x.scaleB)}
 	if err := spec.Check(); err != nil {
 		return fmt.Errorf("hiercoll: %w", err)
 	}
@@ -116,9 +126,9 @@ func matmulReduceScatter(h int64, x matmulArgs, stream uint64) error {
 	if err != nil {
 		return err
 	}
-	in := rs2d.Tensor{Ptr: device.Ptr(x.c), Rows: int(x.m), Cols: c.n, DType: c.dt}
+	cT := rs2d.Tensor{Ptr: device.Ptr(x.c), Rows: int(x.m), Cols: c.n, DType: c.dt}
 	out := rs2d.Tensor{Ptr: device.Ptr(x.out), Rows: int(x.m) / c.world, Cols: c.n, DType: c.dt}
-	call, err := c.rs.Prepare(in, out)
+	call, err := c.rs.Prepare(cT, out)
 	if err != nil {
 		return err
 	}
@@ -141,4 +151,64 @@ func (st *matmulState) enqueueGemm(s device.Stream, spec kernels.Gemm, order []i
 	}
 	err := st.producer.Enqueue(st.gemm, spec, order, sig)
 	return errors.Join(err, st.done.Record(st.gemm))
+}
+
+// gemmArgs are hc_gemm's operands (in and out as HC_* codes).
+type gemmArgs struct {
+	in, out, layout           int
+	a, b, c                   uint64
+	scaleA, scaleB, workspace uint64
+	lda, ldb, ldc, m, n, k    int64
+}
+
+// gemm is hc_gemm: c = a·b (times the scales, e4m3) by the own GEMM on
+// stream of rank h's device, its last wave stream-K where a workspace is
+// given. What the own GEMM cannot compute fails with ErrNotSupported
+// before anything is enqueued.
+func gemm(h int64, x gemmArgs, stream uint64) error {
+	in, inOK := dtypes[x.in]
+	out, outOK := dtypes[x.out]
+	switch {
+	case !inOK || (in != dtype.BF16 && in != dtype.F16 && in != dtype.E4M3):
+		return fmt.Errorf("hiercoll: a_dtype %d is not HC_BF16 (1), HC_F16 (2) or HC_E4M3 (5): %w", x.in, device.ErrInvalidArgument)
+	case !outOK || (out != dtype.BF16 && out != dtype.F16):
+		return fmt.Errorf("hiercoll: c_dtype %d is not HC_BF16 (1) or HC_F16 (2): %w", x.out, device.ErrInvalidArgument)
+	case x.layout != layoutKN && x.layout != layoutNK:
+		return fmt.Errorf("hiercoll: b_layout %d is not HC_B_KN (0) or HC_B_NK (1): %w", x.layout, device.ErrInvalidArgument)
+	case x.m <= 0 || x.m > maxDim || x.n <= 0 || x.n > maxDim || x.k <= 0 || x.k > maxDim:
+		return fmt.Errorf("hiercoll: m=%d, n=%d, k=%d must be positive (and below 2^40): %w", x.m, x.n, x.k, device.ErrInvalidArgument)
+	case x.lda < 0 || x.lda > maxDim || x.ldb < 0 || x.ldb > maxDim || x.ldc < 0 || x.ldc > maxDim:
+		return fmt.Errorf("hiercoll: lda=%d, ldb=%d, ldc=%d must not be negative (and below 2^40): %w", x.lda, x.ldb, x.ldc, device.ErrInvalidArgument)
+	}
+	r, err := lookup[*rankObj](h, kindWorld)
+	if err != nil {
+		return err
+	}
+	table.mu.Lock()
+	s, err := r.streamLocked(stream)
+	table.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	layout := kernels.BKN
+	if x.layout == layoutNK {
+		layout = kernels.BNK
+	}
+	spec := kernels.Gemm{M: int(x.m), N: int(x.n), K: int(x.k), A: device.Ptr(x.a), B: device.Ptr(x.b), C: device.Ptr(x.c),
+		LDA: int(x.lda), LDB: int(x.ldb), LDC: int(x.ldc), DType: in, Out: out, Layout: layout,
+		ScaleA: device.Ptr(x.scaleA), ScaleB: device.Ptr(x.scaleB), Workspace: device.Ptr(x.workspace)}
+	if err := kernels.LaunchGemm(r.rank.Dev, s, spec); err != nil {
+		return fmt.Errorf("hiercoll: %w", err)
+	}
+	return nil
+}
+
+// gemmWorkspaceBytes is hc_gemm_workspace_bytes: the size of a workspace
+// for hc_gemm on rank h's device.
+func gemmWorkspaceBytes(h int64) (int64, error) {
+	r, err := lookup[*rankObj](h, kindWorld)
+	if err != nil {
+		return 0, err
+	}
+	return kernels.GemmWorkspaceBytes(r.rank.Dev.Info().SMs), nil
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -135,4 +137,167 @@ func TestMatmulReduceScatterRefusals(t *testing.T) {
 			require.NoError(t, synchronizeStream(h, s, 10_000))
 		})
 	}
+}
+
+// hc_rs2d_scaled_matmul_reduce_scatter on simulated worlds: fp8 operands
+// of -1, 0 and 1 and scales 0.5 and 4 make every product, scale and sum
+// exact in bf16, so the output must equal the exact scaled sum of the
+// ranks' products bit for bit; c and out start poisoned.
+func TestScaledMatmulReduceScatter(t *testing.T) {
+	for _, shape := range []struct{ nodes, gpus int }{{1, 2}, {2, 2}} {
+		t.Run(fmt.Sprintf("%dx%d", shape.nodes, shape.gpus), func(t *testing.T) {
+			const out8, rowsPer, n, k = dtype.BF16, 20, 24, 32
+			hs := simRanks(t, shape.nodes, shape.gpus)
+			world := len(hs)
+			m := rowsPer * world
+			value := func(rank, i int) float64 { return float64((rank*5+i*3)%3 - 1) }
+			// a[r][i, kk] = value(r, i·k + kk); b[r][j, kk] = value(r+9, j·k + kk).
+			exact := func(row, j int) float64 {
+				sum := 0.0
+				for r := 0; r < world; r++ {
+					for kk := 0; kk < k; kk++ {
+						sum += value(r, row*k+kk) * value(r+9, j*k+kk)
+					}
+				}
+				return 2 * sum
+			}
+			eachRank(t, hs, func(rank int, h int64) error {
+				ctx, err := createRS2D(h, int64(m), n, 1, overlapWithGEMM, 0)
+				if err != nil {
+					return err
+				}
+				defer func() { require.NoError(t, destroyRS2D(ctx)) }()
+				s, err := createStream(h)
+				if err != nil {
+					return err
+				}
+				ha, hb := make([]byte, m*k), make([]byte, n*k)
+				for i := range ha {
+					dtype.E4M3.Put(ha, i, value(rank, i))
+				}
+				for i := range hb {
+					dtype.E4M3.Put(hb, i, value(rank+9, i))
+				}
+				scales := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, math.Float32bits(0.5)), math.Float32bits(4))
+				var ptrs [5]uint64
+				for i, data := range [][]byte{ha, hb, check.Poison(out8, m*n), check.Poison(out8, rowsPer*n), scales} {
+					if ptrs[i], err = allocMem(h, int64(len(data))); err != nil {
+						return err
+					}
+					if err := copyToDevice(h, ptrs[i], data); err != nil {
+						return err
+					}
+				}
+				a, b, c, out, sc := ptrs[0], ptrs[1], ptrs[2], ptrs[3], ptrs[4]
+				x := matmulArgs{a: a, b: b, c: c, out: out, m: int64(m), k: k, layout: layoutNK, in: dtype.E4M3, scaleA: sc, scaleB: sc + 4}
+				if err := matmulReduceScatter(ctx, x, s); err != nil {
+					return err
+				}
+				if err := synchronizeStream(h, s, 10_000); err != nil {
+					return err
+				}
+				got := make([]byte, rowsPer*n*2)
+				if err := copyToHost(h, got, out); err != nil {
+					return err
+				}
+				for i := 0; i < rowsPer; i++ {
+					for j := 0; j < n; j++ {
+						if v, want := out8.Get(got, i*n+j), exact(rank*rowsPer+i, j); v != want {
+							return fmt.Errorf("rank %d: out[%d, %d] = %g, want %g", rank, i, j, v, want)
+						}
+					}
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// hc_gemm on a simulated rank: fp8 with scales into bf16 and fp16, and bf16
+// with B [K, N] and a workspace, each element against the exact product (c
+// poisoned first, its rows padded: ldc > n); then what it refuses.
+func TestGemmABI(t *testing.T) {
+	hs := simRanks(t, 1, 1)
+	h := hs[0]
+	s, err := createStream(h)
+	require.NoError(t, err)
+	wsBytes, err := gemmWorkspaceBytes(h)
+	require.NoError(t, err)
+	require.Positive(t, wsBytes)
+	const m, n, k, ldc = 40, 24, 48, 32
+	value := func(i int) float64 { return float64((i*7)%5 - 2) }
+	upload := func(data []byte) uint64 {
+		p, err := allocMem(h, int64(len(data)))
+		require.NoError(t, err)
+		require.NoError(t, copyToDevice(h, p, data))
+		return p
+	}
+	scales := upload(binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, math.Float32bits(0.25)), math.Float32bits(2)))
+	ws := upload(make([]byte, wsBytes))
+	for _, tc := range []struct {
+		name    string
+		in, out dtype.DType
+		layout  int
+		scale   float64
+		ws      uint64
+	}{
+		{"e4m3 to bf16", dtype.E4M3, dtype.BF16, layoutNK, 0.5, 0},
+		{"e4m3 to fp16, workspace", dtype.E4M3, dtype.F16, layoutNK, 0.5, ws},
+		{"bf16 kn, workspace", dtype.BF16, dtype.BF16, layoutKN, 1, ws},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ha, hb := make([]byte, m*k*tc.in.Size()), make([]byte, n*k*tc.in.Size())
+			for i := 0; i < m*k; i++ {
+				tc.in.Put(ha, i, value(i))
+			}
+			bAt := func(kk, j int) int { // B's logical (kk, j) as layout stores it
+				if tc.layout == layoutNK {
+					return j*k + kk
+				}
+				return kk*n + j
+			}
+			for kk := 0; kk < k; kk++ {
+				for j := 0; j < n; j++ {
+					tc.in.Put(hb, bAt(kk, j), value(kk*n+j+3))
+				}
+			}
+			x := gemmArgs{in: int(tc.in), out: int(tc.out), layout: tc.layout, a: upload(ha), b: upload(hb),
+				c: upload(check.Poison(tc.out, m*ldc)), ldc: ldc, m: m, n: n, k: k, workspace: tc.ws}
+			if tc.in == dtype.E4M3 {
+				x.scaleA, x.scaleB = scales, scales+4
+			}
+			require.NoError(t, gemm(h, x, s))
+			require.NoError(t, synchronizeStream(h, s, 10_000))
+			got := make([]byte, m*ldc*tc.out.Size())
+			require.NoError(t, copyToHost(h, got, x.c))
+			for i := 0; i < m; i++ {
+				for j := 0; j < n; j++ {
+					want := 0.0
+					for kk := 0; kk < k; kk++ {
+						want += value(i*k+kk) * value(kk*n+j+3)
+					}
+					require.Equal(t, tc.scale*want, tc.out.Get(got, i*ldc+j), "c[%d, %d]", i, j)
+				}
+			}
+		})
+	}
+	buf, err := allocMem(h, 1<<16)
+	require.NoError(t, err)
+	ok := gemmArgs{in: 5, out: 1, layout: layoutNK, a: buf, b: buf + 4096, c: buf + 8192, m: 16, n: 16, k: 32}
+	for name, tc := range map[string]struct {
+		x    gemmArgs
+		want error
+	}{
+		"e4m3 with b [k, n]": {func() gemmArgs { x := ok; x.layout = layoutKN; return x }(), device.ErrNotSupported},
+		"fp32 in":            {func() gemmArgs { x := ok; x.in = 3; return x }(), device.ErrInvalidArgument},
+		"e4m3 out":           {func() gemmArgs { x := ok; x.out = 5; return x }(), device.ErrInvalidArgument},
+		"bf16 with scales":   {func() gemmArgs { x := ok; x.in, x.scaleA = 1, buf; return x }(), device.ErrInvalidArgument},
+		"k of 8 bytes":       {func() gemmArgs { x := ok; x.k = 8; return x }(), device.ErrNotSupported},
+		"negative ldc":       {func() gemmArgs { x := ok; x.ldc = -1; return x }(), device.ErrInvalidArgument},
+	} {
+		require.ErrorIs(t, gemm(h, tc.x, s), tc.want, name)
+	}
+	require.NoError(t, synchronizeStream(h, s, 10_000))
+	_, err = createRS2D(h, 16, 16, 5, 0, 0)
+	require.ErrorIs(t, err, device.ErrInvalidArgument, "e4m3 is no reduce-scatter's dtype")
 }

@@ -7,6 +7,8 @@
         out = rs.reduce_scatter(x)      # [M, N] -> [M/world, N], on the current stream
     with hiercoll.ReduceScatter2D(8192, 8192, torch.bfloat16, overlap_with_gemm=True) as rs:
         out = rs.matmul_reduce_scatter(a, b)  # a @ b block by block, scattered as blocks finish
+        out = rs.scaled_matmul_reduce_scatter(a8, w8.t(), scale_a, scale_b)  # fp8 e4m3 operands
+    c = hiercoll.gemm(a8, w8.t(), scale_a, scale_b)  # the own GEMM alone (Hopper)
 
 An installed wheel loads the shared library inside it. Uninstalled (from a
 checkout), the library is found through HIERCOLL_LIB, else next to this
@@ -25,6 +27,7 @@ from ._lib import (
     PeerError,
     library_path,
 )
+from .gemm import gemm
 from .rs2d import ReduceScatter2D, dtype_code
 from .world import World, current, finalize, init, sim_world
 
@@ -43,6 +46,7 @@ __all__ = [
     "current",
     "dtype_code",
     "finalize",
+    "gemm",
     "init",
     "library_path",
     "sim_world",

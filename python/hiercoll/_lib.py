@@ -5,7 +5,7 @@ import os
 import pathlib
 import threading
 
-ABI_VERSION = 3  # HC_ABI_VERSION of capi/hiercoll.h
+ABI_VERSION = 4  # HC_ABI_VERSION of capi/hiercoll.h
 
 # Return codes (hiercoll.h).
 HC_OK = 0
@@ -25,6 +25,7 @@ HC_BF16 = 1
 HC_F16 = 2
 HC_F32 = 3
 HC_I32 = 4
+HC_E4M3 = 5  # fp8 (torch.float8_e4m3fn): a GEMM input only
 HC_OVERLAP_WITH_GEMM = 1
 HC_SPLIT_FIRST_BLOCK = 2
 HC_GRAPHS = 4
@@ -108,6 +109,9 @@ _PROTOTYPES = {
     "hc_rs2d_early_signal_addr": (_i64, _int, _P(_u64)),
     "hc_rs2d_consumption_order": (_i64, _P(_int), _int),
     "hc_rs2d_matmul_reduce_scatter": (_i64, _u64, _i64, _u64, _i64, _int, _i64, _i64, _u64, _u64, _u64),
+    "hc_rs2d_scaled_matmul_reduce_scatter": (_i64, _u64, _i64, _u64, _i64, _u64, _u64, _i64, _i64, _u64, _u64, _u64),
+    "hc_gemm": (_i64, _int, _u64, _i64, _u64, _i64, _int, _u64, _u64, _int, _u64, _i64, _i64, _i64, _i64, _u64, _u64),
+    "hc_gemm_workspace_bytes": (_i64, _P(_i64)),
     "hc_stream_create": (_i64, _P(_u64)),
     "hc_stream_synchronize": (_i64, _u64, _i64),
     "hc_stream_destroy": (_i64, _u64),

@@ -2,6 +2,7 @@
 
     hiercoll::reduce_scatter(Tensor input, int ctx) -> Tensor
     hiercoll::matmul_reduce_scatter(Tensor a, Tensor b, int ctx) -> Tensor
+    hiercoll::scaled_matmul_reduce_scatter(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, int ctx) -> Tensor
 
 ctx is a ReduceScatter2D's handle (operators take only tensors and plain
 values; the context is found by it). Each has a fake implementation that
@@ -65,6 +66,17 @@ def register(torch):
     @matmul_reduce_scatter.register_fake
     def _(a, b, ctx):
         return a.new_empty(matmul_scattered_shape(a.shape, b.shape, _context(ctx).world_size))
+
+    @torch.library.custom_op("hiercoll::scaled_matmul_reduce_scatter", mutates_args=())
+    def scaled_matmul_reduce_scatter(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, ctx: int) -> Tensor:
+        rs = _context(ctx)
+        out = a.new_empty(matmul_scattered_shape(a.shape, b.shape, rs.world_size), dtype=getattr(torch, rs.dtype))
+        return rs.scaled_matmul_reduce_scatter(a, b, scale_a, scale_b, out)
+
+    @scaled_matmul_reduce_scatter.register_fake
+    def _(a, b, scale_a, scale_b, ctx):
+        rs = _context(ctx)
+        return a.new_empty(matmul_scattered_shape(a.shape, b.shape, rs.world_size), dtype=getattr(torch, rs.dtype))
 
 
 def _eager_output(input, ctx):

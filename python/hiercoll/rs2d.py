@@ -309,6 +309,44 @@ class ReduceScatter2D:
             self._own_ms.add(m)
         return True
 
+    def scaled_matmul_reduce_scatter(self, a, b, scale_a, scale_b, output=None):
+        """matmul_reduce_scatter with fp8 operands: output = (sum over ranks of
+        scale_a * scale_b * (a @ b))[this rank's rows], in the context's dtype
+        (bfloat16 or float16), enqueued on the current CUDA stream; output
+        ([M/world, n]) is allocated when None. a is [M, K] and b [K, n], both
+        torch.float8_e4m3fn, b the transpose of an [n, K] row-major weight
+        (w.t(), as torch._scaled_mm takes it); scale_a and scale_b are float32
+        tensors of one element on the rank's GPU. hiercoll's own GEMM computes
+        it (Hopper GPUs; rows of a and w 16-byte aligned): elsewhere it raises
+        NotSupportedError. Under torch.compile it is the operator
+        hiercoll::scaled_matmul_reduce_scatter. Every rank calls it with the
+        same M. Nothing is synchronised."""
+        h = self._handle()
+        if output is None and _compiling is not None and _compiling():
+            return _torch.ops.hiercoll.scaled_matmul_reduce_scatter(a, b, scale_a, scale_b, h)
+        if not self.overlap_with_gemm:
+            raise ValueError("hiercoll: scaled_matmul_reduce_scatter needs a context made with overlap_with_gemm=True")
+        self._tensors_ok()
+        torch = _torch
+        if self._torch_dtype not in (torch.bfloat16, torch.float16):
+            raise TypeError(f"hiercoll: fp8 products go to bfloat16 or float16; the context is {self.dtype}")
+        _check_fp8_operands(a, b, scale_a, scale_b, self._device_index)
+        m, k = a.shape
+        if b.shape[1] != self.n:
+            raise ValueError(f"hiercoll: b is {list(b.shape)}; want [{k}, {self.n}]")
+        self._check_m(m)
+        rows = m // self.world_size
+        if output is None:
+            output = torch.empty((rows, self.n), dtype=self._torch_dtype, device=a.device)
+        else:
+            self._check_tensor("output", output, rows)
+        if self._c is None:
+            self._c = torch.empty((self.max_m, self.n), dtype=self._torch_dtype, device=a.device)
+        check(lib().hc_rs2d_scaled_matmul_reduce_scatter(
+            h, a.data_ptr(), a.stride(0), b.data_ptr(), b.stride(1), scale_a.data_ptr(), scale_b.data_ptr(),
+            m, k, self._c.data_ptr(), output.data_ptr(), torch.cuda.current_stream().cuda_stream))
+        return output
+
     def reduce_scatter_ptr(self, in_ptr, m, out_ptr, stream=0):
         """The C ABI call itself: device addresses of a contiguous [m, n]
         input and [m/world, n] output, and a CUstream (or a simulated stream
@@ -392,3 +430,28 @@ class ReduceScatter2D:
         return (f"hiercoll.ReduceScatter2D(max_m={self.max_m}, n={self.n}, dtype={self.dtype}, "
                 f"world={self.world_size}, overlap_with_gemm={self.overlap_with_gemm}, "
                 f"split_first_block={self.split_first_block}, graphs={self.graphs}, {state})")
+
+
+def _check_fp8_operands(a, b, scale_a, scale_b, device_index):
+    """a [M, K] and b [K, N] fp8 e4m3 with unit stride along K (b the transpose
+    of a row-major [N, K] weight), per-tensor fp32 scales, all on the GPU."""
+    torch = _torch
+    for what, t in (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"hiercoll: {what} must be a torch.Tensor, not {type(t).__name__}")
+        dev = t.device
+        if dev.type != "cuda" or dev.index != device_index:
+            raise ValueError(f"hiercoll: {what} is on {dev}; this rank's GPU is cuda:{device_index}")
+    for what, t in (("a", a), ("b", b)):
+        if t.dtype != torch.float8_e4m3fn:
+            raise TypeError(f"hiercoll: {what} is {t.dtype}; want torch.float8_e4m3fn")
+        if t.dim() != 2:
+            raise ValueError(f"hiercoll: {what} has shape {list(t.shape)}; want a matrix")
+    for what, t in (("scale_a", scale_a), ("scale_b", scale_b)):
+        if t.dtype != torch.float32 or t.numel() != 1:
+            raise ValueError(f"hiercoll: {what} must be one float32 (a per-tensor scale), not {t.dtype} {list(t.shape)}")
+    if b.shape[0] != a.shape[1]:
+        raise ValueError(f"hiercoll: a is {list(a.shape)} and b {list(b.shape)}; want a [M, K] and b [K, N]")
+    if a.stride(1) != 1 or b.stride(0) != 1:
+        raise ValueError("hiercoll: fp8 operands must be K-contiguous: a row-major, b the transpose of a "
+                         "row-major [N, K] weight (w.t()), as torch._scaled_mm takes them")

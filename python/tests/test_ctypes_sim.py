@@ -76,6 +76,38 @@ class CtypesSimTest(unittest.TestCase):
         with self.assertRaises(hiercoll.ClosedError):
             w.alloc(8)
 
+    def test_gemm_e4m3(self):
+        """hc_gemm with fp8 operands and per-tensor scales into bf16 on a
+        simulated rank: small integers make the result exact."""
+        import struct
+        (w,) = hiercoll.sim_world(1, 1)
+        try:
+            e4m3 = {-1: 0xB8, 0: 0x00, 1: 0x38, 2: 0x40}  # the e4m3 codes of these values
+            m, n, k = 2, 3, 16
+            a = [[(i * 5 + kk * 3) % 4 - 1 for kk in range(k)] for i in range(m)]
+            wt = [[(j * 7 + kk) % 4 - 1 for kk in range(k)] for j in range(n)]  # b = wt^T, [n, k] row-major
+            pa, pb, pc, ps = w.alloc(m * k), w.alloc(n * k), w.alloc(m * n * 2), w.alloc(8)
+            w.copy_to_device(pa, bytes(e4m3[v] for row in a for v in row))
+            w.copy_to_device(pb, bytes(e4m3[v] for row in wt for v in row))
+            w.copy_to_device(pc, b"\xff" * (m * n * 2))  # NaN poison
+            w.copy_to_device(ps, struct.pack("<ff", 0.5, 3.0))
+            _lib.check(_lib.lib().hc_gemm(w.handle, _lib.HC_E4M3, pa, 0, pb, 0, _lib.HC_B_NK, ps, ps + 4,
+                                          _lib.HC_BF16, pc, 0, m, n, k, 0, 0))
+            w.stream_synchronize(0, timeout=20)
+            got = bytes(w.copy_to_host(pc, m * n * 2))
+            for i in range(m):
+                for j in range(n):
+                    want = 1.5 * sum(a[i][kk] * wt[j][kk] for kk in range(k))
+                    bf16 = got[2 * (i * n + j):2 * (i * n + j) + 2]
+                    self.assertEqual(struct.unpack("<f", b"\x00\x00" + bf16)[0], want, (i, j))
+            with self.assertRaises(hiercoll.NotSupportedError):  # fp8 wants b [n, k]
+                _lib.check(_lib.lib().hc_gemm(w.handle, _lib.HC_E4M3, pa, 0, pb, 0, _lib.HC_B_KN, 0, 0,
+                                              _lib.HC_BF16, pc, 0, m, n, k, 0, 0))
+            for p in (pa, pb, pc, ps):
+                w.free(p)
+        finally:
+            w.close()
+
     def test_2x2_threads(self):
         """A 2 x 2 world, one Python thread per rank (ctypes releases the GIL)."""
         ranks = hiercoll.sim_world(2, 2)

@@ -167,6 +167,57 @@ class TorchGPUTest(unittest.TestCase):
                 rs.matmul_reduce_scatter(x, torch.zeros(5, 8, device=self.dev))
             self.assertEqual(rs.signal_value(), v)  # rejected before any signal was raised
 
+    def test_fp8(self):
+        """hiercoll.gemm and scaled_matmul_reduce_scatter with float8_e4m3fn operands, against the fp64
+        reference on small integers and power-of-two scales (every product and partial sum exact even in
+        the tensor cores' fp8 accumulation; the output rounded once), outputs poisoned first, tails
+        included; then what they refuse. Hopper only (elsewhere: NotSupportedError)."""
+        if torch.cuda.get_device_capability(self.dev) != (9, 0):
+            with self.assertRaises(hiercoll.NotSupportedError):
+                a = torch.zeros(16, 16, device=self.dev).to(torch.float8_e4m3fn)
+                hiercoll.gemm(a, a.t())
+            return
+        one = lambda v: torch.tensor([v], dtype=torch.float32, device=self.dev)  # noqa: E731
+        sa, sb = one(0.5), one(4.0)
+        for m, n, k in ((1, 8, 16), (3, 12, 32), (130, 264, 144), (257, 520, 400)):
+            for out_dtype in (torch.bfloat16, torch.float16):
+                with self.subTest(m=m, n=n, k=k, out_dtype=out_dtype):
+                    g = torch.Generator(device=self.dev)
+                    g.manual_seed(m * 7 + k)
+                    a = torch.randint(-1, 2, (m, k), device=self.dev, generator=g).float().to(torch.float8_e4m3fn)
+                    w = torch.randint(-1, 2, (n, k), device=self.dev, generator=g).float().to(torch.float8_e4m3fn)
+                    want = (a.double() @ w.double().t()) * 2.0
+                    out = torch.full((m, n), float("nan"), dtype=out_dtype, device=self.dev)
+                    got = hiercoll.gemm(a, w.t(), sa, sb, out_dtype=out_dtype, out=out)
+                    torch.cuda.synchronize()
+                    self.assertIs(got, out)
+                    self.assertTrue(torch.equal(out, want.to(out_dtype)), f"{(out.double() - want).abs().max()}")
+        rows_per, n, k = 5, 136, 48
+        m = rows_per * self.world
+        with hiercoll.ReduceScatter2D(m, n, torch.bfloat16, overlap_with_gemm=True) as rs:
+            for call in range(2):
+                a_all, w_all = [], []
+                for r in range(self.world):
+                    g = torch.Generator(device=self.dev)
+                    g.manual_seed(9000 * r + call)
+                    a_all.append(torch.randint(-1, 2, (m, k), device=self.dev, generator=g).float().to(torch.float8_e4m3fn))
+                    w_all.append(torch.randint(-1, 2, (n, k), device=self.dev, generator=g).float().to(torch.float8_e4m3fn))
+                mine = slice(self.w.rank * rows_per, (self.w.rank + 1) * rows_per)
+                want = sum(a.double() @ w.double().t() * 2.0 for a, w in zip(a_all, w_all))[mine]
+                out = torch.full((rows_per, n), float("nan"), dtype=torch.bfloat16, device=self.dev)
+                got = rs.scaled_matmul_reduce_scatter(a_all[self.w.rank], w_all[self.w.rank].t(), sa, sb, out)
+                torch.cuda.synchronize()
+                self.assertIs(got, out)
+                self.assertTrue(torch.equal(out, want.to(torch.bfloat16)), f"call {call}: {(out.double() - want).abs().max()}")
+            a8 = a_all[self.w.rank]
+            for exc, text, fn in (
+                (ValueError, "K-contiguous", lambda: rs.scaled_matmul_reduce_scatter(a8, w_all[0].t().contiguous(), sa, sb)),
+                (ValueError, "one float32", lambda: rs.scaled_matmul_reduce_scatter(a8, w_all[0].t(), sa.double(), sb)),
+                (TypeError, "float8_e4m3fn", lambda: rs.scaled_matmul_reduce_scatter(a8.float(), w_all[0].t(), sa, sb)),
+            ):
+                with self.subTest(text=text), self.assertRaisesRegex(exc, text):
+                    fn()
+
     def test_bad_arguments(self):
         w = self.world
         m, n = 2 * w, 16
