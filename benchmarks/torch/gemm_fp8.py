@@ -1,0 +1,307 @@
+#!/usr/bin/env python3
+"""hiercoll's fp8 (e4m3) GEMM and GEMM + reduce-scatter beside torch's, in the same processes.
+
+    torchrun --nproc-per-node 1 benchmarks/torch/gemm_fp8.py             # one GPU: the GEMM alone
+    torchrun --nproc-per-node 4 benchmarks/torch/gemm_fp8.py             # 4 GPUs: GEMM + reduce-scatter
+    HIERCOLL_DEVICE=0 torchrun --nproc-per-node 2 benchmarks/torch/gemm_fp8.py --shared-gpu   # check only
+
+Operands: A [M, K] and a Linear weight W [N, K] drawn from a normal distribution and quantised to
+float8_e4m3fn with per-tensor scales (amax / 448); the product is scale_a * scale_b * (A @ W^T) in bf16.
+
+One rank: per local shape (default: the local GEMMs of the overlap shapes), paths timed call by call in
+random order within each round (CUDA events around each call; the mean over --iters calls per round; the
+median over --rounds rounds with the spread):
+  own fp8         hiercoll.gemm (the own GEMM through the C ABI, a stream-K workspace)
+  own whole       the same without a workspace: whole tiles only (whole/own above 1: stream-K is faster)
+  scaled_mm fast  torch._scaled_mm(..., use_fast_accum=True): fp8 tensor-core accumulation, as the own GEMM
+  scaled_mm       torch._scaled_mm(..., use_fast_accum=False): cuBLASLt's promoted accumulation
+  own bf16        hiercoll.gemm on the bf16 operands before quantisation
+  mm bf16         torch.mm on them
+Checked first, outputs poisoned (NaN): no element of the own GEMM's output is left unwritten, and on sampled
+rows its error against the fp64 product of the quantised operands is at most twice scaled_mm fast's plus one
+bf16 rounding of the largest value (fp8 accumulation on Hopper's tensor cores is not fp32-exact, so the
+bound is set by the hardware's own figure, measured in the same call).
+
+Several ranks: each rank's operands come from its seed, so every rank can compute the reference for its own
+rows: the sum over ranks of the fp64 products, on sampled rows, against hiercoll's
+ReduceScatter2D.scaled_matmul_reduce_scatter (poisoned first) within the same kind of bound (twice the error of
+the sum of torch's fast-accumulation products, plus one bf16 rounding). With distinct GPUs, then timed in turn
+(each round starting with the next path; slowest rank): hiercoll, async-TP's
+torch.ops.symm_mem.fused_scaled_matmul_reduce_scatter (use_fast_accum=True) where it runs, and _scaled_mm then
+NCCL's reduce_scatter_tensor. --shared-gpu (ranks on one GPU, as HIERCOLL_DEVICE=0 puts hiercoll's): the check
+only, no NCCL.
+"""
+
+import os
+
+# NVLink multicast stays off (DESIGN.md, safety rule), set before torch is imported.
+_MULTICAST_OFF = (("NCCL_NVLS_ENABLE", "0"), ("NVSHMEM_DISABLE_NVLS", "1"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"))
+for _name, _off in _MULTICAST_OFF:
+    os.environ.setdefault(_name, _off)
+    if os.environ[_name] != _off:
+        raise SystemExit(f"gemm_fp8: {_name}={os.environ[_name]!r} would allow NVLink multicast; refused")
+
+import argparse  # noqa: E402
+import random  # noqa: E402
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+E4M3_MAX = 448.0
+BF16_U = 2.0 ** -8
+
+
+def quantise(x):
+    """x as float8_e4m3fn with a per-tensor scale: (x8, scale), x ~ scale * x8."""
+    scale = (x.abs().amax().float() / E4M3_MAX).clamp_min(1e-12)
+    return (x / scale).to(torch.float8_e4m3fn), scale.reshape(1).to(torch.float32)
+
+
+def operands(seed, m, n, k, dev):
+    g = torch.Generator(device=dev)
+    g.manual_seed(seed)
+    a = torch.randn(m, k, device=dev, dtype=torch.bfloat16, generator=g)
+    w = torch.randn(n, k, device=dev, dtype=torch.bfloat16, generator=g)
+    a8, sa = quantise(a)
+    w8, sw = quantise(w)
+    return a, w, a8, sa, w8, sw
+
+
+def exact_rows(a8, sa, w8, sw, rows):
+    """The fp64 product of the quantised operands on the given rows."""
+    return (a8[rows].double() @ w8.double().t()) * (sa.double() * sw.double())
+
+
+def median(xs):
+    s = sorted(xs)
+    return s[len(s) // 2]
+
+
+def interleaved(fns, iters, rng):
+    """The mean time (ms) of each of fns over iters calls each, the calls in random order, each timed alone."""
+    n = len(fns)
+    marks = [torch.cuda.Event(enable_timing=True) for _ in range(n * iters + 1)]
+    who = []
+    marks[0].record()
+    for _ in range(iters):
+        order = list(range(n))
+        rng.shuffle(order)
+        for p in order:
+            fns[p]()
+            who.append(p)
+            marks[len(who)].record()
+    marks[-1].synchronize()
+    sums = [0.0] * n
+    for i, p in enumerate(who):
+        sums[p] += marks[i].elapsed_time(marks[i + 1])
+    return [s / iters for s in sums]
+
+
+def one_gpu(hc, shapes, args):
+    dev = torch.device("cuda", torch.cuda.current_device())
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, fp8 e4m3 -> bf16 GEMM; us per call, median of "
+          f"{args.rounds} rounds [min..max] of the mean of {args.iters} calls, paths interleaved call by call")
+    names = ["own fp8", "own whole", "scaled_mm fast", "scaled_mm", "own bf16", "mm bf16"]
+    print(f"{'shape(MxNxK)':>18} " + " ".join(f"{nm:>26}" for nm in names)
+          + f" {'TFLOP/s':>8} {'fast/own':>9} {'slow/own':>9} {'whole':>7} {'bf16/fp8':>9}  check")
+    for m, n, k in shapes:
+        a, w, a8, sa, w8, sw = operands(1234, m, n, k, dev)
+        c8 = torch.full((m, n), float("nan"), device=dev, dtype=torch.bfloat16)
+        hc.gemm(a8, w8.t(), sa, sw, out=c8)
+        fast = torch._scaled_mm(a8, w8.t(), sa, sw, out_dtype=torch.bfloat16, use_fast_accum=True)
+        slow = torch._scaled_mm(a8, w8.t(), sa, sw, out_dtype=torch.bfloat16, use_fast_accum=False)
+        torch.cuda.synchronize()
+        unwritten = int(torch.isnan(c8).sum())
+        rows = torch.randperm(m, device=dev)[:args.check_rows]
+        ref = exact_rows(a8, sa, w8, sw, rows)
+        err = lambda c: (c[rows].double() - ref).abs().max().item()  # noqa: E731
+        e_own, e_fast, e_slow = err(c8), err(fast), err(slow)
+        bound = 2 * e_fast + BF16_U * ref.abs().max().item()
+        ok = unwritten == 0 and e_own <= bound
+        check = (f"{'ok' if ok else 'FAILED'}: max err vs fp64 own {e_own:.3g}, scaled_mm fast {e_fast:.3g}, "
+                 f"scaled_mm {e_slow:.3g} (bound {bound:.3g}); unwritten {unwritten}")
+        cb = torch.empty(m, n, device=dev, dtype=torch.bfloat16)
+        c16 = torch.empty(m, n, device=dev, dtype=torch.bfloat16)
+        wt = w.t()
+        lib, world = hc._lib.lib(), hc.current().handle
+        stream = torch.cuda.current_stream().cuda_stream
+
+        def whole():  # hc_gemm without a workspace
+            hc._lib.check(lib.hc_gemm(world, hc._lib.HC_E4M3, a8.data_ptr(), k, w8.data_ptr(), k, hc._lib.HC_B_NK,
+                                      sa.data_ptr(), sw.data_ptr(), hc._lib.HC_BF16, c8.data_ptr(), n, m, n, k, 0,
+                                      stream))
+
+        fns = [
+            lambda: hc.gemm(a8, w8.t(), sa, sw, out=c8),
+            whole,
+            lambda: torch._scaled_mm(a8, w8.t(), sa, sw, out_dtype=torch.bfloat16, use_fast_accum=True),
+            lambda: torch._scaled_mm(a8, w8.t(), sa, sw, out_dtype=torch.bfloat16, use_fast_accum=False),
+            lambda: hc.gemm(a, wt, out=c16),
+            lambda: torch.mm(a, wt, out=cb),
+        ]
+        for f in fns:  # warm-up
+            f()
+        rng = random.Random(m * 131 + n * 7 + k)
+        got = [[] for _ in fns]
+        for _ in range(args.rounds):
+            for i, t in enumerate(interleaved(fns, args.iters, rng)):
+                got[i].append(t * 1000)
+        med = [median(g) for g in got]
+        flop = 2.0 * m * n * k
+        cells = " ".join(f"{f'{md:.1f} [{min(g):.1f}..{max(g):.1f}]':>26}" for md, g in zip(med, got))
+        print(f"{f'{m}x{n}x{k}':>18} {cells} {flop / med[0] / 1e6:8.1f} {med[2] / med[0]:9.3f} {med[3] / med[0]:9.3f} "
+              f"{med[1] / med[0]:7.3f} {med[4] / med[0]:9.3f}  {check}", flush=True)
+        del a, w, a8, w8, c8, fast, slow, cb, c16
+        torch.cuda.empty_cache()
+    print("  fast/own, slow/own = scaled_mm (fast / promoted accumulation) time / own fp8 time (above 1: own faster); "
+          "whole = own whole time / own fp8 time; bf16/fp8 = own bf16 time / own fp8 time")
+
+
+def mean_ms(fn, iters):
+    """The mean device time per call of fn over iters calls, in ms, as the slowest rank saw it."""
+    dist.barrier()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iters):
+        fn()
+    end.record()
+    end.synchronize()
+    t = torch.tensor([start.elapsed_time(end) / iters], device="cuda")
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.item()
+
+
+def async_tp_fp8(a8, w8t, sa, sw, m, n, group):
+    """A callable running async-TP's fp8 matmul + reduce-scatter, or the reason there is none."""
+    try:
+        from torch.distributed import _symmetric_memory as symm_mem
+
+        enable = getattr(symm_mem, "enable_symm_mem_for_group", None)
+        if enable is not None:
+            enable(group.group_name)
+        op = torch.ops.symm_mem.fused_scaled_matmul_reduce_scatter
+
+        def run():
+            return op(a8, w8t, sa, sw, "sum", 0, 0, group.group_name, [m, n],
+                      out_dtype=torch.bfloat16, use_fast_accum=True)
+
+        run()
+        torch.cuda.synchronize()
+        return run, None
+    except Exception as e:  # any failure is reported, not hidden
+        return None, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+
+def several(hc, shapes, args):
+    rank, world = dist.get_rank(), dist.get_world_size()
+    dev = torch.device("cuda", torch.cuda.current_device())
+    group = dist.group.WORLD
+    if rank == 0:
+        print(f"torch {torch.__version__}, {world} ranks on {torch.cuda.get_device_name()}"
+              f"{' (one GPU shared)' if args.shared_gpu else ''}, fp8 e4m3 GEMM + reduce-scatter to bf16, K split "
+              f"over the ranks; ms per call, slowest rank, median of {args.rounds} measurements [spread], paths in turn")
+    for m, n, kfull in shapes:
+        k = kfull // world
+        rows = m // world
+        mine = None
+        exact, fast_sum = 0, 0
+        sel = torch.arange(rank * rows, (rank + 1) * rows, device=dev)[
+            torch.randperm(rows, device=dev, generator=torch.Generator(device=dev).manual_seed(7))[:args.check_rows]]
+        for r in range(world):  # every rank's operands, from its seed: the reference for this rank's rows
+            a, w, a8, sa, w8, sw = operands(1234 + r, m, n, k, dev)
+            exact = exact + exact_rows(a8, sa, w8, sw, sel)
+            fast_sum = fast_sum + torch._scaled_mm(a8[sel], w8.t(), sa, sw, out_dtype=torch.float32,
+                                                   use_fast_accum=True).double()
+            if r == rank:
+                mine = (a8, sa, w8, sw)
+            del a, w
+        a8, sa, w8, sw = mine
+        rs = hc.ReduceScatter2D(m, n, torch.bfloat16, overlap_with_gemm=True)
+        out = torch.full((rows, n), float("nan"), device=dev, dtype=torch.bfloat16)
+        rs.scaled_matmul_reduce_scatter(a8, w8.t(), sa, sw, out)
+        torch.cuda.synchronize()
+        got = out[sel - rank * rows].double()
+        e_own = (got - exact).abs().max().item()
+        e_fast = (fast_sum.to(torch.bfloat16).double() - exact).abs().max().item()
+        bound = 2 * e_fast + BF16_U * exact.abs().max().item()
+        unwritten = int(torch.isnan(out).sum())
+        bad = torch.tensor([0.0 if unwritten == 0 and e_own <= bound else 1.0, e_own, bound], device=dev)
+        gathered = [torch.zeros_like(bad) for _ in range(world)] if not args.shared_gpu else None
+        if args.shared_gpu:
+            failed = bad[0].item() > 0
+            print(f"rank {rank} {m}x{n}x{kfull}: {'FAILED' if failed else 'ok'}: max err vs fp64 {e_own:.3g}, "
+                  f"torch fast-accumulation sum {e_fast:.3g} (bound {bound:.3g}); unwritten {unwritten}", flush=True)
+            rs.close()
+            if failed:
+                raise SystemExit(1)
+            continue
+        dist.all_gather(gathered, bad)
+        failed = any(g[0].item() > 0 for g in gathered)
+        check = ("FAILED" if failed else "ok") + ": max err vs fp64 " + ", ".join(
+            f"{g[1].item():.3g} (bound {g[2].item():.3g})" for g in gathered)
+        ref_out = torch.empty(rows, n, device=dev, dtype=torch.bfloat16)
+
+        def mm_rs():
+            c = torch._scaled_mm(a8, w8.t(), sa, sw, out_dtype=torch.bfloat16, use_fast_accum=True)
+            dist.reduce_scatter_tensor(ref_out, c, group=group)
+
+        fused, why = async_tp_fp8(a8, w8.t(), sa, sw, m, n, group)
+        fns = [lambda: rs.scaled_matmul_reduce_scatter(a8, w8.t(), sa, sw, out), mm_rs] + ([fused] if fused else [])
+        for f in fns:
+            f()
+        torch.cuda.synchronize()
+        got_t = [[] for _ in fns]
+        for rep in range(args.rounds):
+            for j in range(len(fns)):
+                i = (rep + j) % len(fns)
+                got_t[i].append(mean_ms(fns[i], args.iters))
+        med = [median(g) for g in got_t]
+        if rank == 0:
+            names = ["hiercoll", "scaled_mm then rs"] + (["async-TP fp8"] if fused else [])
+            cells = ", ".join(f"{nm} {md:.3f} [{min(g):.3f}..{max(g):.3f}]" for nm, md, g in zip(names, med, got_t))
+            ratio = f"; async-TP / hiercoll {med[2] / med[0]:.3f}" if fused else f"; async-TP n/a ({why})"
+            print(f"{m}x{n}x{kfull}: {cells}; (scaled_mm then rs) / hiercoll {med[1] / med[0]:.3f}{ratio}; {check}",
+                  flush=True)
+        rs.close()
+        if failed:
+            raise SystemExit(1)
+        del ref_out, out
+        torch.cuda.empty_cache()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shapes", default="", help="MxNxK, comma-separated: local GEMMs on one rank (default: those of "
+                    "the overlap shapes on 2 and 4 GPUs), the whole product on several (K split; default: the overlap "
+                    "shapes)")
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--check-rows", type=int, default=64, help="rows checked against the fp64 product")
+    ap.add_argument("--shared-gpu", action="store_true", help="the ranks share one GPU: check only")
+    args = ap.parse_args()
+    if args.rounds < 3:
+        ap.error("--rounds must be at least 3 (medians)")
+
+    dist.init_process_group("gloo" if os.environ.get("WORLD_SIZE", "1") != "1" and args.shared_gpu else "nccl")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.cuda.set_device(0 if args.shared_gpu else int(os.environ.get("LOCAL_RANK", rank)))
+    import hiercoll as hc
+    hc.init()
+    if args.shapes:
+        shapes = [tuple(int(x) for x in s.lower().split("x")) for s in args.shapes.split(",")]
+    elif world == 1:
+        shapes = [(8192, 8192, 7168), (8192, 8192, 2048), (4096, 8192, 7168), (8192, 8192, 14336), (8192, 8192, 4096)]
+    else:
+        shapes = [(8192, 8192, 28672), (8192, 8192, 8192), (4096, 8192, 28672)]
+    try:
+        if world == 1:
+            one_gpu(hc, shapes, args)
+        else:
+            several(hc, shapes, args)
+    finally:
+        hc.finalize()
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
