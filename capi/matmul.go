@@ -136,6 +136,10 @@ func matmulReduceScatter(h int64, x matmulArgs, stream uint64) error {
 		call.Skip() // whatever the GEMM raised releases nothing later
 		return errors.Join(err, s.WaitEvent(st.done))
 	}
+	if err := call.Help(st.gemm, gemmrs.HelpRows(spec, c.world, call.Signals().Segments(), 0)); err != nil {
+		call.Skip()
+		return errors.Join(err, s.WaitEvent(st.done))
+	}
 	err = call.Enqueue(context.Background(), s)
 	return errors.Join(err, s.WaitEvent(st.done))
 }

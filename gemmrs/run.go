@@ -177,6 +177,9 @@ func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b Tensor, call *rs2d.Cal
 		if err := g.enqueueOwn(spec, sig, raised); err != nil {
 			return err
 		}
+		if err := call.Help(gs, HelpRows(spec, g.world, g.Segments(), g.knobs.Help)); err != nil {
+			return err
+		}
 	} else if g.hooks != nil && g.hooks.signals != nil {
 		// The test hook raises the signals, on streams of its own.
 		if err := g.gemmBlocks(a, b, sig, nil); err != nil {

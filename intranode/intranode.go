@@ -122,6 +122,13 @@ type Stage struct {
 
 	mc       *symm.Multicast // NVLS engine: this rank's part of the node's multicast object
 	nvlsLast uint32          // NVLS engine: the epoch of the last call (0: none yet)
+
+	// Help (help.go): the rows at the end of the last peer's block that the
+	// producer's SMs push for the call of epoch helpEpoch (0: none), and the
+	// event that marks their push done.
+	helpRows  int
+	helpEpoch symm.Epoch
+	helped    device.Event
 }
 
 // New returns the stage of the rank at place, on heap laid out with buf,

@@ -29,6 +29,9 @@ type scatter struct {
 	step  Step
 	seqs  []uint32 // the arrival sequence numbers of the step's chunks
 	first bool     // the call's first node step: wait for the peers' ready flags
+	// helpPeer's rows from helpFrom on are pushed by the producer's SMs
+	// (Help): not copied here, and its arrival waits for them (-1: none).
+	helpPeer, helpFrom int
 }
 
 // Scatter enqueues the copies of one node step on the copy stream s: each
@@ -39,7 +42,13 @@ type scatter struct {
 // ahead after their early signal) and for its permit. It returns the
 // arrival sequence numbers of the step's chunks, for Reduce.
 func (st *Stage) Scatter(s device.Stream, step Step, first bool) ([]uint32, error) {
-	sc := &scatter{st: st, s: s, step: step, first: first, seqs: make([]uint32, step.Chunks)}
+	sc := &scatter{st: st, s: s, step: step, first: first, seqs: make([]uint32, step.Chunks), helpPeer: -1}
+	if st.helpRows > 0 && first && st.helpEpoch == step.Epoch {
+		sc.helpPeer, sc.helpFrom = st.helpedPeer(), step.RowsPer-st.helpRows
+	}
+	if first {
+		st.helpRows = 0 // a push enqueued for a call that never came is not this call's
+	}
 	if first {
 		st.seq = st.proto.Restart(st.seq)
 	}
@@ -207,24 +216,30 @@ func (sc *scatter) copyChunk(peer, c, from int) error {
 	return sc.arrive(peer, c)
 }
 
-// arrive raises, in peer's pad, the arrival of this rank's chunk c.
+// arrive raises, in peer's pad, the arrival of this rank's chunk c (after
+// the SMs' push of its last rows, when helped).
 func (sc *scatter) arrive(peer, c int) error {
 	st := sc.st
+	if peer == sc.helpPeer && c == len(sc.seqs)-1 {
+		if err := sc.s.WaitEvent(st.helped); err != nil {
+			return err
+		}
+	}
 	return st.arrived.At(st.place.NodePeer(peer), st.place.LocalRank).Raise(sc.s, sc.seqs[c])
 }
 
 // copyRows enqueues the copy of rows [r0, r1) of peer's block into its
 // scatter buffer.
 func (sc *scatter) copyRows(peer, r0, r1 int) error {
+	if peer == sc.helpPeer {
+		r1 = min(r1, sc.helpFrom)
+	}
 	if r1 <= r0 {
 		return nil
 	}
-	st, step := sc.st, sc.step
-	lws, me, rowBytes := st.lws(), st.place.LocalRank, st.rowBytes()
-	destRank := step.Node*lws + peer
-	src := step.Input.Add(int64(destRank*step.RowsPer+r0) * rowBytes)
-	dst := st.heap.At(st.place.NodePeer(peer), st.buf.ScatterBuf).Add(int64(step.Node*step.RowsPer*lws+me*step.RowsPer+r0) * rowBytes)
-	if err := st.dev.Copy(sc.s, dst, src, int64(r1-r0)*rowBytes); err != nil {
+	st := sc.st
+	dst, src := st.blockRows(sc.step, peer, r0)
+	if err := st.dev.Copy(sc.s, dst, src, int64(r1-r0)*st.rowBytes()); err != nil {
 		return fmt.Errorf("intranode: scatter to local rank %d: %w", peer, err)
 	}
 	return nil

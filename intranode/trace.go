@@ -134,6 +134,10 @@ func (st *Stage) closeTrace() error {
 // may still read through it). The heap belongs to its owner.
 func (st *Stage) Close() error {
 	err := st.closeTrace()
+	if st.helped != nil {
+		err = errors.Join(err, st.helped.Close())
+		st.helped = nil
+	}
 	if st.mc != nil {
 		err = errors.Join(err, st.mc.Close())
 		st.mc = nil

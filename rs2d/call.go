@@ -60,6 +60,42 @@ func (c *Context) prepare(in, out Tensor) (*Call, error) {
 // Signals are the call's GEMM signals (with OverlapWithGEMM).
 func (k *Call) Signals() Signals { return k.sig }
 
+// Helps reports whether Help does anything for this context: GEMM overlap
+// with the copy engine on one node of several ranks, growing signals.
+func (c *Context) Helps() bool {
+	shape := c.place.Shape
+	return c.cfg.OverlapWithGEMM && c.cfg.Engine == EngineCopy && shape.Nodes == 1 && shape.World() > 1 &&
+		c.proto == symm.Growing
+}
+
+// Help enqueues on s, the producer's stream right after its GEMM (every
+// block computed and signalled), the push by every SM of the last rows
+// rows of the block for the last peer in scatter order; the copy engine,
+// which would still be sending that block when the GEMM ends where the
+// copies set the pace, sends only the rows before them and raises the
+// peer's arrival after both. Nothing where the context does not help
+// (Helps) or rows <= 0. Between Prepare and Enqueue, on every rank alike
+// or not (each rank's rows go to one peer).
+func (k *Call) Help(s device.Stream, rows int) error {
+	c := k.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if capturing, err := device.Capturing(s); err != nil || capturing {
+		return err // a capture is refused by Enqueue (growing signals)
+	}
+	switch {
+	case !c.Helps() || rows <= 0:
+		return nil
+	case c.closed:
+		return fmt.Errorf("rs2d: help on a closed context: %w", device.ErrClosed)
+	case k.used || !k.current():
+		return fmt.Errorf("rs2d: help for a call already enqueued, skipped or overtaken: %w", device.ErrInvalidArgument)
+	}
+	rpr := k.in.Rows / c.place.Shape.World()
+	step := intranode.Step{Node: c.place.Node, Input: k.in.Ptr, RowsPer: rpr, Epoch: c.proto.Next(c.epoch)}
+	return c.intra.Help(s, step, rows, c.finalGrid())
+}
+
 // Enqueue enqueues the call on s, as ReduceScatter does.
 func (k *Call) Enqueue(ctx context.Context, s device.Stream) error {
 	k.c.mu.Lock()

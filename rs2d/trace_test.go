@@ -307,3 +307,115 @@ func TestEarlyRowsGoAheadOfTheBlock(t *testing.T) {
 	})
 	require.NoError(t, err)
 }
+
+// Help: the producer's stream pushes the last rows of the block for the last
+// peer in scatter order after its GEMM, and the copy engine sends only the
+// rows before them. The test's producer holds its stream back before the
+// push; the last peer's arrival (traced as landed) must wait for it, and
+// every output must still be the exact sum (int32), with and without
+// segments, for part of the block and for all of it. A push the arrival
+// did not wait for would leave the receiver reducing stale rows.
+func TestHelpPushesTheLastRows(t *testing.T) {
+	const hold = 150 * time.Millisecond
+	for _, tc := range []struct{ segments, rows int }{{0, 4}, {2, 3}, {0, 6}, {3, 6}} {
+		t.Run(fmt.Sprintf("segments%d/rows%d", tc.segments, tc.rows), func(t *testing.T) {
+			shape := bootstrap.Shape{Nodes: 1, LocalSize: 4}
+			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
+			require.NoError(t, err)
+			defer w.Close()
+			ws, rowsPer, n, dt := shape.World(), 6, 8, dtype.I32
+			m := rowsPer * ws
+			const calls = 2
+			inputs := callInputs(dt, calls, ws, m*n)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+				rank := r.Comm.Rank()
+				knobs := tune.With(ctx, tune.Knobs{Segments: tc.segments})
+				tr, err := newTracedRank(knobs, t, r, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true,
+					Timeout: 20 * time.Second}, ws)
+				if err != nil {
+					return err
+				}
+				defer tr.close()
+				if !tr.rs.Helps() {
+					return fmt.Errorf("an overlapped context on one node does not help")
+				}
+				gate, err := r.Dev.Alloc(4)
+				if err != nil {
+					return err
+				}
+				defer r.Dev.Free(gate)
+				if err := r.Dev.CopyToDevice(gate, make([]byte, 4)); err != nil {
+					return err
+				}
+				rel, err := r.Dev.NewStream(device.Normal) // writes the gate
+				if err != nil {
+					return err
+				}
+				defer rel.Close()
+				got := make([]byte, rowsPer*n*dt.Size())
+				for call := 0; call < calls; call++ {
+					if err := r.Dev.CopyToDevice(tr.in.Ptr, inputs[call][rank]); err != nil {
+						return err
+					}
+					if err := r.Dev.CopyToDevice(tr.out.Ptr, check.Poison(dt, rowsPer*n)); err != nil {
+						return err
+					}
+					k, err := tr.rs.Prepare(tr.in, tr.out)
+					if err != nil {
+						return err
+					}
+					sig := k.Signals()
+					for dest := 0; dest < ws; dest++ {
+						for j := 0; j < sig.Segments(); j++ {
+							if r0, r1 := sig.SegmentRows(m, j); r1 > r0 {
+								if err := sig.RaiseSegment(tr.producer, dest, j); err != nil {
+									return err
+								}
+							}
+						}
+					}
+					// The producer's stream waits for the host before the push.
+					if err := r.Dev.WaitValue32(tr.producer, device.Word{Addr: gate, Label: "test gate"}, device.GEQ, uint32(call+1)); err != nil {
+						return err
+					}
+					if err := k.Help(tr.producer, tc.rows); err != nil {
+						return err
+					}
+					if err := k.Enqueue(ctx, tr.s); err != nil {
+						return err
+					}
+					time.Sleep(hold)
+					if err := r.Dev.WriteValue32(rel, gate, uint32(call+1)); err != nil {
+						return err
+					}
+					if err := tr.s.Synchronize(ctx); err != nil {
+						return err
+					}
+					if err := r.Dev.CopyToHost(got, tr.out.Ptr); err != nil {
+						return err
+					}
+					if rep := check.ReduceScatter(dt, inputs[call], rank, rowsPer, n).Compare(got, 0); !rep.OK() {
+						return fmt.Errorf("rank %d, call %d: %v", rank, call, rep)
+					}
+					st, err := tr.rs.LastStages()
+					if err != nil {
+						return err
+					}
+					last := st.Peers[len(st.Peers)-1]
+					if last.Landed < hold*2/3 {
+						return fmt.Errorf("rank %d, call %d: the last peer's block landed at %v, before the held push", rank, call, last.Landed)
+					}
+					for _, p := range st.Peers[:len(st.Peers)-1] {
+						if p.Landed >= hold*2/3 {
+							return fmt.Errorf("rank %d, call %d: peer %d's block, not pushed, landed only at %v", rank, call, p.LocalRank, p.Landed)
+						}
+					}
+				}
+				return tr.producer.Synchronize(ctx)
+			})
+			require.NoError(t, err)
+		})
+	}
+}

@@ -30,6 +30,7 @@ func runBenchGemm(ctx context.Context, args []string) error {
 	gemm := fs.String("gemm", "auto", "the GEMM: own (hiercoll's, per-segment signals), cublas (the device's matmul, block by block), "+
 		"or auto (own where every rank can run it and measured it at least as fast as cuBLAS)")
 	segments := fs.Int("segments", 0, "tuning, own GEMM: signals per destination's rows (0: about one per 1024 rows, at most 8)")
+	help := fs.Int("help", 0, "tuning, own GEMM on one node: percent of the last peer's block the SMs push after the GEMM, beside the copy engine (0: estimated, -1: none)")
 	iters := fs.Int("iters", 0, "calls per timed measurement (0: 20 on GPUs, 2 on the CPU)")
 	reps := fs.Int("reps", 3, "measurements of each path, in turn; the median is reported with the spread")
 	samples := fs.Int("samples", 0, "output elements per rank checked against the exact sum (0: 64 on GPUs, all of small outputs)")
@@ -67,7 +68,10 @@ func runBenchGemm(ctx context.Context, args []string) error {
 		return err
 	}
 	knobs := tune.From(ctx)
-	knobs.SplitFirstBlock, knobs.Gemm, knobs.Segments = sp, gm, *segments
+	if *help < -1 || *help > 100 {
+		return usageError{fmt.Errorf("--help %d: want -1 (none), 0 (estimated) or a percentage", *help)}
+	}
+	knobs.SplitFirstBlock, knobs.Gemm, knobs.Segments, knobs.Help = sp, gm, *segments, *help
 	ctx = tune.With(ctx, knobs)
 	check := func(world int) error {
 		for _, sh := range list {

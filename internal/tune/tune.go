@@ -35,6 +35,11 @@ type Knobs struct {
 	// rows come in (0: one; at most MaxSegments), for a producer that
 	// finishes rows finer than a block (gemmrs's own GEMM).
 	Segments int
+	// Help is, for gemmrs's own GEMM on one node, the percentage of the
+	// last peer's block that the producer's SMs push after the GEMM,
+	// beside the copy engine (rs2d Call.Help): 0 lets gemmrs.HelpRows
+	// estimate it, negative is none.
+	Help int
 	// Gemm is gemmrs's GEMM: its own (kernels.LaunchGemm), the device's
 	// matmul (cuBLAS), or Auto (the own GEMM where every rank can run it
 	// and measured it at least as fast as cuBLAS at the context's shape).
