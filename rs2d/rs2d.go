@@ -13,7 +13,9 @@
 //	      copy engine (with OverlapWithGEMM): copy-engine copies to the peers,
 //	        each after the destination's GEMM signal, paced so each GPU
 //	        receives one block at a time, then a reduce kernel on a
-//	        high-priority stream with a bounded SM budget
+//	        high-priority stream with a bounded SM budget; on one node the
+//	        producer's SMs may push the end of the last peer's block once
+//	        the GEMM is done (Call.Help), beside the copy engine
 //	      ring (under Config.MaxSymmetricBytes): chunks travel the ring of
 //	        the node's ranks through FIFO slots with head/tail credits, each
 //	        hop adding its rows; the call goes in rail rounds of rows that
