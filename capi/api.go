@@ -386,14 +386,20 @@ func createStream(h int64) (uint64, error) {
 // defaultSyncTimeout bounds hc_stream_synchronize with timeout_ms <= 0.
 const defaultSyncTimeout = 60 * time.Second
 
-func synchronizeStream(h int64, stream uint64, timeoutMS int64) error {
+// rankStream returns rank h and its stream of handle stream.
+func rankStream(h int64, stream uint64) (*rankObj, device.Stream, error) {
 	r, err := lookup[*rankObj](h, kindWorld)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	table.mu.Lock()
 	s, err := r.streamLocked(stream)
 	table.mu.Unlock()
+	return r, s, err
+}
+
+func synchronizeStream(h int64, stream uint64, timeoutMS int64) error {
+	_, s, err := rankStream(h, stream)
 	if err != nil {
 		return err
 	}

@@ -184,13 +184,7 @@ func gemm(h int64, x gemmArgs, stream uint64) error {
 	case x.lda < 0 || x.lda > maxDim || x.ldb < 0 || x.ldb > maxDim || x.ldc < 0 || x.ldc > maxDim:
 		return fmt.Errorf("hiercoll: lda=%d, ldb=%d, ldc=%d must not be negative (and below 2^40): %w", x.lda, x.ldb, x.ldc, device.ErrInvalidArgument)
 	}
-	r, err := lookup[*rankObj](h, kindWorld)
-	if err != nil {
-		return err
-	}
-	table.mu.Lock()
-	s, err := r.streamLocked(stream)
-	table.mu.Unlock()
+	r, s, err := rankStream(h, stream)
 	if err != nil {
 		return err
 	}

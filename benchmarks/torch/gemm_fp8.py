@@ -47,6 +47,8 @@ import random  # noqa: E402
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
+from gemm_baseline import mean_ms, median  # noqa: E402  (beside this script)
+
 E4M3_MAX = 448.0
 BF16_U = 2.0 ** -8
 
@@ -70,11 +72,6 @@ def operands(seed, m, n, k, dev):
 def exact_rows(a8, sa, w8, sw, rows):
     """The fp64 product of the quantised operands on the given rows."""
     return (a8[rows].double() @ w8.double().t()) * (sa.double() * sw.double())
-
-
-def median(xs):
-    s = sorted(xs)
-    return s[len(s) // 2]
 
 
 def interleaved(fns, iters, rng):
@@ -155,20 +152,6 @@ def one_gpu(hc, shapes, args):
         torch.cuda.empty_cache()
     print("  fast/own, slow/own = scaled_mm (fast / promoted accumulation) time / own fp8 time (above 1: own faster); "
           "whole = own whole time / own fp8 time; bf16/fp8 = own bf16 time / own fp8 time")
-
-
-def mean_ms(fn, iters):
-    """The mean device time per call of fn over iters calls, in ms, as the slowest rank saw it."""
-    dist.barrier()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        fn()
-    end.record()
-    end.synchronize()
-    t = torch.tensor([start.elapsed_time(end) / iters], device="cuda")
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return t.item()
 
 
 def async_tp_fp8(a8, w8t, sa, sw, m, n, group):

@@ -248,14 +248,8 @@ class ReduceScatter2D:
         m, k = a.shape
         if b.shape[0] != k or b.shape[1] != self.n:
             raise ValueError(f"hiercoll: a is {list(a.shape)} and b {list(b.shape)}; want a [M, K] and b [K, {self.n}]")
-        self._check_m(m)
-        rows = m // self.world_size
-        if output is None:
-            output = torch.empty((rows, self.n), dtype=self._torch_dtype, device=a.device)
-        else:
-            self._check_tensor("output", output, rows)
-        if self._c is None:
-            self._c = torch.empty((self.max_m, self.n), dtype=self._torch_dtype, device=a.device)
+        output, rows = self._product_output(m, output, a.device)
+        if self._gemm_stream is None:
             self._gemm_stream = torch.cuda.Stream(device=a.device)
             self._order = self.consumption_order()
         c, gs = self._c, self._gemm_stream
@@ -281,6 +275,19 @@ class ReduceScatter2D:
         self.reduce_scatter(c[:m], output)
         torch.cuda.current_stream().wait_stream(gs)
         return output
+
+    def _product_output(self, m, output, device):
+        """For a GEMM + reduce-scatter of M rows: checks M, returns the output (allocated when None) and its
+        rows, and makes the context's [max_m, n] product buffer at the first call."""
+        self._check_m(m)
+        rows = m // self.world_size
+        if output is None:
+            output = _torch.empty((rows, self.n), dtype=self._torch_dtype, device=device)
+        else:
+            self._check_tensor("output", output, rows)
+        if self._c is None:
+            self._c = _torch.empty((self.max_m, self.n), dtype=self._torch_dtype, device=device)
+        return output, rows
 
     def _own_matmul(self, a, b, m, k, c, output):
         """c[:m] = a @ b by the own GEMM and the reduce-scatter of it into
@@ -334,14 +341,7 @@ class ReduceScatter2D:
         m, k = a.shape
         if b.shape[1] != self.n:
             raise ValueError(f"hiercoll: b is {list(b.shape)}; want [{k}, {self.n}]")
-        self._check_m(m)
-        rows = m // self.world_size
-        if output is None:
-            output = torch.empty((rows, self.n), dtype=self._torch_dtype, device=a.device)
-        else:
-            self._check_tensor("output", output, rows)
-        if self._c is None:
-            self._c = torch.empty((self.max_m, self.n), dtype=self._torch_dtype, device=a.device)
+        output, _ = self._product_output(m, output, a.device)
         check(lib().hc_rs2d_scaled_matmul_reduce_scatter(
             h, a.data_ptr(), a.stride(0), b.data_ptr(), b.stride(1), scale_a.data_ptr(), scale_b.data_ptr(),
             m, k, self._c.data_ptr(), output.data_ptr(), torch.cuda.current_stream().cuda_stream))
