@@ -43,13 +43,11 @@ type scatter struct {
 // arrival sequence numbers of the step's chunks, for Reduce.
 func (st *Stage) Scatter(s device.Stream, step Step, first bool) ([]uint32, error) {
 	sc := &scatter{st: st, s: s, step: step, first: first, seqs: make([]uint32, step.Chunks), helpPeer: -1}
-	if st.helpRows > 0 && first && st.helpEpoch == step.Epoch {
-		sc.helpPeer, sc.helpFrom = st.helpedPeer(), step.RowsPer-st.helpRows
-	}
 	if first {
+		if st.helpRows > 0 && st.helpEpoch == step.Epoch {
+			sc.helpPeer, sc.helpFrom = st.helpedPeer(), step.RowsPer-st.helpRows
+		}
 		st.helpRows = 0 // a push enqueued for a call that never came is not this call's
-	}
-	if first {
 		st.seq = st.proto.Restart(st.seq)
 	}
 	for c := range sc.seqs {
