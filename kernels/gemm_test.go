@@ -264,11 +264,22 @@ func TestGemmSignalsSegments(t *testing.T) {
 // another stream copies each segment out of C as soon as its signal is
 // raised, while the GEMM runs with one tile of a segment held back; C and
 // the copies' destination start poisoned, so a segment signalled early
-// would leave poison in the copy.
+// would leave poison in the copy. bf16 inputs and fp8 ones.
 func TestGemmSignalGatesCopies(t *testing.T) {
+	for _, in := range []dtype.DType{dtype.BF16, dtype.E4M3} {
+		t.Run(in.String(), func(t *testing.T) { testGemmSignalGatesCopies(t, in) })
+	}
+}
+
+// testGemmSignalGatesCopies is TestGemmSignalGatesCopies with inputs of in
+// (e4m3: with scales), C in bf16.
+func testGemmSignalGatesCopies(t *testing.T, in dtype.DType) {
 	const dt = dtype.BF16
 	m, n, k := 300, 520, 64
-	r := newGemmRig(t, dt, kernels.BNK, m, n, k)
+	r := newGemmRigOut(t, in, dt, kernels.BNK, m, n, k)
+	if in == dtype.E4M3 {
+		r.setScales(t, 0.75, 3)
+	}
 	segs := []kernels.GemmSegment{{R0: 200, R1: 300}, {R0: 0, R1: 150}, {R0: 150, R1: 200}}
 	alloc := func(data []byte) device.Ptr {
 		p, err := r.dev.Alloc(int64(len(data)))
