@@ -42,6 +42,13 @@
 // The device must implement device.Matmul (the CPU backend does; the CUDA
 // backend through cuBLAS, loaded at run time). On the CPU backend Auto
 // takes the own GEMM's Go twin wherever it can compute the product.
+//
+// fp8 (e4m3 operands with per-tensor scales, B a [N, K] weight) is not a
+// GemmRS dtype: drive an rs2d context made with OverlapWithGEMM with a
+// Producer and a kernels.Gemm{DType: dtype.E4M3, Out: ..., ScaleA, ScaleB,
+// Layout: kernels.BNK} (Prepare, Producer.Enqueue on a stream that waited
+// for the caller's, Call.Help with HelpRows, Call.Enqueue), as the C ABI's
+// hc_rs2d_scaled_matmul_reduce_scatter does.
 package gemmrs
 
 import (
