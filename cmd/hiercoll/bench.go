@@ -32,9 +32,9 @@ func runBench(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args, false, append(w.positive(), "n", "iters", "reps")...); err != nil {
 		return err
 	}
-	d, err := dtype.Parse(*dt)
+	d, err := parseDType("dtype", *dt, dtype.All...)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	var list []int64
 	if *sizes != "" {

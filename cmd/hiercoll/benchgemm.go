@@ -38,9 +38,9 @@ func runBenchGemm(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args, false, append(w.positive(), "iters", "reps", "samples")...); err != nil {
 		return err
 	}
-	d, err := dtype.Parse(*dt)
+	d, err := parseDType("dtype", *dt, dtype.BF16, dtype.F16, dtype.F32)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	m, err := gemmrs.ParseMode(*mode)
 	if err != nil {

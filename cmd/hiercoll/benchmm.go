@@ -26,9 +26,9 @@ func runBenchMM(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args, false, append(w.positive(), "rounds", "iters", "segments")...); err != nil {
 		return err
 	}
-	d, err := dtype.Parse(*dt)
+	d, err := parseDType("dtype", *dt, dtype.BF16, dtype.F16)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	var list []benchmarks.MMShape
 	if *shapes != "" {

@@ -20,9 +20,9 @@ func runDemo(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args, false, append(w.positive(), "m", "n", "calls")...); err != nil {
 		return err
 	}
-	d, err := dtype.Parse(*dt)
+	d, err := parseDType("dtype", *dt, dtype.All...)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	ctx, cfg, err := w.setting(ctx)
 	if err != nil {

@@ -22,9 +22,12 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/seed12530e24/hiercoll/bootstrap"
+	"github.com/seed12530e24/hiercoll/dtype"
 )
 
 const usage = `usage: hiercoll <command> [flags]
@@ -161,3 +164,25 @@ func gemmFlag(args []string) (rest []string, gemm bool) {
 
 // usageError is a mistake on the command line (exit status 2).
 type usageError struct{ error }
+
+// parseDType parses the value s of flag (--dtype, --dtypes) as a dtype the
+// command takes (one of allowed); a dtype it does not take is a usage error
+// that says which it does, and where fp8 is measured.
+func parseDType(flag, s string, allowed ...dtype.DType) (dtype.DType, error) {
+	d, err := dtype.Parse(s)
+	if err != nil {
+		return d, usageError{err}
+	}
+	if !slices.Contains(allowed, d) {
+		names := make([]string, len(allowed))
+		for i, a := range allowed {
+			names[i] = a.String()
+		}
+		hint := ""
+		if d == dtype.E4M3 {
+			hint = " (fp8 is a GEMM input only: benchmarks/torch/gemm_fp8.py measures it)"
+		}
+		return d, usageError{fmt.Errorf("--%s %s: this command takes %s%s", flag, d, strings.Join(names, ", "), hint)}
+	}
+	return d, nil
+}

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/seed12530e24/hiercoll/dtype"
 )
 
 func TestGemmFlag(t *testing.T) {
@@ -22,5 +25,23 @@ func TestGemmFlag(t *testing.T) {
 		rest, gemm := gemmFlag(tc.args)
 		require.Equal(t, tc.rest, rest, "args %q", tc.args)
 		require.Equal(t, tc.gemm, gemm, "args %q", tc.args)
+	}
+}
+
+// A --dtype a command does not take is a usage error naming the ones it
+// does; fp8 (a GEMM input only) points to where it is measured.
+func TestParseDType(t *testing.T) {
+	d, err := parseDType("dtype", "bfloat16", dtype.BF16, dtype.F16)
+	require.NoError(t, err)
+	require.Equal(t, dtype.BF16, d)
+	for _, c := range []struct{ in, want string }{
+		{"fp8", "--dtype e4m3: this command takes bf16, fp16 (fp8 is a GEMM input only"},
+		{"int32", "--dtype int32: this command takes bf16, fp16"},
+		{"fp64", "unknown element type"},
+	} {
+		_, err := parseDType("dtype", c.in, dtype.BF16, dtype.F16)
+		var ue usageError
+		require.True(t, errors.As(err, &ue), "%q: %v", c.in, err)
+		require.ErrorContains(t, err, c.want)
 	}
 }

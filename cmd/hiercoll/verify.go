@@ -21,9 +21,9 @@ func runVerify(ctx context.Context, args []string) error {
 	}
 	var list []dtype.DType
 	for _, s := range strings.Split(*dts, ",") {
-		d, err := dtype.Parse(s)
+		d, err := parseDType("dtypes", s, dtype.All...)
 		if err != nil {
-			return usageError{err}
+			return err
 		}
 		list = append(list, d)
 	}
