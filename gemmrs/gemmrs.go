@@ -43,12 +43,11 @@
 // backend through cuBLAS, loaded at run time). On the CPU backend Auto
 // takes the own GEMM's Go twin wherever it can compute the product.
 //
-// fp8 (e4m3 operands with per-tensor scales, B a [N, K] weight) is not a
-// GemmRS dtype: drive an rs2d context made with OverlapWithGEMM with a
-// Producer and a kernels.Gemm{DType: dtype.E4M3, Out: ..., ScaleA, ScaleB,
-// Layout: kernels.BNK} (Prepare, Producer.Enqueue on a stream that waited
-// for the caller's, Call.Help with HelpRows, Call.Enqueue), as the C ABI's
-// hc_rs2d_scaled_matmul_reduce_scatter does.
+// fp8: with Config.Input dtype.E4M3, A [M, KLocal] and B, a Linear weight
+// [N, KLocal] (the tensor cores read fp8 operands K-major), are e4m3 and the
+// output DType (bf16 or fp16); RunScaled passes their per-tensor scales.
+// Only the own GEMM computes fp8 (Hopper; the CPU backend's twin), so New
+// fails with ErrNotSupported where it cannot run.
 package gemmrs
 
 import (
@@ -136,6 +135,10 @@ type Config struct {
 	KLocal int
 	// DType is the element type of A, B and the output: BF16, F16 or F32.
 	DType dtype.DType
+	// Input, when set, is A's and B's element type instead: dtype.E4M3
+	// (fp8), with DType BF16 or F16 for the product and the output, and B
+	// as [N, KLocal].
+	Input dtype.DType
 	// Mode is how Run runs (Auto by default).
 	Mode Mode
 	// Transport selects the reduce-scatter's inter-node transport.
@@ -187,6 +190,14 @@ func (c Config) validate(world int, k tune.Knobs) error {
 	case dtype.BF16, dtype.F16, dtype.F32:
 	default:
 		return fmt.Errorf("gemmrs: DType %v: the GEMM takes bf16, fp16 or fp32: %w", c.DType, device.ErrInvalidArgument)
+	}
+	switch {
+	case c.Input != dtype.Invalid && c.Input != c.DType && c.Input != dtype.E4M3:
+		return bad("Input %v: the GEMM's inputs are the DType's or e4m3", c.Input)
+	case c.Input == dtype.E4M3 && c.DType == dtype.F32:
+		return bad("e4m3 products go to bf16 or fp16, not fp32")
+	case c.Input == dtype.E4M3 && (k.Gemm == tune.GemmCuBLAS || k.SplitFirstBlock == tune.SplitOn):
+		return bad("e4m3 inputs take the own GEMM, not the device's matmul block by block")
 	}
 	// C is [MaxM, N], A at most [MaxM, KLocal], B [KLocal, N]: each must
 	// fit before a size is computed from it.

@@ -3,6 +3,7 @@ package gemmrs_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -662,6 +663,9 @@ func TestValidation(t *testing.T) {
 		"split value":             {cfg: base, knobs: tune.Knobs{SplitFirstBlock: 3}},
 		"KLocal × N overflows":    {cfg: baseConfig(dtype.BF16, 4, 1<<40, 1<<23)},
 		"MaxM × KLocal overflows": {cfg: baseConfig(dtype.F32, 4, 4, 1<<62)},
+		"e4m3 to fp32":            {cfg: func() gemmrs.Config { c := baseConfig(dtype.F32, 4, 4, 16); c.Input = dtype.E4M3; return c }()},
+		"e4m3 by cuBLAS":          {cfg: func() gemmrs.Config { c := baseConfig(dtype.BF16, 4, 4, 16); c.Input = dtype.E4M3; return c }(), knobs: tune.Knobs{Gemm: tune.GemmCuBLAS}},
+		"int32 inputs":            {cfg: func() gemmrs.Config { c := base; c.Input = dtype.I32; return c }()},
 	} {
 		_, err := gemmrs.New(tune.With(testCtx(t), c.knobs), w.Ranks[0].Comm, w.Ranks[0].Dev, c.cfg)
 		require.ErrorIs(t, err, device.ErrInvalidArgument, name)
@@ -880,4 +884,99 @@ func TestHelpRows(t *testing.T) {
 	require.Equal(t, 614, gemmrs.HelpRows(spec(8192, 7168, bf16), 4, 2, 30))
 	require.Zero(t, gemmrs.HelpRows(spec(8192, 2048, fp8), 4, 2, -1))
 	require.Zero(t, gemmrs.HelpRows(spec(8192, 2048, fp8), 1, 2, 0))
+}
+
+// fp8 operands (Config.Input E4M3, B a [N, KLocal] weight) with per-tensor
+// scales, overlapped (pushing the end of the last block after the GEMM on
+// one node) and sequential, on 1×4 and 2×2: values of -1, 0 and 1 and
+// scales 0.5 and 4 keep every product and sum exact in bf16, so the
+// outputs (poisoned first) must equal the exact scaled sums bit for bit;
+// then what RunScaled refuses.
+func TestFP8Operands(t *testing.T) {
+	for _, shape := range []bootstrap.Shape{{Nodes: 1, LocalSize: 4}, {Nodes: 2, LocalSize: 2}} {
+		for _, mode := range []gemmrs.Mode{gemmrs.Overlap, gemmrs.Sequential} {
+			t.Run(fmt.Sprintf("%v/%v", shape, mode), func(t *testing.T) {
+				t.Parallel()
+				const rowsPer, n, k = 8, 24, 32
+				ws := shape.World()
+				m := rowsPer * ws
+				value := func(rank, which, i int) float64 { return float64((rank*7+which*5+i*3)%3 - 1) }
+				w := simWorld(t, shape, 10*time.Second)
+				err := w.Run(testCtx(t), func(ctx context.Context, r world.Rank) (err error) {
+					cfg := baseConfig(dtype.BF16, m, n, k)
+					cfg.Input, cfg.Mode = dtype.E4M3, mode
+					g, err := gemmrs.New(ctx, r.Comm, r.Dev, cfg)
+					if err != nil {
+						return err
+					}
+					defer func() { err = errors.Join(err, g.Close()) }()
+					if got, why := g.GemmChoice(); got != tune.GemmOwn {
+						return fmt.Errorf("GEMM %v (%s): fp8 takes the own GEMM", got, why)
+					}
+					rank := r.Comm.Rank()
+					ha, hb := make([]byte, m*k), make([]byte, n*k)
+					for i := range ha {
+						dtype.E4M3.Put(ha, i, value(rank, 0, i))
+					}
+					for i := range hb {
+						dtype.E4M3.Put(hb, i, value(rank, 1, i))
+					}
+					scales := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, math.Float32bits(0.5)), math.Float32bits(4))
+					var ptrs [4]device.Ptr
+					for i, data := range [][]byte{ha, hb, scales, check.Poison(dtype.BF16, rowsPer*n)} {
+						if ptrs[i], err = r.Dev.Alloc(int64(len(data))); err != nil {
+							return err
+						}
+						defer func(p device.Ptr) { err = errors.Join(err, r.Dev.Free(p)) }(ptrs[i])
+						if err := r.Dev.CopyToDevice(ptrs[i], data); err != nil {
+							return err
+						}
+					}
+					s, err := r.Dev.NewStream(device.Normal)
+					if err != nil {
+						return err
+					}
+					defer func() { err = errors.Join(err, s.Close()) }()
+					a := gemmrs.Tensor{Ptr: ptrs[0], Rows: m, Cols: k, DType: dtype.E4M3}
+					b := gemmrs.Tensor{Ptr: ptrs[1], Rows: n, Cols: k, DType: dtype.E4M3}
+					out := gemmrs.Tensor{Ptr: ptrs[3], Rows: rowsPer, Cols: n, DType: dtype.BF16}
+					sc := gemmrs.Scales{A: ptrs[2], B: ptrs[2].Add(4)}
+					if err := g.RunScaled(ctx, a, b, sc, out, s); err != nil {
+						return err
+					}
+					if err := s.Synchronize(ctx); err != nil {
+						return err
+					}
+					got := make([]byte, rowsPer*n*2)
+					if err := r.Dev.CopyToHost(got, out.Ptr); err != nil {
+						return err
+					}
+					for i := 0; i < rowsPer; i++ {
+						for j := 0; j < n; j++ {
+							want := 0.0
+							for q := 0; q < ws; q++ {
+								for kk := 0; kk < k; kk++ {
+									want += value(q, 0, (rank*rowsPer+i)*k+kk) * value(q, 1, j*k+kk)
+								}
+							}
+							if v := dtype.BF16.Get(got, i*n+j); v != 2*want {
+								return fmt.Errorf("rank %d: out[%d, %d] = %g, want %g", rank, i, j, v, 2*want)
+							}
+						}
+					}
+					for name, x := range map[string]struct{ a, b gemmrs.Tensor }{
+						"bf16 operands":        {gemmrs.Tensor{Ptr: a.Ptr, Rows: m, Cols: k, DType: dtype.BF16}, b},
+						"B as [K, N]":          {a, gemmrs.Tensor{Ptr: b.Ptr, Rows: k, Cols: n, DType: dtype.E4M3}},
+						"K of 8 bytes per row": {gemmrs.Tensor{Ptr: a.Ptr, Rows: m, Cols: 8, DType: dtype.E4M3}, b},
+					} {
+						if err := g.RunScaled(ctx, x.a, x.b, sc, out, s); !errors.Is(err, device.ErrInvalidArgument) {
+							return fmt.Errorf("%s: got %v, want ErrInvalidArgument", name, err)
+						}
+					}
+					return nil
+				})
+				require.NoError(t, err)
+			})
+		}
+	}
 }

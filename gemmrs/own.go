@@ -35,10 +35,22 @@ func SegmentsFor(rowsPerRank int) int {
 	return max(1, min(maxAutoSegments, rowsPerRank/segmentRows))
 }
 
-// ownSpec is the own GEMM's product C[:M] = A·B for a call.
-func (g *GemmRS) ownSpec(a, b Tensor) kernels.Gemm {
-	return kernels.Gemm{M: a.Rows, N: g.cfg.N, K: g.cfg.KLocal, A: a.Ptr, B: b.Ptr, C: g.cBuf, DType: g.cfg.DType, Layout: kernels.BKN}
+// ownSpec is the own GEMM's product C[:M] = A·B for a call (fp8: times
+// the scales, B [N, KLocal]).
+func (g *GemmRS) ownSpec(a, b Tensor, sc Scales) kernels.Gemm {
+	spec := kernels.Gemm{M: a.Rows, N: g.cfg.N, K: g.cfg.KLocal, A: a.Ptr, B: b.Ptr, C: g.cBuf, DType: g.cfg.DType, Layout: kernels.BKN}
+	if g.fp8() {
+		spec.DType, spec.Out, spec.Layout, spec.ScaleA, spec.ScaleB = dtype.E4M3, g.cfg.DType, kernels.BNK, sc.A, sc.B
+	}
+	return spec
 }
+
+// fp8 reports whether A and B are e4m3 (Config.Input).
+func (g *GemmRS) fp8() bool { return g.cfg.Input == dtype.E4M3 }
+
+// Scales are the per-tensor scales of fp8 operands (RunScaled): device
+// addresses of one float32 each; 0 is 1.
+type Scales struct{ A, B device.Ptr }
 
 // GemmChoice reports which GEMM the GemmRS computes with: tune.GemmOwn or
 // tune.GemmCuBLAS (the device's matmul), as every rank agreed in New, and
@@ -56,13 +68,17 @@ func (g *GemmRS) chooseGemm(ctx context.Context) (bool, string, error) {
 	if g.knobs.Gemm == tune.GemmCuBLAS {
 		return false, "asked for", nil
 	}
-	spec := g.ownSpec(Tensor{Ptr: 256, Rows: g.cfg.MaxM}, Tensor{Ptr: 256})
+	spec := g.ownSpec(Tensor{Ptr: 256, Rows: g.cfg.MaxM}, Tensor{Ptr: 256}, Scales{})
 	spec.C = 256
 	err := spec.Check()
 	if err == nil {
 		err = kernels.PrepareGemm(g.dev, g.cfg.DType)
 	}
 	switch {
+	case err != nil && g.fp8():
+		return false, "", fmt.Errorf("e4m3 inputs need the own GEMM, which cannot compute this product here: %w", err)
+	case g.fp8():
+		return true, "e4m3 inputs: only the own GEMM takes them", nil
 	case err != nil && g.knobs.Gemm == tune.GemmOwn:
 		return false, "", fmt.Errorf("the own GEMM cannot compute this product: %w", err)
 	case err != nil:
@@ -108,7 +124,7 @@ func (g *GemmRS) timeGemms(ctx context.Context) (own, mm time.Duration, err erro
 			return 0, 0, err
 		}
 	}
-	spec := g.ownSpec(Tensor{Ptr: a, Rows: cfg.MaxM}, Tensor{Ptr: b})
+	spec := g.ownSpec(Tensor{Ptr: a, Rows: cfg.MaxM}, Tensor{Ptr: b}, Scales{})
 	spec.Workspace = g.producer.workspace // as the calls will run it
 	ref := device.GemmSpec{M: cfg.MaxM, N: cfg.N, K: cfg.KLocal, A: a, B: b, C: g.cBuf, DType: cfg.DType}
 	const rounds, calls = 3, 3

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/kernels"
 	"github.com/seed12530e24/hiercoll/rs2d"
@@ -23,17 +24,28 @@ import (
 // A, B and C stay in use until s has passed the call: change A or B only
 // in work ordered after it on s.
 func (g *GemmRS) Run(ctx context.Context, a, b, out Tensor, s device.Stream) error {
-	return g.RunMode(ctx, g.cfg.Mode, a, b, out, s)
+	return g.run(ctx, g.cfg.Mode, a, b, Scales{}, out, s)
+}
+
+// RunScaled is Run with fp8 operands' per-tensor scales (Config.Input
+// E4M3): out = (Σ over ranks of sc.A·sc.B·(A·Bᵀ))[this rank's rows], B
+// being [N, KLocal]. The scales are read on the device when the GEMM runs.
+func (g *GemmRS) RunScaled(ctx context.Context, a, b Tensor, sc Scales, out Tensor, s device.Stream) error {
+	return g.run(ctx, g.cfg.Mode, a, b, sc, out, s)
 }
 
 // RunMode is Run in the given mode (Auto: ModeFor(M)). Both modes raise the
 // same signals for the reduce-scatter, so ranks may even differ in mode.
 func (g *GemmRS) RunMode(ctx context.Context, mode Mode, a, b, out Tensor, s device.Stream) error {
+	return g.run(ctx, mode, a, b, Scales{}, out, s)
+}
+
+func (g *GemmRS) run(ctx context.Context, mode Mode, a, b Tensor, sc Scales, out Tensor, s device.Stream) error {
 	if err := g.lockUsable(ctx); err != nil {
 		return err
 	}
 	defer g.mu.Unlock()
-	if err := g.checkGemm(a, b, out); err != nil {
+	if err := g.checkGemm(a, b, sc, out); err != nil {
 		return err
 	}
 	if mode == Auto {
@@ -48,9 +60,9 @@ func (g *GemmRS) RunMode(ctx context.Context, mode Mode, a, b, out Tensor, s dev
 	}
 	raised := false
 	if mode == Overlap {
-		err = g.enqueueOverlap(ctx, a, b, call, s, &raised)
+		err = g.enqueueOverlap(ctx, a, b, sc, call, s, &raised)
 	} else {
-		err = g.enqueueSequential(ctx, a, b, call, s, &raised)
+		err = g.enqueueSequential(ctx, a, b, sc, call, s, &raised)
 	}
 	if err != nil {
 		if mode == Overlap {
@@ -81,11 +93,11 @@ func (g *GemmRS) Gemm(ctx context.Context, a, b Tensor, s device.Stream) (Tensor
 		return Tensor{}, err
 	}
 	defer g.mu.Unlock()
-	if err := g.checkGemm(a, b, Tensor{}); err != nil {
+	if err := g.checkGemm(a, b, Scales{}, Tensor{}); err != nil {
 		return Tensor{}, err
 	}
 	c := g.cTensor(a.Rows)
-	if err := g.gemmWhole(a, b, c, s); err != nil {
+	if err := g.gemmWhole(a, b, Scales{}, c, s); err != nil {
 		return Tensor{}, fmt.Errorf("gemmrs: gemm: %w", err)
 	}
 	return c, nil
@@ -155,7 +167,7 @@ func (g *GemmRS) fail(what string, raised bool, err error) error {
 // stream at the end. The GEMM is enqueued first so that it starts while the
 // host is still enqueueing the reduce-scatter, which is safe because every
 // wait for a signal is on the device.
-func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b Tensor, call *rs2d.Call, s device.Stream, raised *bool) error {
+func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b Tensor, sc Scales, call *rs2d.Call, s device.Stream, raised *bool) error {
 	gs := g.gemmStream
 	if err := g.ready.Record(s); err != nil {
 		return err
@@ -173,7 +185,7 @@ func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b Tensor, call *rs2d.Cal
 		}
 		return sig.Raise(st, d)
 	}
-	if spec := g.ownSpec(a, b); g.knobs.Gemm == tune.GemmOwn && g.hooks == nil && spec.Check() == nil {
+	if spec := g.ownSpec(a, b, sc); g.knobs.Gemm == tune.GemmOwn && (g.hooks == nil || g.fp8()) && spec.Check() == nil {
 		if err := g.enqueueOwn(spec, sig, raised); err != nil {
 			return err
 		}
@@ -265,8 +277,8 @@ func (g *GemmRS) split(sig rs2d.Signals, m, d int) bool {
 
 // enqueueSequential: the whole GEMM on s, every signal raised after it on
 // s, then the reduce-scatter.
-func (g *GemmRS) enqueueSequential(ctx context.Context, a, b Tensor, call *rs2d.Call, s device.Stream, raised *bool) error {
-	if err := g.gemmWhole(a, b, g.cTensor(a.Rows), s); err != nil {
+func (g *GemmRS) enqueueSequential(ctx context.Context, a, b Tensor, sc Scales, call *rs2d.Call, s device.Stream, raised *bool) error {
+	if err := g.gemmWhole(a, b, sc, g.cTensor(a.Rows), s); err != nil {
 		return err
 	}
 	if err := g.raiseAll(s, call.Signals(), raised); err != nil {
@@ -279,11 +291,11 @@ func (g *GemmRS) enqueueSequential(ctx context.Context, a, b Tensor, call *rs2d.
 // the own GEMM where it was chosen and can take these operands (with the
 // stream-K last wave of the producer's workspace, as the overlapped calls
 // run it), else the device's matmul.
-func (g *GemmRS) gemmWhole(a, b, c Tensor, s device.Stream) error {
+func (g *GemmRS) gemmWhole(a, b Tensor, sc Scales, c Tensor, s device.Stream) error {
 	if err := g.gemmStart.Record(s); err != nil {
 		return err
 	}
-	if own := g.ownSpec(a, b); g.knobs.Gemm == tune.GemmOwn && own.Check() == nil {
+	if own := g.ownSpec(a, b, sc); g.knobs.Gemm == tune.GemmOwn && own.Check() == nil {
 		own.C, own.Workspace = c.Ptr, g.producer.workspace
 		if err := kernels.LaunchGemm(g.dev, s, own); err != nil {
 			return err
@@ -345,18 +357,24 @@ func (g *GemmRS) cTensor(m int) Tensor {
 // checkGemm validates A and B, and that out (when given) overlaps neither,
 // before any work is enqueued; the reduce-scatter's own arguments are
 // rs2d's to check (Prepare).
-func (g *GemmRS) checkGemm(a, b, out Tensor) error {
+func (g *GemmRS) checkGemm(a, b Tensor, sc Scales, out Tensor) error {
 	cfg := g.cfg
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("gemmrs: %s: %w", fmt.Sprintf(format, args...), device.ErrInvalidArgument)
 	}
+	in, bk, bn := cfg.DType, b.Rows, b.Cols // B's K and N
+	if g.fp8() {
+		in, bk, bn = dtype.E4M3, b.Cols, b.Rows // B is [N, KLocal]
+	}
 	switch {
-	case a.DType != cfg.DType || b.DType != cfg.DType:
-		return bad("A is %v and B is %v; the GemmRS was made for %v", a.DType, b.DType, cfg.DType)
-	case a.Cols != cfg.KLocal || b.Rows != cfg.KLocal:
-		return bad("A has %d columns and B %d rows; the GemmRS was made for KLocal=%d", a.Cols, b.Rows, cfg.KLocal)
-	case b.Cols != cfg.N:
-		return bad("B has N=%d columns; the GemmRS was made for N=%d", b.Cols, cfg.N)
+	case a.DType != in || b.DType != in:
+		return bad("A is %v and B is %v; the GemmRS was made for %v", a.DType, b.DType, in)
+	case a.Cols != cfg.KLocal || bk != cfg.KLocal:
+		return bad("A has %d columns and B's K is %d; the GemmRS was made for KLocal=%d", a.Cols, bk, cfg.KLocal)
+	case bn != cfg.N:
+		return bad("B's N is %d; the GemmRS was made for N=%d", bn, cfg.N)
+	case !g.fp8() && (sc.A != 0 || sc.B != 0):
+		return bad("scales are for e4m3 inputs (Config.Input)")
 	case a.Rows <= 0:
 		return bad("M=%d must be positive", a.Rows)
 	case a.Rows > cfg.MaxM:
@@ -365,6 +383,11 @@ func (g *GemmRS) checkGemm(a, b, out Tensor) error {
 		return bad("M=%d is not divisible by world size %d", a.Rows, g.world)
 	case a.Ptr == 0 || b.Ptr == 0:
 		return bad("nil A or B pointer")
+	}
+	if g.fp8() { // no other GEMM to fall back to
+		if err := g.ownSpec(a, b, sc).Check(); err != nil {
+			return fmt.Errorf("gemmrs: %w", err)
+		}
 	}
 	for _, t := range []struct {
 		name string
