@@ -17,6 +17,7 @@ import (
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/gemmrs"
 	"github.com/seed12530e24/hiercoll/internal/tune"
+	"github.com/seed12530e24/hiercoll/kernels"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
 )
@@ -212,7 +213,11 @@ func gemmBench(ctx context.Context, r world.Rank, o GemmOptions) (err error) {
 		return err
 	}
 
-	p.Printf("hiercoll bench-gemm: GEMM + ReduceScatter2D over %s, %v, K split over %d ranks\n", o.Title, o.DType, r.Comm.Size())
+	types := o.DType.String()
+	if o.Config.Input == dtype.E4M3 {
+		types = fmt.Sprintf("e4m3 operands (unit scales, B as [N, K/world]) to %v", o.DType)
+	}
+	p.Printf("hiercoll bench-gemm: GEMM + ReduceScatter2D over %s, %s, K split over %d ranks\n", o.Title, types, r.Comm.Size())
 	if mm, err := device.MatmulOf(r.Dev); err == nil {
 		p.Printf("  GEMM: %s, fp32 accumulation\n", device.MatmulLibrary(mm))
 	}
@@ -274,10 +279,10 @@ func usOrDash(d time.Duration) string {
 // gemmInputs generates every rank's A and B from a seed, element by
 // element, so that any rank can compute any element of the reference
 // without holding the other ranks' matrices: uniform in [-1, 1), rounded
-// to the dtype.
+// to the dtype dt; out is the product's dtype (dt's unless dt is e4m3).
 type gemmInputs struct {
 	seed      uint64
-	dt        dtype.DType
+	dt, out   dtype.DType
 	world     int
 	n, kLocal int
 	rowsPer   int
@@ -363,7 +368,7 @@ func gemmShape(ctx context.Context, r world.Rank, o GemmOptions, shape GemmShape
 	row = GemmRow{Shape: shape, KLocal: shape.K / ws}
 	c.status.Printf("bench-gemm: %v: setting up...\n", shape)
 	cfg := o.Config
-	cfg.MaxM, cfg.N, cfg.KLocal, cfg.DType = shape.M, shape.N, row.KLocal, o.DType
+	cfg.MaxM, cfg.N, cfg.KLocal, cfg.DType = shape.M, shape.N, row.KLocal, o.DType // cfg.Input: fp8 operands
 	if c.g, err = gemmrs.New(ctx, r.Comm, r.Dev, cfg); err != nil {
 		return row, err
 	}
@@ -398,6 +403,10 @@ func (c *gemmCase) allocate(seed uint64) (free func() error, err error) {
 	r, shape, dt := c.r, c.shape, c.o.DType
 	ws, rank := r.Comm.Size(), r.Comm.Rank()
 	kl, rpr, es := shape.K/ws, shape.M/ws, int64(dt.Size())
+	in, layout := dt, kernels.BKN
+	if c.o.Config.Input == dtype.E4M3 {
+		in, layout = dtype.E4M3, kernels.BNK
+	}
 	var taken []device.Ptr
 	free = func() error {
 		// Whatever failed, nothing may still read the buffers.
@@ -420,8 +429,11 @@ func (c *gemmCase) allocate(seed uint64) (free func() error, err error) {
 		}
 		return p
 	}
-	c.a = gemmrs.Tensor{Ptr: alloc(int64(shape.M) * int64(kl) * es), Rows: shape.M, Cols: kl, DType: dt}
-	c.b = gemmrs.Tensor{Ptr: alloc(int64(kl) * int64(shape.N) * es), Rows: kl, Cols: shape.N, DType: dt}
+	c.a = gemmrs.Tensor{Ptr: alloc(int64(shape.M) * int64(kl) * int64(in.Size())), Rows: shape.M, Cols: kl, DType: in}
+	c.b = gemmrs.Tensor{Ptr: alloc(int64(kl) * int64(shape.N) * int64(in.Size())), Rows: kl, Cols: shape.N, DType: in}
+	if layout == kernels.BNK {
+		c.b.Rows, c.b.Cols = shape.N, kl
+	}
 	c.out = gemmrs.Tensor{Ptr: alloc(int64(rpr) * int64(shape.N) * es), Rows: rpr, Cols: shape.N, DType: dt}
 	if c.ref != nil {
 		c.refOut = alloc(int64(rpr) * int64(shape.N) * es)
@@ -429,12 +441,12 @@ func (c *gemmCase) allocate(seed uint64) (free func() error, err error) {
 	if err != nil {
 		return free, err
 	}
-	c.in = &gemmInputs{seed: seed ^ mix64(uint64(shape.M)<<42^uint64(shape.N)<<21^uint64(shape.K)), dt: dt, world: ws,
+	c.in = &gemmInputs{seed: seed ^ mix64(uint64(shape.M)<<42^uint64(shape.N)<<21^uint64(shape.K)), dt: in, out: dt, world: ws,
 		n: shape.N, kLocal: kl, rowsPer: rpr}
 	if err := c.in.upload(r.Dev, c.a.Ptr, rank, 0, shape.M, kl); err != nil {
 		return free, err
 	}
-	return free, c.in.upload(r.Dev, c.b.Ptr, rank, 1, kl, shape.N)
+	return free, c.in.uploadB(r.Dev, c.b.Ptr, rank, layout)
 }
 
 // The paths the benchmark times, each one call.
@@ -634,7 +646,7 @@ func tracedCall(ctx context.Context, g *gemmrs.GemmRS, s device.Stream, calls in
 // output for NaNs. It returns the largest fraction of the bound used.
 func checkSamples(in *gemmInputs, o GemmOptions, rank, nodes int, got []byte, count int) (float64, error) {
 	for e := 0; e < count; e++ {
-		if math.IsNaN(in.dt.Get(got, e)) {
+		if math.IsNaN(in.out.Get(got, e)) {
 			return 0, fmt.Errorf("rank %d: output element (%d, %d) is NaN (read before it was computed?)", rank, e/in.n, e%in.n)
 		}
 	}
@@ -661,8 +673,8 @@ func checkSamples(in *gemmInputs, o GemmOptions, rank, nodes int, got []byte, co
 	for _, e := range elems {
 		i, j := e/in.n, e%in.n
 		exact, absSum := in.expected(rank, i, j)
-		v := in.dt.Get(got, e)
-		tol := gemmrs.Tolerance(in.dt, in.kLocal, in.world, nodes, absSum)
+		v := in.out.Get(got, e)
+		tol := gemmrs.Tolerance(in.out, in.kLocal, in.world, nodes, absSum)
 		if d := math.Abs(v - exact); d > tol {
 			return worst, fmt.Errorf("rank %d: output element (%d, %d) is %g, the exact sum %g (tolerance %.3g)", rank, i, j, v, exact, tol)
 		} else {

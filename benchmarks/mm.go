@@ -164,7 +164,7 @@ func mmShape(ctx context.Context, r world.Rank, o MMOptions, mmDev device.Matmul
 	o.Status.Printf("bench-mm: %v %v: setting up...\n", shape, layout)
 	buf := &mmBuffers{dev: r.Dev}
 	defer func() { err = errors.Join(err, buf.free()) }()
-	in := &gemmInputs{seed: mix64(uint64(shape.M)<<40 ^ uint64(shape.N)<<20 ^ uint64(shape.K)), dt: dt, world: 1, n: shape.N, kLocal: shape.K, rowsPer: shape.M}
+	in := &gemmInputs{seed: mix64(uint64(shape.M)<<40 ^ uint64(shape.N)<<20 ^ uint64(shape.K)), dt: dt, out: dt, world: 1, n: shape.N, kLocal: shape.K, rowsPer: shape.M}
 	alloc := func(p *device.Ptr, n int64) {
 		if err == nil {
 			*p, err = r.Dev.Alloc(max(n, 256))
@@ -180,7 +180,7 @@ func mmShape(ctx context.Context, r world.Rank, o MMOptions, mmDev device.Matmul
 	if err := in.upload(r.Dev, buf.a, 0, 0, shape.M, shape.K); err != nil {
 		return row, err
 	}
-	if err := in.uploadB(r.Dev, buf.b, layout); err != nil {
+	if err := in.uploadB(r.Dev, buf.b, 0, layout); err != nil {
 		return row, err
 	}
 	if buf.ws, err = kernels.NewGemmWorkspace(r.Dev); err != nil {
@@ -316,17 +316,17 @@ func (m *mmBuffers) signalTables(g kernels.Gemm, segs int) (kernels.Gemm, error)
 	return g, err
 }
 
-// uploadB writes B, [K, N] or [N, K] as layout says, element (k, j) being
-// value(0, 1, k·N + j).
-func (in *gemmInputs) uploadB(dev device.Device, p device.Ptr, layout kernels.BLayout) error {
+// uploadB writes rank q's B, [K, N] or [N, K] as layout says, element
+// (k, j) being value(q, 1, k·N + j).
+func (in *gemmInputs) uploadB(dev device.Device, p device.Ptr, q int, layout kernels.BLayout) error {
 	if layout == kernels.BKN {
-		return in.upload(dev, p, 0, 1, in.kLocal, in.n)
+		return in.upload(dev, p, q, 1, in.kLocal, in.n)
 	}
 	es := in.dt.Size()
 	host := make([]byte, in.kLocal*in.n*es)
 	for j := 0; j < in.n; j++ {
 		for k := 0; k < in.kLocal; k++ {
-			in.dt.Put(host, j*in.kLocal+k, in.raw(0, 1, int64(k)*int64(in.n)+int64(j)))
+			in.dt.Put(host, j*in.kLocal+k, in.raw(q, 1, int64(k)*int64(in.n)+int64(j)))
 		}
 	}
 	return dev.CopyToDevice(p, host)

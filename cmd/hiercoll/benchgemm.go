@@ -30,6 +30,7 @@ func runBenchGemm(ctx context.Context, args []string) error {
 	gemm := fs.String("gemm", "auto", "the GEMM: own (hiercoll's, per-segment signals), cublas (the device's matmul, block by block), "+
 		"or auto (own where every rank can run it and measured it at least as fast as cuBLAS)")
 	segments := fs.Int("segments", 0, "tuning, own GEMM: signals per destination's rows (0: about one per 1024 rows, at most 8)")
+	input := fs.String("input", "", "the operands' dtype when not --dtype's: e4m3 (fp8 into --dtype bf16 or fp16; B as [N, K/world], unit scales)")
 	help := fs.Int("help", 0, "tuning, own GEMM on one node: percent of the last peer's block the SMs push after the GEMM, beside the copy engine (0: estimated, -1: none)")
 	iters := fs.Int("iters", 0, "calls per timed measurement (0: 20 on GPUs, 2 on the CPU)")
 	reps := fs.Int("reps", 3, "measurements of each path, in turn; the median is reported with the spread")
@@ -41,6 +42,12 @@ func runBenchGemm(ctx context.Context, args []string) error {
 	d, err := parseDType("dtype", *dt, dtype.BF16, dtype.F16, dtype.F32)
 	if err != nil {
 		return err
+	}
+	var in dtype.DType
+	if *input != "" {
+		if in, err = parseDType("input", *input, dtype.E4M3); err != nil {
+			return err
+		}
 	}
 	m, err := gemmrs.ParseMode(*mode)
 	if err != nil {
@@ -85,7 +92,7 @@ func runBenchGemm(ctx context.Context, args []string) error {
 		return func(ctx context.Context, r worldRank) error {
 			var rows []benchmarks.GemmRow
 			opts := benchmarks.GemmOptions{
-				Shapes: list, DType: d, Config: gemmrs.Config{Mode: m, Transport: cfg.Transport, Timeout: cfg.Timeout},
+				Shapes: list, DType: d, Config: gemmrs.Config{Mode: m, Input: in, Transport: cfg.Transport, Timeout: cfg.Timeout},
 				Iters: *iters, Reps: *reps, Samples: *samples,
 				Out: benchmarks.Printer{W: cmdOut}, Status: cmdErr, Title: wh.title, Rows: &rows,
 			}
