@@ -186,7 +186,8 @@ const gemmSegmentRecord = 24
 // GemmTables returns, for an M × N product signalling segs (in the order a
 // consumer takes them), the row-tile order (as int32 bytes, for
 // Gemm.Order: the row tiles of each segment in turn, then any others) and
-// the segment records (for Gemm.Segments).
+// the segment records (for Gemm.Segments), followed by the segments each
+// row tile meets (int32: GemmRowTiles(m)+1 offsets, then the indices).
 func GemmTables(m, n int, segs []GemmSegment) (order, records []byte) {
 	rowTiles, colTiles := GemmRowTiles(m), GemmColTiles(n)
 	seen := make([]bool, rowTiles)
@@ -212,6 +213,22 @@ func GemmTables(m, n int, segs []GemmSegment) (order, records []byte) {
 	}
 	for rt := 0; rt < rowTiles; rt++ {
 		add(rt)
+	}
+	// Each row tile's segments, for the kernel's signals: offsets, then
+	// indices.
+	var index []int
+	offsets := make([]int, 0, rowTiles+1)
+	for rt := 0; rt < rowTiles; rt++ {
+		offsets = append(offsets, len(index))
+		for i, s := range segs {
+			if rt*GemmTileM < s.R1 && s.R0 < (rt+1)*GemmTileM {
+				index = append(index, i)
+			}
+		}
+	}
+	offsets = append(offsets, len(index))
+	for _, v := range append(offsets, index...) {
+		records = binary.LittleEndian.AppendUint32(records, uint32(v))
 	}
 	return order, records
 }

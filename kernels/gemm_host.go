@@ -103,7 +103,7 @@ func gemmHost(in, out dtype.DType, layout BLayout) device.HostFunc {
 		}
 		var segs []byte
 		if g.nsegs > 0 {
-			if segs, err = mem.Bytes(g.segments, int64(gemmSegmentRecord*g.nsegs)); err != nil {
+			if segs, err = g.segmentTables(mem); err != nil {
 				return fmt.Errorf("gemm segments: %w", err)
 			}
 		}
@@ -198,17 +198,47 @@ func (g gemmArgs) tile(mem device.HostMemory, dt, out dtype.DType, layout BLayou
 	return nil
 }
 
-// signal counts row tile rt in every segment it meets and raises the
-// segments it completes, resetting their counters.
-func (g gemmArgs) signal(mem device.HostMemory, segs []byte, rt int) error {
-	r0, r1 := rt*GemmTileM, min((rt+1)*GemmTileM, g.m)
-	for s := 0; s < g.nsegs; s++ {
-		rec := segs[gemmSegmentRecord*s:]
-		sr0, sr1 := int(int32(binary.LittleEndian.Uint32(rec))), int(int32(binary.LittleEndian.Uint32(rec[4:])))
-		need := binary.LittleEndian.Uint32(rec[8:])
-		if sr1 <= r0 || r1 <= sr0 {
-			continue
+// segmentTables reads the segment records and, after them, the segments
+// of each row tile (GemmTables), checking the indices.
+func (g gemmArgs) segmentTables(mem device.HostMemory) ([]byte, error) {
+	head := int64(gemmSegmentRecord*g.nsegs + 4*(g.rowTiles+1))
+	b, err := mem.Bytes(g.segments, head)
+	if err != nil {
+		return nil, err
+	}
+	total := int64(binary.LittleEndian.Uint32(b[head-4:]))
+	if b, err = mem.Bytes(g.segments, head+4*total); err != nil {
+		return nil, err
+	}
+	prev := uint32(0)
+	for rt := 0; rt <= g.rowTiles; rt++ {
+		o := binary.LittleEndian.Uint32(b[gemmSegmentRecord*g.nsegs+4*rt:])
+		if o < prev || (rt == 0 && o != 0) {
+			return nil, fmt.Errorf("row tile %d's segments start at %d: %w", rt, o, device.ErrInvalidArgument)
 		}
+		prev = o
+	}
+	for i := int64(0); i < total; i++ {
+		if s := binary.LittleEndian.Uint32(b[head+4*i:]); s >= uint32(g.nsegs) {
+			return nil, fmt.Errorf("row tiles' segment %d of %d: %w", s, g.nsegs, device.ErrInvalidArgument)
+		}
+	}
+	return b, nil
+}
+
+// signal counts row tile rt in every segment it meets (the tables' list for
+// rt) and raises the segments it completes, resetting their counters.
+func (g gemmArgs) signal(mem device.HostMemory, segs []byte, rt int) error {
+	if g.nsegs == 0 {
+		return nil
+	}
+	offsets := segs[gemmSegmentRecord*g.nsegs:]
+	index := offsets[4*(g.rowTiles+1):]
+	b, e := binary.LittleEndian.Uint32(offsets[4*rt:]), binary.LittleEndian.Uint32(offsets[4*rt+4:])
+	for i := b; i < e; i++ {
+		s := int(binary.LittleEndian.Uint32(index[4*i:]))
+		rec := segs[gemmSegmentRecord*s:]
+		need := binary.LittleEndian.Uint32(rec[8:])
 		counter := g.counters.Add(int64(4 * s))
 		word, err := mem.Bytes(counter, 4)
 		if err != nil {

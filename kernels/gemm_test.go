@@ -233,6 +233,10 @@ func TestGemmSignalsSegments(t *testing.T) {
 	require.Equal(t, []uint32{1, 2, 0}, u32s(order), "row tiles of rows 200..300 (1, 2), then 0..150 (0; 1 taken)")
 	need := func(i int) uint32 { return binary.LittleEndian.Uint32(records[24*i+8:]) }
 	require.Equal(t, []uint32{2 * 3, 2 * 3, 1 * 3}, []uint32{need(0), need(1), need(2)})
+	// Then each row tile's segments: offsets, indices. Row tile 0 (rows
+	// 0..128) meets segment 1; row tile 1 (128..256) all three; row tile 2
+	// (256..300) segment 0.
+	require.Equal(t, []uint32{0, 1, 4, 5, 1, 0, 1, 2, 0}, u32s(records[24*len(segs):]))
 	tables := func(data []byte) device.Ptr {
 		p, err := r.dev.Alloc(int64(len(data)))
 		require.NoError(t, err)

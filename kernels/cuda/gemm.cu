@@ -265,15 +265,21 @@ __device__ __forceinline__ bool gm_partial_of(int c, int t, int tiles, int sk, i
   return a < e && e > start;
 }
 
-// gm_signal adds the tile of rows [r0, r1) to every segment it meets and
-// raises the segments it completes. The add releases this CTA's stored
-// tiles at GPU scope and acquires the other CTAs'; the raise releases them
-// all at system scope (release is cumulative), so no fence is needed
-// before either (each costs the kernel's tail time: see RESULTS.md).
-__device__ __forceinline__ void gm_signal(int r0, int r1, const hc_gemm_segment* segs, int nsegs, u32* counters, u32 value) {
-  for (int s = 0; s < nsegs; s++) {
+// gm_signal adds a tile of row tile rt to every segment it meets and raises
+// the segments it completes. Which segments a row tile meets follows the
+// records: offsets[row_tiles + 1], then the segments' indices (so a tile
+// visits only its own: scanning every record per tile cost the GEMM in
+// proportion to their number, RESULTS.md). The add releases this CTA's
+// stored tiles at GPU scope and acquires the other CTAs'; the raise
+// releases them all at system scope (release is cumulative), so no fence
+// is needed before either (each costs the kernel's tail time).
+__device__ __forceinline__ void gm_signal(int rt, int row_tiles, const hc_gemm_segment* segs, int nsegs, u32* counters,
+                                          u32 value) {
+  const int* offsets = (const int*)(segs + nsegs);
+  const int* index = offsets + row_tiles + 1;
+  for (int i = offsets[rt]; i < offsets[rt + 1]; i++) {
+    const int s = index[i];
     const hc_gemm_segment g = segs[s];
-    if (g.r1 <= r0 || r1 <= g.r0) continue;
     u32 old;
     asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;" : "=r"(old) : "l"(counters + s) : "memory");
     if (old + 1 == g.need) {
@@ -329,7 +335,7 @@ __device__ __forceinline__ void gm_stage(const float* d, u32 stage, int row, int
 // staging buffer once read; after the second half, wait for the tile's
 // writes and signal.
 template <int TMA>
-__device__ __forceinline__ void gm_storer(const hc_tensor_map* tmc, u32 cstage, u32 staged, u32 freed, int M,
+__device__ __forceinline__ void gm_storer(const hc_tensor_map* tmc, u32 cstage, u32 staged, u32 freed,
                                           const int* order, int row_tiles, int col_tiles, int group, int tiles,
                                           int sk, int kt, const hc_gemm_segment* segs, int nsegs, u32* counters,
                                           u32 value) {
@@ -357,7 +363,7 @@ __device__ __forceinline__ void gm_storer(const hc_tensor_map* tmc, u32 cstage, 
       asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
       asm volatile("fence.proxy.async.global;" ::: "memory");
     }
-    gm_signal(rt * GM_BM, min(rt * GM_BM + GM_BM, M), segs, nsegs, counters, value);
+    gm_signal(rt, row_tiles, segs, nsegs, counters, value);
   }
   if (TMA) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
 }
@@ -454,7 +460,7 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
     if (threadIdx.x == 32) {
-      gm_storer<TMA>(tmc, cstage, staged, freed, M, order, row_tiles, col_tiles, group, tiles, sk, k_tiles, segs, nsegs,
+      gm_storer<TMA>(tmc, cstage, staged, freed, order, row_tiles, col_tiles, group, tiles, sk, k_tiles, segs, nsegs,
                      counters, value);
     }
     if (threadIdx.x != 0) return;
