@@ -19,6 +19,17 @@ const (
 	layoutNK = 1
 )
 
+// bLayout is the kernels' layout of HC_B_KN or HC_B_NK.
+func bLayout(l int) (kernels.BLayout, error) {
+	switch l {
+	case layoutKN:
+		return kernels.BKN, nil
+	case layoutNK:
+		return kernels.BNK, nil
+	}
+	return 0, fmt.Errorf("hiercoll: b_layout %d is not HC_B_KN (0) or HC_B_NK (1): %w", l, device.ErrInvalidArgument)
+}
+
 // matmulState is what hc_rs2d_matmul_reduce_scatter adds to an overlap
 // context at its first call: the own GEMM's producer, the stream it runs on
 // and the events that join it to the caller's stream.
@@ -103,14 +114,12 @@ func matmulReduceScatter(h int64, x matmulArgs, stream uint64) error {
 	switch {
 	case !c.rs.Config().OverlapWithGEMM:
 		return fmt.Errorf("hiercoll: matmul + reduce-scatter needs a context made with HC_OVERLAP_WITH_GEMM: %w", device.ErrInvalidArgument)
-	case x.layout != layoutKN && x.layout != layoutNK:
-		return fmt.Errorf("hiercoll: b_layout %d is not HC_B_KN (0) or HC_B_NK (1): %w", x.layout, device.ErrInvalidArgument)
 	case x.m <= 0 || x.m > maxDim || x.k <= 0 || x.k > maxDim || x.lda < 0 || x.lda > maxDim || x.ldb < 0 || x.ldb > maxDim:
 		return fmt.Errorf("hiercoll: m=%d, k=%d must be positive and lda=%d, ldb=%d not negative (all below 2^40): %w", x.m, x.k, x.lda, x.ldb, device.ErrInvalidArgument)
 	}
-	layout := kernels.BKN
-	if x.layout == layoutNK {
-		layout = kernels.BNK
+	layout, err := bLayout(x.layout)
+	if err != nil {
+		return err
 	}
 	in := x.in
 	if in == dtype.Invalid {
@@ -177,20 +186,18 @@ func gemm(h int64, x gemmArgs, stream uint64) error {
 		return fmt.Errorf("hiercoll: a_dtype %d is not HC_BF16 (1), HC_F16 (2) or HC_E4M3 (5): %w", x.in, device.ErrInvalidArgument)
 	case !outOK || (out != dtype.BF16 && out != dtype.F16):
 		return fmt.Errorf("hiercoll: c_dtype %d is not HC_BF16 (1) or HC_F16 (2): %w", x.out, device.ErrInvalidArgument)
-	case x.layout != layoutKN && x.layout != layoutNK:
-		return fmt.Errorf("hiercoll: b_layout %d is not HC_B_KN (0) or HC_B_NK (1): %w", x.layout, device.ErrInvalidArgument)
 	case x.m <= 0 || x.m > maxDim || x.n <= 0 || x.n > maxDim || x.k <= 0 || x.k > maxDim:
 		return fmt.Errorf("hiercoll: m=%d, n=%d, k=%d must be positive (and below 2^40): %w", x.m, x.n, x.k, device.ErrInvalidArgument)
 	case x.lda < 0 || x.lda > maxDim || x.ldb < 0 || x.ldb > maxDim || x.ldc < 0 || x.ldc > maxDim:
 		return fmt.Errorf("hiercoll: lda=%d, ldb=%d, ldc=%d must not be negative (and below 2^40): %w", x.lda, x.ldb, x.ldc, device.ErrInvalidArgument)
 	}
-	r, s, err := rankStream(h, stream)
+	layout, err := bLayout(x.layout)
 	if err != nil {
 		return err
 	}
-	layout := kernels.BKN
-	if x.layout == layoutNK {
-		layout = kernels.BNK
+	r, s, err := rankStream(h, stream)
+	if err != nil {
+		return err
 	}
 	spec := kernels.Gemm{M: int(x.m), N: int(x.n), K: int(x.k), A: device.Ptr(x.a), B: device.Ptr(x.b), C: device.Ptr(x.c),
 		LDA: int(x.lda), LDB: int(x.ldb), LDC: int(x.ldc), DType: in, Out: out, Layout: layout,
