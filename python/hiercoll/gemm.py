@@ -25,15 +25,14 @@ def gemm(a, b, scale_a=None, scale_b=None, out_dtype=None, out=None, world=None)
     (bfloat16 by default, or float16) — torch._scaled_mm's convention. Rows
     must be 16-byte aligned; on a GPU that is not Hopper it raises
     NotSupportedError."""
-    from .rs2d import _check_fp8_operands, _import_torch, dtype_code
+    from .rs2d import _b_layout, _check_fp8_operands, _import_torch, dtype_code
     torch = _import_torch()
     w = world if world is not None else init()
     if w.backend != "cuda":
         raise ValueError("hiercoll: gemm takes torch tensors, which need a CUDA rank")
     dev = w.device_index
     if a.dtype == torch.float8_e4m3fn:
-        one = torch.ones(1, dtype=torch.float32, device=a.device)
-        _check_fp8_operands(a, b, scale_a if scale_a is not None else one, scale_b if scale_b is not None else one, dev)
+        _check_fp8_operands(a, b, scale_a, scale_b, dev, scales_optional=True)
         in_code, layout, ldb = _lib.HC_E4M3, _lib.HC_B_NK, b.stride(1)
         out_dtype = out_dtype if out_dtype is not None else torch.bfloat16
         if out_dtype not in (torch.bfloat16, torch.float16):
@@ -47,12 +46,10 @@ def gemm(a, b, scale_a=None, scale_b=None, out_dtype=None, out=None, world=None)
             raise ValueError(f"hiercoll: a is {list(a.shape)} and b {list(b.shape)}; want a [M, K] and b [K, N]")
         if a.stride(1) != 1:
             raise ValueError("hiercoll: a must have unit stride along K")
-        if b.stride(1) == 1:
-            layout, ldb = _lib.HC_B_KN, b.stride(0)
-        elif b.stride(0) == 1:
-            layout, ldb = _lib.HC_B_NK, b.stride(1)
-        else:
+        laid = _b_layout(b)
+        if laid is None:
             raise ValueError("hiercoll: b must be row-major or the transpose of a row-major weight")
+        layout, ldb = laid
         in_code = dtype_code(a.dtype)
         out_dtype = out_dtype if out_dtype is not None else a.dtype
         if out_dtype != a.dtype:

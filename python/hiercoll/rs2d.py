@@ -294,14 +294,10 @@ class ReduceScatter2D:
         output (hc_rs2d_matmul_reduce_scatter), if it can take the operands;
         False (nothing enqueued) where it cannot."""
         torch = _torch
-        if self.split_first_block or a.stride(1) != 1:
+        laid = _b_layout(b)
+        if self.split_first_block or a.stride(1) != 1 or laid is None:
             return False
-        if b.stride(1) == 1:
-            layout, ldb = _lib.HC_B_KN, b.stride(0)
-        elif b.stride(0) == 1:
-            layout, ldb = _lib.HC_B_NK, b.stride(1)  # b is the transpose of an [n, k] row-major weight
-        else:
-            return False
+        layout, ldb = laid
         capturing = torch.cuda.is_current_stream_capturing()
         if capturing and m not in self._own_ms:
             return False  # its first call for an M uploads tables, which a capture cannot hold
@@ -432,11 +428,24 @@ class ReduceScatter2D:
                 f"split_first_block={self.split_first_block}, graphs={self.graphs}, {state})")
 
 
-def _check_fp8_operands(a, b, scale_a, scale_b, device_index):
+def _b_layout(b):
+    """(HC_B_KN or HC_B_NK, ldb) for a [K, N] b that is row-major or the transpose of a row-major
+    [N, K] weight; None for other strides."""
+    if b.stride(1) == 1:
+        return _lib.HC_B_KN, b.stride(0)
+    if b.stride(0) == 1:
+        return _lib.HC_B_NK, b.stride(1)
+    return None
+
+
+def _check_fp8_operands(a, b, scale_a, scale_b, device_index, scales_optional=False):
     """a [M, K] and b [K, N] fp8 e4m3 with unit stride along K (b the transpose
-    of a row-major [N, K] weight), per-tensor fp32 scales, all on the GPU."""
+    of a row-major [N, K] weight), per-tensor fp32 scales (None allowed when
+    scales_optional), all on the GPU."""
     torch = _torch
-    for what, t in (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b)):
+    scales = tuple((what, t) for what, t in (("scale_a", scale_a), ("scale_b", scale_b))
+                   if t is not None or not scales_optional)
+    for what, t in (("a", a), ("b", b)) + scales:
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"hiercoll: {what} must be a torch.Tensor, not {type(t).__name__}")
         dev = t.device
@@ -447,7 +456,7 @@ def _check_fp8_operands(a, b, scale_a, scale_b, device_index):
             raise TypeError(f"hiercoll: {what} is {t.dtype}; want torch.float8_e4m3fn")
         if t.dim() != 2:
             raise ValueError(f"hiercoll: {what} has shape {list(t.shape)}; want a matrix")
-    for what, t in (("scale_a", scale_a), ("scale_b", scale_b)):
+    for what, t in scales:
         if t.dtype != torch.float32 or t.numel() != 1:
             raise ValueError(f"hiercoll: {what} must be one float32 (a per-tensor scale), not {t.dtype} {list(t.shape)}")
     if b.shape[0] != a.shape[1]:
