@@ -80,9 +80,6 @@ func (k *Call) Help(s device.Stream, rows int) error {
 	c := k.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if capturing, err := device.Capturing(s); err != nil || capturing {
-		return err // a capture is refused by Enqueue (growing signals)
-	}
 	switch {
 	case !c.Helps() || rows <= 0:
 		return nil
@@ -90,6 +87,9 @@ func (k *Call) Help(s device.Stream, rows int) error {
 		return fmt.Errorf("rs2d: help on a closed context: %w", device.ErrClosed)
 	case k.used || !k.current():
 		return fmt.Errorf("rs2d: help for a call already enqueued, skipped or overtaken: %w", device.ErrInvalidArgument)
+	}
+	if capturing, err := device.Capturing(s); err != nil || capturing {
+		return err // a capture is refused by Enqueue (growing signals)
 	}
 	rpr := k.in.Rows / c.place.Shape.World()
 	step := intranode.Step{Node: c.place.Node, Input: k.in.Ptr, RowsPer: rpr, Epoch: c.proto.Next(c.epoch)}
