@@ -48,6 +48,9 @@ type BenchRow struct {
 	NCCLTime, NCCLMin, NCCLMax time.Duration
 	MaxErr                     float64 // max |hiercoll - NCCL| (int32: mismatching elements)
 	Checked                    bool    // the output was compared with NCCL's
+	// ZeroCopy: hiercoll read the rows in place from its context's
+	// symmetric input (rs2d Context.Input), where they were put once.
+	ZeroCopy bool
 }
 
 // BusBW is the bus bandwidth of t for this row in GB/s: bytes/t × (n−1)/n.
@@ -189,6 +192,9 @@ func (v Variant) Name(sms int) string {
 	k := v.Knobs
 	red := tune.ReductionSMsOf(k, v.Config.Engine == rs2d.EngineSM, sms)
 	name := fmt.Sprintf("%v red%d ch%d", v.Config.Engine, red, k.Chunks)
+	if v.Config.Engine == rs2d.EnginePull { // one kernel on an SM budget (0: default)
+		name = fmt.Sprintf("pull sms%d", k.ReductionSMs)
+	}
 	if v.Config.Engine == rs2d.EngineRing { // its own tuning (0: default)
 		name = fmt.Sprintf("ring slots%d chunk%d channels%d", k.RingSlots, k.RingChunkBytes, k.RingChannels)
 	}
@@ -223,6 +229,9 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, 
 	p.Printf("variant %q: engine %v, reduction SMs %d, chunks %d (0: by size), transport %s\n",
 		name, v.Config.Engine, tune.ReductionSMsOf(v.Knobs, v.Config.Engine == rs2d.EngineSM, r.Dev.Info().SMs), v.Knobs.Chunks, rs.Transport())
 	p.Printf("  symmetric memory: %v\n", rs.Memory())
+	if _, err := rs.Input(maxM); err == nil {
+		p.Printf("  input: written once into the context's symmetric input (zero copy); NCCL reads the same rows from a plain buffer\n")
+	}
 	p.Printf("%12s %12s %6s %10s %8s %8s %10s %8s %8s %7s %9s  %s\n",
 		"size(B)", "count", "type", "time(us)", "algbw", "busbw", "nccl(us)", "algbw", "busbw", "speedup", "maxerr", "spread (us)")
 	for _, m := range ms {
@@ -232,6 +241,16 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, 
 		// follows when it is done (progress without a line between rows).
 		p.Printf("%12d %12d %6s", row.Bytes, row.Count, o.DType)
 		in := rs2d.Tensor{Ptr: buf.in, Rows: m, Cols: o.N, DType: o.DType}
+		if sym, err := rs.Input(m); err == nil {
+			// Zero copy: the rows go into the context's symmetric input
+			// once, as a producer would write them there; NCCL reads the
+			// same rows from the plain buffer.
+			if err := r.Dev.Copy(s, sym.Ptr, buf.in, in.Bytes()); err != nil {
+				return nil, err
+			}
+			in = sym
+			row.ZeroCopy = true
+		}
 		out := rs2d.Tensor{Ptr: buf.out, Rows: rowsPer, Cols: o.N, DType: o.DType}
 		iters := o.Iters
 		if iters == 0 {

@@ -9,3 +9,7 @@ import _ "embed"
 //
 //go:embed cuda/peer.cuh
 var peerSource string
+
+// PeerPrelude returns the prelude for an engine's kernel module kept in its
+// own folder: prepend it to the module's source.
+func PeerPrelude() string { return peerSource }

@@ -25,6 +25,12 @@ func ReduceBlocks(dt dtype.DType, dst, src []byte, stride int64, blocks int, cou
 	reduceRange(dt, dst, blockViews(dt, src, stride, blocks, count, self, selfSrc), 0, count)
 }
 
+// ReduceViews is ReduceBlocks over blocks given as slices of count
+// elements each, summed in slice order.
+func ReduceViews(dt dtype.DType, dst []byte, blocks [][]byte, count int64) {
+	reduceRange(dt, dst, blocks, 0, count)
+}
+
 // blockViews returns each block as a slice starting at its first element.
 func blockViews(dt dtype.DType, src []byte, stride int64, blocks int, count int64, self int, selfSrc []byte) [][]byte {
 	es := int64(dt.Size())

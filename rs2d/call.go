@@ -6,6 +6,7 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/intranode"
+	"github.com/seed12530e24/hiercoll/intranode/pull"
 	"github.com/seed12530e24/hiercoll/kernels"
 	"github.com/seed12530e24/hiercoll/symm"
 )
@@ -211,10 +212,24 @@ func (c *Context) check(in, out Tensor) error {
 			return fmt.Errorf("rs2d: %s %v needs %d bytes but its allocation has %d left: %w", t.name, t.t, t.t.Bytes(), avail, device.ErrInvalidArgument)
 		}
 	}
-	if int64(in.Ptr) < int64(out.Ptr)+out.Bytes() && int64(out.Ptr) < int64(in.Ptr)+in.Bytes() {
+	if overlaps(in.Ptr, in.Bytes(), out.Ptr, out.Bytes()) {
 		return fmt.Errorf("rs2d: output %v overlaps input %v: %w", out, in, device.ErrInvalidArgument)
 	}
+	if c.pull != nil {
+		sym, size := c.pull.Input(), c.pull.InputBytes()
+		if overlaps(sym, size, out.Ptr, out.Bytes()) {
+			return fmt.Errorf("rs2d: output %v lies in the symmetric input (Input), which the peers read: %w", out, device.ErrInvalidArgument)
+		}
+		if in.Ptr != sym && overlaps(sym, size, in.Ptr, in.Bytes()) {
+			return fmt.Errorf("rs2d: input %v lies in the symmetric input but does not start where it does (Input): %w", in, device.ErrInvalidArgument)
+		}
+	}
 	return nil
+}
+
+// overlaps reports whether [a, a+na) and [b, b+nb) share a byte.
+func overlaps(a device.Ptr, na int64, b device.Ptr, nb int64) bool {
+	return int64(a) < int64(b)+nb && int64(b) < int64(a)+na
 }
 
 // chunks picks how many pieces each block of a node step is cut into: enough
@@ -280,6 +295,8 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch symm.Epoch) err
 		return c.enqueueRing(in, out, s, epoch)
 	case EngineNVLS:
 		return c.enqueueNVLS(in, out, s, epoch)
+	case EnginePull:
+		return c.enqueuePull(in, out, s, epoch)
 	}
 	return c.enqueueCopy(in, out, s, epoch)
 }
@@ -391,6 +408,73 @@ func (c *Context) enqueueSM(in, out Tensor, s device.Stream, epoch symm.Epoch) e
 		}
 	}
 	return c.finish(out, s, epoch, rpr)
+}
+
+// enqueuePull is a call with the pull engine: the input into the symmetric
+// input unless it is there already (Input), then per node step one
+// pull-reduce kernel on the caller's stream, the rail sends on the p2p
+// stream after each.
+func (c *Context) enqueuePull(in, out Tensor, s device.Stream, epoch symm.Epoch) error {
+	shape, place := c.place.Shape, c.place
+	rpr := in.Rows / shape.World()
+	if sym := c.pull.Input(); in.Ptr != sym {
+		if err := c.dev.Copy(s, sym, in.Ptr, in.Bytes()); err != nil {
+			return err
+		}
+	}
+	grid := pull.Grid(c.cfg.DType, int64(rpr)*int64(c.cfg.N), c.pullSMs())
+	for n := 0; n < shape.Nodes; n++ {
+		cur := (place.Node + n + 1) % shape.Nodes
+		step := pull.Step{Node: cur, RowsPer: rpr, To: c.reduceTo(out, cur, epoch), First: n == 0, Last: n == shape.Nodes-1}
+		if err := c.pull.Run(s, step, grid); err != nil {
+			return err
+		}
+		if err := c.sendRail(s, cur, rpr, epoch); err != nil {
+			return err
+		}
+	}
+	if err := c.markNodeStage(s); err != nil {
+		return err
+	}
+	if c.rail != nil {
+		if err := c.streams.Join(s, c.streams.P2P); err != nil {
+			return err
+		}
+		if err := c.mark(func(t *tracer) device.Event { return t.p2p }, s); err != nil {
+			return err
+		}
+	}
+	return c.finish(out, s, epoch, rpr)
+}
+
+// pullSMs is the pull engine's SM budget: the knob, else pullSMs, at most
+// the device's.
+func (c *Context) pullSMs() int {
+	n := c.knobs.ReductionSMs
+	if n <= 0 {
+		n = pullSMs
+	}
+	if sms := c.dev.Info().SMs; sms > 0 {
+		n = min(n, sms)
+	}
+	return n
+}
+
+// Input returns this rank's symmetric input as an [m, N] tensor: a caller
+// that writes a call's rows there and passes it as the call's input saves
+// the copy into it (the pull engine reads the peers' rows in place). It is
+// the context's memory, valid until Close; a call that reads it ends only
+// after every peer has read it, so the next rows may go in once the call's
+// stream reaches them. ErrNotSupported with engines other than pull
+// (they read the input from anywhere).
+func (c *Context) Input(m int) (Tensor, error) {
+	switch {
+	case c.pull == nil:
+		return Tensor{}, fmt.Errorf("rs2d: the %v engine has no symmetric input (the pull engine has; other engines read the input where it is): %w", c.cfg.Engine, device.ErrNotSupported)
+	case m <= 0 || m > c.cfg.MaxM:
+		return Tensor{}, fmt.Errorf("rs2d: input of %d rows, want 1 to MaxM=%d: %w", m, c.cfg.MaxM, device.ErrInvalidArgument)
+	}
+	return Tensor{Ptr: c.pull.Input(), Rows: m, Cols: c.cfg.N, DType: c.cfg.DType}, nil
 }
 
 // enqueueNVLS is a call with the NVLS engine, on the caller's stream: the

@@ -61,6 +61,8 @@ const (
 	// pushSMs is the SM engine's budget of push blocks (sweeps of it
 	// measured within 1 µs of this at 1–8 MiB; benchmarks/RESULTS.md).
 	pushSMs = 32
+	// pullSMs is the pull engine's default SM budget (one block each).
+	pullSMs = 32
 	// kernelBlocksPerSM is how many kernel blocks run per SM of a budget.
 	kernelBlocksPerSM = 2
 )
@@ -75,6 +77,7 @@ const (
 	EngineSM          // one push-reduce kernel: SM stores to peers, counted arrivals
 	EngineRing        // the bounded-memory ring: FIFO slots per peer, head/tail credits
 	EngineNVLS        // NVLink multicast: each block load-reduced by the NVSwitch (gated: see New)
+	EnginePull        // one pull-reduce kernel: each rank reads its block from the peers' symmetric inputs
 )
 
 func (e Engine) String() string {
@@ -89,6 +92,8 @@ func (e Engine) String() string {
 		return "ring"
 	case EngineNVLS:
 		return "nvls"
+	case EnginePull:
+		return "pull"
 	}
 	return fmt.Sprintf("engine(%d)", int(e))
 }
@@ -106,8 +111,10 @@ func ParseEngine(s string) (Engine, error) {
 		return EngineRing, nil
 	case "nvls":
 		return EngineNVLS, nil
+	case "pull":
+		return EnginePull, nil
 	}
-	return EngineAuto, fmt.Errorf("rs2d: unknown engine %q (want auto, copy, sm, ring or nvls): %w", s, device.ErrInvalidArgument)
+	return EngineAuto, fmt.Errorf("rs2d: unknown engine %q (want auto, copy, sm, pull, ring or nvls): %w", s, device.ErrInvalidArgument)
 }
 
 // known reports whether e is one of the engines (unknown ones print as
@@ -150,6 +157,8 @@ func (c Config) validate(world int, k tune.Knobs) error {
 		return fmt.Errorf("rs2d: negative ring slots, channels or chunk bytes: %w", device.ErrInvalidArgument)
 	case c.Engine == EngineSM && c.OverlapWithGEMM:
 		return fmt.Errorf("rs2d: the SM engine does not wait for GEMM signals; use the copy engine (or Auto) with OverlapWithGEMM: %w", device.ErrNotSupported)
+	case c.Engine == EnginePull && c.OverlapWithGEMM:
+		return fmt.Errorf("rs2d: the pull engine does not wait for GEMM signals; use the copy engine (or Auto) with OverlapWithGEMM: %w", device.ErrNotSupported)
 	case c.Engine == EngineNVLS && c.OverlapWithGEMM:
 		return fmt.Errorf("rs2d: the NVLS engine does not wait for GEMM signals; use the copy engine (or Auto) with OverlapWithGEMM: %w", device.ErrNotSupported)
 	case k.Chunks < 0 || k.ReductionSMs < 0:

@@ -8,6 +8,7 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/intranode"
+	"github.com/seed12530e24/hiercoll/intranode/pull"
 	"github.com/seed12530e24/hiercoll/symm"
 )
 
@@ -15,7 +16,8 @@ import (
 // Config.MaxSymmetricBytes bounds. With e the element size, lws the GPUs
 // per node and B(r) = r × N × e rounded up to 256 bytes:
 //
-//	direct path: Node = MaxM × N × e (the scatter buffer) + pads
+//	direct path: Node = MaxM × N × e (the scatter buffer; with the pull
+//	             engine the symmetric input instead) + pads
 //	             Rail = 3 × nnodes × B(MaxM/world)          (nnodes > 1)
 //	ring:        Node = channels × (lws−1) × slots × chunk + pads
 //	             Rail = 3 × nnodes × B(RailRows)            (nnodes > 1)
@@ -118,11 +120,16 @@ type planner struct {
 func (p planner) rowBytes() int64 { return int64(p.cfg.N) * int64(p.cfg.DType.Size()) }
 
 // nodeLayout lays out the node stage's heap: the direct path's scatter
-// buffer, or the ring's FIFOs of shape ring. New allocates exactly this.
-func (p planner) nodeLayout(ring *intranode.RingShape) (*symm.Layout, intranode.Buffers) {
+// buffer (the pull engine's symmetric input instead), or the ring's FIFOs of
+// shape ring. New allocates exactly this.
+func (p planner) nodeLayout(ring *intranode.RingShape) (*symm.Layout, intranode.Buffers, pull.Buffers) {
 	var l symm.Layout
 	buf := intranode.Buffers{Segments: p.knobs.Segments}
+	var pb pull.Buffers
 	switch {
+	case p.cfg.Engine == EnginePull:
+		buf.AddTo(&l, p.place, 0)
+		pb.AddTo(&l, p.place.Shape.LocalSize, int64(p.cfg.MaxM)*p.rowBytes())
 	case p.cfg.Engine == EngineNVLS:
 		buf.AddTo(&l, p.place, 0) // the rows go to the buffer bound to the multicast object
 	case p.place.Shape.World() == 1:
@@ -133,7 +140,7 @@ func (p planner) nodeLayout(ring *intranode.RingShape) (*symm.Layout, intranode.
 		buf.AddTo(&l, p.place, 0)
 		buf.AddRingTo(&l, p.place, *ring)
 	}
-	return &l, buf
+	return &l, buf, pb
 }
 
 // railBlock is the bytes of one block in the rail buffers for rounds of
@@ -151,7 +158,7 @@ func (p planner) rowsPerRank() int { return p.cfg.MaxM / p.place.Shape.World() }
 
 // direct is the direct path's memory.
 func (p planner) direct() Memory {
-	l, _ := p.nodeLayout(nil)
+	l, _, _ := p.nodeLayout(nil)
 	rows := p.rowsPerRank()
 	return Memory{Engine: p.cfg.Engine, Node: l.Size(), Rail: p.railBytes(rows), RailRows: rows}
 }
@@ -176,7 +183,7 @@ func (p planner) ringShape() intranode.RingShape {
 }
 
 func (p planner) ringNode(r intranode.RingShape) int64 {
-	l, _ := p.nodeLayout(&r)
+	l, _, _ := p.nodeLayout(&r)
 	return l.Size()
 }
 

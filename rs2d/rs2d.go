@@ -59,6 +59,7 @@ import (
 	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/internode"
 	"github.com/seed12530e24/hiercoll/intranode"
+	"github.com/seed12530e24/hiercoll/intranode/pull"
 	"github.com/seed12530e24/hiercoll/kernels"
 	"github.com/seed12530e24/hiercoll/streams"
 	"github.com/seed12530e24/hiercoll/symm"
@@ -77,6 +78,7 @@ type Context struct {
 
 	heap    *symm.Heap
 	intra   *intranode.Stage
+	pull    *pull.Engine // the pull engine (nil with another)
 	rail    *internode.Rail // nil on one node
 	streams *streams.Set
 
@@ -127,7 +129,7 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 	// first launch, behind a stream already waiting for a peer, can block.
 	// A world of one rank copies and launches nothing.
 	if place.Shape.World() > 1 {
-		if err := prepareKernels(dev, cfg); err != nil {
+		if err := prepareKernels(dev, cfg, place); err != nil {
 			return nil, err
 		}
 	}
@@ -140,7 +142,7 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 	if cfg.Engine == EngineRing {
 		ring = &mem.Ring
 	}
-	l, buf := plan.nodeLayout(ring)
+	l, buf, pullBuf := plan.nodeLayout(ring)
 	if c.heap, err = symm.New(ctx, comm, dev, l); err != nil {
 		return nil, fmt.Errorf("rs2d: %w", err)
 	}
@@ -149,6 +151,11 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 	}
 	if c.intra, err = intranode.New(dev, place, c.heap, buf, cfg.DType, cfg.N, cfg.OverlapWithGEMM, c.proto); err != nil {
 		return fail(err)
+	}
+	if cfg.Engine == EnginePull {
+		if c.pull, err = pull.New(dev, place, c.heap, pullBuf, cfg.DType, cfg.N); err != nil {
+			return fail(err)
+		}
 	}
 	if cfg.Engine == EngineNVLS {
 		if err := c.intra.SetUpNVLS(ctx, comm, permit, cfg.MaxM/place.Shape.World()); err != nil {
@@ -189,7 +196,7 @@ func allowNVLS(ctx context.Context, comm bootstrap.Comm, dev device.Device) (dev
 }
 
 // prepareKernels loads the kernels the context's engine launches.
-func prepareKernels(dev device.Device, cfg Config) error {
+func prepareKernels(dev device.Device, cfg Config, place symm.Place) error {
 	err := kernels.Prepare(dev, cfg.DType, cfg.Engine == EngineSM)
 	switch {
 	case err != nil:
@@ -197,6 +204,8 @@ func prepareKernels(dev device.Device, cfg Config) error {
 		err = kernels.PrepareRing(dev, cfg.DType)
 	case cfg.Engine == EngineNVLS:
 		err = kernels.PrepareNVLS(dev, cfg.DType)
+	case cfg.Engine == EnginePull:
+		err = pull.Prepare(dev, cfg.DType, place.Shape.LocalSize)
 	}
 	if err != nil {
 		return fmt.Errorf("rs2d: %w", err)
@@ -302,6 +311,9 @@ func (c *Context) PoisonReceive(s device.Stream, m int, w uint32) error {
 	if c.place.Shape.World() == 1 {
 		return nil // nothing is received
 	}
+	if c.pull != nil {
+		return nil // the pull engine receives nothing: it reads the peers' inputs
+	}
 	if c.cfg.Engine == EngineRing { // the ring receives into its FIFO slots
 		if fifo, size := c.intra.RingFifo(); size > 0 {
 			return c.dev.Memset32(s, fifo, w, size/4)
@@ -387,6 +399,9 @@ func (c *Context) releaseWaits(ctx context.Context) (err error) {
 	}
 	defer func() { err = errors.Join(err, s.Close()) }()
 	errs := []error{c.intra.ReleaseWaits(s, c.epoch)}
+	if c.pull != nil {
+		errs = append(errs, c.pull.ReleaseWaits(s))
+	}
 	if c.rail != nil {
 		errs = append(errs, c.rail.ReleaseWaits(s, c.railEpoch()))
 	}

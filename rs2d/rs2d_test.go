@@ -151,7 +151,7 @@ var shapes = []bootstrap.Shape{
 	{Nodes: 2, LocalSize: 2}, {Nodes: 2, LocalSize: 4}, {Nodes: 4, LocalSize: 2}, {Nodes: 3, LocalSize: 3},
 }
 
-var engines = []rs2d.Engine{rs2d.EngineCopy, rs2d.EngineSM, rs2d.EngineRing, rs2d.EngineNVLS}
+var engines = []rs2d.Engine{rs2d.EngineCopy, rs2d.EngineSM, rs2d.EnginePull, rs2d.EngineRing, rs2d.EngineNVLS}
 
 func TestReduceScatterShapesAndDtypes(t *testing.T) {
 	for _, engine := range engines {

@@ -44,7 +44,7 @@ func (w *worldFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&w.nodes, "nodes", 0, "nodes (emulated on one host); default 2 on the CPU backend, 1 on GPUs")
 	fs.IntVar(&w.gpus, "gpus", 0, "GPUs per node; default 4 on the CPU backend, every GPU on GPUs")
 	fs.DurationVar(&w.timeout, "timeout", 2*time.Minute, "bound on every wait")
-	fs.StringVar(&w.engines, "engine", "auto", "intra-node engine: auto, sm, copy, ring, or nvls (NVLink multicast: only with HIERCOLL_ALLOW_MULTICAST=1 on GPUs; never on the project's lent machines); bench takes a list")
+	fs.StringVar(&w.engines, "engine", "auto", "intra-node engine: auto, sm, copy, pull, ring, or nvls (NVLink multicast: only with HIERCOLL_ALLOW_MULTICAST=1 on GPUs; never on the project's lent machines); bench takes a list")
 	fs.StringVar(&w.transport, "transport", "auto", "inter-node transport: auto, ipc, nccl, nvshmem")
 	fs.StringVar(&w.graphs, "graphs", "off", "signal protocol: off (values grow with each call), on (calls can be captured in CUDA graphs: rs2d.Config.Graphs); bench takes a list")
 	fs.StringVar(&w.reductionSMs, "reduction-sms", "0", "tuning: SMs for the intra-node reduce (0: default); bench takes a list")

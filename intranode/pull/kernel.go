@@ -1,0 +1,219 @@
+package pull
+
+import (
+	_ "embed"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/kernels"
+)
+
+//go:embed pull.cu
+var source string
+
+var module = &device.Module{Name: "hiercoll_pull", Source: kernels.PeerPrelude() + source}
+
+const (
+	// Block is the CUDA block size of the pull kernel.
+	Block = 512
+	// MaxBlocks bounds a launch's grid: the flag words per set and peer
+	// (PULL_MAX_BLOCKS in pull.cu).
+	MaxBlocks = 1024
+	// MaxLocalSize is the most GPUs per node the kernel serves.
+	MaxLocalSize = 8
+)
+
+// The words of the call state (this rank's own memory).
+const (
+	stateLaunches = iota // launches run so far: the flag value of the last
+	stateFinished        // blocks finished of the running launch
+	stateAbort           // non-zero: every wait ends (a peer is gone)
+	stateWords
+)
+
+// Phases of a launch: the handshakes it makes.
+const (
+	phaseArrive = 1 // wait until every peer's input is complete
+	phaseDone   = 2 // end only once every peer finished reading this input
+)
+
+// kernels by element type, then by the largest local world size served
+// (the loops unroll over it).
+var pullKernels = map[dtype.DType]map[int]*device.Kernel{}
+
+// widths are the local world sizes the kernels are compiled for.
+var widths = []int{2, 4, 8}
+
+func init() {
+	for _, dt := range dtype.All {
+		pullKernels[dt] = map[int]*device.Kernel{}
+		for _, l := range widths {
+			pullKernels[dt][l] = &device.Kernel{
+				Module: module,
+				Name:   fmt.Sprintf("hc_pull_%v_l%d", dt, l),
+				Block:  Block,
+				Host:   host(dt),
+			}
+		}
+	}
+}
+
+// kernelFor is the kernel for dt on nodes of lws GPUs.
+func kernelFor(dt dtype.DType, lws int) (*device.Kernel, error) {
+	for _, l := range widths {
+		if lws <= l {
+			if k, ok := pullKernels[dt][l]; ok {
+				return k, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("pull: no kernel for %v on %d GPUs per node (at most %d): %w", dt, lws, MaxLocalSize, device.ErrNotSupported)
+}
+
+// Prepare loads the kernel for dt on nodes of lws GPUs (see
+// device.Device.Prepare: before anything collective is enqueued).
+func Prepare(dev device.Device, dt dtype.DType, lws int) error {
+	k, err := kernelFor(dt, lws)
+	if err != nil {
+		return err
+	}
+	if err := dev.Prepare(k); err != nil {
+		return fmt.Errorf("pull: preparing %s: %w", k.Name, err)
+	}
+	return nil
+}
+
+// launch is one pull kernel's arguments.
+type launch struct {
+	Peers    device.Ptr // lws heap bases as mapped here
+	Off      int64      // heap offset of the block this rank reduces
+	Out      device.Ptr
+	Count    int64 // elements
+	FlagsOff int64 // heap offset of the handshake flags
+	LWS, Me  int
+	Phases   int
+	State    device.Ptr // this rank's call state
+}
+
+func (p launch) args() []any {
+	return []any{p.Peers, p.Off, p.Out, p.Count, p.FlagsOff, int32(p.LWS), int32(p.Me), int32(p.Phases), p.State}
+}
+
+func launchArgs(args []any) (launch, error) {
+	bad := fmt.Errorf("pull: kernel arguments %v: %w", args, device.ErrInvalidArgument)
+	if len(args) != 9 {
+		return launch{}, bad
+	}
+	peers, ok1 := args[0].(device.Ptr)
+	off, ok2 := args[1].(int64)
+	out, ok3 := args[2].(device.Ptr)
+	count, ok4 := args[3].(int64)
+	flags, ok5 := args[4].(int64)
+	lws, ok6 := args[5].(int32)
+	me, ok7 := args[6].(int32)
+	phases, ok8 := args[7].(int32)
+	state, ok9 := args[8].(device.Ptr)
+	p := launch{Peers: peers, Off: off, Out: out, Count: count, FlagsOff: flags, LWS: int(lws), Me: int(me), Phases: int(phases), State: state}
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && ok8 && ok9) || p.LWS < 1 || p.LWS > MaxLocalSize || p.Me < 0 || p.Me >= p.LWS || p.Count < 0 {
+		return launch{}, bad
+	}
+	return p, nil
+}
+
+// run enqueues the kernel on s with grid blocks.
+func run(dev device.Device, s device.Stream, dt dtype.DType, grid int, p launch) error {
+	k, err := kernelFor(dt, p.LWS)
+	if err != nil {
+		return err
+	}
+	if grid < 1 || grid > MaxBlocks || p.Me < 0 || p.Me >= p.LWS || p.State == 0 {
+		return fmt.Errorf("pull: launch of %d blocks on local rank %d of %d: %w", grid, p.Me, p.LWS, device.ErrInvalidArgument)
+	}
+	return dev.Launch(s, k, grid, p.args()...)
+}
+
+// host is the kernel's Go twin, which the CPU backend runs: the whole grid
+// as one block (one set of flags), the same handshakes and waits, the same
+// sum in local-rank order (kernels.ReduceViews), so its bits equal the GPU's.
+func host(dt dtype.DType) device.HostFunc {
+	return func(mem device.HostMemory, grid int, args []any) error {
+		p, err := launchArgs(args)
+		if err != nil {
+			return err
+		}
+		state, err := mem.Bytes(p.State, 4*stateWords)
+		if err != nil {
+			return fmt.Errorf("pull: call state: %w", err)
+		}
+		launch := binary.LittleEndian.Uint32(state[4*stateLaunches:]) + 1
+		heaps, err := peerTable(mem, p.Peers, p.LWS)
+		if err != nil {
+			return err
+		}
+		if p.Phases&phaseArrive != 0 {
+			if err := handshake(mem, p, heaps, 0, launch, "arrival"); err != nil {
+				return err
+			}
+		}
+		es := int64(dt.Size())
+		views := make([][]byte, p.LWS)
+		for q := range views {
+			if views[q], err = mem.Bytes(heaps[q].Add(p.Off), p.Count*es); err != nil {
+				return fmt.Errorf("pull: the input block of local rank %d: %w", q, err)
+			}
+		}
+		dst, err := mem.Bytes(p.Out, p.Count*es)
+		if err != nil {
+			return fmt.Errorf("pull: output: %w", err)
+		}
+		kernels.ReduceViews(dt, dst, views, p.Count)
+		if p.Phases&phaseDone != 0 {
+			if err := handshake(mem, p, heaps, 1, launch, "reads done"); err != nil {
+				return err
+			}
+		}
+		return mem.Store32(p.State.Add(4*stateLaunches), launch)
+	}
+}
+
+func peerTable(mem device.HostMemory, table device.Ptr, lws int) ([]device.Ptr, error) {
+	b, err := mem.Bytes(table, int64(lws)*8)
+	if err != nil {
+		return nil, fmt.Errorf("pull: peer table: %w", err)
+	}
+	heaps := make([]device.Ptr, lws)
+	for i := range heaps {
+		heaps[i] = device.Ptr(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	return heaps, nil
+}
+
+// flagWord is the offset of block b's flag of set for source local rank
+// src, as pull.cu lays them out.
+func flagWord(flagsOff int64, lws, set, b, src int) int64 {
+	return flagsOff + 4*(int64(set*MaxBlocks+b)*int64(lws)+int64(src))
+}
+
+// handshake is pull_handshake for block 0: raise this rank's flag on every
+// peer, wait for every peer's here.
+func handshake(mem device.HostMemory, p launch, heaps []device.Ptr, set int, launch uint32, what string) error {
+	for q := 0; q < p.LWS; q++ {
+		if q != p.Me {
+			if err := mem.Store32(heaps[q].Add(flagWord(p.FlagsOff, p.LWS, set, 0, p.Me)), launch); err != nil {
+				return err
+			}
+		}
+	}
+	abort := p.State.Add(4 * stateAbort)
+	for q := 0; q < p.LWS; q++ {
+		if q != p.Me {
+			w := device.Word{Addr: heaps[p.Me].Add(flagWord(p.FlagsOff, p.LWS, set, 0, q)), Label: fmt.Sprintf("pull %s flag of local rank %d", what, q)}
+			if err := mem.Wait32Or(w, device.GEQ, launch, abort); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

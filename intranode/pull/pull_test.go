@@ -1,0 +1,265 @@
+package pull_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed12530e24/hiercoll/bootstrap"
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/device/sim"
+	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internal/check"
+	"github.com/seed12530e24/hiercoll/rs2d"
+	"github.com/seed12530e24/hiercoll/world"
+)
+
+func TestMain(m *testing.M) { os.Exit(sim.RunTests(m)) }
+
+// late holds back one kind of work on a rank's streams, as a slow GPU
+// would be late: its input copy into the symmetric input (copies) or its
+// pull kernels (reads).
+type late struct {
+	device.Device
+	delay         time.Duration
+	copies, reads bool
+}
+
+func (l *late) sleep(s device.Stream) error {
+	k := &device.Kernel{Name: "sleep", Host: func(device.HostMemory, int, []any) error { time.Sleep(l.delay); return nil }}
+	return l.Device.Launch(s, k, 1)
+}
+
+func (l *late) Copy(s device.Stream, dst, src device.Ptr, n int64) error {
+	if l.copies {
+		if err := l.sleep(s); err != nil {
+			return err
+		}
+	}
+	return l.Device.Copy(s, dst, src, n)
+}
+
+func (l *late) Launch(s device.Stream, k *device.Kernel, grid int, args ...any) error {
+	if l.reads && strings.HasPrefix(k.Name, "hc_pull_") {
+		if err := l.sleep(s); err != nil {
+			return err
+		}
+	}
+	return l.Device.Launch(s, k, grid, args...)
+}
+
+type spec struct {
+	shape    bootstrap.Shape
+	dt       dtype.DType
+	rowsPer  int
+	n        int
+	calls    int
+	zeroCopy bool // write each call's rows into Context.Input (else a buffer of the caller's)
+	graphs   bool
+	late     *late // rank 1's device wrapper (nil: none)
+}
+
+// run makes calls on a fresh simulated world with the pull engine, each on
+// fresh random data and a poisoned output, every rank waiting only for its
+// own calls before writing the next input (only the kernel's handshakes
+// keep the ranks in step), and checks every output against fp64.
+func run(t *testing.T, sp spec) {
+	t.Helper()
+	ws := sp.shape.World()
+	m := sp.rowsPer * ws
+	w, err := world.Sim(sp.shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, w.Close()) }()
+	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	inputs := make([][][]byte, sp.calls)
+	for c := range inputs {
+		inputs[c] = make([][]byte, ws)
+		for r := range inputs[c] {
+			inputs[c][r] = check.Random(rng, sp.dt, m*sp.n)
+		}
+	}
+	err = w.Run(context.Background(), func(ctx context.Context, r world.Rank) error {
+		dev := r.Dev
+		if sp.late != nil && r.Comm.Rank() == 1 {
+			l := *sp.late
+			l.Device = r.Dev
+			dev = &l
+		}
+		rs, err := rs2d.New(ctx, r.Comm, dev, rs2d.Config{MaxM: m, N: sp.n, DType: sp.dt, Engine: rs2d.EnginePull, Graphs: sp.graphs, Timeout: time.Minute})
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		es := int64(sp.dt.Size())
+		var in rs2d.Tensor
+		if sp.zeroCopy {
+			if in, err = rs.Input(m); err != nil {
+				return err
+			}
+		} else {
+			p, err := dev.Alloc(int64(m*sp.n) * es)
+			if err != nil {
+				return err
+			}
+			defer dev.Free(p)
+			in = rs2d.Tensor{Ptr: p, Rows: m, Cols: sp.n, DType: sp.dt}
+		}
+		outPtr, err := dev.Alloc(int64(sp.rowsPer*sp.n) * es)
+		if err != nil {
+			return err
+		}
+		defer dev.Free(outPtr)
+		out := rs2d.Tensor{Ptr: outPtr, Rows: sp.rowsPer, Cols: sp.n, DType: sp.dt}
+		s, err := dev.NewStream(device.Normal)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		got := make([]byte, out.Bytes())
+		for c := range sp.calls {
+			if err := dev.CopyToDevice(in.Ptr, inputs[c][r.Comm.Rank()]); err != nil {
+				return err
+			}
+			if err := dev.CopyToDevice(out.Ptr, check.Poison(sp.dt, sp.rowsPer*sp.n)); err != nil {
+				return err
+			}
+			if err := rs.ReduceScatter(ctx, in, out, s); err != nil {
+				return err
+			}
+			if err := s.Synchronize(ctx); err != nil {
+				return err
+			}
+			if err := dev.CopyToHost(got, out.Ptr); err != nil {
+				return err
+			}
+			if rep := check.ReduceScatter(sp.dt, inputs[c], r.Comm.Rank(), sp.rowsPer, sp.n).Compare(got, rs.Roundings()); !rep.OK() {
+				return fmt.Errorf("call %d: %v", c, rep)
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+}
+
+func TestPullShapesAndDtypes(t *testing.T) {
+	shapes := []bootstrap.Shape{{Nodes: 1, LocalSize: 1}, {Nodes: 1, LocalSize: 2}, {Nodes: 1, LocalSize: 4},
+		{Nodes: 2, LocalSize: 2}, {Nodes: 2, LocalSize: 4}, {Nodes: 1, LocalSize: 8}, {Nodes: 3, LocalSize: 3}}
+	for _, shape := range shapes {
+		for _, dt := range dtype.All {
+			for _, size := range []struct{ rowsPer, n int }{{1, 7}, {33, 129}, {16, 64}} {
+				for _, zc := range []bool{true, false} {
+					t.Run(fmt.Sprintf("%v/%v/rows%d/n%d/zerocopy=%v", shape, dt, size.rowsPer, size.n, zc), func(t *testing.T) {
+						t.Parallel()
+						run(t, spec{shape: shape, dt: dt, rowsPer: size.rowsPer, n: size.n, calls: 2, zeroCopy: zc})
+					})
+				}
+			}
+		}
+	}
+}
+
+// The handshakes hold: a rank whose input is late is waited for before
+// anyone reads it (else its peers would sum its old rows), and a rank whose
+// reads are late is waited for before its peers' calls end (else they would
+// write their next rows into the inputs it still reads). int32, bit for bit,
+// calls in a row on fresh data, under both signal protocols.
+func TestPullHandshakes(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		late  late
+		shape bootstrap.Shape
+		zc    bool
+	}{
+		{"input late", late{copies: true}, bootstrap.Shape{Nodes: 1, LocalSize: 3}, false},
+		{"reads late", late{reads: true}, bootstrap.Shape{Nodes: 1, LocalSize: 3}, true},
+		{"reads late/2x2", late{reads: true}, bootstrap.Shape{Nodes: 2, LocalSize: 2}, true},
+	} {
+		for _, graphs := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/graphs=%v", c.name, graphs), func(t *testing.T) {
+				t.Parallel()
+				l := c.late
+				l.delay = 40 * time.Millisecond
+				run(t, spec{shape: c.shape, dt: dtype.I32, rowsPer: 2, n: 24, calls: 4, zeroCopy: c.zc, graphs: graphs, late: &l})
+			})
+		}
+	}
+}
+
+func TestPullHundredCalls(t *testing.T) {
+	for _, graphs := range []bool{false, true} {
+		t.Run(fmt.Sprintf("graphs=%v", graphs), func(t *testing.T) {
+			t.Parallel()
+			run(t, spec{shape: bootstrap.Shape{Nodes: 2, LocalSize: 2}, dt: dtype.I32, rowsPer: 3, n: 17, calls: 100, zeroCopy: true, graphs: graphs})
+		})
+	}
+}
+
+// Input is refused where it cannot serve, and a call whose output or input
+// only partly lies in the symmetric input is refused before any work.
+func TestPullInputRefusals(t *testing.T) {
+	shape := bootstrap.Shape{Nodes: 1, LocalSize: 2}
+	w, err := world.Sim(shape, world.SimOptions{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, w.Close()) }()
+	const m, n = 8, 16
+	err = w.Run(context.Background(), func(ctx context.Context, r world.Rank) error {
+		other, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dtype.F32, Engine: rs2d.EngineSM})
+		if err != nil {
+			return err
+		}
+		if _, err := other.Input(m); !errors.Is(err, device.ErrNotSupported) {
+			return fmt.Errorf("Input with the SM engine: %v, want ErrNotSupported", err)
+		}
+		if err := other.Close(); err != nil {
+			return err
+		}
+		rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dtype.F32, Engine: rs2d.EnginePull})
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		for _, rows := range []int{0, m + 2} {
+			if _, err := rs.Input(rows); !errors.Is(err, device.ErrInvalidArgument) {
+				return fmt.Errorf("Input(%d): %v, want ErrInvalidArgument", rows, err)
+			}
+		}
+		in, err := rs.Input(m)
+		if err != nil {
+			return err
+		}
+		s, err := r.Dev.NewStream(device.Normal)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		front, err := rs.Input(m / 2)
+		if err != nil {
+			return err
+		}
+		inside := rs2d.Tensor{Ptr: in.Ptr.Add(int64(m/2*n) * 4), Rows: m / 4, Cols: n, DType: dtype.F32}
+		if err := rs.ReduceScatter(ctx, front, inside, s); !errors.Is(err, device.ErrInvalidArgument) || !strings.Contains(err.Error(), "symmetric input") {
+			return fmt.Errorf("output in the symmetric input: %v, want ErrInvalidArgument", err)
+		}
+		outPtr, err := r.Dev.Alloc(int64(m / 2 * n * 4))
+		if err != nil {
+			return err
+		}
+		defer r.Dev.Free(outPtr)
+		out := rs2d.Tensor{Ptr: outPtr, Rows: m / 2, Cols: n, DType: dtype.F32}
+		shifted := rs2d.Tensor{Ptr: in.Ptr.Add(4 * n), Rows: m / 2, Cols: n, DType: dtype.F32}
+		half := out
+		half.Rows = m / 4
+		if err := rs.ReduceScatter(ctx, shifted, half, s); !errors.Is(err, device.ErrInvalidArgument) || !strings.Contains(err.Error(), "symmetric input") {
+			return fmt.Errorf("input inside the symmetric input at an offset: %v, want ErrInvalidArgument naming it", err)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+}
