@@ -78,7 +78,7 @@ type Context struct {
 
 	heap    *symm.Heap
 	intra   *intranode.Stage
-	pull    *pull.Engine // the pull engine (nil with another)
+	pull    *pull.Engine    // the pull engine (nil with another)
 	rail    *internode.Rail // nil on one node
 	streams *streams.Set
 
