@@ -287,7 +287,7 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, 
 			ds := make([]time.Duration, len(paths))
 			for i := range paths {
 				j := (rep + i) % len(paths) // which goes first alternates
-				if ds[j], err = timeCalls(ctx, s, t0, t1, iters, paths[j]); err != nil {
+				if ds[j], err = timeCalls(ctx, r, s, t0, t1, iters, paths[j]); err != nil {
 					return nil, err
 				}
 			}
@@ -347,8 +347,18 @@ func defaultIters(bytes int64, gpu bool) int {
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 
-// timeCalls runs iters calls between two events and returns the mean.
-func timeCalls(ctx context.Context, s device.Stream, t0, t1 device.Event, iters int, run func() error) (time.Duration, error) {
+// timeCalls runs iters calls between two events and returns the mean. The
+// ranks start together: a barrier, then one untimed call, whose end on the
+// stream waits for every rank, before the first event; without them a rank
+// still busy with the last check (its host compares outputs) would make the
+// others' first timed calls wait for it.
+func timeCalls(ctx context.Context, r world.Rank, s device.Stream, t0, t1 device.Event, iters int, run func() error) (time.Duration, error) {
+	if err := r.Comm.Barrier(ctx); err != nil {
+		return 0, err
+	}
+	if err := run(); err != nil {
+		return 0, err
+	}
 	if err := t0.Record(s); err != nil {
 		return 0, err
 	}

@@ -561,7 +561,7 @@ func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) error {
 		ds := make([]uint64, len(paths))
 		for i := range paths {
 			j := (rep + i) % len(paths)
-			d, err := timeCalls(ctx, c.s, c.t0, c.t1, c.o.Iters, func() error { return paths[j].run(ctx) })
+			d, err := timeCalls(ctx, c.r, c.s, c.t0, c.t1, c.o.Iters, func() error { return paths[j].run(ctx) })
 			if err != nil {
 				return err
 			}

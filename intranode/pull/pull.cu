@@ -57,7 +57,9 @@ __device__ __forceinline__ void pull_handshake(const u64* __restrict__ peers, lo
 
 // pull_sum sums the lws blocks at off in every peer's heap into out: L is
 // the largest lws the kernel serves (loops unroll over it), U the vectors in
-// flight per thread and peer.
+// flight per thread and peer (8 / L: the same bytes in flight per thread
+// whatever the peers' number, so a small SM budget keeps NVLink busy with
+// one peer as with seven).
 template <class T, int L, int U>
 __device__ __forceinline__ void pull_sum(const u64* __restrict__ peers, long long off, typename T::E* __restrict__ out,
                                          long long count, int lws) {
@@ -137,7 +139,7 @@ __device__ __forceinline__ void pull_finish(u32* state, u32 launch) {
     const u32 launch = ((volatile u32*)state)[PS_LAUNCHES] + 1;                                          \
     const volatile u32* abort = (const volatile u32*)state + PS_ABORT;                                   \
     if (phases & 1) pull_handshake(peers, flags_off, lws, lr, 0, launch, abort);                         \
-    pull_sum<T, L, (L > 4 ? 1 : 2)>(peers, off, out, count, lws);                                        \
+    pull_sum<T, L, 8 / L>(peers, off, out, count, lws);                                        \
     if (phases & 2) pull_handshake(peers, flags_off, lws, lr, 1, launch, abort);                         \
     pull_finish(state, launch);                                                                          \
   }
