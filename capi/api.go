@@ -162,11 +162,13 @@ func closeWorld(h int64) error {
 var dtypes = map[int]dtype.DType{1: dtype.BF16, 2: dtype.F16, 3: dtype.F32, 4: dtype.I32, 5: dtype.E4M3}
 
 // The flags of hc_rs2d_create's overlap argument (HC_OVERLAP_WITH_GEMM,
-// HC_SPLIT_FIRST_BLOCK, HC_GRAPHS; main.go checks them against hiercoll.h).
+// HC_SPLIT_FIRST_BLOCK, HC_GRAPHS, HC_PULL; main.go checks them against
+// hiercoll.h).
 const (
 	overlapWithGEMM = 1
 	splitFirstBlock = 2
 	graphs          = 4
+	pullEngine      = 8
 )
 
 // maxDim bounds M and N so that sizes in bytes stay far from overflowing.
@@ -177,8 +179,8 @@ func createRS2D(h int64, maxM, n int64, dt int, overlap int, reductionSMs int) (
 	d, ok := dtypes[dt]
 	ok = ok && d.Valid() // a reduce-scatter's type: not e4m3
 	switch {
-	case overlap&^(overlapWithGEMM|splitFirstBlock|graphs) != 0:
-		return 0, fmt.Errorf("hiercoll: flags %#x: only HC_OVERLAP_WITH_GEMM (1), HC_SPLIT_FIRST_BLOCK (2) and HC_GRAPHS (4) are defined: %w", overlap, device.ErrInvalidArgument)
+	case overlap&^(overlapWithGEMM|splitFirstBlock|graphs|pullEngine) != 0:
+		return 0, fmt.Errorf("hiercoll: flags %#x: only HC_OVERLAP_WITH_GEMM (1), HC_SPLIT_FIRST_BLOCK (2), HC_GRAPHS (4) and HC_PULL (8) are defined: %w", overlap, device.ErrInvalidArgument)
 	case !ok:
 		return 0, fmt.Errorf("hiercoll: dtype %d is not HC_BF16 (1), HC_F16 (2), HC_F32 (3) or HC_I32 (4): %w", dt, device.ErrInvalidArgument)
 	case maxM <= 0 || maxM > maxDim || n <= 0 || n > maxDim:
@@ -204,6 +206,9 @@ func createRS2D(h int64, maxM, n int64, dt int, overlap int, reductionSMs int) (
 		}
 	}()
 	cfg := rs2d.Config{MaxM: int(maxM), N: int(n), DType: d, OverlapWithGEMM: overlap&overlapWithGEMM != 0, Graphs: overlap&graphs != 0}
+	if overlap&pullEngine != 0 {
+		cfg.Engine = rs2d.EnginePull
+	}
 	knobs := tune.Knobs{ReductionSMs: reductionSMs}
 	if overlap&splitFirstBlock != 0 {
 		knobs.SplitFirstBlock = tune.SplitOn
@@ -269,6 +274,16 @@ func reduceScatter(h int64, in uint64, m int64, out uint64, stream uint64) error
 	inT := rs2d.Tensor{Ptr: device.Ptr(in), Rows: int(m), Cols: c.n, DType: c.dt}
 	outT := rs2d.Tensor{Ptr: device.Ptr(out), Rows: int(m) / c.world, Cols: c.n, DType: c.dt}
 	return c.rs.ReduceScatter(context.Background(), inT, outT, s)
+}
+
+// symmetricInput is hc_rs2d_input: the context's symmetric input.
+func symmetricInput(h int64) (uint64, error) {
+	c, err := lookup[*rs2dObj](h, kindRS2D)
+	if err != nil {
+		return 0, err
+	}
+	t, err := c.rs.Input(c.rs.Config().MaxM)
+	return uint64(t.Ptr), err
 }
 
 func signalValue(h int64) (uint32, error) {

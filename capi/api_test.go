@@ -310,14 +310,14 @@ func TestSkipCall(t *testing.T) {
 
 // HC_SPLIT_FIRST_BLOCK: the early rows of a call, the early signal raised
 // through the C ABI, and a 1 x 4 world whose first blocks go in two parts
-// (int32, bit for bit); flags outside the three defined are refused.
+// (int32, bit for bit); flags outside the four defined are refused.
 func TestSplitFirstBlock(t *testing.T) {
 	hs := simRanks(t, 1, 4)
 	const world, rowsPer, n = 4, 4, 3
 	const m = world * rowsPer
 	input := func(rank, call, i int) int32 { return int32(rank*7919 + call*131 + i*3 - 500) }
 	eachRank(t, hs, func(rank int, h int64) error {
-		for _, bad := range []int{splitFirstBlock, 8, overlapWithGEMM | 16} {
+		for _, bad := range []int{splitFirstBlock, 32, overlapWithGEMM | 16} {
 			if _, err := createRS2D(h, m, n, 4, bad, 0); codeOf(err) != codeInvalid {
 				return fmt.Errorf("overlap flags %#x: %v, want an invalid-argument error", bad, err)
 			}

@@ -148,6 +148,19 @@ func hc_rs2d_reduce_scatter(ctx C.int64_t, inPtr C.uint64_t, m C.int64_t, outPtr
 	return result(reduceScatter(int64(ctx), uint64(inPtr), int64(m), uint64(outPtr), uint64(stream)))
 }
 
+//export hc_rs2d_input
+func hc_rs2d_input(ctx C.int64_t, ptr *C.uint64_t) (rc C.int) {
+	defer guard(&rc)
+	if ptr == nil {
+		return nilArg("ptr")
+	}
+	p, err := symmetricInput(int64(ctx))
+	if err == nil {
+		*ptr = C.uint64_t(p)
+	}
+	return result(err)
+}
+
 //export hc_rs2d_signal_value
 func hc_rs2d_signal_value(ctx C.int64_t, value *C.uint32_t) (rc C.int) {
 	defer guard(&rc)

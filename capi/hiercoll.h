@@ -60,10 +60,10 @@ extern "C" {
  * The ABI this header describes; hc_abi_version() returns the library's.
  * Version 3 added HC_GRAPHS, hc_rs2d_clear_signals, hc_init_store and
  * hc_rs2d_matmul_reduce_scatter; version 4 HC_E4M3, hc_gemm,
- * hc_gemm_workspace_bytes and hc_rs2d_scaled_matmul_reduce_scatter; no
- * earlier signature changed.
+ * hc_gemm_workspace_bytes and hc_rs2d_scaled_matmul_reduce_scatter; version 5
+ * HC_PULL and hc_rs2d_input; no earlier signature changed.
  */
-#define HC_ABI_VERSION 4
+#define HC_ABI_VERSION 5
 
 /* Return codes. */
 #define HC_OK 0
@@ -85,6 +85,7 @@ extern "C" {
 #define HC_OVERLAP_WITH_GEMM 1 /* each scatter copy waits for its destination's GEMM signal */
 #define HC_SPLIT_FIRST_BLOCK 2 /* with it: the first block in consumption order goes in two halves */
 #define HC_GRAPHS 4            /* calls may be captured in CUDA graphs and replayed (ABI version 3) */
+#define HC_PULL 8              /* the pull engine: each rank reads its rows from the peers' symmetric inputs (ABI version 5) */
 
 /* Backends (hc_world_device). */
 #define HC_BACKEND_SIM 1  /* simulated GPU on the CPU */
@@ -197,6 +198,17 @@ int hc_rs2d_destroy(int64_t ctx);
  * that never arrives shows when the stream is synchronised.
  */
 int hc_rs2d_reduce_scatter(int64_t ctx, uint64_t in_ptr, int64_t m, uint64_t out_ptr, uint64_t stream);
+
+/*
+ * Writes to *ptr the address of this rank's symmetric input of a context made
+ * with HC_PULL: [max_m, n] of the context's dtype on the rank's device, valid
+ * until hc_rs2d_destroy. Rows written there and passed as in_ptr (with any m)
+ * are read by the peers in place: the call copies nothing first. The call
+ * ends only once every peer read them, so the next rows may be written after
+ * it in stream order. Any other in_ptr works too, with one device copy into
+ * it first. HC_ERR_NOT_SUPPORTED without HC_PULL. (ABI version 5.)
+ */
+int hc_rs2d_input(int64_t ctx, uint64_t* ptr);
 
 /*
  * The value a GEMM producer writes into a signal word to release the next

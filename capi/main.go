@@ -42,4 +42,5 @@ const (
 	_ = uint(layoutKN-C.HC_B_KN) + uint(C.HC_B_KN-layoutKN)
 	_ = uint(layoutNK-C.HC_B_NK) + uint(C.HC_B_NK-layoutNK)
 	_ = uint(graphs-C.HC_GRAPHS) + uint(C.HC_GRAPHS-graphs)
+	_ = uint(pullEngine-C.HC_PULL) + uint(C.HC_PULL-pullEngine)
 )

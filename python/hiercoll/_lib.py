@@ -5,7 +5,7 @@ import os
 import pathlib
 import threading
 
-ABI_VERSION = 4  # HC_ABI_VERSION of capi/hiercoll.h
+ABI_VERSION = 5  # HC_ABI_VERSION of capi/hiercoll.h
 
 # Return codes (hiercoll.h).
 HC_OK = 0
@@ -29,6 +29,7 @@ HC_E4M3 = 5  # fp8 (torch.float8_e4m3fn): a GEMM input only
 HC_OVERLAP_WITH_GEMM = 1
 HC_SPLIT_FIRST_BLOCK = 2
 HC_GRAPHS = 4
+HC_PULL = 8
 
 # Backends.
 HC_BACKEND_SIM = 1
@@ -99,6 +100,7 @@ _PROTOTYPES = {
     "hc_rs2d_create": (_i64, _i64, _i64, _int, _int, _int, _P(_i64)),
     "hc_rs2d_destroy": (_i64,),
     "hc_rs2d_reduce_scatter": (_i64, _u64, _i64, _u64, _u64),
+    "hc_rs2d_input": (_i64, _P(_u64)),
     "hc_rs2d_signal_value": (_i64, _P(_u32)),
     "hc_rs2d_signal_addr": (_i64, _int, _P(_u64)),
     "hc_rs2d_raise_signal": (_i64, _int, _u64),

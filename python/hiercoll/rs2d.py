@@ -77,10 +77,14 @@ class ReduceScatter2D:
 
         with hiercoll.ReduceScatter2D(8192, 8192, torch.bfloat16) as rs:
             out = rs.reduce_scatter(x)    # on torch.cuda.current_stream()
+
+    engine="pull" makes each rank read its rows from the peers' symmetric
+    inputs in one kernel; write the rows into rs.input(m) (zero copy) and
+    pass that tensor, or pass any tensor (one device copy into it first).
     """
 
     def __init__(self, max_m, n, dtype, overlap_with_gemm=False, reduction_sms=0, world=None, split_first_block=False,
-                 graphs=False):
+                 graphs=False, engine="auto"):
         self._h = 0
         self._world = world if world is not None else init()
         code = dtype_code(dtype)
@@ -90,9 +94,13 @@ class ReduceScatter2D:
         self.overlap_with_gemm = bool(overlap_with_gemm)
         self.split_first_block = bool(split_first_block)
         self.graphs = bool(graphs)
+        if engine not in ("auto", "pull"):
+            raise ValueError(f"hiercoll: engine {engine!r}: want 'auto' or 'pull'")
+        self.engine = engine
         flags = (_lib.HC_OVERLAP_WITH_GEMM if self.overlap_with_gemm else 0) | \
             (_lib.HC_SPLIT_FIRST_BLOCK if self.split_first_block else 0) | \
-            (_lib.HC_GRAPHS if self.graphs else 0)
+            (_lib.HC_GRAPHS if self.graphs else 0) | \
+            (_lib.HC_PULL if engine == "pull" else 0)
         h = ctypes.c_int64()
         check(lib().hc_rs2d_create(self._world._handle(), self.max_m, self.n, code,
                                    flags, _int("reduction_sms", reduction_sms), ctypes.byref(h)))
@@ -170,6 +178,23 @@ class ReduceScatter2D:
         if rc:
             raise _lib.error(rc)
         return output
+
+    def input(self, m):
+        """This rank's symmetric input as an [m, n] torch tensor (engine="pull"):
+        rows written into it and passed to reduce_scatter are read by the peers
+        in place, with no copy first. It aliases the context's memory: valid
+        until close; a call that reads it ends once every peer has read it, so
+        the next rows may go in after the call in stream order."""
+        self._tensors_ok()
+        self._check_m(m)
+        return _symmetric_tensor(self.input_ptr(), m, self.n, self._torch_dtype, self._device_index)
+
+    def input_ptr(self):
+        """The address of this rank's symmetric input ([max_m, n], engine="pull"),
+        for reduce_scatter_ptr (simulated ranks too)."""
+        p = ctypes.c_uint64()
+        check(lib().hc_rs2d_input(self._handle(), ctypes.byref(p)))
+        return p.value
 
     def _tensors_ok(self):
         """Sets up the torch side on first use: torch tensors need a CUDA rank."""
@@ -464,3 +489,23 @@ def _check_fp8_operands(a, b, scale_a, scale_b, device_index, scales_optional=Fa
     if a.stride(1) != 1 or b.stride(0) != 1:
         raise ValueError("hiercoll: fp8 operands must be K-contiguous: a row-major, b the transpose of a "
                          "row-major [N, K] weight (w.t()), as torch._scaled_mm takes them")
+
+
+class _CudaArray:
+    """A device buffer described by __cuda_array_interface__ (version 3), which
+    torch.as_tensor wraps without copying."""
+
+    def __init__(self, ptr, shape, typestr):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (ptr, False), "version": 3,
+                                         "strides": None}
+
+
+def _symmetric_tensor(ptr, m, n, dtype, device_index):
+    """A torch tensor of dtype [m, n] over the device memory at ptr. bfloat16 has
+    no array-interface type string: it is wrapped as int16 and viewed."""
+    torch = _import_torch()
+    size = torch.empty((), dtype=dtype).element_size()
+    typestr = {2: "<i2", 4: "<i4"}[size]
+    with torch.cuda.device(device_index):
+        t = torch.as_tensor(_CudaArray(ptr, (m, n), typestr), device=f"cuda:{device_index}")
+    return t.view(dtype)

@@ -139,6 +139,39 @@ class CtypesSimTest(unittest.TestCase):
 
         self.run_ranks(ranks, rank_main)
 
+    def test_pull_zero_copy_1x4_threads(self):
+        """engine="pull": rows written into the context's symmetric input (input_ptr) and passed
+        as the input are summed in place; a plain buffer works too (copied in first). int32 against
+        the sum computed here, several calls in a row."""
+        ranks = hiercoll.sim_world(1, 4)
+        world, rows_per, n = 4, 3, 5
+        m = world * rows_per
+
+        def rank_main(w):
+            s = w.stream_create()
+            with hiercoll.ReduceScatter2D(m, n, "int32", world=w, engine="pull") as rs:
+                sym, own, dst = rs.input_ptr(), w.alloc(m * n * 4), w.alloc(rows_per * n * 4)
+                self.assertNotEqual(sym, 0)
+                for call in range(4):
+                    src = sym if call % 2 == 0 else own
+                    w.copy_to_device(src, _inputs(w.rank, call, m * n))
+                    rs.reduce_scatter_ptr(src, m, dst, stream=s)
+                    w.stream_synchronize(s, timeout=20)
+                    got = array.array("i", bytes(w.copy_to_host(dst, rows_per * n * 4)))
+                    base = w.rank * rows_per * n
+                    want = [sum(_inputs(r, call, m * n)[base + j] for r in range(world)) for j in range(rows_per * n)]
+                    self.assertEqual(list(got), want, f"call {call}")
+            with hiercoll.ReduceScatter2D(m, n, "int32", world=w) as rs:
+                with self.assertRaises(hiercoll.NotSupportedError):  # no symmetric input without pull
+                    rs.input_ptr()
+            w.stream_destroy(s)
+
+        self.run_ranks(ranks, rank_main)
+        (w,) = hiercoll.sim_world(1, 1)
+        with self.assertRaisesRegex(ValueError, "engine"):
+            hiercoll.ReduceScatter2D(m, n, "int32", world=w, engine="ring")
+        w.close()
+
     def run_ranks(self, ranks, rank_main):
         """Runs rank_main(w) for every rank of a simulated world, one Python thread each (ctypes
         releases the GIL), closes each rank (which frees what it allocated), and fails the test with
