@@ -57,6 +57,8 @@ def parse_args():
     p.add_argument("--warmup", type=int, default=5, help="untimed calls before each measurement")
     p.add_argument("--overhead-calls", type=int, default=2000, help="calls of the host-overhead measurement")
     p.add_argument("--no-sweep", action="store_true", help="only the seed check and the host overhead")
+    p.add_argument("--engine", default="auto", choices=("auto", "pull"),
+                   help="the sweep's engine; pull also times calls on rows written into rs.input(m) (zero copy)")
     return p.parse_args()
 
 
@@ -189,8 +191,11 @@ def sweep(job, args):
     job.log("")
     job.log(f"sweep: {w} ranks; times are the slowest rank's median of {iters} calls (CUDA events); "
             "err = max |x - fp64 reference|")
-    head = (f"{'dtype':>6} {'M':>6} {'N':>6} {'MiB':>8} | {'hiercoll ms':>11} {'NCCL ms':>9} | "
-            f"{'hc busbw':>9} {'NCCL busbw':>10} | {'hc err':>9} {'NCCL err':>9} | check")
+    job.log(f"engine {args.engine}" + ("; 'zero-copy' times calls on rows written into rs.input(m), "
+                                       "'hiercoll' calls on the caller's tensor (copied in first)"
+                                       if args.engine == "pull" else ""))
+    head = (f"{'dtype':>6} {'M':>6} {'N':>6} {'MiB':>8} | {'hiercoll ms':>11} {'zero-copy':>9} {'NCCL ms':>9} | "
+            f"{'hc busbw':>9} {'zc busbw':>9} {'NCCL busbw':>10} | {'hc err':>9} {'NCCL err':>9} | check")
     job.log(head)
     job.log("-" * len(head))
     gen = torch.Generator(device=job.device)
@@ -202,10 +207,18 @@ def sweep(job, args):
             ref = torch.empty(m // w, n, dtype=dtype, device=job.device)
             out = torch.empty_like(ref)
             dist.reduce_scatter_tensor(ref, x)
-            with hiercoll.ReduceScatter2D(m, n, dtype) as rs:
+            with hiercoll.ReduceScatter2D(m, n, dtype, engine=args.engine) as rs:
                 rs.reduce_scatter(x, out)
                 torch.cuda.synchronize()
                 problem = compare(out, ref, dtype)
+                xs = None
+                if args.engine == "pull":
+                    xs = rs.input(m)
+                    xs.copy_(x)
+                    out.fill_(-1 if dtype == torch.int32 else float("nan"))
+                    rs.reduce_scatter(xs, out)
+                    torch.cuda.synchronize()
+                    problem = problem or compare(out, ref, dtype)
                 errs = [0.0, 0.0]
                 if dtype.is_floating_point:
                     x64 = x.double()
@@ -218,15 +231,18 @@ def sweep(job, args):
                 ok = job.all_ok(problem is None)
                 job.failures += 0 if ok else 1
                 t_hc = time_ms(job, lambda: rs.reduce_scatter(x, out), iters, warmup)
+                t_zc = time_ms(job, lambda: rs.reduce_scatter(xs, out), iters, warmup) if xs is not None else 0.0
                 t_nccl = time_ms(job, lambda: dist.reduce_scatter_tensor(ref, x), iters, warmup)
-            t_hc, t_nccl, err_hc, err_nccl = job.max_over_ranks([t_hc, t_nccl] + errs)
+                del xs
+            t_hc, t_zc, t_nccl, err_hc, err_nccl = job.max_over_ranks([t_hc, t_zc, t_nccl] + errs)
             size = m * n * x.element_size()
 
             def busbw(t_ms):
-                return "-" if w == 1 else f"{size / (t_ms * 1e-3) * (w - 1) / w / 1e9:9.1f}"
+                return "-" if w == 1 or t_ms <= 0 else f"{size / (t_ms * 1e-3) * (w - 1) / w / 1e9:9.1f}"
 
-            job.log(f"{name:>6} {m:>6} {n:>6} {size / 2**20:>8.2f} | {t_hc:>11.4f} {t_nccl:>9.4f} | "
-                    f"{busbw(t_hc):>9} {busbw(t_nccl):>10} | {err_hc:>9.2e} {err_nccl:>9.2e} | "
+            zc = f"{t_zc:>9.4f}" if t_zc > 0 else f"{'-':>9}"
+            job.log(f"{name:>6} {m:>6} {n:>6} {size / 2**20:>8.2f} | {t_hc:>11.4f} {zc} {t_nccl:>9.4f} | "
+                    f"{busbw(t_hc):>9} {busbw(t_zc):>9} {busbw(t_nccl):>10} | {err_hc:>9.2e} {err_nccl:>9.2e} | "
                     f"{'ok' if ok else 'FAILED'}")
             del x, ref, out
 
