@@ -48,7 +48,7 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
-	"github.com/seed12530e24/hiercoll/kernels"
+	"github.com/seed12530e24/hiercoll/intranode/push"
 	"github.com/seed12530e24/hiercoll/symm"
 )
 
@@ -70,8 +70,8 @@ type Buffers struct {
 	Gemm       symm.Pad    // world × Segments words, by destination rank, then segment (GEMM overlap)
 	Early      symm.Pad    // world words, by destination rank: the first part of its rows (GEMM overlap, Step.EarlyRows)
 	Permits    symm.Pad    // lws words, by receiving local rank (pacing, with GEMM overlap)
-	Counters   symm.Pad    // SM engine: lws × kernels.MaxPushChunks arrival counters
-	State      symm.Pad    // SM engine: the kernel's call state (kernels.CallStateWords)
+	Counters   symm.Pad    // SM engine: lws × push.MaxChunks arrival counters
+	State      symm.Pad    // SM engine: the kernel's call state (push.CallStateWords)
 	PeerTable  symm.Region // SM engine and ring: lws heap base addresses as mapped here
 	// Segments is how many GEMM signals each destination's rows come in,
 	// set before AddTo (0 means 1): a producer that signals finer than a
@@ -94,8 +94,8 @@ func (b *Buffers) AddTo(l *symm.Layout, place symm.Place, scatter int64) {
 	b.Gemm = l.AddPad("gemm signals", world*b.Segments)
 	b.Early = l.AddPad("early gemm signals", world)
 	b.Permits = l.AddPad("permits", lws)
-	b.Counters = l.AddPad("arrival counters", lws*kernels.MaxPushChunks)
-	b.State = l.AddPad("push-reduce call state", kernels.CallStateWords)
+	b.Counters = l.AddPad("arrival counters", lws*push.MaxChunks)
+	b.State = l.AddPad("push-reduce call state", push.CallStateWords)
 	b.PeerTable = l.Add("peer table", int64(lws)*8)
 	b.ScatterBuf = l.Add("scatter", scatter)
 }
@@ -248,7 +248,7 @@ func (st *Stage) EarlySignal(dest int) symm.Signal { return st.early.At(st.place
 // gone and work is stuck waiting for it: the results are garbage, and the
 // stage must not be used again.
 func (st *Stage) ReleaseWaits(s device.Stream, epoch symm.Epoch) error {
-	abort := st.heap.Local().Add(st.buf.State.Off + 4*kernels.StateAbort)
+	abort := st.heap.Local().Add(st.buf.State.Off + 4*push.StateAbort)
 	if err := st.dev.Memset32(s, abort, 1, 1); err != nil {
 		return fmt.Errorf("intranode: aborting the push-reduce kernel's waits: %w", err)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device"
-	"github.com/seed12530e24/hiercoll/kernels"
+	"github.com/seed12530e24/hiercoll/intranode/nvls"
 	"github.com/seed12530e24/hiercoll/symm"
 )
 
@@ -38,7 +38,7 @@ import (
 // nvlsStride is the distance between destination blocks in the bound
 // buffer for calls of rowsPer rows per rank.
 func (st *Stage) nvlsStride(rowsPer int) int64 {
-	return (int64(rowsPer)*st.rowBytes() + kernels.NVLSVector - 1) / kernels.NVLSVector * kernels.NVLSVector
+	return (int64(rowsPer)*st.rowBytes() + nvls.Vector - 1) / nvls.Vector * nvls.Vector
 }
 
 // SetUpNVLS binds this rank's buffer for calls of up to maxRowsPer rows per
@@ -121,7 +121,7 @@ func (st *Stage) copyToBound(s device.Stream, input device.Ptr, rowsPer int) err
 func (st *Stage) NVLSReduce(s device.Stream, step Step) error {
 	dest := step.Node*st.lws() + st.place.LocalRank
 	mc := st.mc.Addr.Add(int64(dest) * st.nvlsStride(step.RowsPer))
-	if err := kernels.LaunchNVLSReduce(st.dev, s, st.dt, step.Grid, step.ReduceTo, mc, int64(step.RowsPer)*int64(st.n)); err != nil {
+	if err := nvls.LaunchReduce(st.dev, s, st.dt, step.Grid, step.ReduceTo, mc, int64(step.RowsPer)*int64(st.n)); err != nil {
 		return fmt.Errorf("intranode: NVLS reduce: %w", err)
 	}
 	return nil

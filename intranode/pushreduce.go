@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/seed12530e24/hiercoll/device"
-	"github.com/seed12530e24/hiercoll/kernels"
+	"github.com/seed12530e24/hiercoll/intranode/push"
 )
 
 // SMGrid is the thread blocks of a push-reduce: push and reduce blocks.
@@ -21,7 +21,7 @@ type SMGrid struct {
 func (st *Stage) PushReduce(s device.Stream, step Step, grid SMGrid) error {
 	lws := st.lws()
 	rowBytes := st.rowBytes()
-	p := kernels.PushReduce{
+	p := push.Params{
 		In:           step.Input.Add(int64(step.Node*lws*step.RowsPer) * rowBytes),
 		Out:          step.ReduceTo,
 		Peers:        st.heap.Local().Add(st.buf.PeerTable.Off),
@@ -31,12 +31,12 @@ func (st *Stage) PushReduce(s device.Stream, step Step, grid SMGrid) error {
 		LWS:          lws,
 		Rank:         st.place.LocalRank,
 		Count:        int64(step.RowsPer) * int64(st.n),
-		Chunks:       max(1, min(step.Chunks, kernels.MaxPushChunks)),
+		Chunks:       max(1, min(step.Chunks, push.MaxChunks)),
 		PushBlocks:   grid.PushBlocks,
 		ReduceBlocks: grid.ReduceBlocks,
 		State:        st.heap.Local().Add(st.buf.State.Off),
 	}
-	if err := kernels.LaunchPushReduce(st.dev, s, st.dt, p); err != nil {
+	if err := push.Launch(st.dev, s, st.dt, p); err != nil {
 		return fmt.Errorf("intranode: push-reduce: %w", err)
 	}
 	return nil

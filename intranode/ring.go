@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/seed12530e24/hiercoll/device"
-	"github.com/seed12530e24/hiercoll/kernels"
+	"github.com/seed12530e24/hiercoll/intranode/ring"
 	"github.com/seed12530e24/hiercoll/symm"
 )
 
@@ -61,10 +61,10 @@ func (b *Buffers) AddRingTo(l *symm.Layout, place symm.Place, shape RingShape) {
 func (st *Stage) ringPads() {
 	rank0, lws := st.place.NodePeer(0), st.lws()
 	st.tails = st.heap.Signals(st.buf.Tails, st.proto, func(owner, i int) string {
-		return kernels.RingTailLabel(rank0, lws, owner-rank0, i)
+		return ring.TailLabel(rank0, lws, owner-rank0, i)
 	})
 	st.heads = st.heap.Signals(st.buf.Heads, st.proto, func(owner, i int) string {
-		return kernels.RingHeadLabel(rank0, lws, owner-rank0, i)
+		return ring.HeadLabel(rank0, lws, owner-rank0, i)
 	})
 }
 
@@ -99,7 +99,7 @@ func (st *Stage) Ring(s device.Stream, step RingStep) error {
 	chunk := shape.ChunkBytes / es
 	msgs := uint32((per + chunk - 1) / chunk)
 	local := st.heap.Local()
-	p := kernels.Ring{
+	p := ring.Params{
 		In:        step.Input.Add(int64(step.Node*lws*step.RowsPer+step.Row0) * st.rowBytes()),
 		Out:       step.ReduceTo,
 		Peers:     local.Add(st.buf.PeerTable.Off),
@@ -121,7 +121,7 @@ func (st *Stage) Ring(s device.Stream, step RingStep) error {
 		Channels:  shape.Channels,
 		Rank0:     st.place.NodePeer(0),
 	}
-	if err := kernels.LaunchRing(st.dev, s, st.dt, p); err != nil {
+	if err := ring.Launch(st.dev, s, st.dt, p); err != nil {
 		return fmt.Errorf("intranode: ring: %w", err)
 	}
 	st.ringSent += msgs

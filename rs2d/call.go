@@ -6,7 +6,7 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/intranode"
-	"github.com/seed12530e24/hiercoll/kernels"
+	"github.com/seed12530e24/hiercoll/intranode/push"
 	"github.com/seed12530e24/hiercoll/symm"
 )
 
@@ -232,12 +232,12 @@ func (c *Context) chunks(rowsPerRank int) int {
 		const minChunk = 4 << 20
 		most := int64(8)
 		if c.cfg.Engine == EngineSM {
-			most = kernels.MaxPushChunks
+			most = push.MaxChunks
 		}
 		k = int(min(int64(rowsPerRank)*c.rowBytes()/minChunk, most))
 	}
 	if c.cfg.Engine == EngineSM {
-		return max(1, min(k, kernels.MaxPushChunks)) // chunks split elements, not rows
+		return max(1, min(k, push.MaxChunks)) // chunks split elements, not rows
 	}
 	return max(1, min(k, rowsPerRank))
 }
@@ -247,7 +247,7 @@ func (c *Context) chunks(rowsPerRank int) int {
 // are 16-byte vectors per chunk for a block's threads.
 func (c *Context) smGrid(count int64, chunks int) intranode.SMGrid {
 	vectors := count * int64(c.cfg.DType.Size()) / 16 / int64(chunks)
-	need := int(max(1, (vectors+kernels.PushReduceBlock-1)/kernels.PushReduceBlock))
+	need := int(max(1, (vectors+push.Block-1)/push.Block))
 	push := pushSMs
 	if sms := c.dev.Info().SMs; sms > 0 {
 		push = min(push, sms)

@@ -59,6 +59,9 @@ import (
 	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/internode"
 	"github.com/seed12530e24/hiercoll/intranode"
+	"github.com/seed12530e24/hiercoll/intranode/nvls"
+	"github.com/seed12530e24/hiercoll/intranode/push"
+	"github.com/seed12530e24/hiercoll/intranode/ring"
 	"github.com/seed12530e24/hiercoll/kernels"
 	"github.com/seed12530e24/hiercoll/streams"
 	"github.com/seed12530e24/hiercoll/symm"
@@ -190,13 +193,15 @@ func allowNVLS(ctx context.Context, comm bootstrap.Comm, dev device.Device) (dev
 
 // prepareKernels loads the kernels the context's engine launches.
 func prepareKernels(dev device.Device, cfg Config) error {
-	err := kernels.Prepare(dev, cfg.DType, cfg.Engine == EngineSM)
+	err := kernels.Prepare(dev, cfg.DType)
 	switch {
 	case err != nil:
+	case cfg.Engine == EngineSM:
+		err = push.Prepare(dev, cfg.DType)
 	case cfg.Engine == EngineRing:
-		err = kernels.PrepareRing(dev, cfg.DType)
+		err = ring.Prepare(dev, cfg.DType)
 	case cfg.Engine == EngineNVLS:
-		err = kernels.PrepareNVLS(dev, cfg.DType)
+		err = nvls.Prepare(dev, cfg.DType)
 	}
 	if err != nil {
 		return fmt.Errorf("rs2d: %w", err)
