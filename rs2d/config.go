@@ -56,14 +56,7 @@ type Config struct {
 	MaxSymmetricBytes int64
 }
 
-const (
-	defaultTimeout = 60 * time.Second
-	// pushSMs is the SM engine's budget of push blocks (sweeps of it
-	// measured within 1 µs of this at 1–8 MiB; benchmarks/RESULTS.md).
-	pushSMs = 32
-	// kernelBlocksPerSM is how many kernel blocks run per SM of a budget.
-	kernelBlocksPerSM = 2
-)
+const defaultTimeout = 60 * time.Second
 
 // Engine is what moves rows between the GPUs of a node.
 type Engine int

@@ -8,6 +8,10 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/intranode"
+	"github.com/seed12530e24/hiercoll/intranode/ce"
+	"github.com/seed12530e24/hiercoll/intranode/nvls"
+	"github.com/seed12530e24/hiercoll/intranode/push"
+	ringengine "github.com/seed12530e24/hiercoll/intranode/ring"
 	"github.com/seed12530e24/hiercoll/symm"
 )
 
@@ -28,8 +32,8 @@ import (
 // too.
 type Memory struct {
 	Engine Engine // the path: EngineRing, or the direct path's engine
-	// Node is the node stage's symmetric heap: the scatter buffer or the
-	// ring's FIFOs, and every signal pad.
+	// Node is the node stage's symmetric heap: the engine's buffers (the
+	// scatter buffer or the ring's FIFOs) and signal pads.
 	Node int64
 	// Rail is the rail stage's buffers (0 on one node).
 	Rail int64
@@ -38,7 +42,7 @@ type Memory struct {
 	// rounds a call under a bound.
 	RailRows int
 	// Ring is the ring's FIFO shape (zero on the direct path).
-	Ring intranode.RingShape
+	Ring ringengine.Shape
 }
 
 // Total is the memory per rank.
@@ -117,23 +121,51 @@ type planner struct {
 
 func (p planner) rowBytes() int64 { return int64(p.cfg.N) * int64(p.cfg.DType.Size()) }
 
-// nodeLayout lays out the node stage's heap: the direct path's scatter
-// buffer, or the ring's FIFOs of shape ring. New allocates exactly this.
-func (p planner) nodeLayout(ring *intranode.RingShape) (*symm.Layout, intranode.Buffers) {
-	var l symm.Layout
-	buf := intranode.Buffers{Segments: p.knobs.Segments}
-	switch {
-	case p.cfg.Engine == EngineNVLS:
-		buf.AddTo(&l, p.place, 0) // the rows go to the buffer bound to the multicast object
-	case p.place.Shape.World() == 1:
-		buf.AddTo(&l, p.place, 0) // a call is one device copy
-	case ring == nil:
-		buf.AddTo(&l, p.place, int64(p.cfg.MaxM)*p.rowBytes())
-	default:
-		buf.AddTo(&l, p.place, 0)
-		buf.AddRingTo(&l, p.place, *ring)
+// spec is what the context's engine is made for.
+func (p planner) spec() intranode.Spec {
+	return intranode.Spec{Place: p.place, DType: p.cfg.DType, Cols: p.cfg.N, MaxRows: p.cfg.MaxM, Proto: p.proto(),
+		ReductionSMs: tune.ReductionSMsOf(p.knobs, p.cfg.Engine == EngineSM, p.sms)}
+}
+
+// proto is how the context's signal words tell calls apart.
+func (p planner) proto() symm.Protocol {
+	if p.cfg.Graphs {
+		return symm.Replayable
 	}
-	return &l, buf
+	return symm.Growing
+}
+
+// maker is the maker of the context's engine (the ring's with FIFOs of
+// shape ring); nil on a world of one rank, where a call is one device copy.
+func (p planner) maker(ring *ringengine.Shape) intranode.Maker {
+	spec := p.spec()
+	switch {
+	case p.place.Shape.World() == 1:
+		return nil
+	case ring != nil:
+		return ringengine.NewMaker(spec, *ring)
+	case p.cfg.Engine == EngineSM:
+		return push.NewMaker(spec)
+	case p.cfg.Engine == EngineNVLS:
+		return nvls.NewMaker(spec)
+	}
+	return ce.NewMaker(spec)
+}
+
+// nodeLayout lays out the node stage's heap: the GEMM signals (with
+// overlap) and the engine's regions (the ring's with FIFOs of shape ring).
+// New allocates exactly this.
+func (p planner) nodeLayout(ring *ringengine.Shape) (*symm.Layout, intranode.Maker, *intranode.GemmSignals) {
+	var l symm.Layout
+	var gemm *intranode.GemmSignals
+	if p.cfg.OverlapWithGEMM {
+		gemm = intranode.NewGemmSignals(&l, p.place, p.knobs.Segments, p.knobs.SplitFirstBlock == tune.SplitOn)
+	}
+	m := p.maker(ring)
+	if m != nil {
+		m.AddTo(&l)
+	}
+	return &l, m, gemm
 }
 
 // railBlock is the bytes of one block in the rail buffers for rounds of
@@ -151,15 +183,15 @@ func (p planner) rowsPerRank() int { return p.cfg.MaxM / p.place.Shape.World() }
 
 // direct is the direct path's memory.
 func (p planner) direct() Memory {
-	l, _ := p.nodeLayout(nil)
+	l, _, _ := p.nodeLayout(nil)
 	rows := p.rowsPerRank()
 	return Memory{Engine: p.cfg.Engine, Node: l.Size(), Rail: p.railBytes(rows), RailRows: rows}
 }
 
 // ringShape is the ring's shape from the knobs and defaults, before any
 // bound.
-func (p planner) ringShape() intranode.RingShape {
-	r := intranode.RingShape{Channels: p.knobs.RingChannels, Slots: p.knobs.RingSlots, ChunkBytes: p.knobs.RingChunkBytes}
+func (p planner) ringShape() ringengine.Shape {
+	r := ringengine.Shape{Channels: p.knobs.RingChannels, Slots: p.knobs.RingSlots, ChunkBytes: p.knobs.RingChunkBytes}
 	if r.Channels == 0 {
 		r.Channels = defaultRingChannels
 		if p.sms > 0 {
@@ -175,8 +207,8 @@ func (p planner) ringShape() intranode.RingShape {
 	return r
 }
 
-func (p planner) ringNode(r intranode.RingShape) int64 {
-	l, _ := p.nodeLayout(&r)
+func (p planner) ringNode(r ringengine.Shape) int64 {
+	l, _, _ := p.nodeLayout(&r)
 	return l.Size()
 }
 
