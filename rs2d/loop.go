@@ -122,7 +122,7 @@ func (c *Context) endRound(out Tensor, s device.Stream, call intranode.Call, don
 // its input, so the call is one device-to-device copy (after the GEMM
 // signal, with overlap).
 func (c *Context) enqueueLocal(in, out Tensor, s device.Stream, epoch symm.Epoch) error {
-	if c.gemm != nil {
+	if c.cfg.OverlapWithGEMM {
 		if err := c.gemm.WaitBlock(s, 0, in.Rows, epoch); err != nil {
 			return err
 		}

@@ -152,15 +152,13 @@ func (p planner) maker(ring *ringengine.Shape) intranode.Maker {
 	return ce.NewMaker(spec)
 }
 
-// nodeLayout lays out the node stage's heap: the GEMM signals (with
-// overlap) and the engine's regions (the ring's with FIFOs of shape ring).
-// New allocates exactly this.
+// nodeLayout lays out the node stage's heap: the GEMM signals (every
+// context has them: Signals answers with or without overlap, though only
+// an overlapped call waits on them) and the engine's regions (the ring's
+// with FIFOs of shape ring). New allocates exactly this.
 func (p planner) nodeLayout(ring *ringengine.Shape) (*symm.Layout, intranode.Maker, *intranode.GemmSignals) {
 	var l symm.Layout
-	var gemm *intranode.GemmSignals
-	if p.cfg.OverlapWithGEMM {
-		gemm = intranode.NewGemmSignals(&l, p.place, p.knobs.Segments, p.knobs.SplitFirstBlock == tune.SplitOn)
-	}
+	gemm := intranode.NewGemmSignals(&l, p.place, p.knobs.Segments, p.knobs.SplitFirstBlock == tune.SplitOn)
 	m := p.maker(ring)
 	if m != nil {
 		m.AddTo(&l)

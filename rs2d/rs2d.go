@@ -79,7 +79,7 @@ type Context struct {
 	place symm.Place
 
 	heap    *symm.Heap
-	gemm    *intranode.GemmSignals // with OverlapWithGEMM
+	gemm    *intranode.GemmSignals // waited on with OverlapWithGEMM
 	engine  intranode.Engine       // nil on a world of one rank
 	ce      *ce.Engine             // engine, when it is the copy engine
 	rail    *internode.Rail        // nil on one node
@@ -152,10 +152,8 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 	fail := func(err error) (*Context, error) {
 		return nil, errors.Join(fmt.Errorf("rs2d: %w", err), c.release())
 	}
-	if gemm != nil {
-		gemm.Bind(c.heap, c.proto)
-		c.gemm = gemm
-	}
+	gemm.Bind(c.heap, c.proto)
+	c.gemm = gemm
 	// Streams first: the rail is the last collective step, so no rank can
 	// give up after it and leave the others in a collective release.
 	if c.streams, err = streams.NewSet(dev, 1); err != nil {
@@ -165,7 +163,10 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 		return fail(err)
 	}
 	if maker != nil {
-		env := intranode.Env{Spec: plan.spec(), Dev: dev, Comm: comm, Heap: c.heap, Streams: c.streams, Gemm: gemm}
+		env := intranode.Env{Spec: plan.spec(), Dev: dev, Comm: comm, Heap: c.heap, Streams: c.streams}
+		if cfg.OverlapWithGEMM {
+			env.Gemm = gemm
+		}
 		if c.engine, err = maker.Make(ctx, env); err != nil {
 			return fail(err)
 		}
@@ -389,7 +390,7 @@ func (c *Context) releaseWaits(ctx context.Context) (err error) {
 	if c.engine != nil {
 		errs = append(errs, c.engine.ReleaseWaits(s, c.epoch))
 	}
-	if c.gemm != nil {
+	if c.gemm != nil { // nil only when New failed before the heap
 		errs = append(errs, c.gemm.ReleaseWaits(s, c.epoch))
 	}
 	if c.rail != nil {

@@ -39,7 +39,7 @@ func (c *Context) signals() Signals {
 // be ordered after the raises. Nothing otherwise: the call's value is passed
 // over instead (Call.Skip).
 func (g Signals) Clear(s device.Stream) error {
-	if g.c.proto != symm.Replayable || g.c.gemm == nil {
+	if g.c.proto != symm.Replayable {
 		return nil
 	}
 	return g.c.gemm.Clear(s)
@@ -49,9 +49,6 @@ func (g Signals) Clear(s device.Stream) error {
 func (g Signals) signal(dest int, early bool) (symm.Signal, error) {
 	if world := g.c.place.Shape.World(); dest < 0 || dest >= world {
 		return symm.Signal{}, fmt.Errorf("rs2d: signal for rank %d of %d: %w", dest, world, device.ErrInvalidArgument)
-	}
-	if g.c.gemm == nil {
-		return symm.Signal{}, fmt.Errorf("rs2d: GEMM signals of a context made without OverlapWithGEMM: %w", device.ErrInvalidArgument)
 	}
 	if early {
 		return g.c.gemm.Early(dest), nil
@@ -67,12 +64,7 @@ func (g Signals) Addr(dest int) (device.Ptr, error) {
 }
 
 // Segments is how many signal words each destination's rows come in.
-func (g Signals) Segments() int {
-	if g.c.gemm == nil {
-		return 1
-	}
-	return g.c.gemm.Segments()
-}
+func (g Signals) Segments() int { return g.c.gemm.Segments() }
 
 // SegmentRows is the row range [r0, r1), within the block of each
 // destination of a call of m rows, of segment j (empty for a segment past
@@ -121,12 +113,7 @@ func (g Signals) Raise(s device.Stream, dest int) error {
 // signal after (RaiseEarly), before the rest of the block and its signal:
 // half of them when the context splits the first block and has node peers
 // to send to, else 0.
-func (g Signals) EarlyRows(m int) int {
-	if g.c.gemm == nil {
-		return 0
-	}
-	return g.c.gemm.EarlyRows(m / g.c.place.Shape.World())
-}
+func (g Signals) EarlyRows(m int) int { return g.c.gemm.EarlyRows(m / g.c.place.Shape.World()) }
 
 // EarlyAddr is the device address of the early signal word of destination
 // rank dest, for a producer kernel of the caller's own.
