@@ -136,18 +136,20 @@ func (p planner) proto() symm.Protocol {
 }
 
 // maker is the maker of the context's engine (the ring's with FIFOs of
-// shape ring); nil on a world of one rank, where a call is one device copy.
+// shape ring); nil on a world of one rank, where a call is one device copy,
+// unless the engine is NVLS, which sets its multicast object up all the
+// same (the gate and the set-up are exercised on one GPU too).
 func (p planner) maker(ring *ringengine.Shape) intranode.Maker {
 	spec := p.spec()
 	switch {
+	case p.cfg.Engine == EngineNVLS:
+		return nvls.NewMaker(spec)
 	case p.place.Shape.World() == 1:
 		return nil
 	case ring != nil:
 		return ringengine.NewMaker(spec, *ring)
 	case p.cfg.Engine == EngineSM:
 		return push.NewMaker(spec)
-	case p.cfg.Engine == EngineNVLS:
-		return nvls.NewMaker(spec)
 	}
 	return ce.NewMaker(spec)
 }

@@ -141,7 +141,7 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 	// first launch, behind a stream already waiting for a peer, can block.
 	// A world of one rank launches nothing; the rail's final reduce is the
 	// plain reduce kernel.
-	if maker != nil {
+	if maker != nil && place.Shape.World() > 1 {
 		if err := errors.Join(kernels.Prepare(dev, cfg.DType), maker.Prepare(dev)); err != nil {
 			return nil, fmt.Errorf("rs2d: %w", err)
 		}
