@@ -186,10 +186,11 @@ func mmShape(ctx context.Context, r world.Rank, o MMOptions, mmDev device.Matmul
 	if buf.ws, err = gemm.NewWorkspace(r.Dev); err != nil {
 		return row, err
 	}
-	whole := gemm.Params{M: shape.M, N: shape.N, K: shape.K, A: buf.a, B: buf.b, C: buf.cOwn, DType: dt, Layout: layout}
+	ref := device.GemmSpec{M: shape.M, N: shape.N, K: shape.K, A: buf.a, B: buf.b, C: buf.cRef, DType: dt, BT: layout == gemm.BNK}
+	whole := gemm.Params{GemmSpec: ref}
+	whole.C = buf.cOwn
 	own := whole
 	own.Workspace = buf.ws
-	ref := device.GemmSpec{M: shape.M, N: shape.N, K: shape.K, A: buf.a, B: buf.b, C: buf.cRef, DType: dt, BT: layout == gemm.BNK}
 	signalled, err := buf.signalTables(own, max(o.Segments, 1))
 	if err != nil {
 		return row, err

@@ -89,8 +89,8 @@ func matmulReduceScatter(h int64, x matmulArgs, stream uint64) error {
 	if in == dtype.Invalid {
 		in = c.dt
 	}
-	spec := owngemm.Params{M: int(x.m), N: c.n, K: int(x.k), A: device.Ptr(x.a), B: device.Ptr(x.b), C: device.Ptr(x.c),
-		LDA: int(x.lda), LDB: int(x.ldb), DType: in, Out: c.dt, Layout: layout,
+	spec := owngemm.Params{GemmSpec: device.GemmSpec{M: int(x.m), N: c.n, K: int(x.k), A: device.Ptr(x.a), B: device.Ptr(x.b), C: device.Ptr(x.c),
+		LDA: int(x.lda), LDB: int(x.ldb), DType: in, BT: layout == owngemm.BNK}, Out: c.dt,
 		ScaleA: device.Ptr(x.scaleA), ScaleB: device.Ptr(x.scaleB)}
 	if err := spec.Check(); err != nil {
 		return fmt.Errorf("hiercoll: %w", err)
@@ -142,8 +142,8 @@ func gemm(h int64, x gemmArgs, stream uint64) error {
 	if err != nil {
 		return err
 	}
-	spec := owngemm.Params{M: int(x.m), N: int(x.n), K: int(x.k), A: device.Ptr(x.a), B: device.Ptr(x.b), C: device.Ptr(x.c),
-		LDA: int(x.lda), LDB: int(x.ldb), LDC: int(x.ldc), DType: in, Out: out, Layout: layout,
+	spec := owngemm.Params{GemmSpec: device.GemmSpec{M: int(x.m), N: int(x.n), K: int(x.k), A: device.Ptr(x.a), B: device.Ptr(x.b), C: device.Ptr(x.c),
+		LDA: int(x.lda), LDB: int(x.ldb), LDC: int(x.ldc), DType: in, BT: layout == owngemm.BNK}, Out: out,
 		ScaleA: device.Ptr(x.scaleA), ScaleB: device.Ptr(x.scaleB), Workspace: device.Ptr(x.workspace)}
 	if err := owngemm.Launch(r.rank.Dev, s, spec); err != nil {
 		return fmt.Errorf("hiercoll: %w", err)

@@ -45,7 +45,16 @@ const (
 // lost 18%; RESULTS.md, run12). A variable for the tests.
 var gemmStreamKMin int64 = 24
 
-// BLayout is how B lies in memory.
+// layout is how B lies in memory: BNK with BT.
+func (g Params) layout() BLayout {
+	if g.BT {
+		return BNK
+	}
+	return BKN
+}
+
+// BLayout is how B lies in memory (BNK is device.GemmSpec.BT), as flags
+// and tables name it.
 type BLayout int
 
 // The layouts of B.
@@ -109,20 +118,20 @@ type Segment struct {
 	Signal device.Ptr
 }
 
-// Params is one product C = A·B for Launch: A [M, K] row-major, B [K, N]
-// or [N, K] row-major (Layout), C [M, N] row-major, leading dimensions in
-// elements (0: dense), fp32 accumulation, C rounded once.
+// Params is one launch of the own GEMM: the product C = A·B as every GEMM
+// describes it (device.GemmSpec: A [M, K] row-major, B [K, N] row-major or,
+// with BT, [N, K]; leading dimensions in elements, 0: dense; DType is A's
+// and B's element type, here bf16, fp16 or e4m3 with BT; SMs is not used,
+// Grid bounds the CTAs), fp32 accumulation, C rounded once, and what only
+// this kernel takes.
 type Params struct {
-	M, N, K       int
-	A, B, C       device.Ptr
-	LDA, LDB, LDC int
-	// DType is A's and B's element type: bf16, fp16 or e4m3 (B [N, K]
-	// only). Out is C's: bf16 or fp16, DType's where 0 (e4m3 needs one).
-	DType, Out dtype.DType
+	device.GemmSpec
+	// Out is C's element type: bf16 or fp16, DType's where 0 (e4m3 needs
+	// one).
+	Out dtype.DType
 	// ScaleA and ScaleB, for e4m3 inputs, are each a device fp32 (0: 1):
 	// C = ScaleA·ScaleB·(A·B), as torch._scaled_mm's per-tensor scales.
 	ScaleA, ScaleB device.Ptr
-	Layout         BLayout
 	// Grid is the CTAs (0: one per SM, at most one per tile).
 	Grid int
 	// Order is a device array of rowTilesOf(M) int32: the order in which
@@ -237,18 +246,7 @@ func (g Params) dense() Params {
 	if g.Out == dtype.Invalid && g.DType != dtype.E4M3 {
 		g.Out = g.DType
 	}
-	if g.LDA == 0 {
-		g.LDA = g.K
-	}
-	if g.LDB == 0 {
-		g.LDB = g.N
-		if g.Layout == BNK {
-			g.LDB = g.K
-		}
-	}
-	if g.LDC == 0 {
-		g.LDC = g.N
-	}
+	g.GemmSpec = g.Dense()
 	if g.Group <= 0 {
 		g.Group = DefaultGroup
 	}
@@ -263,7 +261,7 @@ func (g Params) maps() (a, b device.TensorMap) {
 		BoxCols: kt, BoxRows: TileM}
 	b = device.TensorMap{Base: g.B, DType: g.DType, Cols: int64(g.K), Rows: int64(g.N), RowBytes: int64(g.LDB) * es,
 		BoxCols: kt, BoxRows: tileN}
-	if g.Layout == BKN {
+	if !g.BT {
 		b = device.TensorMap{Base: g.B, DType: g.DType, Cols: int64(g.N), Rows: int64(g.K), RowBytes: int64(g.LDB) * es,
 			BoxCols: 64, BoxRows: kt}
 	}
@@ -291,10 +289,8 @@ func (g Params) Check() error {
 		return bad("sizes must be positive 32-bit integers")
 	case g.A == 0 || g.B == 0 || g.C == 0:
 		return bad("nil matrix pointer")
-	case g.LDA < g.K || g.LDC < g.N || (g.Layout == BNK && g.LDB < g.K) || (g.Layout == BKN && g.LDB < g.N):
+	case g.LDA < g.K || g.LDC < g.N || (g.BT && g.LDB < g.K) || (!g.BT && g.LDB < g.N):
 		return bad("leading dimensions shorter than the rows")
-	case g.Layout != BKN && g.Layout != BNK:
-		return bad("unknown layout %d", g.Layout)
 	case g.NSegs < 0 || (g.NSegs > 0 && (g.Segments == 0 || g.Counters == 0)):
 		return bad("%d segments without their tables", g.NSegs)
 	case g.Grid < 0:
@@ -303,10 +299,10 @@ func (g Params) Check() error {
 		return bad("e4m3 inputs need an output dtype (bf16 or fp16)")
 	case g.DType != dtype.E4M3 && (g.ScaleA != 0 || g.ScaleB != 0):
 		return bad("scales are for e4m3 inputs, not %v", g.DType)
-	case g.DType == dtype.E4M3 && g.Layout == BKN:
+	case g.DType == dtype.E4M3 && !g.BT:
 		return fmt.Errorf("gemm: gemm of e4m3: B must be [N, K] (K-major; the tensor cores read 8-bit operands so): %w", device.ErrNotSupported)
 	}
-	if _, ok := gemmKernels[gemmKey{g.DType, g.Out, g.Layout, true}]; !ok {
+	if _, ok := gemmKernels[gemmKey{g.DType, g.Out, g.layout(), true}]; !ok {
 		return fmt.Errorf("gemm: gemm of %v to %v: only bf16 and fp16 in and out, or e4m3 to either: %w", g.DType, g.Out, device.ErrNotSupported)
 	}
 	a, b := g.maps()
@@ -331,7 +327,7 @@ func Launch(dev device.Device, s device.Stream, g Params) error {
 	if !tma {
 		c = a // unused by the kernel that stores from registers
 	}
-	k := gemmKernels[gemmKey{g.DType, g.Out, g.Layout, tma}]
+	k := gemmKernels[gemmKey{g.DType, g.Out, g.layout(), tma}]
 	tiles := rowTilesOf(g.M) * colTilesOf(g.N)
 	grid := g.Grid
 	if grid == 0 {

@@ -13,8 +13,8 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/device/sim"
 	"github.com/seed12530e24/hiercoll/dtype"
-	"github.com/seed12530e24/hiercoll/internal/check"
 	"github.com/seed12530e24/hiercoll/gemm"
+	"github.com/seed12530e24/hiercoll/internal/check"
 )
 
 // gemmRig is a simulated device with A, B and C of one product, filled
@@ -51,8 +51,8 @@ func newGemmRigOut(t *testing.T, dt, out dtype.DType, layout gemm.BLayout, m, n,
 		return p
 	}
 	r := &gemmRig{dev: dev, s: s, a: check.Random(rng, dt, m*k), b: check.Random(rng, dt, k*n), scale: 1}
-	r.g = gemm.Params{M: m, N: n, K: k, DType: dt, Out: out, Layout: layout,
-		A: alloc(r.a), B: alloc(r.b), C: alloc(check.Poison(out, m*n))}
+	r.g = gemm.Params{GemmSpec: device.GemmSpec{M: m, N: n, K: k, DType: dt, BT: layout == gemm.BNK,
+		A: alloc(r.a), B: alloc(r.b), C: alloc(check.Poison(out, m*n))}, Out: out}
 	r.ldb = n
 	if layout == gemm.BNK {
 		r.ldb = k
@@ -62,7 +62,7 @@ func newGemmRigOut(t *testing.T, dt, out dtype.DType, layout gemm.BLayout, m, n,
 
 // b is element (kk, j) of the logical [K, N] B.
 func (r *gemmRig) bAt(kk, j int) float64 {
-	if r.g.Layout == gemm.BNK {
+	if r.g.BT {
 		return r.g.DType.Get(r.b, j*r.ldb+kk)
 	}
 	return r.g.DType.Get(r.b, kk*r.ldb+j)
@@ -333,7 +333,7 @@ func u32s(b []byte) []uint32 {
 // back to another GEMM): rows not 16-byte aligned, fp32; bad arguments are
 // invalid.
 func TestGemmCheck(t *testing.T) {
-	ok := gemm.Params{M: 8, N: 16, K: 16, A: 0x1000, B: 0x2000, C: 0x3000, DType: dtype.BF16}
+	ok := gemm.Params{GemmSpec: device.GemmSpec{M: 8, N: 16, K: 16, A: 0x1000, B: 0x2000, C: 0x3000, DType: dtype.BF16}}
 	require.NoError(t, ok.Check())
 	for name, c := range map[string]struct {
 		g    gemm.Params
@@ -351,18 +351,18 @@ func TestGemmCheck(t *testing.T) {
 	}
 	// [N, K] with N not a multiple of 8 is fine: only K strides B's rows.
 	nk := ok
-	nk.Layout, nk.N = gemm.BNK, 12
+	nk.BT, nk.N = true, 12
 	require.NoError(t, nk.Check())
 
 	// e4m3: B [N, K] only, an output dtype of 16 bits, rows of 16 bytes.
 	fp8 := ok
-	fp8.DType, fp8.Out, fp8.Layout, fp8.ScaleA, fp8.ScaleB = dtype.E4M3, dtype.BF16, gemm.BNK, 0x4000, 0x4004
+	fp8.DType, fp8.Out, fp8.BT, fp8.ScaleA, fp8.ScaleB = dtype.E4M3, dtype.BF16, true, 0x4000, 0x4004
 	require.NoError(t, fp8.Check())
 	for name, c := range map[string]struct {
 		g    gemm.Params
 		want error
 	}{
-		"e4m3, B [K, N]":         {func() gemm.Params { g := fp8; g.Layout = gemm.BKN; return g }(), device.ErrNotSupported},
+		"e4m3, B [K, N]":         {func() gemm.Params { g := fp8; g.BT = false; return g }(), device.ErrNotSupported},
 		"e4m3 without an output": {func() gemm.Params { g := fp8; g.Out = dtype.Invalid; return g }(), device.ErrInvalidArgument},
 		"e4m3 to fp32":           {func() gemm.Params { g := fp8; g.Out = dtype.F32; return g }(), device.ErrNotSupported},
 		"e4m3, K of 8 bytes":     {func() gemm.Params { g := fp8; g.K = 8; return g }(), device.ErrNotSupported},

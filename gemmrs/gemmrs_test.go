@@ -865,7 +865,7 @@ func TestTraceReportsEachBlock(t *testing.T) {
 // percentage asked for is taken as it is, a negative one is none.
 func TestHelpRows(t *testing.T) {
 	spec := func(m, k int, dt dtype.DType) gemm.Params {
-		g := gemm.Params{M: m, N: 8192, K: k, DType: dt, Out: dtype.BF16}
+		g := gemm.Params{GemmSpec: device.GemmSpec{M: m, N: 8192, K: k, DType: dt}, Out: dtype.BF16}
 		return g
 	}
 	bf16, fp8 := dtype.BF16, dtype.E4M3

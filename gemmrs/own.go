@@ -38,9 +38,9 @@ func SegmentsFor(rowsPerRank int) int {
 // ownSpec is the own GEMM's product C[:M] = A·B for a call (fp8: times
 // the scales, B [N, KLocal]).
 func (g *GemmRS) ownSpec(a, b Tensor, sc Scales) gemm.Params {
-	spec := gemm.Params{M: a.Rows, N: g.cfg.N, K: g.cfg.KLocal, A: a.Ptr, B: b.Ptr, C: g.cBuf, DType: g.cfg.DType, Layout: gemm.BKN}
+	spec := gemm.Params{GemmSpec: device.GemmSpec{M: a.Rows, N: g.cfg.N, K: g.cfg.KLocal, A: a.Ptr, B: b.Ptr, C: g.cBuf, DType: g.cfg.DType}}
 	if g.fp8() {
-		spec.DType, spec.Out, spec.Layout, spec.ScaleA, spec.ScaleB = dtype.E4M3, g.cfg.DType, gemm.BNK, sc.A, sc.B
+		spec.DType, spec.Out, spec.BT, spec.ScaleA, spec.ScaleB = dtype.E4M3, g.cfg.DType, true, sc.A, sc.B
 	}
 	return spec
 }
