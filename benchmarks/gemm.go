@@ -15,9 +15,9 @@ import (
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/gemm"
 	"github.com/seed12530e24/hiercoll/gemmrs"
 	"github.com/seed12530e24/hiercoll/internal/tune"
-	"github.com/seed12530e24/hiercoll/kernels"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
 )
@@ -403,9 +403,9 @@ func (c *gemmCase) allocate(seed uint64) (free func() error, err error) {
 	r, shape, dt := c.r, c.shape, c.o.DType
 	ws, rank := r.Comm.Size(), r.Comm.Rank()
 	kl, rpr, es := shape.K/ws, shape.M/ws, int64(dt.Size())
-	in, layout := dt, kernels.BKN
+	in, layout := dt, gemm.BKN
 	if c.o.Config.Input == dtype.E4M3 {
-		in, layout = dtype.E4M3, kernels.BNK
+		in, layout = dtype.E4M3, gemm.BNK
 	}
 	var taken []device.Ptr
 	free = func() error {
@@ -431,7 +431,7 @@ func (c *gemmCase) allocate(seed uint64) (free func() error, err error) {
 	}
 	c.a = gemmrs.Tensor{Ptr: alloc(int64(shape.M) * int64(kl) * int64(in.Size())), Rows: shape.M, Cols: kl, DType: in}
 	c.b = gemmrs.Tensor{Ptr: alloc(int64(kl) * int64(shape.N) * int64(in.Size())), Rows: kl, Cols: shape.N, DType: in}
-	if layout == kernels.BNK {
+	if layout == gemm.BNK {
 		c.b.Rows, c.b.Cols = shape.N, kl
 	}
 	c.out = gemmrs.Tensor{Ptr: alloc(int64(rpr) * int64(shape.N) * es), Rows: rpr, Cols: shape.N, DType: dt}

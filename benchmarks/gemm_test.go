@@ -13,9 +13,9 @@ import (
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device/sim"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/gemm"
 	"github.com/seed12530e24/hiercoll/gemmrs"
 	"github.com/seed12530e24/hiercoll/internal/tune"
-	"github.com/seed12530e24/hiercoll/kernels"
 	"github.com/seed12530e24/hiercoll/world"
 )
 
@@ -133,7 +133,7 @@ func TestMMBenchOnSim(t *testing.T) {
 	var rows []benchmarks.MMRow
 	opts := benchmarks.MMOptions{
 		Shapes: []benchmarks.MMShape{{M: 130, N: 264, K: 72}}, DType: dtype.BF16,
-		Layouts: []kernels.BLayout{kernels.BKN, kernels.BNK}, Rounds: 3, Iters: 2, Segments: 2,
+		Layouts: []gemm.BLayout{gemm.BKN, gemm.BNK}, Rounds: 3, Iters: 2, Segments: 2,
 		Out: benchmarks.Printer{W: &out}, Status: benchmarks.Printer{W: &status}, Rows: &rows,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

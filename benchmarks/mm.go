@@ -12,8 +12,8 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/gemm"
 	"github.com/seed12530e24/hiercoll/internal/check"
-	"github.com/seed12530e24/hiercoll/kernels"
 	"github.com/seed12530e24/hiercoll/world"
 )
 
@@ -36,7 +36,7 @@ func DefaultMMShapes(gpu bool) []MMShape {
 type MMOptions struct {
 	Shapes  []MMShape
 	DType   dtype.DType
-	Layouts []kernels.BLayout
+	Layouts []gemm.BLayout
 	Rounds  int // rounds; each times Iters calls of every path, interleaved
 	Iters   int // calls per timing (0: 20 on GPUs, 1 on the CPU)
 	// Segments is how many signal segments the signalled variant raises
@@ -52,7 +52,7 @@ type MMOptions struct {
 // MMRow is one shape and layout: the rounds' times of each path.
 type MMRow struct {
 	Shape  MMShape
-	Layout kernels.BLayout
+	Layout gemm.BLayout
 	// Own and Signalled go stream-K in the last wave; Whole is the own
 	// GEMM in whole tiles only.
 	Own, Signalled, Whole, Matmul []time.Duration
@@ -83,7 +83,7 @@ func mm(ctx context.Context, r world.Rank, o MMOptions) (err error) {
 		o.Shapes = DefaultMMShapes(gpu)
 	}
 	if len(o.Layouts) == 0 {
-		o.Layouts = []kernels.BLayout{kernels.BKN, kernels.BNK}
+		o.Layouts = []gemm.BLayout{gemm.BKN, gemm.BNK}
 	}
 	o.Rounds = max(o.Rounds, 3)
 	if o.Iters <= 0 {
@@ -99,7 +99,7 @@ func mm(ctx context.Context, r world.Rank, o MMOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := kernels.PrepareGemm(r.Dev, o.DType); err != nil {
+	if err := gemm.Prepare(r.Dev, o.DType); err != nil {
 		return err
 	}
 	rg, err := newRig(r.Dev)
@@ -158,7 +158,7 @@ func (m *mmBuffers) free() error {
 	return errors.Join(errs...)
 }
 
-func mmShape(ctx context.Context, r world.Rank, o MMOptions, mmDev device.Matmul, rg *rig, shape MMShape, layout kernels.BLayout) (row MMRow, err error) {
+func mmShape(ctx context.Context, r world.Rank, o MMOptions, mmDev device.Matmul, rg *rig, shape MMShape, layout gemm.BLayout) (row MMRow, err error) {
 	dt, es := o.DType, int64(o.DType.Size())
 	row = MMRow{Shape: shape, Layout: layout}
 	o.Status.Printf("bench-mm: %v %v: setting up...\n", shape, layout)
@@ -183,22 +183,23 @@ func mmShape(ctx context.Context, r world.Rank, o MMOptions, mmDev device.Matmul
 	if err := in.uploadB(r.Dev, buf.b, 0, layout); err != nil {
 		return row, err
 	}
-	if buf.ws, err = kernels.NewGemmWorkspace(r.Dev); err != nil {
+	if buf.ws, err = gemm.NewWorkspace(r.Dev); err != nil {
 		return row, err
 	}
-	whole := kernels.Gemm{M: shape.M, N: shape.N, K: shape.K, A: buf.a, B: buf.b, C: buf.cOwn, DType: dt, Layout: layout}
+	ref := device.GemmSpec{M: shape.M, N: shape.N, K: shape.K, A: buf.a, B: buf.b, C: buf.cRef, DType: dt, BT: layout == gemm.BNK}
+	whole := gemm.Params{GemmSpec: ref}
+	whole.C = buf.cOwn
 	own := whole
 	own.Workspace = buf.ws
-	ref := device.GemmSpec{M: shape.M, N: shape.N, K: shape.K, A: buf.a, B: buf.b, C: buf.cRef, DType: dt, BT: layout == kernels.BNK}
 	signalled, err := buf.signalTables(own, max(o.Segments, 1))
 	if err != nil {
 		return row, err
 	}
 	s := rg.s
-	runOwn := func() error { return kernels.LaunchGemm(r.Dev, s, own) }
-	runSig := func() error { signalled.Value++; return kernels.LaunchGemm(r.Dev, s, signalled) }
+	runOwn := func() error { return gemm.Launch(r.Dev, s, own) }
+	runSig := func() error { signalled.Value++; return gemm.Launch(r.Dev, s, signalled) }
 	runRef := func() error { return mmDev.Gemm(s, ref) }
-	runWhole := func() error { return kernels.LaunchGemm(r.Dev, s, whole) }
+	runWhole := func() error { return gemm.Launch(r.Dev, s, whole) }
 
 	o.Status.Printf("bench-mm: %v %v: checking...\n", shape, layout)
 	for _, run := range []func() error{runOwn, runWhole} {
@@ -285,9 +286,9 @@ func timeInterleaved(ctx context.Context, dev device.Device, s device.Stream, it
 
 // signalTables makes the signalled variant of g: its rows in segs
 // segments per each of 4 destinations, each raising a word of its own.
-func (m *mmBuffers) signalTables(g kernels.Gemm, segs int) (kernels.Gemm, error) {
+func (m *mmBuffers) signalTables(g gemm.Params, segs int) (gemm.Params, error) {
 	const dests = 4
-	var list []kernels.GemmSegment
+	var list []gemm.Segment
 	n := dests * segs
 	var err error
 	if m.words, err = m.dev.Alloc(int64(4 * n)); err != nil {
@@ -296,9 +297,9 @@ func (m *mmBuffers) signalTables(g kernels.Gemm, segs int) (kernels.Gemm, error)
 	rows := (g.M + n - 1) / n
 	for i := 0; i < n; i++ {
 		r0 := min(i*rows, g.M)
-		list = append(list, kernels.GemmSegment{R0: r0, R1: min(r0+rows, g.M), Signal: m.words.Add(int64(4 * i))})
+		list = append(list, gemm.Segment{R0: r0, R1: min(r0+rows, g.M), Signal: m.words.Add(int64(4 * i))})
 	}
-	order, records := kernels.GemmTables(g.M, g.N, list)
+	order, records := gemm.Tables(g.M, g.N, list)
 	upload := func(p *device.Ptr, data []byte) {
 		if err == nil {
 			if *p, err = m.dev.Alloc(int64(len(data))); err == nil {
@@ -318,8 +319,8 @@ func (m *mmBuffers) signalTables(g kernels.Gemm, segs int) (kernels.Gemm, error)
 
 // uploadB writes rank q's B, [K, N] or [N, K] as layout says, element
 // (k, j) being value(q, 1, k·N + j).
-func (in *gemmInputs) uploadB(dev device.Device, p device.Ptr, q int, layout kernels.BLayout) error {
-	if layout == kernels.BKN {
+func (in *gemmInputs) uploadB(dev device.Device, p device.Ptr, q int, layout gemm.BLayout) error {
+	if layout == gemm.BKN {
 		return in.upload(dev, p, q, 1, in.kLocal, in.n)
 	}
 	es := in.dt.Size()
@@ -338,7 +339,7 @@ func (in *gemmInputs) uploadB(dev device.Device, p device.Ptr, q int, layout ker
 // elements within the fp64 bound.
 // It returns the largest difference in roundings and the largest fraction
 // of the bound used.
-func mmCheck(ctx context.Context, r world.Rank, o MMOptions, in *gemmInputs, buf *mmBuffers, layout kernels.BLayout,
+func mmCheck(ctx context.Context, r world.Rank, o MMOptions, in *gemmInputs, buf *mmBuffers, layout gemm.BLayout,
 	s device.Stream, runOwn, runRef func() error) (maxDiff, boundUse float64, err error) {
 	dt, count := o.DType, in.rowsPer*in.n
 	for _, c := range []device.Ptr{buf.cOwn, buf.cRef} {

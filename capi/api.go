@@ -241,7 +241,7 @@ func destroyRS2D(h int64) error {
 	}
 	err := c.rs.Close()
 	if c.mm != nil {
-		err = errors.Join(err, c.mm.close())
+		err = errors.Join(err, c.mm.Close())
 	}
 	table.mu.Lock()
 	c.owner.contexts--

@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
+	owngemm "github.com/seed12530e24/hiercoll/gemm"
 	"github.com/seed12530e24/hiercoll/gemmrs"
-	"github.com/seed12530e24/hiercoll/kernels"
 	"github.com/seed12530e24/hiercoll/rs2d"
 )
 
@@ -19,74 +18,39 @@ const (
 	layoutNK = 1
 )
 
-// bLayout is the kernels' layout of HC_B_KN or HC_B_NK.
-func bLayout(l int) (kernels.BLayout, error) {
+// bLayout is the own GEMM's layout of HC_B_KN or HC_B_NK.
+func bLayout(l int) (owngemm.BLayout, error) {
 	switch l {
 	case layoutKN:
-		return kernels.BKN, nil
+		return owngemm.BKN, nil
 	case layoutNK:
-		return kernels.BNK, nil
+		return owngemm.BNK, nil
 	}
 	return 0, fmt.Errorf("hiercoll: b_layout %d is not HC_B_KN (0) or HC_B_NK (1): %w", l, device.ErrInvalidArgument)
 }
 
-// matmulState is what hc_rs2d_matmul_reduce_scatter adds to an overlap
-// context at its first call: the own GEMM's producer, the stream it runs on
-// and the events that join it to the caller's stream.
-type matmulState struct {
-	producer *gemmrs.Producer
-	gemm     device.Stream
-	ready    device.Event // the caller's stream: A, B and C may be used
-	done     device.Event // the GEMM stream: the GEMM finished
-}
-
-// matmul returns the context's matmul state, making it at the first call
-// (the own GEMM's kernels loaded, which fails where the device cannot run
-// them); a failure is kept and returned again.
-func (c *rs2dObj) matmul() (*matmulState, error) {
+// matmul returns the context's overlapped own GEMM (what
+// hc_rs2d_matmul_reduce_scatter adds to an overlap context), making it at
+// the first call (the own GEMM's kernels loaded, which fails where the
+// device cannot run them); a failure is kept and returned again.
+func (c *rs2dObj) matmul() (*gemmrs.Overlapped, error) {
 	c.mmMu.Lock()
 	defer c.mmMu.Unlock()
 	if c.mm != nil || c.mmErr != nil {
 		return c.mm, c.mmErr
 	}
 	dev := c.owner.rank.Dev
-	st := &matmulState{}
-	err := kernels.PrepareGemm(dev, c.dt)
+	err := owngemm.Prepare(dev, c.dt)
+	var o *gemmrs.Overlapped
 	if err == nil {
-		st.producer, err = gemmrs.NewProducer(dev, c.world)
-	}
-	if err == nil {
-		st.gemm, err = dev.NewStream(device.Normal)
-	}
-	if err == nil {
-		st.ready, err = dev.NewEvent()
-	}
-	if err == nil {
-		st.done, err = dev.NewEvent()
+		o, err = gemmrs.NewOverlapped(dev, c.world)
 	}
 	if err != nil {
-		c.mmErr = errors.Join(fmt.Errorf("hiercoll: the own GEMM: %w", err), st.close())
+		c.mmErr = fmt.Errorf("hiercoll: the own GEMM: %w", err)
 		return nil, c.mmErr
 	}
-	c.mm = st
-	return st, nil
-}
-
-// close releases what matmul made; the context's work must be done.
-func (st *matmulState) close() error {
-	var errs []error
-	if st.producer != nil {
-		errs = append(errs, st.producer.Close())
-	}
-	for _, e := range []device.Event{st.ready, st.done} {
-		if e != nil {
-			errs = append(errs, e.Close())
-		}
-	}
-	if st.gemm != nil {
-		errs = append(errs, st.gemm.Close())
-	}
-	return errors.Join(errs...)
+	c.mm = o
+	return o, nil
 }
 
 // matmulArgs are hc_rs2d_matmul_reduce_scatter's operands, and
@@ -125,8 +89,8 @@ func matmulReduceScatter(h int64, x matmulArgs, stream uint64) error {
 	if in == dtype.Invalid {
 		in = c.dt
 	}
-	spec := kernels.Gemm{M: int(x.m), N: c.n, K: int(x.k), A: device.Ptr(x.a), B: device.Ptr(x.b), C: device.Ptr(x.c),
-		LDA: int(x.lda), LDB: int(x.ldb), DType: in, Out: c.dt, Layout: layout,
+	spec := owngemm.Params{GemmSpec: device.GemmSpec{M: int(x.m), N: c.n, K: int(x.k), A: device.Ptr(x.a), B: device.Ptr(x.b), C: device.Ptr(x.c),
+		LDA: int(x.lda), LDB: int(x.ldb), DType: in, BT: layout == owngemm.BNK}, Out: c.dt,
 		ScaleA: device.Ptr(x.scaleA), ScaleB: device.Ptr(x.scaleB)}
 	if err := spec.Check(); err != nil {
 		return fmt.Errorf("hiercoll: %w", err)
@@ -141,29 +105,8 @@ func matmulReduceScatter(h int64, x matmulArgs, stream uint64) error {
 	if err != nil {
 		return err
 	}
-	if err := st.enqueueGemm(s, spec, c.rs.ConsumptionOrder(), call.Signals()); err != nil {
-		call.Skip() // whatever the GEMM raised releases nothing later
-		return errors.Join(err, s.WaitEvent(st.done))
-	}
-	if err := call.Help(st.gemm, gemmrs.HelpRows(spec, c.world, call.Signals().Segments(), 0)); err != nil {
-		call.Skip()
-		return errors.Join(err, s.WaitEvent(st.done))
-	}
-	err = call.Enqueue(context.Background(), s)
-	return errors.Join(err, s.WaitEvent(st.done))
-}
-
-// enqueueGemm has the GEMM stream wait for s, then enqueues the own GEMM
-// and marks its end (done).
-func (st *matmulState) enqueueGemm(s device.Stream, spec kernels.Gemm, order []int, sig rs2d.Signals) error {
-	if err := st.ready.Record(s); err != nil {
-		return err
-	}
-	if err := st.gemm.WaitEvent(st.ready); err != nil {
-		return err
-	}
-	err := st.producer.Enqueue(st.gemm, spec, order, sig)
-	return errors.Join(err, st.done.Record(st.gemm))
+	_, err = st.Enqueue(context.Background(), s, spec, c.rs.ConsumptionOrder(), call, 0)
+	return err
 }
 
 // gemmArgs are hc_gemm's operands (in and out as HC_* codes).
@@ -199,10 +142,10 @@ func gemm(h int64, x gemmArgs, stream uint64) error {
 	if err != nil {
 		return err
 	}
-	spec := kernels.Gemm{M: int(x.m), N: int(x.n), K: int(x.k), A: device.Ptr(x.a), B: device.Ptr(x.b), C: device.Ptr(x.c),
-		LDA: int(x.lda), LDB: int(x.ldb), LDC: int(x.ldc), DType: in, Out: out, Layout: layout,
+	spec := owngemm.Params{GemmSpec: device.GemmSpec{M: int(x.m), N: int(x.n), K: int(x.k), A: device.Ptr(x.a), B: device.Ptr(x.b), C: device.Ptr(x.c),
+		LDA: int(x.lda), LDB: int(x.ldb), LDC: int(x.ldc), DType: in, BT: layout == owngemm.BNK}, Out: out,
 		ScaleA: device.Ptr(x.scaleA), ScaleB: device.Ptr(x.scaleB), Workspace: device.Ptr(x.workspace)}
-	if err := kernels.LaunchGemm(r.rank.Dev, s, spec); err != nil {
+	if err := owngemm.Launch(r.rank.Dev, s, spec); err != nil {
 		return fmt.Errorf("hiercoll: %w", err)
 	}
 	return nil
@@ -215,5 +158,5 @@ func gemmWorkspaceBytes(h int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return kernels.GemmWorkspaceBytes(r.rank.Dev.Info().SMs), nil
+	return owngemm.WorkspaceBytes(r.rank.Dev.Info().SMs), nil
 }

@@ -14,7 +14,7 @@
 // so the copy engine scatters the blocks already computed while the GEMM
 // computes the next ones, in the order the scatter consumes them. That is
 // the device's matmul (cuBLAS) block by block; hiercoll's own GEMM
-// (kernels.LaunchGemm, own.go) does better where every rank can run it and
+// (gemm.Launch, own.go) does better where every rank can run it and
 // measured it at least as fast as cuBLAS at the context's shape when New
 // ran (tune.Knobs.Gemm; GemmChoice): one launch computes all of C, its row
 // tiles in consumption order, and raises the signal of each segment of a
@@ -228,14 +228,16 @@ type GemmRS struct {
 	rs    *rs2d.Context
 	order []int      // rs.ConsumptionOrder(): the GEMM's block order
 	cBuf  device.Ptr // [MaxM, N]
-	// producer is the own GEMM (knobs.Gemm, own.go); why it was chosen or
-	// not.
-	producer   *Producer
-	why        string
-	gemmStream device.Stream
-	// ready joins the caller's stream into the GEMM stream (A and B are
-	// ready); gemmDone joins the GEMM stream back. gemmStart and gemmEnd
-	// time the GEMM part of the last call.
+	// ovl is the own GEMM's overlapped producer (knobs.Gemm, own.go); why
+	// it was chosen or not. The fields after it are ovl's, which the
+	// device's matmul shares: its producer and GEMM stream; ready joins
+	// the caller's stream into the GEMM stream (A and B are ready),
+	// gemmDone joins the GEMM stream back, gemmStart and gemmEnd time the
+	// GEMM part of the last call.
+	ovl                                 *Overlapped
+	why                                 string
+	producer                            *Producer
+	gemmStream                          device.Stream
 	ready, gemmDone, gemmStart, gemmEnd device.Event
 	// blockEnds, while tracing, are recorded after each block of an
 	// overlapped call, in the order computed (nil when not tracing).
@@ -360,19 +362,11 @@ func (g *GemmRS) prepare(ctx context.Context) error {
 	if g.mm, err = device.MatmulOf(g.dev); err != nil {
 		return err
 	}
-	if g.gemmStream, err = g.dev.NewStream(device.Normal); err != nil {
+	if g.ovl, err = NewOverlapped(g.dev, g.world); err != nil {
 		return err
 	}
-	for _, e := range []*device.Event{&g.ready, &g.gemmDone} {
-		if *e, err = g.dev.NewEvent(); err != nil {
-			return err
-		}
-	}
-	for _, e := range []*device.Event{&g.gemmStart, &g.gemmEnd} {
-		if *e, err = g.dev.NewTimedEvent(); err != nil {
-			return err
-		}
-	}
+	o := g.ovl
+	g.gemmStream, g.ready, g.gemmDone, g.gemmStart, g.gemmEnd, g.producer = o.stream, o.ready, o.done, o.start, o.end, o.producer
 	if err := selfTest(ctx, g.dev, g.mm, g.gemmStream, g.cfg.DType); err != nil {
 		return err
 	}
@@ -380,8 +374,7 @@ func (g *GemmRS) prepare(ctx context.Context) error {
 	if g.cBuf, err = g.dev.Alloc(size); err != nil {
 		return fmt.Errorf("C buffer of %d bytes: %w", size, err)
 	}
-	g.producer, err = NewProducer(g.dev, g.world)
-	return err
+	return nil
 }
 
 // selfTest multiplies [[1 2] [3 4]] by [[5 6] [7 8]] on s and checks the
@@ -582,21 +575,12 @@ func (g *GemmRS) release() error {
 		errs = append(errs, g.dev.Free(g.cBuf))
 		g.cBuf = 0
 	}
-	if g.producer != nil {
-		errs = append(errs, g.producer.Close())
-		g.producer = nil
+	if g.ovl != nil {
+		errs = append(errs, g.ovl.Close())
+		g.ovl = nil
 	}
-	for _, e := range []*device.Event{&g.ready, &g.gemmDone, &g.gemmStart, &g.gemmEnd} {
-		if *e != nil {
-			errs = append(errs, (*e).Close())
-			*e = nil
-		}
-	}
+	g.gemmStream, g.ready, g.gemmDone, g.gemmStart, g.gemmEnd, g.producer = nil, nil, nil, nil, nil, nil
 	errs = append(errs, g.closeBlockEnds())
-	if g.gemmStream != nil {
-		errs = append(errs, g.gemmStream.Close())
-		g.gemmStream = nil
-	}
 	return errors.Join(errs...)
 }
 

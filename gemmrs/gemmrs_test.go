@@ -19,10 +19,10 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/device/sim"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/gemm"
 	"github.com/seed12530e24/hiercoll/gemmrs"
 	"github.com/seed12530e24/hiercoll/internal/check"
 	"github.com/seed12530e24/hiercoll/internal/tune"
-	"github.com/seed12530e24/hiercoll/kernels"
 	"github.com/seed12530e24/hiercoll/world"
 )
 
@@ -864,8 +864,8 @@ func TestTraceReportsEachBlock(t *testing.T) {
 // of it in fp8, nothing where the copies landed before the GEMM ended; a
 // percentage asked for is taken as it is, a negative one is none.
 func TestHelpRows(t *testing.T) {
-	spec := func(m, k int, dt dtype.DType) kernels.Gemm {
-		g := kernels.Gemm{M: m, N: 8192, K: k, DType: dt, Out: dtype.BF16}
+	spec := func(m, k int, dt dtype.DType) gemm.Params {
+		g := gemm.Params{GemmSpec: device.GemmSpec{M: m, N: 8192, K: k, DType: dt}, Out: dtype.BF16}
 		return g
 	}
 	bf16, fp8 := dtype.BF16, dtype.E4M3

@@ -2,7 +2,7 @@ package gemmrs
 
 import (
 	"github.com/seed12530e24/hiercoll/dtype"
-	"github.com/seed12530e24/hiercoll/kernels"
+	"github.com/seed12530e24/hiercoll/gemm"
 )
 
 // Help (rs2d Call.Help): on one node the copy engine sends a GPU's blocks
@@ -32,7 +32,7 @@ const (
 // producer of a call with the own GEMM spec (its M rows over world ranks,
 // signalled in segments per destination) pushes with its SMs: pct percent
 // of the block when pct > 0, none when pct < 0, else the estimate above.
-func HelpRows(spec kernels.Gemm, world, segments, pct int) int {
+func HelpRows(spec gemm.Params, world, segments, pct int) int {
 	if world < 2 {
 		return 0
 	}

@@ -9,12 +9,12 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/gemm"
 	"github.com/seed12530e24/hiercoll/internal/tune"
-	"github.com/seed12530e24/hiercoll/kernels"
 	"github.com/seed12530e24/hiercoll/rs2d"
 )
 
-// The own GEMM as the producer. One launch of kernels.LaunchGemm computes
+// The own GEMM as the producer. One launch of gemm.Launch computes
 // all of C, its row tiles in the scatter's consumption order, and raises
 // the signal of each segment of a destination's rows (rs2d
 // Signals.SegmentAddr) as soon as the segment's tiles are stored, so the
@@ -22,8 +22,8 @@ import (
 // done, and no GEMM is cut into blocks.
 
 // segmentRows is about how many rows a signal segment covers: the rows the
-// GEMM's walk finishes together (kernels.DefaultGemmGroup row tiles).
-const segmentRows = kernels.DefaultGemmGroup * kernels.GemmTileM
+// GEMM's walk finishes together (gemm.DefaultGroup row tiles).
+const segmentRows = gemm.DefaultGroup * gemm.TileM
 
 // maxAutoSegments bounds the segments Auto gives a destination's rows.
 const maxAutoSegments = 8
@@ -37,10 +37,10 @@ func SegmentsFor(rowsPerRank int) int {
 
 // ownSpec is the own GEMM's product C[:M] = A·B for a call (fp8: times
 // the scales, B [N, KLocal]).
-func (g *GemmRS) ownSpec(a, b Tensor, sc Scales) kernels.Gemm {
-	spec := kernels.Gemm{M: a.Rows, N: g.cfg.N, K: g.cfg.KLocal, A: a.Ptr, B: b.Ptr, C: g.cBuf, DType: g.cfg.DType, Layout: kernels.BKN}
+func (g *GemmRS) ownSpec(a, b Tensor, sc Scales) gemm.Params {
+	spec := gemm.Params{GemmSpec: device.GemmSpec{M: a.Rows, N: g.cfg.N, K: g.cfg.KLocal, A: a.Ptr, B: b.Ptr, C: g.cBuf, DType: g.cfg.DType}}
 	if g.fp8() {
-		spec.DType, spec.Out, spec.Layout, spec.ScaleA, spec.ScaleB = dtype.E4M3, g.cfg.DType, kernels.BNK, sc.A, sc.B
+		spec.DType, spec.Out, spec.BT, spec.ScaleA, spec.ScaleB = dtype.E4M3, g.cfg.DType, true, sc.A, sc.B
 	}
 	return spec
 }
@@ -72,7 +72,7 @@ func (g *GemmRS) chooseGemm(ctx context.Context) (bool, string, error) {
 	spec.C = 256
 	err := spec.Check()
 	if err == nil {
-		err = kernels.PrepareGemm(g.dev, g.cfg.DType)
+		err = gemm.Prepare(g.dev, g.cfg.DType)
 	}
 	switch {
 	case err != nil && g.fp8():
@@ -133,7 +133,7 @@ func (g *GemmRS) timeGemms(ctx context.Context) (own, mm time.Duration, err erro
 		for _, x := range []struct {
 			run func() error
 			ds  *[]time.Duration
-		}{{func() error { return kernels.LaunchGemm(g.dev, s, spec) }, &owns}, {func() error { return g.mm.Gemm(s, ref) }, &mms}} {
+		}{{func() error { return gemm.Launch(g.dev, s, spec) }, &owns}, {func() error { return g.mm.Gemm(s, ref) }, &mms}} {
 			d, err := g.timeOnGemmStream(ctx, calls, x.run)
 			if err != nil {
 				return 0, 0, err
@@ -196,7 +196,7 @@ func NewProducer(dev device.Device, world int) (*Producer, error) {
 	if err := dev.CopyToDevice(p, zero); err != nil {
 		return nil, errors.Join(fmt.Errorf("gemmrs: segment counters: %w", err), dev.Free(p))
 	}
-	ws, err := kernels.NewGemmWorkspace(dev)
+	ws, err := gemm.NewWorkspace(dev)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("gemmrs: GEMM workspace: %w", err), dev.Free(p))
 	}
@@ -209,7 +209,7 @@ func NewProducer(dev device.Device, world int) (*Producer, error) {
 // are stored. It refuses a product the GEMM cannot compute and a context
 // that splits its first block (a producer of two block GEMMs), wrapping
 // ErrNotSupported, before enqueuing anything.
-func (p *Producer) Enqueue(s device.Stream, spec kernels.Gemm, order []int, sig rs2d.Signals) error {
+func (p *Producer) Enqueue(s device.Stream, spec gemm.Params, order []int, sig rs2d.Signals) error {
 	if err := spec.Check(); err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func (p *Producer) Enqueue(s device.Stream, spec kernels.Gemm, order []int, sig 
 	}
 	spec.Order, spec.Segments, spec.NSegs, spec.Counters, spec.Value = t.order, t.segs, t.n, p.counters, sig.Value
 	spec.Workspace = p.workspace
-	return kernels.LaunchGemm(p.dev, s, spec)
+	return gemm.Launch(p.dev, s, spec)
 }
 
 // Close frees the producer's counters, workspace and tables; its launches
@@ -237,7 +237,7 @@ func (p *Producer) Close() error {
 }
 
 // ownTables are the own GEMM's device tables for calls of one M: the
-// row-tile order and the segment records (kernels.GemmTables).
+// row-tile order and the segment records (gemm.Tables).
 type ownTables struct {
 	order, segs device.Ptr
 	n           int
@@ -249,7 +249,7 @@ func (p *Producer) tablesFor(m, n int, order []int, sig rs2d.Signals) (ownTables
 	if t, ok := p.tables[m]; ok {
 		return t, nil
 	}
-	var segs []kernels.GemmSegment
+	var segs []gemm.Segment
 	rowsPer := m / len(order)
 	for _, d := range order {
 		for j := 0; j < sig.Segments(); j++ {
@@ -261,10 +261,10 @@ func (p *Producer) tablesFor(m, n int, order []int, sig rs2d.Signals) (ownTables
 			if err != nil {
 				return ownTables{}, err
 			}
-			segs = append(segs, kernels.GemmSegment{R0: d*rowsPer + r0, R1: d*rowsPer + r1, Signal: addr})
+			segs = append(segs, gemm.Segment{R0: d*rowsPer + r0, R1: d*rowsPer + r1, Signal: addr})
 		}
 	}
-	tileOrder, records := kernels.GemmTables(m, n, segs)
+	tileOrder, records := gemm.Tables(m, n, segs)
 	t := ownTables{n: len(segs)}
 	var err error
 	for _, x := range []struct {
@@ -290,22 +290,4 @@ func (t ownTables) free(dev device.Device) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// enqueueOwn enqueues on the GEMM stream the own GEMM of an overlapped
-// call, between the timing events, and records gemmDone at the end.
-func (g *GemmRS) enqueueOwn(spec kernels.Gemm, sig rs2d.Signals, raised *bool) error {
-	gs := g.gemmStream
-	if err := g.gemmStart.Record(gs); err != nil {
-		return err
-	}
-	*raised = true
-	if err := g.producer.Enqueue(gs, spec, g.order, sig); err != nil {
-		return fmt.Errorf("the own GEMM: %w", err)
-	}
-	if err := g.gemmEnd.Record(gs); err != nil {
-		return err
-	}
-	g.timed, g.traced, g.ownTraced = true, 0, true
-	return g.gemmDone.Record(gs)
 }

@@ -8,8 +8,8 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/gemm"
 	"github.com/seed12530e24/hiercoll/internal/tune"
-	"github.com/seed12530e24/hiercoll/kernels"
 	"github.com/seed12530e24/hiercoll/rs2d"
 )
 
@@ -161,20 +161,14 @@ func (g *GemmRS) fail(what string, raised bool, err error) error {
 	return fmt.Errorf("gemmrs: %s: %w", what, err)
 }
 
-// enqueueOverlap: the GEMM stream waits for s, computes the blocks in
-// consumption order, raising each block's signal after it; the
-// reduce-scatter on s waits for the signals on the device; s joins the GEMM
-// stream at the end. The GEMM is enqueued first so that it starts while the
+// enqueueOverlap: the own GEMM's overlapped call (Overlapped), or the GEMM
+// stream waits for s, computes the blocks in consumption order, raising
+// each block's signal after it; the reduce-scatter on s waits for the
+// signals on the device; s joins the GEMM stream at the end. The GEMM is enqueued first so that it starts while the
 // host is still enqueueing the reduce-scatter, which is safe because every
 // wait for a signal is on the device.
 func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b Tensor, sc Scales, call *rs2d.Call, s device.Stream, raised *bool) error {
 	gs := g.gemmStream
-	if err := g.ready.Record(s); err != nil {
-		return err
-	}
-	if err := gs.WaitEvent(g.ready); err != nil {
-		return err
-	}
 	sig := call.Signals()
 	raise := func(st device.Stream, d int) error {
 		*raised = true
@@ -186,13 +180,20 @@ func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b Tensor, sc Scales, cal
 		return sig.Raise(st, d)
 	}
 	if spec := g.ownSpec(a, b, sc); g.knobs.Gemm == tune.GemmOwn && (g.hooks == nil || g.fp8()) && spec.Check() == nil {
-		if err := g.enqueueOwn(spec, sig, raised); err != nil {
-			return err
+		var err error
+		*raised, err = g.ovl.Enqueue(ctx, s, spec, g.order, call, g.knobs.Help)
+		if *raised {
+			g.timed, g.traced, g.ownTraced = true, 0, true
 		}
-		if err := call.Help(gs, HelpRows(spec, g.world, g.Segments(), g.knobs.Help)); err != nil {
-			return err
-		}
-	} else if g.hooks != nil && g.hooks.signals != nil {
+		return err
+	}
+	if err := g.ready.Record(s); err != nil {
+		return err
+	}
+	if err := gs.WaitEvent(g.ready); err != nil {
+		return err
+	}
+	if g.hooks != nil && g.hooks.signals != nil {
 		// The test hook raises the signals, on streams of its own.
 		if err := g.gemmBlocks(a, b, sig, nil); err != nil {
 			return err
@@ -297,7 +298,7 @@ func (g *GemmRS) gemmWhole(a, b Tensor, sc Scales, c Tensor, s device.Stream) er
 	}
 	if own := g.ownSpec(a, b, sc); g.knobs.Gemm == tune.GemmOwn && own.Check() == nil {
 		own.C, own.Workspace = c.Ptr, g.producer.workspace
-		if err := kernels.LaunchGemm(g.dev, s, own); err != nil {
+		if err := gemm.Launch(g.dev, s, own); err != nil {
 			return err
 		}
 	} else if err := g.mm.Gemm(s, device.GemmSpec{M: a.Rows, N: g.cfg.N, K: g.cfg.KLocal, A: a.Ptr, B: b.Ptr, C: c.Ptr, DType: g.cfg.DType}); err != nil {

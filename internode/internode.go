@@ -122,7 +122,7 @@ type Transport interface {
 
 // WaitReleaser is implemented by transports whose waits are on words in this
 // rank's memory, which the host can overwrite to end them when a peer is gone
-// (see intranode.Stage.ReleaseWaits).
+// (see intranode.Engine.ReleaseWaits).
 type WaitReleaser interface {
 	ReleaseWaits(s device.Stream, epoch uint32) error
 }

@@ -122,7 +122,7 @@ func (t *ipc) Close() error { return t.heap.Close() }
 
 // ReleaseWaits enqueues on s the write of a value past every epoch into this
 // rank's arrival words, ending any wait on them (see
-// intranode.Stage.ReleaseWaits).
+// intranode.Engine.ReleaseWaits).
 func (t *ipc) ReleaseWaits(s device.Stream, epoch uint32) error {
 	return errors.Join(t.arrived.Release(s, epoch), t.credits.Release(s, epoch))
 }

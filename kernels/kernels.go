@@ -1,23 +1,16 @@
-// Package kernels holds hiercoll's GPU kernels twice: as CUDA C sources
-// (embedded, compiled at run time by NVRTC in the CUDA backend and cached on
-// disk) and as Go functions of the same effect, which the CPU backend runs and
-// the tests use as the reference.
+// Package kernels holds the GPU kernels the collectives share, twice: as
+// CUDA C sources (embedded, compiled at run time by NVRTC in the CUDA
+// backend and cached on disk) and as Go functions of the same effect, which
+// the CPU backend runs and the tests use as the reference.
 //
-// The reduce kernel sums k row blocks lying at a fixed stride (the blocks the
-// peers copied into this rank's buffer, or the blocks the other nodes sent)
-// into one, the own block read from its own address: LaunchReduce. The
-// push-reduce kernel does a whole node step in one launch: push blocks store
-// this rank's rows into the peers' scatter buffers and count arrivals with
-// release atomics, reduce blocks wait for the counts and sum:
-// LaunchPushReduce. Both accumulate in fp32 (exact for int32) in block order,
-// so every backend and both kernels give the same bits. The ring kernel
-// moves a node step through a few FIFO slots per peer with head / tail
-// credits, each hop adding its rows in fp32 and rounding to the element
-// type: LaunchRing. The NVLS kernel (nvls.go) reads a node step's block
-// through an NVLink multicast address with multimem.ld_reduce, the NVSwitch
-// summing every GPU's copy (fp32 accumulation for bf16 and fp16, int32
-// exact): LaunchNVLSReduce; its Go twin reads the CPU backend's simulated
-// multicast object.
+// The reduce kernel sums k row blocks lying at a fixed stride (the blocks
+// the peers copied into this rank's buffer, or the blocks the other nodes
+// sent) into one, the own block read from its own address: LaunchReduce. It
+// accumulates in fp32 (exact for int32) in block order, so every backend
+// gives the same bits; ReduceRange is that arithmetic for the engines' Go
+// twins. PeerSource is the CUDA prelude (element types, system-scope loads,
+// stores and atomics) every module that moves rows between GPUs starts
+// with. An engine's own kernel lives in its folder under intranode.
 package kernels
 
 import (
@@ -32,7 +25,7 @@ import (
 var reduceSource string
 
 // ReduceModule is the CUDA source of the reduce kernels.
-var ReduceModule = &device.Module{Name: "hiercoll_reduce", Source: peerSource + reduceSource}
+var ReduceModule = &device.Module{Name: "hiercoll_reduce", Source: PeerSource + reduceSource}
 
 // ReduceBlock is the CUDA block size of the reduce kernel.
 const ReduceBlock = 512
@@ -59,22 +52,20 @@ func Reduce(dt dtype.DType) (*device.Kernel, error) {
 	return k, nil
 }
 
-// Prepare loads on dev the kernels a collective of dt launches: the reduce,
-// and with pushReduce the push-reduce. A collective calls it before it
-// enqueues anything, since loading a module can wait for queued work (see
-// device.Device.Prepare).
-func Prepare(dev device.Device, dt dtype.DType, pushReduce bool) error {
-	ks := []*device.Kernel{reduceKernels[dt]}
-	if pushReduce {
-		ks = append(ks, pushReduceKernels[dt])
+// Prepare loads on dev the reduce kernel for dt. A collective calls it
+// before it enqueues anything, since loading a module can wait for queued
+// work (see device.Device.Prepare).
+func Prepare(dev device.Device, dt dtype.DType) error {
+	return PrepareKernel(dev, reduceKernels[dt], dt)
+}
+
+// PrepareKernel loads k, the kernel of dt (nil: none for dt), on dev.
+func PrepareKernel(dev device.Device, k *device.Kernel, dt dtype.DType) error {
+	if k == nil {
+		return fmt.Errorf("kernels: no kernels for %v: %w", dt, device.ErrNotSupported)
 	}
-	for _, k := range ks {
-		if k == nil {
-			return fmt.Errorf("kernels: no kernels for %v: %w", dt, device.ErrNotSupported)
-		}
-		if err := dev.Prepare(k); err != nil {
-			return fmt.Errorf("kernels: preparing %s: %w", k.Name, err)
-		}
+	if err := dev.Prepare(k); err != nil {
+		return fmt.Errorf("kernels: preparing %s: %w", k.Name, err)
 	}
 	return nil
 }

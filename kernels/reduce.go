@@ -22,13 +22,7 @@ import (
 // The CUDA kernel does the same operations in the same order, so the two
 // agree bit for bit.
 func ReduceBlocks(dt dtype.DType, dst, src []byte, stride int64, blocks int, count int64, self int, selfSrc []byte) {
-	reduceRange(dt, dst, blockViews(dt, src, stride, blocks, count, self, selfSrc), 0, count)
-}
-
-// ReduceViews is ReduceBlocks over blocks given as slices of count
-// elements each, summed in slice order.
-func ReduceViews(dt dtype.DType, dst []byte, blocks [][]byte, count int64) {
-	reduceRange(dt, dst, blocks, 0, count)
+	ReduceRange(dt, dst, blockViews(dt, src, stride, blocks, count, self, selfSrc), 0, count)
 }
 
 // blockViews returns each block as a slice starting at its first element.
@@ -45,7 +39,10 @@ func blockViews(dt dtype.DType, src []byte, stride int64, blocks int, count int6
 	return views
 }
 
-func reduceRange(dt dtype.DType, dst []byte, src [][]byte, lo, hi int64) {
+// ReduceRange sums elements [lo, hi) of the views src into dst in fp32
+// (int32 exact), view order, one rounding: the Go twin of every reduce the
+// kernels do, shared by the engines' twins.
+func ReduceRange(dt dtype.DType, dst []byte, src [][]byte, lo, hi int64) {
 	le := binary.LittleEndian
 	switch dt {
 	case dtype.BF16:
@@ -121,21 +118,21 @@ func reduceHost(dt dtype.DType) device.HostFunc {
 				return fmt.Errorf("reduce own block: %w", err)
 			}
 		}
-		reduceParallel(dt, dst, blockViews(dt, src, stride, int(blocks), count, int(self), own), count, grid)
+		ReduceParallel(dt, dst, blockViews(dt, src, stride, int(blocks), count, int(self), own), count, grid)
 		return nil
 	}
 }
 
-// reduceParallel sums views into dst's count elements (reduceRange) on at
+// ReduceParallel sums views into dst's count elements (ReduceRange) on at
 // most grid goroutines, each taking at least 16 Ki elements.
-func reduceParallel(dt dtype.DType, dst []byte, views [][]byte, count int64, grid int) {
+func ReduceParallel(dt dtype.DType, dst []byte, views [][]byte, count int64, grid int) {
 	const minPerWorker = 1 << 14
 	workers := max(1, min(int64(grid), (count+minPerWorker-1)/minPerWorker))
 	per := (count + workers - 1) / workers
 	var wg sync.WaitGroup
 	for lo := int64(0); lo < count; lo += per {
 		hi := min(lo+per, count)
-		wg.Go(func() { reduceRange(dt, dst, views, lo, hi) })
+		wg.Go(func() { ReduceRange(dt, dst, views, lo, hi) })
 	}
 	wg.Wait()
 }

@@ -2,15 +2,12 @@ package kernels_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -18,100 +15,24 @@ import (
 	"github.com/seed12530e24/hiercoll/device/sim"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/kernels"
+	"github.com/seed12530e24/hiercoll/kernels/kerneltest"
 )
 
 func TestMain(m *testing.M) { os.Exit(sim.RunTests(m)) }
 
-func newRNG(t *testing.T) *rand.Rand {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	return rand.New(rand.NewPCG(seed, 0))
-}
+// The shared helpers (kerneltest), under the names these tests use.
+var (
+	newRNG          = kerneltest.NewRNG
+	randomElems     = kerneltest.RandomElems
+	referenceReduce = kerneltest.ReferenceReduce
+	requireSameBits = kerneltest.RequireSameBits
+	poisonElems     = kerneltest.PoisonElems
+	simDevice       = kerneltest.SimDevice
+	upload          = kerneltest.Upload
+	download        = kerneltest.Download
+)
 
-// randomElems returns n elements of dt: floats of mixed sign with
-// magnitudes spread over [2^-7, 2^6), so that the order of the additions
-// shows in the rounded sums (and never zero, whose sign a sum from +0 would
-// not keep); int32 over its whole range, so that sums wrap.
-func randomElems(rng *rand.Rand, dt dtype.DType, n int64) []byte {
-	b := make([]byte, n*int64(dt.Size()))
-	for i := range int(n) {
-		if dt == dtype.I32 {
-			binary.LittleEndian.PutUint32(b[4*i:], rng.Uint32())
-			continue
-		}
-		sign := float64(1 - 2*rng.IntN(2))
-		dt.Put(b, i, sign*(0.5+rng.Float64()/2)*math.Ldexp(1, rng.IntN(13)-6))
-	}
-	return b
-}
-
-// widen reads element i of a dt buffer as the fp32 the kernel adds.
-func widen(dt dtype.DType, b []byte, i int64) float32 {
-	switch dt {
-	case dtype.BF16:
-		return dtype.BF16ToF32(binary.LittleEndian.Uint16(b[2*i:]))
-	case dtype.F16:
-		return dtype.F16ToF32(binary.LittleEndian.Uint16(b[2*i:]))
-	}
-	return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-}
-
-// referenceReduce is the kernel's contract, computed independently: each
-// element summed from 0 in block order, every partial sum rounded to fp32
-// (an fp32 addition done in fp64 and rounded once is exactly the fp32
-// addition: 53 >= 2*24+2), the total rounded once to dt. int32 wraps. Block
-// number self, when 0 <= self < blocks, is read from selfSrc.
-func referenceReduce(dt dtype.DType, src []byte, stride int64, blocks int, count int64, self int, selfSrc []byte) []byte {
-	block := func(k, i int64) (b []byte, j int64) {
-		if k == int64(self) {
-			return selfSrc, i
-		}
-		return src, k*stride + i
-	}
-	out := make([]byte, count*int64(dt.Size()))
-	for i := int64(0); i < count; i++ {
-		if dt == dtype.I32 {
-			var acc uint32
-			for k := int64(0); k < int64(blocks); k++ {
-				b, j := block(k, i)
-				acc += binary.LittleEndian.Uint32(b[4*j:])
-			}
-			binary.LittleEndian.PutUint32(out[4*i:], acc)
-			continue
-		}
-		var acc float32
-		for k := int64(0); k < int64(blocks); k++ {
-			b, j := block(k, i)
-			acc = float32(float64(acc) + float64(widen(dt, b, j)))
-		}
-		switch dt {
-		case dtype.BF16:
-			binary.LittleEndian.PutUint16(out[2*i:], dtype.F32ToBF16(acc))
-		case dtype.F16:
-			binary.LittleEndian.PutUint16(out[2*i:], dtype.F32ToF16(acc))
-		case dtype.F32:
-			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(acc))
-		}
-	}
-	return out
-}
-
-// requireSameBits compares two dt buffers element by element, naming the
-// first element that differs.
-func requireSameBits(t *testing.T, dt dtype.DType, want, got []byte, msgAndArgs ...any) {
-	t.Helper()
-	require.Len(t, got, len(want))
-	if bytes.Equal(want, got) {
-		return
-	}
-	es := dt.Size()
-	for i := 0; i < len(want); i += es {
-		if !bytes.Equal(want[i:i+es], got[i:i+es]) {
-			require.Failf(t, "bits differ", "%v element %d: got %x (%g), want %x (%g). %s", dt, i/es,
-				got[i:i+es], dt.Get(got, i/es), want[i:i+es], dt.Get(want, i/es), fmt.Sprint(msgAndArgs...))
-		}
-	}
-}
+type launchRecorder = kerneltest.LaunchRecorder
 
 var reduceShapes = []struct {
 	blocks        int
@@ -249,19 +170,6 @@ func TestReduceBlocksWritesOnlyCount(t *testing.T) {
 	}
 }
 
-// poisonElems returns n elements that change any sum they enter: NaN for
-// floats, random for int32.
-func poisonElems(rng *rand.Rand, dt dtype.DType, n int64) []byte {
-	if dt == dtype.I32 {
-		return randomElems(rng, dt, n)
-	}
-	b := make([]byte, n*int64(dt.Size()))
-	for i := range int(n) {
-		dt.Put(b, i, math.NaN())
-	}
-	return b
-}
-
 func TestReduceBlocksReadsTheOwnBlockFromSelfSrc(t *testing.T) {
 	rng := newRNG(t)
 	const blocks, count, stride = 5, 77, 80
@@ -319,37 +227,6 @@ func TestReduceKernels(t *testing.T) {
 	require.NotEmpty(t, kernels.ReduceModule.Name)
 }
 
-// simDevice returns a simulated GPU, a stream on it and a context.
-func simDevice(t *testing.T) (*sim.Device, device.Stream, context.Context) {
-	t.Helper()
-	d := sim.New(sim.NewHost("kernels"), 0, sim.Options{WaitTimeout: 5 * time.Second})
-	s, err := d.NewStream(device.High)
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, s.Close())
-		require.NoError(t, d.Close())
-	})
-	return d, s, ctx
-}
-
-func upload(t *testing.T, d *sim.Device, data []byte) device.Ptr {
-	t.Helper()
-	p, err := d.Alloc(int64(len(data)))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, d.Free(p)) })
-	require.NoError(t, d.CopyToDevice(p, data))
-	return p
-}
-
-func download(t *testing.T, d *sim.Device, p device.Ptr, n int) []byte {
-	t.Helper()
-	b := make([]byte, n)
-	require.NoError(t, d.CopyToHost(b, p))
-	return b
-}
-
 func TestLaunchReduceOnSimMatchesReduceBlocks(t *testing.T) {
 	rng := newRNG(t)
 	cases := []struct {
@@ -404,19 +281,6 @@ func TestLaunchReduceOnSimMatchesReduceBlocks(t *testing.T) {
 	}
 }
 
-// launchRecorder records the launches it passes on.
-type launchRecorder struct {
-	device.Device
-	grids []int
-	args  [][]any
-}
-
-func (r *launchRecorder) Launch(s device.Stream, k *device.Kernel, grid int, args ...any) error {
-	r.grids = append(r.grids, grid)
-	r.args = append(r.args, args)
-	return r.Device.Launch(s, k, grid, args...)
-}
-
 func TestLaunchReduceBoundsTheGrid(t *testing.T) {
 	d, s, ctx := simDevice(t)
 	cases := []struct {
@@ -439,17 +303,17 @@ func TestLaunchReduceBoundsTheGrid(t *testing.T) {
 		src := upload(t, d, make([]byte, c.count*es))
 		blocks := kernels.Blocks{Src: src, Stride: c.count, N: 1, Count: c.count, Self: -1}
 		require.NoError(t, kernels.LaunchReduce(rec, s, c.dt, c.grid, dst, blocks))
-		require.Equal(t, []int{c.wantGrid}, rec.grids, "%v grid %d count %d", c.dt, c.grid, c.count)
+		require.Equal(t, []int{c.wantGrid}, rec.Grids, "%v grid %d count %d", c.dt, c.grid, c.count)
 	}
 	require.NoError(t, s.Synchronize(ctx))
 
 	// Nothing to do: nothing is launched, whatever the pointers.
 	rec := &launchRecorder{Device: d}
 	require.NoError(t, kernels.LaunchReduce(rec, s, dtype.F32, 8, 0, kernels.Blocks{N: 4, Self: -1}))
-	require.Empty(t, rec.grids)
+	require.Empty(t, rec.Grids)
 	err := kernels.LaunchReduce(rec, s, dtype.Invalid, 8, 0, kernels.Blocks{N: 1, Count: 1, Self: -1})
 	require.ErrorIs(t, err, device.ErrNotSupported)
-	require.Empty(t, rec.grids)
+	require.Empty(t, rec.Grids)
 }
 
 func TestLaunchReducePassesTheArguments(t *testing.T) {
@@ -465,7 +329,7 @@ func TestLaunchReducePassesTheArguments(t *testing.T) {
 		rec := &launchRecorder{Device: d}
 		blocks := kernels.Blocks{Src: src, Stride: count, N: n, Count: count, Self: c.self, SelfSrc: own}
 		require.NoError(t, kernels.LaunchReduce(rec, s, dtype.I32, 4, dst, blocks))
-		require.Equal(t, [][]any{{dst, src, int64(count), int32(n), int64(count), c.wantSelf, own}}, rec.args, "self %d", c.self)
+		require.Equal(t, [][]any{{dst, src, int64(count), int32(n), int64(count), c.wantSelf, own}}, rec.Args, "self %d", c.self)
 	}
 	require.NoError(t, s.Synchronize(ctx))
 }
@@ -588,10 +452,4 @@ func TestReduceOwnLastBlockNeedsNoSlotInSrc(t *testing.T) {
 		require.NoError(t, s.Synchronize(ctx), "%v", dt)
 		requireSameBits(t, dt, want, download(t, d, dst, int(count*es)))
 	}
-}
-
-// The host sizes push-reduce grids at two blocks of PushReduceBlock threads
-// per SM; the kernel's launch bounds must promise exactly that.
-func TestPushReduceLaunchBoundsMatchTheBlock(t *testing.T) {
-	require.Contains(t, kernels.PushReduceModule.Source, fmt.Sprintf("__launch_bounds__(%d, 2)", kernels.PushReduceBlock))
 }

@@ -6,8 +6,7 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/intranode"
-	"github.com/seed12530e24/hiercoll/intranode/pull"
-	"github.com/seed12530e24/hiercoll/kernels"
+	"github.com/seed12530e24/hiercoll/intranode/push"
 	"github.com/seed12530e24/hiercoll/symm"
 )
 
@@ -93,8 +92,8 @@ func (k *Call) Help(s device.Stream, rows int) error {
 		return err // a capture is refused by Enqueue (growing signals)
 	}
 	rpr := k.in.Rows / c.place.Shape.World()
-	step := intranode.Step{Node: c.place.Node, Input: k.in.Ptr, RowsPer: rpr, Epoch: c.proto.Next(c.epoch)}
-	return c.intra.Help(s, step, rows, c.finalGrid())
+	call := intranode.Call{Input: k.in.Ptr, RowsPer: rpr, Epoch: c.proto.Next(c.epoch)}
+	return c.ce.Help(s, intranode.Step{Call: call, Node: c.place.Node, Rows: rpr}, rows, c.finalGrid())
 }
 
 // Enqueue enqueues the call on s, as ReduceScatter does.
@@ -215,12 +214,12 @@ func (c *Context) check(in, out Tensor) error {
 	if overlaps(in.Ptr, in.Bytes(), out.Ptr, out.Bytes()) {
 		return fmt.Errorf("rs2d: output %v overlaps input %v: %w", out, in, device.ErrInvalidArgument)
 	}
-	if c.pull != nil {
-		sym, size := c.pull.Input(), c.pull.InputBytes()
-		if overlaps(sym, size, out.Ptr, out.Bytes()) {
+	if c.input.Size > 0 {
+		sym := c.heap.Local().Add(c.input.Off)
+		if overlaps(sym, c.input.Size, out.Ptr, out.Bytes()) {
 			return fmt.Errorf("rs2d: output %v lies in the symmetric input (Input), which the peers read: %w", out, device.ErrInvalidArgument)
 		}
-		if in.Ptr != sym && overlaps(sym, size, in.Ptr, in.Bytes()) {
+		if in.Ptr != sym && overlaps(sym, c.input.Size, in.Ptr, in.Bytes()) {
 			return fmt.Errorf("rs2d: input %v lies in the symmetric input but does not start where it does (Input): %w", in, device.ErrInvalidArgument)
 		}
 	}
@@ -230,6 +229,23 @@ func (c *Context) check(in, out Tensor) error {
 // overlaps reports whether [a, a+na) and [b, b+nb) share a byte.
 func overlaps(a device.Ptr, na int64, b device.Ptr, nb int64) bool {
 	return int64(a) < int64(b)+nb && int64(b) < int64(a)+na
+}
+
+// Input returns this rank's symmetric input as an [m, N] tensor: a caller
+// that writes a call's rows there and passes it as the call's input saves
+// the copy into it (the pull engine reads the peers' rows in place). It is
+// the context's memory, valid until Close; a call that reads it ends only
+// after every peer has read it, so the next rows may go in once the call's
+// stream reaches them. ErrNotSupported with engines other than pull (they
+// read the input where it is).
+func (c *Context) Input(m int) (Tensor, error) {
+	switch {
+	case c.input.Size == 0:
+		return Tensor{}, fmt.Errorf("rs2d: the %v engine has no symmetric input (the pull engine has; other engines read the input where it is): %w", c.cfg.Engine, device.ErrNotSupported)
+	case m <= 0 || m > c.cfg.MaxM:
+		return Tensor{}, fmt.Errorf("rs2d: input of %d rows, want 1 to MaxM=%d: %w", m, c.cfg.MaxM, device.ErrInvalidArgument)
+	}
+	return Tensor{Ptr: c.heap.Local().Add(c.input.Off), Rows: m, Cols: c.cfg.N, DType: c.cfg.DType}, nil
 }
 
 // chunks picks how many pieces each block of a node step is cut into: enough
@@ -247,304 +263,18 @@ func (c *Context) chunks(rowsPerRank int) int {
 		const minChunk = 4 << 20
 		most := int64(8)
 		if c.cfg.Engine == EngineSM {
-			most = kernels.MaxPushChunks
+			most = push.MaxChunks
 		}
 		k = int(min(int64(rowsPerRank)*c.rowBytes()/minChunk, most))
 	}
 	if c.cfg.Engine == EngineSM {
-		return max(1, min(k, kernels.MaxPushChunks)) // chunks split elements, not rows
+		return max(1, min(k, push.MaxChunks)) // chunks split elements, not rows
 	}
 	return max(1, min(k, rowsPerRank))
-}
-
-// smGrid sizes the push-reduce kernel for blocks of count elements in
-// chunks: the SM budgets, two blocks per SM, but no more blocks than there
-// are 16-byte vectors per chunk for a block's threads.
-func (c *Context) smGrid(count int64, chunks int) intranode.SMGrid {
-	vectors := count * int64(c.cfg.DType.Size()) / 16 / int64(chunks)
-	need := int(max(1, (vectors+kernels.PushReduceBlock-1)/kernels.PushReduceBlock))
-	push := pushSMs
-	if sms := c.dev.Info().SMs; sms > 0 {
-		push = min(push, sms)
-	}
-	return intranode.SMGrid{
-		PushBlocks:   max(1, min(kernelBlocksPerSM*push, need)),
-		ReduceBlocks: max(1, min(kernelBlocksPerSM*c.knobs.ReductionSMs, need)),
-	}
 }
 
 // finalGrid is the grid of the reductions that end a call, when nothing
 // else needs the SMs: every SM.
 func (c *Context) finalGrid() int {
-	return max(c.dev.Info().SMs, c.knobs.ReductionSMs) * kernelBlocksPerSM
-}
-
-// enqueue enqueues call epoch on s with the context's engine.
-func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch symm.Epoch) error {
-	if err := c.mark(func(t *tracer) device.Event { return t.start }, s); err != nil {
-		return err
-	}
-	c.intra.BeginTrace()
-	if c.place.Shape.World() == 1 {
-		return c.enqueueLocal(in, out, s, epoch)
-	}
-	switch c.cfg.Engine {
-	case EngineSM:
-		return c.enqueueSM(in, out, s, epoch)
-	case EngineRing:
-		return c.enqueueRing(in, out, s, epoch)
-	case EngineNVLS:
-		return c.enqueueNVLS(in, out, s, epoch)
-	case EnginePull:
-		return c.enqueuePull(in, out, s, epoch)
-	}
-	return c.enqueueCopy(in, out, s, epoch)
-}
-
-// reduceTo is where node step cur's reduced block goes.
-func (c *Context) reduceTo(out Tensor, cur int, epoch symm.Epoch) device.Ptr {
-	if c.rail == nil {
-		return out.Ptr
-	}
-	return c.rail.BlockOf(cur, epoch)
-}
-
-// enqueueCopy is a call with the copy engine: the scatter on the copy
-// stream, the reductions on the reduction stream, the rail sends on the p2p
-// stream, joined back into s at the end.
-func (c *Context) enqueueCopy(in, out Tensor, s device.Stream, epoch symm.Epoch) error {
-	shape, place, set := c.place.Shape, c.place, c.streams
-	rpr := in.Rows / shape.World()
-	if err := c.intra.Announce(s, epoch); err != nil {
-		return err
-	}
-	if err := set.Fork(s); err != nil {
-		return err
-	}
-	copyStream := set.Copy[0]
-	for n := 0; n < shape.Nodes; n++ {
-		cur := (place.Node + n + 1) % shape.Nodes
-		step := intranode.Step{Node: cur, Input: in.Ptr, RowsPer: rpr, Chunks: c.chunks(rpr), Epoch: epoch, Last: n == shape.Nodes-1,
-			Grid: c.knobs.ReductionSMs * kernelBlocksPerSM, ReduceTo: c.reduceTo(out, cur, epoch)}
-		if n == 0 {
-			step.EarlyRows = c.earlyRows(in.Rows)
-		}
-		if c.cfg.OverlapWithGEMM && cur == place.Node {
-			// This step reduces after the own GEMM block, the last one in
-			// consumption order: the producer is done and the SMs are free.
-			step.Grid = c.finalGrid()
-		}
-		seqs, err := c.intra.Scatter(copyStream, step, n == 0)
-		if err != nil {
-			return err
-		}
-		if err := c.intra.Reduce(set.Reduction, step, seqs); err != nil {
-			return err
-		}
-		if err := c.sendRail(set.Reduction, cur, rpr, epoch); err != nil {
-			return err
-		}
-	}
-	if err := c.mark(func(t *tracer) device.Event { return t.scatter }, copyStream); err != nil {
-		return err
-	}
-	if err := c.mark(func(t *tracer) device.Event { return t.reduce }, set.Reduction); err != nil {
-		return err
-	}
-	if err := c.mark(func(t *tracer) device.Event { return t.p2p }, set.P2P); err != nil {
-		return err
-	}
-	if err := set.Merge(s); err != nil {
-		return err
-	}
-	return c.finish(out, s, epoch, rpr)
-}
-
-// enqueueLocal is a call on a world of one rank: the sum over one rank is
-// its input, so the call is one device-to-device copy (after the GEMM
-// signal, with overlap).
-func (c *Context) enqueueLocal(in, out Tensor, s device.Stream, epoch symm.Epoch) error {
-	if c.cfg.OverlapWithGEMM {
-		if err := c.intra.WaitBlock(s, intranode.Step{RowsPer: in.Rows, Epoch: epoch}, 0); err != nil {
-			return err
-		}
-	}
-	if err := c.dev.Copy(s, out.Ptr, in.Ptr, out.Bytes()); err != nil {
-		return err
-	}
-	if err := c.markNodeStage(s); err != nil {
-		return err
-	}
-	return c.finish(out, s, epoch, in.Rows)
-}
-
-// enqueueSM is a call with the SM engine: one push-reduce kernel per node
-// step on the caller's stream (on one node, that is the whole call), the
-// rail sends on the p2p stream after each.
-func (c *Context) enqueueSM(in, out Tensor, s device.Stream, epoch symm.Epoch) error {
-	shape, place, set := c.place.Shape, c.place, c.streams
-	rpr := in.Rows / shape.World()
-	chunks := c.chunks(rpr)
-	grid := c.smGrid(int64(rpr)*int64(c.cfg.N), chunks)
-	for n := 0; n < shape.Nodes; n++ {
-		cur := (place.Node + n + 1) % shape.Nodes
-		step := intranode.Step{Node: cur, Input: in.Ptr, RowsPer: rpr, Chunks: chunks, Epoch: epoch, Last: n == shape.Nodes-1, ReduceTo: c.reduceTo(out, cur, epoch)}
-		if err := c.intra.PushReduce(s, step, grid); err != nil {
-			return err
-		}
-		if err := c.sendRail(s, cur, rpr, epoch); err != nil {
-			return err
-		}
-	}
-	if err := c.markNodeStage(s); err != nil {
-		return err
-	}
-	if c.rail != nil {
-		if err := c.streams.Join(s, set.P2P); err != nil {
-			return err
-		}
-		if err := c.mark(func(t *tracer) device.Event { return t.p2p }, s); err != nil {
-			return err
-		}
-	}
-	return c.finish(out, s, epoch, rpr)
-}
-
-// enqueuePull is a call with the pull engine: the input into the symmetric
-// input unless it is there already (Input), then per node step one
-// pull-reduce kernel on the caller's stream, the rail sends on the p2p
-// stream after each.
-func (c *Context) enqueuePull(in, out Tensor, s device.Stream, epoch symm.Epoch) error {
-	shape, place := c.place.Shape, c.place
-	rpr := in.Rows / shape.World()
-	if sym := c.pull.Input(); in.Ptr != sym {
-		if err := c.dev.Copy(s, sym, in.Ptr, in.Bytes()); err != nil {
-			return err
-		}
-	}
-	grid := pull.Grid(c.cfg.DType, int64(rpr)*int64(c.cfg.N), c.pullSMs())
-	for n := 0; n < shape.Nodes; n++ {
-		cur := (place.Node + n + 1) % shape.Nodes
-		step := pull.Step{Node: cur, RowsPer: rpr, To: c.reduceTo(out, cur, epoch), First: n == 0, Last: n == shape.Nodes-1}
-		if err := c.pull.Run(s, step, grid); err != nil {
-			return err
-		}
-		if err := c.sendRail(s, cur, rpr, epoch); err != nil {
-			return err
-		}
-	}
-	if err := c.markNodeStage(s); err != nil {
-		return err
-	}
-	if c.rail != nil {
-		if err := c.streams.Join(s, c.streams.P2P); err != nil {
-			return err
-		}
-		if err := c.mark(func(t *tracer) device.Event { return t.p2p }, s); err != nil {
-			return err
-		}
-	}
-	return c.finish(out, s, epoch, rpr)
-}
-
-// pullSMs is the pull engine's SM budget: the knob, else pullSMs, at most
-// the device's.
-func (c *Context) pullSMs() int {
-	n := c.knobs.ReductionSMs
-	if n <= 0 {
-		n = pullSMs
-	}
-	if sms := c.dev.Info().SMs; sms > 0 {
-		n = min(n, sms)
-	}
-	return n
-}
-
-// Input returns this rank's symmetric input as an [m, N] tensor: a caller
-// that writes a call's rows there and passes it as the call's input saves
-// the copy into it (the pull engine reads the peers' rows in place). It is
-// the context's memory, valid until Close; a call that reads it ends only
-// after every peer has read it, so the next rows may go in once the call's
-// stream reaches them. ErrNotSupported with engines other than pull
-// (they read the input from anywhere).
-func (c *Context) Input(m int) (Tensor, error) {
-	switch {
-	case c.pull == nil:
-		return Tensor{}, fmt.Errorf("rs2d: the %v engine has no symmetric input (the pull engine has; other engines read the input where it is): %w", c.cfg.Engine, device.ErrNotSupported)
-	case m <= 0 || m > c.cfg.MaxM:
-		return Tensor{}, fmt.Errorf("rs2d: input of %d rows, want 1 to MaxM=%d: %w", m, c.cfg.MaxM, device.ErrInvalidArgument)
-	}
-	return Tensor{Ptr: c.pull.Input(), Rows: m, Cols: c.cfg.N, DType: c.cfg.DType}, nil
-}
-
-// enqueueNVLS is a call with the NVLS engine, on the caller's stream: the
-// input into the bound buffer and a node barrier, then per node step one
-// load-reduce kernel (the rail send after it on the p2p stream), then the
-// barrier that frees the bound buffers for the next call.
-func (c *Context) enqueueNVLS(in, out Tensor, s device.Stream, epoch symm.Epoch) error {
-	shape, place := c.place.Shape, c.place
-	rpr := in.Rows / shape.World()
-	if err := c.intra.NVLSBegin(s, in.Ptr, rpr, epoch); err != nil {
-		return err
-	}
-	if err := c.mark(func(t *tracer) device.Event { return t.scatter }, s); err != nil {
-		return err
-	}
-	for n := 0; n < shape.Nodes; n++ {
-		cur := (place.Node + n + 1) % shape.Nodes
-		step := intranode.Step{Node: cur, Input: in.Ptr, RowsPer: rpr, Epoch: epoch, ReduceTo: c.reduceTo(out, cur, epoch), Grid: c.finalGrid()}
-		if err := c.intra.NVLSReduce(s, step); err != nil {
-			return err
-		}
-		if err := c.sendRail(s, cur, rpr, epoch); err != nil {
-			return err
-		}
-	}
-	if err := c.intra.NVLSEnd(s, epoch); err != nil {
-		return err
-	}
-	if err := c.mark(func(t *tracer) device.Event { return t.reduce }, s); err != nil {
-		return err
-	}
-	if c.rail != nil {
-		if err := c.streams.Join(s, c.streams.P2P); err != nil {
-			return err
-		}
-		if err := c.mark(func(t *tracer) device.Event { return t.p2p }, s); err != nil {
-			return err
-		}
-	}
-	return c.finish(out, s, epoch, rpr)
-}
-
-// sendRail sends node step cur's reduced block, which after is ordered
-// after, to the rail peer on node cur, on the p2p stream (nothing for the
-// own node, or on one node).
-func (c *Context) sendRail(after device.Stream, cur, rpr int, epoch symm.Epoch) error {
-	if c.rail == nil || cur == c.place.Node {
-		return nil
-	}
-	if err := c.streams.Join(c.streams.P2P, after); err != nil {
-		return err
-	}
-	return c.rail.Send(c.streams.P2P, cur, int64(rpr)*c.rowBytes(), epoch)
-}
-
-// finish has s wait for the other nodes' blocks and sum them into out
-// (nothing to do on one node), and marks the end of the call.
-func (c *Context) finish(out Tensor, s device.Stream, epoch symm.Epoch, rpr int) error {
-	if c.rail != nil {
-		if err := c.rail.Finish(s, out.Ptr, int64(rpr)*int64(c.cfg.N), epoch, c.finalGrid()); err != nil {
-			return err
-		}
-	}
-	if !c.capturing {
-		// A record in a capture only orders the captured work: replays
-		// would not record it, so Close cannot wait for them (the caller
-		// synchronizes its replays before Close).
-		if err := c.done.Record(s); err != nil {
-			return err
-		}
-	}
-	return c.mark(func(t *tracer) device.Event { return t.end }, s)
+	return max(c.dev.Info().SMs, c.knobs.ReductionSMs) * intranode.BlocksPerSM
 }

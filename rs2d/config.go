@@ -58,13 +58,9 @@ type Config struct {
 
 const (
 	defaultTimeout = 60 * time.Second
-	// pushSMs is the SM engine's budget of push blocks (sweeps of it
-	// measured within 1 µs of this at 1–8 MiB; benchmarks/RESULTS.md).
-	pushSMs = 32
-	// pullSMs is the pull engine's default SM budget (one block each).
+	// pullSMs is the pull engine's default SM budget (one block each): on
+	// 4 and 2 H200s more SMs read no faster (benchmarks/RESULTS.md).
 	pullSMs = 32
-	// kernelBlocksPerSM is how many kernel blocks run per SM of a budget.
-	kernelBlocksPerSM = 2
 )
 
 // Engine is what moves rows between the GPUs of a node.

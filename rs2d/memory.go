@@ -8,7 +8,11 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/intranode"
+	"github.com/seed12530e24/hiercoll/intranode/ce"
+	"github.com/seed12530e24/hiercoll/intranode/nvls"
 	"github.com/seed12530e24/hiercoll/intranode/pull"
+	"github.com/seed12530e24/hiercoll/intranode/push"
+	ringengine "github.com/seed12530e24/hiercoll/intranode/ring"
 	"github.com/seed12530e24/hiercoll/symm"
 )
 
@@ -16,8 +20,7 @@ import (
 // Config.MaxSymmetricBytes bounds. With e the element size, lws the GPUs
 // per node and B(r) = r × N × e rounded up to 256 bytes:
 //
-//	direct path: Node = MaxM × N × e (the scatter buffer; with the pull
-//	             engine the symmetric input instead) + pads
+//	direct path: Node = MaxM × N × e (the scatter buffer) + pads
 //	             Rail = 3 × nnodes × B(MaxM/world)          (nnodes > 1)
 //	ring:        Node = channels × (lws−1) × slots × chunk + pads
 //	             Rail = 3 × nnodes × B(RailRows)            (nnodes > 1)
@@ -30,8 +33,8 @@ import (
 // too.
 type Memory struct {
 	Engine Engine // the path: EngineRing, or the direct path's engine
-	// Node is the node stage's symmetric heap: the scatter buffer or the
-	// ring's FIFOs, and every signal pad.
+	// Node is the node stage's symmetric heap: the engine's buffers (the
+	// scatter buffer or the ring's FIFOs) and signal pads.
 	Node int64
 	// Rail is the rail stage's buffers (0 on one node).
 	Rail int64
@@ -40,7 +43,7 @@ type Memory struct {
 	// rounds a call under a bound.
 	RailRows int
 	// Ring is the ring's FIFO shape (zero on the direct path).
-	Ring intranode.RingShape
+	Ring ringengine.Shape
 }
 
 // Total is the memory per rank.
@@ -119,28 +122,64 @@ type planner struct {
 
 func (p planner) rowBytes() int64 { return int64(p.cfg.N) * int64(p.cfg.DType.Size()) }
 
-// nodeLayout lays out the node stage's heap: the direct path's scatter
-// buffer (the pull engine's symmetric input instead), or the ring's FIFOs of
-// shape ring. New allocates exactly this.
-func (p planner) nodeLayout(ring *intranode.RingShape) (*symm.Layout, intranode.Buffers, pull.Buffers) {
-	var l symm.Layout
-	buf := intranode.Buffers{Segments: p.knobs.Segments}
-	var pb pull.Buffers
-	switch {
-	case p.cfg.Engine == EnginePull:
-		buf.AddTo(&l, p.place, 0)
-		pb.AddTo(&l, p.place.Shape.LocalSize, int64(p.cfg.MaxM)*p.rowBytes())
-	case p.cfg.Engine == EngineNVLS:
-		buf.AddTo(&l, p.place, 0) // the rows go to the buffer bound to the multicast object
-	case p.place.Shape.World() == 1:
-		buf.AddTo(&l, p.place, 0) // a call is one device copy
-	case ring == nil:
-		buf.AddTo(&l, p.place, int64(p.cfg.MaxM)*p.rowBytes())
-	default:
-		buf.AddTo(&l, p.place, 0)
-		buf.AddRingTo(&l, p.place, *ring)
+// spec is what the context's engine is made for.
+func (p planner) spec() intranode.Spec {
+	red := tune.ReductionSMsOf(p.knobs, p.cfg.Engine == EngineSM, p.sms)
+	if p.cfg.Engine == EnginePull && p.knobs.ReductionSMs <= 0 {
+		red = pullSMs // the whole node step on one budget
+		if p.sms > 0 {
+			red = min(red, p.sms)
+		}
 	}
-	return &l, buf, pb
+	return intranode.Spec{Place: p.place, DType: p.cfg.DType, Cols: p.cfg.N, MaxRows: p.cfg.MaxM, Proto: p.proto(), ReductionSMs: red}
+}
+
+// proto is how the context's signal words tell calls apart.
+func (p planner) proto() symm.Protocol {
+	if p.cfg.Graphs {
+		return symm.Replayable
+	}
+	return symm.Growing
+}
+
+// maker is the maker of the context's engine (the ring's with FIFOs of
+// shape ring); nil on a world of one rank, where a call is one device copy,
+// unless the engine is NVLS, which sets its multicast object up all the
+// same (the gate and the set-up are exercised on one GPU too).
+func (p planner) maker(ring *ringengine.Shape) intranode.Maker {
+	spec := p.spec()
+	switch {
+	case p.cfg.Engine == EngineNVLS:
+		return nvls.NewMaker(spec)
+	case p.place.Shape.World() == 1:
+		return nil
+	case ring != nil:
+		return ringengine.NewMaker(spec, *ring)
+	case p.cfg.Engine == EngineSM:
+		return push.NewMaker(spec)
+	case p.cfg.Engine == EnginePull:
+		return pull.NewMaker(spec)
+	}
+	return ce.NewMaker(spec)
+}
+
+// nodeLayout lays out the node stage's heap: the GEMM signals (every
+// context has them: Signals answers with or without overlap, though only
+// an overlapped call waits on them), the engine's regions (the ring's
+// with FIFOs of shape ring) and, for the pull engine, the symmetric input
+// it reads the peers' rows from. New allocates exactly this.
+func (p planner) nodeLayout(ring *ringengine.Shape) (*symm.Layout, intranode.Maker, *intranode.GemmSignals, symm.Region) {
+	var l symm.Layout
+	gemm := intranode.NewGemmSignals(&l, p.place, p.knobs.Segments, p.knobs.SplitFirstBlock == tune.SplitOn)
+	m := p.maker(ring)
+	if m != nil {
+		m.AddTo(&l)
+	}
+	var input symm.Region
+	if p.cfg.Engine == EnginePull {
+		input = l.Add("symmetric input", int64(p.cfg.MaxM)*p.rowBytes())
+	}
+	return &l, m, gemm, input
 }
 
 // railBlock is the bytes of one block in the rail buffers for rounds of
@@ -158,15 +197,15 @@ func (p planner) rowsPerRank() int { return p.cfg.MaxM / p.place.Shape.World() }
 
 // direct is the direct path's memory.
 func (p planner) direct() Memory {
-	l, _, _ := p.nodeLayout(nil)
+	l, _, _, _ := p.nodeLayout(nil)
 	rows := p.rowsPerRank()
 	return Memory{Engine: p.cfg.Engine, Node: l.Size(), Rail: p.railBytes(rows), RailRows: rows}
 }
 
 // ringShape is the ring's shape from the knobs and defaults, before any
 // bound.
-func (p planner) ringShape() intranode.RingShape {
-	r := intranode.RingShape{Channels: p.knobs.RingChannels, Slots: p.knobs.RingSlots, ChunkBytes: p.knobs.RingChunkBytes}
+func (p planner) ringShape() ringengine.Shape {
+	r := ringengine.Shape{Channels: p.knobs.RingChannels, Slots: p.knobs.RingSlots, ChunkBytes: p.knobs.RingChunkBytes}
 	if r.Channels == 0 {
 		r.Channels = defaultRingChannels
 		if p.sms > 0 {
@@ -182,8 +221,8 @@ func (p planner) ringShape() intranode.RingShape {
 	return r
 }
 
-func (p planner) ringNode(r intranode.RingShape) int64 {
-	l, _, _ := p.nodeLayout(&r)
+func (p planner) ringNode(r ringengine.Shape) int64 {
+	l, _, _, _ := p.nodeLayout(&r)
 	return l.Size()
 }
 

@@ -5,26 +5,26 @@
 //
 // One call, on rank (node, localRank), enqueued on the caller's stream:
 //
+//	engine.Begin
 //	for n in 0..nnodes-1: cur = (node+n+1) % nnodes   (node swizzle; own node last)
-//	    reduce-scatter inside the node the rows destined to cur's ranks (intranode):
-//	      SM engine (default): one push-reduce kernel: push my rows to my node
-//	        peers (rank swizzle, chunk by chunk, counted arrivals), reduce what
-//	        they pushed to me (own block straight from the input)
-//	      copy engine (with OverlapWithGEMM): copy-engine copies to the peers,
-//	        each after the destination's GEMM signal, paced so each GPU
-//	        receives one block at a time, then a reduce kernel on a
-//	        high-priority stream with a bounded SM budget; on one node the
-//	        producer's SMs may push the end of the last peer's block once
-//	        the GEMM is done (Call.Help), beside the copy engine
-//	      ring (under Config.MaxSymmetricBytes): chunks travel the ring of
-//	        the node's ranks through FIFO slots with head/tail credits, each
-//	        hop adding its rows; the call goes in rail rounds of rows that
-//	        the bound leaves room for (ring.go, memory.go)
-//	      NVLS engine (only when named): my block load-reduced through the
-//	        node's NVLink multicast object (my input copied into my bound
-//	        buffer once per call, node barriers before and after)
+//	    engine.Step: reduce-scatter inside the node the rows destined to cur's ranks
 //	    cur != node: send the reduced block to my rail peer on node cur (internode)
+//	engine.End
 //	wait for the blocks from every other node; reduce the nnodes blocks → output
+//
+// The engine (Config.Engine; each is a folder under intranode, loop.go
+// drives it):
+//   - SM engine (intranode/push, the default): one push-reduce kernel per
+//     step, SM stores to the node peers, counted arrivals;
+//   - copy engine (intranode/ce, with OverlapWithGEMM): copy-engine copies
+//     to the peers, each after the destination's GEMM signal, then a reduce
+//     kernel on a bounded SM budget; on one node the producer's SMs may push
+//     the end of the last peer's block once the GEMM is done (Call.Help);
+//   - ring (intranode/ring, under Config.MaxSymmetricBytes): FIFO slots with
+//     head/tail credits, memory that does not grow with M; the call goes in
+//     rail rounds of the rows the bound leaves room for (memory.go);
+//   - NVLS (intranode/nvls, only when named): each block load-reduced
+//     through the node's NVLink multicast object.
 //
 // The NVLS engine creates NVLink multicast objects, which can take some
 // machines' GPUs out of service: New runs it only when Config.Engine names
@@ -59,7 +59,9 @@ import (
 	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/internode"
 	"github.com/seed12530e24/hiercoll/intranode"
-	"github.com/seed12530e24/hiercoll/intranode/pull"
+	"github.com/seed12530e24/hiercoll/intranode/ce"
+	"github.com/seed12530e24/hiercoll/intranode/nvls"
+	ringengine "github.com/seed12530e24/hiercoll/intranode/ring"
 	"github.com/seed12530e24/hiercoll/kernels"
 	"github.com/seed12530e24/hiercoll/streams"
 	"github.com/seed12530e24/hiercoll/symm"
@@ -77,10 +79,12 @@ type Context struct {
 	place symm.Place
 
 	heap    *symm.Heap
-	intra   *intranode.Stage
-	pull    *pull.Engine    // the pull engine (nil with another)
-	rail    *internode.Rail // nil on one node
+	gemm    *intranode.GemmSignals // waited on with OverlapWithGEMM
+	engine  intranode.Engine       // nil on a world of one rank
+	ce      *ce.Engine             // engine, when it is the copy engine
+	rail    *internode.Rail        // nil on one node
 	streams *streams.Set
+	input   symm.Region // the symmetric input (the pull engine's; zero size: none)
 
 	mem     Memory        // the path and its buffers' sizes
 	railSeq symm.Epoch    // the ring's last rail round (its rail counts rounds, not calls)
@@ -125,43 +129,34 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 		}
 	}
 
-	// Kernels first, before anything collective: loading a module at the
-	// first launch, behind a stream already waiting for a peer, can block.
-	// A world of one rank copies and launches nothing.
-	if place.Shape.World() > 1 {
-		if err := prepareKernels(dev, cfg, place); err != nil {
-			return nil, err
-		}
-	}
+	c := &Context{cfg: cfg, knobs: knobs, comm: comm, dev: dev, place: place, mem: mem, proto: plan.proto()}
 
-	c := &Context{cfg: cfg, knobs: knobs, comm: comm, dev: dev, place: place, mem: mem, proto: symm.Growing}
-	if cfg.Graphs {
-		c.proto = symm.Replayable
-	}
-	var ring *intranode.RingShape
+	var ring *ringengine.Shape
 	if cfg.Engine == EngineRing {
 		ring = &mem.Ring
 	}
-	l, buf, pullBuf := plan.nodeLayout(ring)
+	l, maker, gemm, input := plan.nodeLayout(ring)
+	if nv, ok := maker.(*nvls.Maker); ok {
+		nv.Permit = permit
+	}
+	// Kernels first, before anything collective: loading a module at the
+	// first launch, behind a stream already waiting for a peer, can block.
+	// A world of one rank launches nothing; the rail's final reduce is the
+	// plain reduce kernel.
+	if maker != nil && place.Shape.World() > 1 {
+		if err := errors.Join(kernels.Prepare(dev, cfg.DType), maker.Prepare(dev)); err != nil {
+			return nil, fmt.Errorf("rs2d: %w", err)
+		}
+	}
 	if c.heap, err = symm.New(ctx, comm, dev, l); err != nil {
 		return nil, fmt.Errorf("rs2d: %w", err)
 	}
 	fail := func(err error) (*Context, error) {
 		return nil, errors.Join(fmt.Errorf("rs2d: %w", err), c.release())
 	}
-	if c.intra, err = intranode.New(dev, place, c.heap, buf, cfg.DType, cfg.N, cfg.OverlapWithGEMM, c.proto); err != nil {
-		return fail(err)
-	}
-	if cfg.Engine == EnginePull {
-		if c.pull, err = pull.New(dev, place, c.heap, pullBuf, cfg.DType, cfg.N); err != nil {
-			return fail(err)
-		}
-	}
-	if cfg.Engine == EngineNVLS {
-		if err := c.intra.SetUpNVLS(ctx, comm, permit, cfg.MaxM/place.Shape.World()); err != nil {
-			return fail(err)
-		}
-	}
+	c.input = input
+	gemm.Bind(c.heap, c.proto)
+	c.gemm = gemm
 	// Streams first: the rail is the last collective step, so no rank can
 	// give up after it and leave the others in a collective release.
 	if c.streams, err = streams.NewSet(dev, 1); err != nil {
@@ -169,6 +164,16 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 	}
 	if c.done, err = dev.NewEvent(); err != nil {
 		return fail(err)
+	}
+	if maker != nil {
+		env := intranode.Env{Spec: plan.spec(), Dev: dev, Comm: comm, Heap: c.heap, Streams: c.streams, Input: input}
+		if cfg.OverlapWithGEMM {
+			env.Gemm = gemm
+		}
+		if c.engine, err = maker.Make(ctx, env); err != nil {
+			return fail(err)
+		}
+		c.ce, _ = c.engine.(*ce.Engine)
 	}
 	if place.Shape.Nodes > 1 {
 		ep := internode.Endpoint{Dev: dev, Comm: comm, Place: place, BlockBytes: plan.railBlock(mem.RailRows), DType: cfg.DType, Lanes: knobs.RailLanes, Protocol: c.proto, Timeout: cfg.Timeout}
@@ -193,24 +198,6 @@ func allowNVLS(ctx context.Context, comm bootstrap.Comm, dev device.Device) (dev
 		return device.Permit{}, fmt.Errorf("rs2d: engine nvls: %w", err)
 	}
 	return permit, nil
-}
-
-// prepareKernels loads the kernels the context's engine launches.
-func prepareKernels(dev device.Device, cfg Config, place symm.Place) error {
-	err := kernels.Prepare(dev, cfg.DType, cfg.Engine == EngineSM)
-	switch {
-	case err != nil:
-	case cfg.Engine == EngineRing:
-		err = kernels.PrepareRing(dev, cfg.DType)
-	case cfg.Engine == EngineNVLS:
-		err = kernels.PrepareNVLS(dev, cfg.DType)
-	case cfg.Engine == EnginePull:
-		err = pull.Prepare(dev, cfg.DType, place.Shape.LocalSize)
-	}
-	if err != nil {
-		return fmt.Errorf("rs2d: %w", err)
-	}
-	return nil
 }
 
 // Config returns the configuration in effect (defaults filled in).
@@ -311,17 +298,21 @@ func (c *Context) PoisonReceive(s device.Stream, m int, w uint32) error {
 	if c.place.Shape.World() == 1 {
 		return nil // nothing is received
 	}
-	if c.pull != nil {
-		return nil // the pull engine receives nothing: it reads the peers' inputs
-	}
-	if c.cfg.Engine == EngineRing { // the ring receives into its FIFO slots
-		if fifo, size := c.intra.RingFifo(); size > 0 {
-			return c.dev.Memset32(s, fifo, w, size/4)
-		}
+	r, ok := c.engine.(receiver)
+	if !ok {
 		return nil
 	}
-	bytes := int64(m) * c.rowBytes()
-	return c.dev.Memset32(s, c.intra.ReceiveRows(), w, bytes/4)
+	if at, size := r.ReceiveRows(m); size > 0 {
+		return c.dev.Memset32(s, at, w, size/4)
+	}
+	return nil
+}
+
+// receiver is an engine that receives rows into a buffer of its own: the
+// scatter buffer, the ring's FIFO slots, the buffer bound to the multicast
+// object (not the pull engine, which reads the peers' inputs in place).
+type receiver interface {
+	ReceiveRows(rows int) (device.Ptr, int64)
 }
 
 // Close releases the context after a barrier with the other ranks, so no
@@ -398,9 +389,12 @@ func (c *Context) releaseWaits(ctx context.Context) (err error) {
 		return fmt.Errorf("rs2d: close: releasing stuck waits: %w", err)
 	}
 	defer func() { err = errors.Join(err, s.Close()) }()
-	errs := []error{c.intra.ReleaseWaits(s, c.epoch)}
-	if c.pull != nil {
-		errs = append(errs, c.pull.ReleaseWaits(s))
+	var errs []error
+	if c.engine != nil {
+		errs = append(errs, c.engine.ReleaseWaits(s, c.epoch))
+	}
+	if c.gemm != nil { // nil only when New failed before the heap
+		errs = append(errs, c.gemm.ReleaseWaits(s, c.epoch))
 	}
 	if c.rail != nil {
 		errs = append(errs, c.rail.ReleaseWaits(s, c.railEpoch()))
@@ -414,8 +408,9 @@ func (c *Context) releaseWaits(ctx context.Context) (err error) {
 
 func (c *Context) release() error {
 	errs := []error{c.closeTracer()}
-	if c.intra != nil {
-		errs = append(errs, c.intra.Close())
+	if c.engine != nil {
+		errs = append(errs, c.engine.Close())
+		c.engine, c.ce = nil, nil
 	}
 	if c.done != nil {
 		errs = append(errs, c.done.Close())

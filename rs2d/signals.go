@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/seed12530e24/hiercoll/device"
-	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/intranode"
 	"github.com/seed12530e24/hiercoll/symm"
 )
@@ -43,18 +42,7 @@ func (g Signals) Clear(s device.Stream) error {
 	if g.c.proto != symm.Replayable {
 		return nil
 	}
-	for dest := 0; dest < g.c.place.Shape.World(); dest++ {
-		for _, early := range []bool{false, true} {
-			sig, err := g.signal(dest, early)
-			if err != nil {
-				return err
-			}
-			if err := sig.Reset(s); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return g.c.gemm.Clear(s)
 }
 
 // signal is destination dest's GEMM word (early: its early word).
@@ -63,9 +51,9 @@ func (g Signals) signal(dest int, early bool) (symm.Signal, error) {
 		return symm.Signal{}, fmt.Errorf("rs2d: signal for rank %d of %d: %w", dest, world, device.ErrInvalidArgument)
 	}
 	if early {
-		return g.c.intra.EarlySignal(dest), nil
+		return g.c.gemm.Early(dest), nil
 	}
-	return g.c.intra.GemmSignal(dest, 0), nil
+	return g.c.gemm.Signal(dest, 0), nil
 }
 
 // Addr is the device address of the signal word of destination rank dest
@@ -76,7 +64,7 @@ func (g Signals) Addr(dest int) (device.Ptr, error) {
 }
 
 // Segments is how many signal words each destination's rows come in.
-func (g Signals) Segments() int { return g.c.intra.Segments() }
+func (g Signals) Segments() int { return g.c.gemm.Segments() }
 
 // SegmentRows is the row range [r0, r1), within the block of each
 // destination of a call of m rows, of segment j (empty for a segment past
@@ -94,7 +82,7 @@ func (g Signals) SegmentAddr(dest, j int) (device.Ptr, error) {
 	if j < 0 || j >= g.Segments() {
 		return 0, fmt.Errorf("rs2d: signal segment %d of %d: %w", j, g.Segments(), device.ErrInvalidArgument)
 	}
-	return g.c.intra.GemmSignal(dest, j).Addr(), nil
+	return g.c.gemm.Signal(dest, j).Addr(), nil
 }
 
 // RaiseSegment enqueues on s the write of the signal of segment j of
@@ -103,7 +91,7 @@ func (g Signals) RaiseSegment(s device.Stream, dest, j int) error {
 	if _, err := g.SegmentAddr(dest, j); err != nil {
 		return err
 	}
-	return g.c.intra.GemmSignal(dest, j).Raise(s, g.Value)
+	return g.c.gemm.Signal(dest, j).Raise(s, g.Value)
 }
 
 // Raise enqueues on s the writes of the signals of destination rank dest
@@ -113,7 +101,7 @@ func (g Signals) Raise(s device.Stream, dest int) error {
 		return err
 	}
 	for j := 0; j < g.Segments(); j++ {
-		if err := g.c.intra.GemmSignal(dest, j).Raise(s, g.Value); err != nil {
+		if err := g.c.gemm.Signal(dest, j).Raise(s, g.Value); err != nil {
 			return err
 		}
 	}
@@ -125,7 +113,7 @@ func (g Signals) Raise(s device.Stream, dest int) error {
 // signal after (RaiseEarly), before the rest of the block and its signal:
 // half of them when the context splits the first block and has node peers
 // to send to, else 0.
-func (g Signals) EarlyRows(m int) int { return g.c.earlyRows(m) }
+func (g Signals) EarlyRows(m int) int { return g.c.gemm.EarlyRows(m / g.c.place.Shape.World()) }
 
 // EarlyAddr is the device address of the early signal word of destination
 // rank dest, for a producer kernel of the caller's own.
@@ -142,12 +130,4 @@ func (g Signals) RaiseEarly(s device.Stream, dest int) error {
 		return err
 	}
 	return sig.Raise(s, g.Value)
-}
-
-// earlyRows is EarlyRows for this context.
-func (c *Context) earlyRows(m int) int {
-	if c.knobs.SplitFirstBlock != tune.SplitOn || c.place.Shape.LocalSize < 2 {
-		return 0
-	}
-	return m / c.place.Shape.World() / 2
 }

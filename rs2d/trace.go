@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/intranode/ce"
 )
 
 // Stages is when each stage of the last traced call finished, measured from
@@ -63,8 +64,10 @@ func (c *Context) Trace(on bool) error {
 		}
 		*e = ev
 	}
-	if err := c.intra.Trace(true); err != nil {
-		return errors.Join(err, c.closeTracer())
+	if c.ce != nil {
+		if err := c.ce.Trace(true); err != nil {
+			return errors.Join(err, c.closeTracer())
+		}
 	}
 	return nil
 }
@@ -76,8 +79,8 @@ func (c *Context) closeTracer() error {
 	}
 	c.tracer = nil
 	var errs []error
-	if c.intra != nil {
-		errs = append(errs, c.intra.Trace(false))
+	if c.ce != nil {
+		errs = append(errs, c.ce.Trace(false))
 	}
 	for _, e := range []device.Event{t.start, t.scatter, t.reduce, t.p2p, t.end} {
 		if e != nil {
@@ -125,8 +128,12 @@ func (c *Context) LastStages() (Stages, error) {
 	if c.rail != nil {
 		st.InterNode = since(t.p2p)
 	}
-	peers, err := c.intra.Traced(t.start)
-	errs = append(errs, err)
+	var peers []ce.PeerTimes
+	if c.ce != nil {
+		var err error
+		peers, err = c.ce.Traced(t.start)
+		errs = append(errs, err)
+	}
 	for _, p := range peers {
 		ps := PeerStages{LocalRank: p.LocalRank}
 		for at, d := range ps.Points() {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/seed12530e24/hiercoll/benchmarks"
 	"github.com/seed12530e24/hiercoll/dtype"
-	"github.com/seed12530e24/hiercoll/kernels"
+	"github.com/seed12530e24/hiercoll/gemm"
 )
 
 // runBenchMM is `hiercoll bench-mm`: hiercoll's own GEMM against the
@@ -40,13 +40,13 @@ func runBenchMM(ctx context.Context, args []string) error {
 			list = append(list, benchmarks.MMShape{M: g.M, N: g.N, K: g.K})
 		}
 	}
-	var ls []kernels.BLayout
+	var ls []gemm.BLayout
 	for _, name := range strings.Split(*layouts, ",") {
 		switch strings.TrimSpace(name) {
 		case "kn":
-			ls = append(ls, kernels.BKN)
+			ls = append(ls, gemm.BKN)
 		case "nk":
-			ls = append(ls, kernels.BNK)
+			ls = append(ls, gemm.BNK)
 		default:
 			return usageError{fmt.Errorf("--layouts %q: want kn, nk or both", *layouts)}
 		}

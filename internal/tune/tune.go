@@ -40,7 +40,7 @@ type Knobs struct {
 	// beside the copy engine (rs2d Call.Help): 0 lets gemmrs.HelpRows
 	// estimate it, negative is none.
 	Help int
-	// Gemm is gemmrs's GEMM: its own (kernels.LaunchGemm), the device's
+	// Gemm is gemmrs's GEMM: its own (gemm.Launch), the device's
 	// matmul (cuBLAS), or Auto (the own GEMM where every rank can run it
 	// and measured it at least as fast as cuBLAS at the context's shape).
 	Gemm Gemm

@@ -13,7 +13,7 @@ import (
 //go:embed pull.cu
 var source string
 
-var module = &device.Module{Name: "hiercoll_pull", Source: kernels.PeerPrelude() + source}
+var module = &device.Module{Name: "hiercoll_pull", Source: kernels.PeerSource + source}
 
 const (
 	// Block is the CUDA block size of the pull kernel.
@@ -168,7 +168,7 @@ func host(dt dtype.DType) device.HostFunc {
 		if err != nil {
 			return fmt.Errorf("pull: output: %w", err)
 		}
-		kernels.ReduceViews(dt, dst, views, p.Count)
+		kernels.ReduceRange(dt, dst, views, 0, p.Count)
 		if p.Phases&phaseDone != 0 {
 			if err := handshake(mem, p, heaps, 1, launch, "reads done"); err != nil {
 				return err

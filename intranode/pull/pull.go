@@ -4,114 +4,123 @@
 // once. Nothing is pushed to a peer and there is no scatter buffer to read
 // back, so each byte crosses NVLink once and no second pass follows.
 //
-// The rows must lie in the symmetric input region (Buffers.Input, the same
-// offset on every rank): a caller writes them there itself (zero copy), or
-// the call copies them in first. Two handshakes inside the kernel guard the
-// input (pull.cu): a rank reads a peer's input only after the peer's launch
-// started, and a launch ends only after every peer finished reading this
-// rank's input, so whatever follows it on the stream may overwrite it.
+// The rows must lie in the context's symmetric input (intranode.Env.Input,
+// the same offset on every rank): a caller writes them there itself (zero
+// copy), or Begin copies them in first. Two handshakes inside the kernel
+// guard the input (pull.cu): a rank reads a peer's input only after the
+// peer's launch started, and a call's last launch ends only after every
+// peer finished reading this rank's input, so whatever follows it on the
+// stream may overwrite it.
 //
 //	rank r of node, step cur:  out = Σ_q input_q[rows of (cur, r)]   q = 0..lws-1
+//
+// Its words: the handshake flags (two sets of MaxBlocks × lws) and the
+// kernel's call state, from which it takes the values it waits for, so it
+// needs no reset under either signal protocol.
 //
 // Files: pull.go (layout and driver), pull.cu (kernel), kernel.go (launch and
 // Go twin), pull_test.go.
 package pull
 
 import (
-	"encoding/binary"
+	"context"
 	"fmt"
 
 	"github.com/seed12530e24/hiercoll/device"
-	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/intranode"
 	"github.com/seed12530e24/hiercoll/symm"
 )
 
-// Buffers are the engine's symmetric regions.
-type Buffers struct {
-	Input symm.Region // MaxM × N elements: the call's rows, where peers read them
-	Flags symm.Pad    // 2 sets × MaxBlocks × lws words: arrival, then reads done
-	State symm.Pad    // the kernel's call state
-	Peers symm.Region // lws heap bases as mapped here
+// Maker lays out and makes the pull engine.
+type Maker struct {
+	spec         intranode.Spec
+	flags, state symm.Pad
+	peerTable    symm.Region
 }
 
-// AddTo lays out the engine's regions for nodes of lws GPUs and inputs of
-// input bytes.
-func (b *Buffers) AddTo(l *symm.Layout, lws int, input int64) {
-	b.Flags = l.AddPad("pull flags", 2*MaxBlocks*lws)
-	b.State = l.AddPad("pull call state", stateWords)
-	b.Peers = l.Add("pull peer table", int64(lws)*8)
-	b.Input = l.Add("symmetric input", input)
+var _ intranode.Maker = (*Maker)(nil)
+
+// NewMaker returns the pull engine's maker for spec.
+func NewMaker(spec intranode.Spec) *Maker { return &Maker{spec: spec} }
+
+// Prepare loads the kernel for the spec's dtype and node size.
+func (m *Maker) Prepare(dev device.Device) error {
+	return Prepare(dev, m.spec.DType, m.spec.LocalSize())
 }
 
-// Engine is one rank's pull-reduce engine.
-type Engine struct {
-	dev   device.Device
-	place symm.Place
-	heap  *symm.Heap
-	buf   Buffers
-	dt    dtype.DType
-	cols  int
+// AddTo lays out the handshake flags, the call state and the peer table
+// (the symmetric input is the context's).
+func (m *Maker) AddTo(l *symm.Layout) {
+	lws := m.spec.LocalSize()
+	m.flags = l.AddPad("pull flags", 2*MaxBlocks*lws)
+	m.state = l.AddPad("pull call state", stateWords)
+	m.peerTable = l.Add("pull peer table", int64(lws)*8)
 }
 
-// New returns the engine of the rank at place on heap laid out with buf.
-// The node team must be mapped.
-func New(dev device.Device, place symm.Place, heap *symm.Heap, buf Buffers, dt dtype.DType, cols int) (*Engine, error) {
-	lws := place.Shape.LocalSize
-	if lws > MaxLocalSize {
+// Make builds the engine on env's heap, which must hold a symmetric input.
+func (m *Maker) Make(_ context.Context, env intranode.Env) (intranode.Engine, error) {
+	lws := env.LocalSize()
+	switch {
+	case lws > MaxLocalSize:
 		return nil, fmt.Errorf("pull: %d GPUs per node, at most %d: %w", lws, MaxLocalSize, device.ErrNotSupported)
+	case env.Input.Size < int64(env.MaxRows)*env.RowBytes():
+		return nil, fmt.Errorf("pull: a symmetric input of %d bytes, want %d: %w", env.Input.Size, int64(env.MaxRows)*env.RowBytes(), device.ErrInvalidArgument)
 	}
-	if !heap.Mapped(place.NodeTeam()) {
-		return nil, fmt.Errorf("pull: rank %d cannot map every GPU of its node: %w", place.Rank, device.ErrNotSupported)
+	if err := intranode.CheckMapped(env); err != nil {
+		return nil, err
 	}
-	table := make([]byte, 0, 8*lws)
-	for lr := 0; lr < lws; lr++ {
-		base, _ := heap.Peer(place.NodePeer(lr))
-		table = binary.LittleEndian.AppendUint64(table, uint64(base))
+	if err := intranode.WritePeerTable(env, m.peerTable); err != nil {
+		return nil, err
 	}
-	if err := dev.CopyToDevice(heap.Local().Add(buf.Peers.Off), table); err != nil {
-		return nil, fmt.Errorf("pull: writing the peer table: %w", err)
-	}
-	return &Engine{dev: dev, place: place, heap: heap, buf: buf, dt: dt, cols: cols}, nil
+	return &Engine{env: env, m: m}, nil
 }
 
-// Input is this rank's symmetric input region: rows written here are read
-// by the peers in place.
-func (e *Engine) Input() device.Ptr { return e.heap.Local().Add(e.buf.Input.Off) }
-
-// InputBytes is the symmetric input region's size.
-func (e *Engine) InputBytes() int64 { return e.buf.Input.Size }
-
-// Step is one node step: the block of rowsPer rows for this rank of node
-// Node, summed over the node into To.
-type Step struct {
-	Node    int
-	RowsPer int
-	To      device.Ptr
-	First   bool // the call's first node step: wait for every peer's input
-	Last    bool // the call's last: end once every peer read this input
+// Engine is one rank's pull engine.
+type Engine struct {
+	env intranode.Env
+	m   *Maker
 }
 
-// Grid is the kernel's blocks for blocks of count elements on a budget of
-// sms SMs (one block each): no more than there are vectors for.
-func Grid(dt dtype.DType, count int64, sms int) int {
-	vectors := count * int64(dt.Size()) / 16
+var _ intranode.Engine = (*Engine)(nil)
+
+// Grid is the kernel's blocks for count elements on a budget of sms SMs
+// (one block each): no more than there are vectors for.
+func Grid(rowBytes int64, rows, sms int) int {
+	vectors := rowBytes * int64(rows) / 16
 	need := int(max(1, (vectors+Block-1)/Block))
 	return max(1, min(sms, need, MaxBlocks))
 }
 
-// Run enqueues step on s with grid blocks (the same on every rank).
-func (e *Engine) Run(s device.Stream, step Step, grid int) error {
-	lws, me := e.place.Shape.LocalSize, e.place.LocalRank
-	rowBytes := int64(e.cols) * int64(e.dt.Size())
+// Begin copies the call's rows into the symmetric input, unless the caller
+// wrote them there (call.Input is the input region).
+func (e *Engine) Begin(s device.Stream, call intranode.Call) error {
+	sym := e.env.Heap.Local().Add(e.env.Input.Off)
+	if call.Input == sym {
+		return nil
+	}
+	bytes := int64(call.RowsPer) * int64(e.env.Place.Shape.World()) * e.env.RowBytes()
+	if err := e.env.Dev.Copy(s, sym, call.Input, bytes); err != nil {
+		return fmt.Errorf("pull: copying the input into the symmetric input: %w", err)
+	}
+	return nil
+}
+
+// Step enqueues one node step on s: the kernel that sums rows [Row0,
+// Row0+Rows) of this rank's block of node step.Node over the node's inputs
+// into step.ReduceTo. The call's first step waits for every peer's input,
+// its last ends once every peer read this rank's.
+func (e *Engine) Step(s device.Stream, step intranode.Step) (intranode.Done, error) {
+	lws, me, rowBytes := e.env.LocalSize(), e.env.Place.LocalRank, e.env.RowBytes()
+	row := int64((step.Node*lws+me)*step.RowsPer + step.Row0)
 	p := launch{
-		Peers:    e.heap.Local().Add(e.buf.Peers.Off),
-		Off:      e.buf.Input.Off + int64((step.Node*lws+me)*step.RowsPer)*rowBytes,
-		Out:      step.To,
-		Count:    int64(step.RowsPer) * int64(e.cols),
-		FlagsOff: e.buf.Flags.Off,
+		Peers:    e.env.Heap.Local().Add(e.m.peerTable.Off),
+		Off:      e.env.Input.Off + row*rowBytes,
+		Out:      step.ReduceTo,
+		Count:    int64(step.Rows) * int64(e.env.Cols),
+		FlagsOff: e.m.flags.Off,
 		LWS:      lws,
 		Me:       me,
-		State:    e.heap.Local().Add(e.buf.State.Off),
+		State:    e.env.Heap.Local().Add(e.m.state.Off),
 	}
 	if step.First {
 		p.Phases |= phaseArrive
@@ -119,19 +128,24 @@ func (e *Engine) Run(s device.Stream, step Step, grid int) error {
 	if step.Last {
 		p.Phases |= phaseDone
 	}
-	if err := run(e.dev, s, e.dt, grid, p); err != nil {
-		return fmt.Errorf("pull: node step %d: %w", step.Node, err)
+	grid := Grid(rowBytes, step.Rows, e.env.ReductionSMs)
+	if err := run(e.env.Dev, s, e.env.DType, grid, p); err != nil {
+		return intranode.Done{}, fmt.Errorf("pull: node step %d: %w", step.Node, err)
 	}
-	return nil
+	return intranode.Done{Landed: s, Reduced: s}, nil
 }
 
-// ReleaseWaits enqueues on s (a stream that is not stuck) the abort word:
-// every wait of the kernel ends. For a peer that is gone; the results are
-// garbage and the engine must not be used again.
-func (e *Engine) ReleaseWaits(s device.Stream) error {
-	abort := e.heap.Local().Add(e.buf.State.Off + 4*stateAbort)
-	if err := e.dev.Memset32(s, abort, 1, 1); err != nil {
+// End does nothing: the last step's kernel ends the call's handshakes.
+func (e *Engine) End(device.Stream, intranode.Call) error { return nil }
+
+// ReleaseWaits enqueues on s the abort word: every wait of the kernel ends.
+func (e *Engine) ReleaseWaits(s device.Stream, _ symm.Epoch) error {
+	abort := e.env.Heap.Local().Add(e.m.state.Off + 4*stateAbort)
+	if err := e.env.Dev.Memset32(s, abort, 1, 1); err != nil {
 		return fmt.Errorf("pull: aborting the kernel's waits: %w", err)
 	}
 	return nil
 }
+
+// Close releases nothing: the engine's words are in the context's heap.
+func (e *Engine) Close() error { return nil }

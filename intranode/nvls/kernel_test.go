@@ -1,4 +1,4 @@
-package kernels_test
+package nvls_test
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/device/sim"
 	"github.com/seed12530e24/hiercoll/dtype"
-	"github.com/seed12530e24/hiercoll/kernels"
+	"github.com/seed12530e24/hiercoll/intranode/nvls"
 )
 
 // mcTeam is lws simulated GPUs of one host with a multicast object of size
@@ -79,7 +79,7 @@ func TestNVLSReduceOnSimMatchesTheReference(t *testing.T) {
 		} {
 			t.Run(fmt.Sprintf("%v/lws%d/count%d/out+%d", dt, c.lws, c.count, c.outOff), func(t *testing.T) {
 				es := int64(dt.Size())
-				tm := newMCTeam(t, c.lws, c.mcOff+kernels.NVLSPadded(dt, c.count))
+				tm := newMCTeam(t, c.lws, c.mcOff+nvls.Padded(dt, c.count))
 				src := make([]byte, 0, int64(c.lws)*c.count*es)
 				for i, d := range tm.devs {
 					data := randomElems(rng, dt, c.count)
@@ -93,7 +93,7 @@ func TestNVLSReduceOnSimMatchesTheReference(t *testing.T) {
 					out := upload(t, d, poison)
 					s, err := d.NewStream(device.Normal)
 					require.NoError(t, err)
-					require.NoError(t, kernels.LaunchNVLSReduce(d, s, dt, 4, out.Add(c.outOff*es), tm.addr[i].Add(c.mcOff), c.count))
+					require.NoError(t, nvls.LaunchReduce(d, s, dt, 4, out.Add(c.outOff*es), tm.addr[i].Add(c.mcOff), c.count))
 					require.NoError(t, s.Synchronize(t.Context()))
 					require.NoError(t, s.Close())
 					got := download(t, d, out, len(poison))
@@ -116,7 +116,7 @@ func TestNVLSReduceRefusesWhatHardwareWould(t *testing.T) {
 		s, err := d.NewStream(device.Normal)
 		require.NoError(t, err)
 		defer func() { require.NoError(t, s.Close()) }()
-		if err := kernels.LaunchNVLSReduce(d, s, dt, 1, out, mc, count); err != nil {
+		if err := nvls.LaunchReduce(d, s, dt, 1, out, mc, count); err != nil {
 			return err
 		}
 		return s.Synchronize(t.Context())
@@ -132,7 +132,7 @@ func TestNVLSReduceRefusesWhatHardwareWould(t *testing.T) {
 	s, err := d.NewStream(device.Normal)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, s.Close()) }()
-	k := kernels.NVLSKernels()[0]
+	k := nvls.Kernels()[0]
 	err = k.Host(plainMemory{}, 1, []any{out, tm.addr[0], int64(8)})
 	require.ErrorIs(t, err, device.ErrNotSupported)
 }
@@ -144,7 +144,7 @@ type plainMemory struct{ device.HostMemory }
 // accumulation for the 16-bit types, integer adds for int32, relaxed at
 // system scope; one kernel per dtype.
 func TestNVLSSourceForms(t *testing.T) {
-	src := kernels.NVLSModule.Source
+	src := nvls.Module.Source
 	for _, form := range []string{
 		"multimem.ld_reduce.relaxed.sys.global.add.acc::f32.v4.bf16x2",
 		"multimem.ld_reduce.relaxed.sys.global.add.acc::f32.v4.f16x2",
@@ -154,7 +154,7 @@ func TestNVLSSourceForms(t *testing.T) {
 		require.Contains(t, src, form)
 	}
 	require.NotRegexp(t, `(?m)^\s*#\s*include`, src, "NVRTC programs here are header-free")
-	for _, k := range kernels.NVLSKernels() {
+	for _, k := range nvls.Kernels() {
 		require.Contains(t, src, fmt.Sprintf("extern \"C\" __global__ void %s(", k.Name))
 	}
 }

@@ -1,4 +1,4 @@
-package kernels
+package ring
 
 import (
 	_ "embed"
@@ -8,43 +8,44 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/kernels"
 )
 
-//go:embed cuda/ring.cu
+//go:embed ring.cu
 var ringSource string
 
-// RingModule is the CUDA source of the ring kernels.
-var RingModule = &device.Module{Name: "hiercoll_ring", Source: peerSource + ringSource}
+// Module is the CUDA source of the ring kernels.
+var Module = &device.Module{Name: "hiercoll_ring", Source: kernels.PeerSource + ringSource}
 
-// RingBlock is the CUDA block size of the ring kernel: one block per channel.
-const RingBlock = 512
+// Block is the CUDA block size of the ring kernel: one block per channel.
+const Block = 512
 
 var ringKernels = map[dtype.DType]*device.Kernel{}
 
 func init() {
 	for _, dt := range dtype.All {
 		ringKernels[dt] = &device.Kernel{
-			Module: RingModule,
+			Module: Module,
 			Name:   "hc_ring_" + dt.String(),
-			Block:  RingBlock,
+			Block:  Block,
 			Host:   ringHost(dt),
 		}
 	}
 }
 
-// PrepareRing loads the ring kernel of dt on dev (see Prepare).
-func PrepareRing(dev device.Device, dt dtype.DType) error {
+// Prepare loads the ring kernel of dt on dev (see kernels.Prepare).
+func Prepare(dev device.Device, dt dtype.DType) error {
 	k, ok := ringKernels[dt]
 	if !ok {
-		return fmt.Errorf("kernels: no ring kernel for %v: %w", dt, device.ErrNotSupported)
+		return fmt.Errorf("ring: no ring kernel for %v: %w", dt, device.ErrNotSupported)
 	}
 	if err := dev.Prepare(k); err != nil {
-		return fmt.Errorf("kernels: preparing %s: %w", k.Name, err)
+		return fmt.Errorf("ring: preparing %s: %w", k.Name, err)
 	}
 	return nil
 }
 
-// Ring describes one node step done by the ring kernel (cuda/ring.cu says
+// Params describes one node step done by the ring kernel (ring.cu says
 // how it works): this rank's rows for local rank d are Count elements at
 // In + d*Stride; the result for this rank goes to Out (Count elements).
 // Channels independent rings each take Per elements of every block, in
@@ -57,7 +58,7 @@ func PrepareRing(dev device.Device, dt dtype.DType) error {
 // is a device table of LWS 64-bit heap addresses, local rank p's heap as
 // mapped here. Rank0 is the global rank of local rank 0; only the host twin
 // uses it, to name ranks in its timeouts.
-type Ring struct {
+type Params struct {
 	In, Out, Peers     device.Ptr
 	Stride, Count      int64
 	Per, Chunk         int64
@@ -70,23 +71,23 @@ type Ring struct {
 }
 
 // Check reports whether the description is one the kernel can run.
-func (p Ring) Check(dt dtype.DType) error {
+func (p Params) Check(dt dtype.DType) error {
 	es := int64(dt.Size())
 	ok := p.LWS >= 1 && p.Rank >= 0 && p.Rank < p.LWS && p.Slots >= 1 && p.Channels >= 1 && p.Count >= 0 &&
 		p.Per >= 1 && p.Chunk >= 1 && p.Msgs >= 1 &&
 		int64(p.Channels)*p.Per >= p.Count && int64(p.Msgs)*p.Chunk >= p.Per &&
 		(p.LWS == 1 || (p.Stride >= p.Count && p.SlotBytes >= p.Chunk*es && p.SlotBytes%16 == 0))
 	if !ok {
-		return fmt.Errorf("kernels: ring step %+v: %w", p, device.ErrInvalidArgument)
+		return fmt.Errorf("ring: ring step %+v: %w", p, device.ErrInvalidArgument)
 	}
 	return nil
 }
 
-// LaunchRing enqueues the ring kernel on s, one block per channel.
-func LaunchRing(dev device.Device, s device.Stream, dt dtype.DType, p Ring) error {
+// Launch enqueues the ring kernel on s, one block per channel.
+func Launch(dev device.Device, s device.Stream, dt dtype.DType, p Params) error {
 	k, ok := ringKernels[dt]
 	if !ok {
-		return fmt.Errorf("kernels: no ring kernel for %v: %w", dt, device.ErrNotSupported)
+		return fmt.Errorf("ring: no ring kernel for %v: %w", dt, device.ErrNotSupported)
 	}
 	if err := p.Check(dt); err != nil {
 		return err
@@ -96,24 +97,24 @@ func LaunchRing(dev device.Device, s device.Stream, dt dtype.DType, p Ring) erro
 		int32(p.LWS), int32(p.Rank), int32(p.Slots), int32(p.Rank0))
 }
 
-// RingTailLabel names word i of the ring tails of local rank owner (the
-// chunks its prev posted), RingHeadLabel word i of its heads (the slots its
+// TailLabel names word i of the ring tails of local rank owner (the
+// chunks its prev posted), HeadLabel word i of its heads (the slots its
 // next freed), on a node whose local rank 0 is global rank rank0.
-func RingTailLabel(rank0, lws, owner, i int) string {
+func TailLabel(rank0, lws, owner, i int) string {
 	prev := (owner + lws - 1) % lws
 	return fmt.Sprintf("ring tail of rank %d, channel %d, hop %d: chunks posted by rank %d (local rank %d)",
 		rank0+owner, i/(lws-1), i%(lws-1)+1, rank0+prev, prev)
 }
 
-// RingHeadLabel: see RingTailLabel.
-func RingHeadLabel(rank0, lws, owner, i int) string {
+// HeadLabel: see TailLabel.
+func HeadLabel(rank0, lws, owner, i int) string {
 	next := (owner + 1) % lws
 	return fmt.Sprintf("ring head of rank %d, channel %d, hop %d: slots freed by rank %d (local rank %d)",
 		rank0+owner, i/(lws-1), i%(lws-1)+2, rank0+next, next)
 }
 
-// RingReadyLabel names the ready word of local rank src.
-func RingReadyLabel(rank0, lws, src int) string {
+// ReadyLabel names the ready word of local rank src.
+func ReadyLabel(rank0, lws, src int) string {
 	return fmt.Sprintf("ready flag of rank %d (node %d, local rank %d)", rank0+src, rank0/lws, src)
 }
 
@@ -155,10 +156,10 @@ func ringHost(dt dtype.DType) device.HostFunc {
 	}
 }
 
-// ringArgs decodes the kernel's arguments, in LaunchRing's order; the
+// ringArgs decodes the kernel's arguments, in Launch's order; the
 // channels are the grid's blocks.
-func ringArgs(args []any, grid int) (Ring, error) {
-	var p Ring
+func ringArgs(args []any, grid int) (Params, error) {
+	var p Params
 	bad := fmt.Errorf("ring arguments %v: %w", args, device.ErrInvalidArgument)
 	if len(args) != 19 {
 		return p, bad
@@ -204,11 +205,11 @@ func ringArgs(args []any, grid int) (Ring, error) {
 type hostRing struct {
 	mem  device.HostMemory
 	dt   dtype.DType
-	p    Ring
+	p    Params
 	heap []device.Ptr // by local rank
 }
 
-func newHostRing(mem device.HostMemory, dt dtype.DType, p Ring) (*hostRing, error) {
+func newHostRing(mem device.HostMemory, dt dtype.DType, p Params) (*hostRing, error) {
 	table, err := mem.Bytes(p.Peers, int64(p.LWS)*8)
 	if err != nil {
 		return nil, fmt.Errorf("ring peer table: %w", err)
@@ -233,7 +234,7 @@ func (r *hostRing) ready() error {
 	}
 	for q := 0; q < p.LWS; q++ {
 		if q != p.Rank {
-			w := device.Word{Addr: word(p.Rank, q), Label: RingReadyLabel(p.Rank0, p.LWS, q)}
+			w := device.Word{Addr: word(p.Rank, q), Label: ReadyLabel(p.Rank0, p.LWS, q)}
 			if err := r.mem.Wait32(w, device.GEQ, p.Epoch); err != nil {
 				return err
 			}
@@ -264,13 +265,13 @@ func (r *hostRing) channel(ch int) error {
 				return heap.Add(p.FifoOff + (int64(w)*int64(p.Slots)+slot)*p.SlotBytes)
 			}
 			if recv {
-				w := device.Word{Addr: me.Add(p.TailsOff + 4*int64(wIn)), Label: RingTailLabel(p.Rank0, p.LWS, p.Rank, wIn)}
+				w := device.Word{Addr: me.Add(p.TailsOff + 4*int64(wIn)), Label: TailLabel(p.Rank0, p.LWS, p.Rank, wIn)}
 				if err := r.mem.Wait32(w, device.GEQ, msg+1); err != nil {
 					return err
 				}
 			}
 			if send {
-				w := device.Word{Addr: me.Add(p.HeadsOff + 4*int64(wOut)), Label: RingHeadLabel(p.Rank0, p.LWS, p.Rank, wOut)}
+				w := device.Word{Addr: me.Add(p.HeadsOff + 4*int64(wOut)), Label: HeadLabel(p.Rank0, p.LWS, p.Rank, wOut)}
 				if err := r.mem.Wait32(w, device.GEQ, msg+1-uint32(p.Slots)); err != nil {
 					return err
 				}
@@ -324,6 +325,6 @@ func (r *hostRing) combine(dst, slot, own device.Ptr, n int64) error {
 		}
 		views = [][]byte{got, mine}
 	}
-	reduceRange(r.dt, to, views, 0, n)
+	kernels.ReduceRange(r.dt, to, views, 0, n)
 	return nil
 }

@@ -1,4 +1,4 @@
-package kernels
+package gemm
 
 import (
 	"encoding/binary"
@@ -9,7 +9,7 @@ import (
 	"github.com/seed12530e24/hiercoll/dtype"
 )
 
-// gemmArgs are the GEMM kernel's arguments, in LaunchGemm's order.
+// gemmArgs are the GEMM kernel's arguments, in Launch's order.
 type gemmArgs struct {
 	a, b, cMap      device.TensorMap
 	c               device.Ptr
@@ -61,7 +61,7 @@ func decodeGemmArgs(args []any) (gemmArgs, error) {
 		}
 	}
 	g.m, g.n, g.k, g.rowTiles, g.group, g.nsegs, g.sk = int(m), int(n), int(k), int(rowTiles), int(group), int(nsegs), int(sk)
-	if g.m <= 0 || g.n <= 0 || g.k <= 0 || g.group <= 0 || g.rowTiles != GemmRowTiles(g.m) || g.nsegs < 0 || g.sk < 0 ||
+	if g.m <= 0 || g.n <= 0 || g.k <= 0 || g.group <= 0 || g.rowTiles != rowTilesOf(g.m) || g.nsegs < 0 || g.sk < 0 ||
 		(g.sk > 0 && (g.flags == 0 || g.partials == 0)) {
 		return g, bad
 	}
@@ -107,8 +107,8 @@ func gemmHost(in, out dtype.DType, layout BLayout) device.HostFunc {
 				return fmt.Errorf("gemm segments: %w", err)
 			}
 		}
-		colTiles := GemmColTiles(g.n)
-		tk := GemmTileKOf(in)
+		colTiles := colTilesOf(g.n)
+		tk := tileKOf(in)
 		tiles, kt := g.rowTiles*colTiles, (g.k+tk-1)/tk
 		if g.sk >= grid || g.sk >= tiles {
 			return fmt.Errorf("gemm: %d stream-K tiles of %d over %d CTAs: %w", g.sk, tiles, grid, device.ErrInvalidArgument)
@@ -117,7 +117,7 @@ func gemmHost(in, out dtype.DType, layout BLayout) device.HostFunc {
 			if _, err := mem.Bytes(g.flags, int64(4*grid)); err != nil {
 				return fmt.Errorf("gemm workspace flags: %w", err)
 			}
-			if _, err := mem.Bytes(g.partials, int64(grid)*GemmTileM*GemmTileN*4); err != nil {
+			if _, err := mem.Bytes(g.partials, int64(grid)*TileM*tileN*4); err != nil {
 				return fmt.Errorf("gemm workspace partials: %w", err)
 			}
 		}
@@ -155,9 +155,9 @@ func gemmTile(t int, order []byte, rowTiles, colTiles, group int) (rt, ct int) {
 // first piece's sum, then each other piece's sum added to it; the sum
 // times scale is rounded to out.
 func (g gemmArgs) tile(mem device.HostMemory, dt, out dtype.DType, layout BLayout, scale float32, rt, ct int, pieces [][2]int) error {
-	es, tk, os := int64(dt.Size()), GemmTileKOf(dt), int64(out.Size())
-	r0, r1 := rt*GemmTileM, min((rt+1)*GemmTileM, g.m)
-	c0, c1 := ct*GemmTileN, min((ct+1)*GemmTileN, g.n)
+	es, tk, os := int64(dt.Size()), tileKOf(dt), int64(out.Size())
+	r0, r1 := rt*TileM, min((rt+1)*TileM, g.m)
+	c0, c1 := ct*tileN, min((ct+1)*tileN, g.n)
 	if r0 >= r1 || c0 >= c1 {
 		return nil
 	}
@@ -199,7 +199,7 @@ func (g gemmArgs) tile(mem device.HostMemory, dt, out dtype.DType, layout BLayou
 }
 
 // segmentTables reads the segment records and, after them, the segments
-// of each row tile (GemmTables), checking the indices.
+// of each row tile (Tables), checking the indices.
 func (g gemmArgs) segmentTables(mem device.HostMemory) ([]byte, error) {
 	head := int64(gemmSegmentRecord*g.nsegs + 4*(g.rowTiles+1))
 	b, err := mem.Bytes(g.segments, head)

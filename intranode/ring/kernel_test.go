@@ -1,4 +1,4 @@
-package kernels_test
+package ring_test
 
 import (
 	"encoding/binary"
@@ -12,20 +12,20 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
-	"github.com/seed12530e24/hiercoll/kernels"
+	"github.com/seed12530e24/hiercoll/intranode/ring"
 )
 
 // The ring kernel runs one block of RingBlock threads per channel; its
 // launch bounds must promise that block.
 func TestRingLaunchBoundsMatchTheBlock(t *testing.T) {
-	require.Contains(t, kernels.RingModule.Source, fmt.Sprintf("__launch_bounds__(%d, 1)", kernels.RingBlock))
+	require.Contains(t, ring.Module.Source, fmt.Sprintf("__launch_bounds__(%d, 1)", ring.Block))
 }
 
 // ringParams reads the CUDA parameter list of the ring kernels' macro and
 // returns the Go type each parameter takes at a launch.
 func ringParams(t *testing.T) []reflect.Type {
 	t.Helper()
-	m := regexp.MustCompile(`(?s)#define HC_RING\(name, T, E\).*?name\((.*?)\) \{`).FindStringSubmatch(kernels.RingModule.Source)
+	m := regexp.MustCompile(`(?s)#define HC_RING\(name, T, E\).*?name\((.*?)\) \{`).FindStringSubmatch(ring.Module.Source)
 	require.NotNil(t, m, "the HC_RING macro's parameter list")
 	list := regexp.MustCompile(`/\*.*?\*/|\\\n`).ReplaceAllString(m[1], " ")
 	var types []reflect.Type
@@ -64,15 +64,15 @@ func TestLaunchRingMatchesTheCUDASignature(t *testing.T) {
 	table := make([]byte, 8)
 	binary.LittleEndian.PutUint64(table, uint64(heap))
 	peers := upload(t, d, table)
-	p := kernels.Ring{In: inP, Out: out, Peers: peers, Stride: count, Count: count, Per: 20, Chunk: 7,
+	p := ring.Params{In: inP, Out: out, Peers: peers, Stride: count, Count: count, Per: 20, Chunk: 7,
 		ReadyOff: 0, Msgs: 3, Base: 5, Epoch: 1, LWS: 1, Rank: 0, Slots: 1, Channels: 2}
 	rec := &launchRecorder{Device: d}
-	require.NoError(t, kernels.LaunchRing(rec, s, dtype.I32, p))
+	require.NoError(t, ring.Launch(rec, s, dtype.I32, p))
 	require.NoError(t, s.Synchronize(ctx))
-	require.Equal(t, []int{2}, rec.grids, "one block per channel")
+	require.Equal(t, []int{2}, rec.Grids, "one block per channel")
 	want := ringParams(t)
-	require.Len(t, rec.args[0], len(want), "arguments of the launch against the kernel's parameters")
-	for i, a := range rec.args[0] {
+	require.Len(t, rec.Args[0], len(want), "arguments of the launch against the kernel's parameters")
+	for i, a := range rec.Args[0] {
 		require.Equal(t, want[i], reflect.TypeOf(a), "argument %d", i)
 	}
 	require.Equal(t, in, download(t, d, out, 4*count))
@@ -81,23 +81,23 @@ func TestLaunchRingMatchesTheCUDASignature(t *testing.T) {
 // Descriptions the kernel cannot run are refused before the launch.
 func TestLaunchRingRejectsBadSteps(t *testing.T) {
 	d, s, ctx := simDevice(t)
-	good := kernels.Ring{Stride: 64, Count: 64, Per: 32, Chunk: 8, Msgs: 4, SlotBytes: 32, LWS: 2, Rank: 1, Slots: 2, Channels: 2}
+	good := ring.Params{Stride: 64, Count: 64, Per: 32, Chunk: 8, Msgs: 4, SlotBytes: 32, LWS: 2, Rank: 1, Slots: 2, Channels: 2}
 	require.NoError(t, good.Check(dtype.F32))
-	for name, edit := range map[string]func(*kernels.Ring){
-		"rank outside the node":     func(p *kernels.Ring) { p.Rank = 2 },
-		"no slots":                  func(p *kernels.Ring) { p.Slots = 0 },
-		"channels short of count":   func(p *kernels.Ring) { p.Per = 31 },
-		"messages short of a share": func(p *kernels.Ring) { p.Msgs = 3 },
-		"slot smaller than a chunk": func(p *kernels.Ring) { p.SlotBytes = 16 },
-		"unaligned slots":           func(p *kernels.Ring) { p.Chunk, p.SlotBytes = 5, 20 },
-		"blocks overlap":            func(p *kernels.Ring) { p.Stride = 63 },
+	for name, edit := range map[string]func(*ring.Params){
+		"rank outside the node":     func(p *ring.Params) { p.Rank = 2 },
+		"no slots":                  func(p *ring.Params) { p.Slots = 0 },
+		"channels short of count":   func(p *ring.Params) { p.Per = 31 },
+		"messages short of a share": func(p *ring.Params) { p.Msgs = 3 },
+		"slot smaller than a chunk": func(p *ring.Params) { p.SlotBytes = 16 },
+		"unaligned slots":           func(p *ring.Params) { p.Chunk, p.SlotBytes = 5, 20 },
+		"blocks overlap":            func(p *ring.Params) { p.Stride = 63 },
 	} {
 		p := good
 		edit(&p)
 		rec := &launchRecorder{Device: d}
-		require.ErrorIs(t, kernels.LaunchRing(rec, s, dtype.F32, p), device.ErrInvalidArgument, name)
-		require.Empty(t, rec.grids, name)
+		require.ErrorIs(t, ring.Launch(rec, s, dtype.F32, p), device.ErrInvalidArgument, name)
+		require.Empty(t, rec.Grids, name)
 	}
-	require.ErrorIs(t, kernels.LaunchRing(d, s, dtype.Invalid, good), device.ErrNotSupported)
+	require.ErrorIs(t, ring.Launch(d, s, dtype.Invalid, good), device.ErrNotSupported)
 	require.NoError(t, s.Synchronize(ctx))
 }

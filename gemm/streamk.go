@@ -1,4 +1,4 @@
-package kernels
+package gemm
 
 // The GEMM's stream-K schedule in Go, line for line the kernel's gm_range,
 // gm_item_at and gm_gather's search (cuda/gemm.cu): the twin computes the

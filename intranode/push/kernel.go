@@ -1,4 +1,4 @@
-package kernels
+package push
 
 import (
 	_ "embed"
@@ -7,35 +7,41 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/kernels"
 )
 
-//go:embed cuda/pushreduce.cu
+//go:embed pushreduce.cu
 var pushReduceSource string
 
-// PushReduceModule is the CUDA source of the push-reduce kernels.
-var PushReduceModule = &device.Module{Name: "hiercoll_pushreduce", Source: peerSource + pushReduceSource}
+// Module is the CUDA source of the push-reduce kernels.
+var Module = &device.Module{Name: "hiercoll_pushreduce", Source: kernels.PeerSource + pushReduceSource}
 
-// PushReduceBlock is the CUDA block size of the push-reduce kernel.
-const PushReduceBlock = 512
+// Block is the CUDA block size of the push-reduce kernel.
+const Block = 512
 
-// MaxPushChunks bounds the chunks of one push-reduce: each rank's pad holds
+// MaxChunks bounds the chunks of one push-reduce: each rank's pad holds
 // one arrival counter per (source local rank, chunk slot).
-const MaxPushChunks = 32
+const MaxChunks = 32
 
 var pushReduceKernels = map[dtype.DType]*device.Kernel{}
 
 func init() {
 	for _, dt := range dtype.All {
 		pushReduceKernels[dt] = &device.Kernel{
-			Module: PushReduceModule,
+			Module: Module,
 			Name:   "hc_push_reduce_" + dt.String(),
-			Block:  PushReduceBlock,
+			Block:  Block,
 			Host:   pushReduceHost(dt),
 		}
 	}
 }
 
-// PushReduce describes one node step done by the push-reduce kernel: this
+// Prepare loads on dev the push-reduce kernel for dt (see kernels.Prepare).
+func Prepare(dev device.Device, dt dtype.DType) error {
+	return kernels.PrepareKernel(dev, pushReduceKernels[dt], dt)
+}
+
+// Params describes one node step done by the push-reduce kernel: this
 // rank's lws blocks of Count elements at In (block p for local rank p) are
 // stored by PushBlocks thread blocks into each peer's scatter region (slot =
 // this rank's local rank), chunk by chunk; ReduceBlocks thread blocks wait for
@@ -51,11 +57,11 @@ func init() {
 // block of each launch advances. A launch captured in a CUDA graph thus
 // waits for the right values at every replay. Writing a non-zero value into
 // the state's abort word (StateAbort) ends every wait of the kernel.
-type PushReduce struct {
+type Params struct {
 	In, Out      device.Ptr
 	Peers        device.Ptr
 	ScatterOff   int64 // byte offset of this step's scatter region in the heap
-	CountersOff  int64 // arrival counters: lws × MaxPushChunks words
+	CountersOff  int64 // arrival counters: lws × MaxChunks words
 	ReadyOff     int64 // ready words: lws
 	LWS, Rank    int   // local world size, this rank's local rank
 	Count        int64 // elements per block
@@ -74,19 +80,19 @@ const (
 	CallStateWords        // the state's size in 32-bit words
 )
 
-// LaunchPushReduce enqueues the push-reduce kernel on s.
-func LaunchPushReduce(dev device.Device, s device.Stream, dt dtype.DType, p PushReduce) error {
+// Launch enqueues the push-reduce kernel on s.
+func Launch(dev device.Device, s device.Stream, dt dtype.DType, p Params) error {
 	k, ok := pushReduceKernels[dt]
 	if !ok {
-		return fmt.Errorf("kernels: no push-reduce kernel for %v: %w", dt, device.ErrNotSupported)
+		return fmt.Errorf("push: no push-reduce kernel for %v: %w", dt, device.ErrNotSupported)
 	}
-	if p.Chunks < 1 || p.Chunks > MaxPushChunks || p.PushBlocks < 1 || p.ReduceBlocks < 1 || p.LWS < 1 || p.Rank < 0 || p.Rank >= p.LWS || p.State == 0 {
-		return fmt.Errorf("kernels: push-reduce with %d chunks, %d push and %d reduce blocks, local rank %d of %d: %w",
+	if p.Chunks < 1 || p.Chunks > MaxChunks || p.PushBlocks < 1 || p.ReduceBlocks < 1 || p.LWS < 1 || p.Rank < 0 || p.Rank >= p.LWS || p.State == 0 {
+		return fmt.Errorf("push: push-reduce with %d chunks, %d push and %d reduce blocks, local rank %d of %d: %w",
 			p.Chunks, p.PushBlocks, p.ReduceBlocks, p.Rank, p.LWS, device.ErrInvalidArgument)
 	}
 	return dev.Launch(s, k, p.PushBlocks+p.ReduceBlocks, p.In, p.Out, p.Peers, p.ScatterOff, p.CountersOff, p.ReadyOff,
 		int32(p.LWS), int32(p.Rank), p.Count, int32(p.Chunks), int32(p.PushBlocks), p.State,
-		int32(MaxPushChunks))
+		int32(MaxChunks))
 }
 
 // pushReduceHost is the CPU backend's push-reduce: the push role for the
@@ -119,9 +125,9 @@ func pushReduceHost(dt dtype.DType) device.HostFunc {
 	}
 }
 
-// pushReduceArgs decodes the kernel's arguments, in LaunchPushReduce's order.
-func pushReduceArgs(args []any) (PushReduce, int, error) {
-	var p PushReduce
+// pushReduceArgs decodes the kernel's arguments, in Launch's order.
+func pushReduceArgs(args []any) (Params, int, error) {
+	var p Params
 	bad := fmt.Errorf("push-reduce arguments %v: %w", args, device.ErrInvalidArgument)
 	ptrs := make([]device.Ptr, 3)
 	for i := range ptrs {
@@ -151,7 +157,7 @@ func pushReduceArgs(args []any) (PushReduce, int, error) {
 	if !ok {
 		return p, 0, bad
 	}
-	p = PushReduce{In: ptrs[0], Out: ptrs[1], Peers: ptrs[2], ScatterOff: i64[0], CountersOff: i64[1], ReadyOff: i64[2], Count: i64[3],
+	p = Params{In: ptrs[0], Out: ptrs[1], Peers: ptrs[2], ScatterOff: i64[0], CountersOff: i64[1], ReadyOff: i64[2], Count: i64[3],
 		LWS: i32[0], Rank: i32[1], Chunks: i32[2], PushBlocks: i32[3], State: state}
 	maxChunks := i32[4]
 	if p.LWS < 1 || p.Rank < 0 || p.Rank >= p.LWS || p.Chunks < 1 || p.Chunks > maxChunks || p.PushBlocks < 1 || p.Count < 0 {
@@ -160,7 +166,7 @@ func pushReduceArgs(args []any) (PushReduce, int, error) {
 	return p, maxChunks, nil
 }
 
-func runPushReduce(mem device.HostMemory, dt dtype.DType, p PushReduce, maxChunks int, epoch, target uint32) error {
+func runPushReduce(mem device.HostMemory, dt dtype.DType, p Params, maxChunks int, epoch, target uint32) error {
 	es := int64(dt.Size())
 	table, err := mem.Bytes(p.Peers, int64(p.LWS)*8)
 	if err != nil {
@@ -253,7 +259,7 @@ func runPushReduce(mem device.HostMemory, dt dtype.DType, p PushReduce, maxChunk
 				return fmt.Errorf("push-reduce block %d: %w", q, err)
 			}
 		}
-		reduceRange(dt, dst, views, 0, hi-lo)
+		kernels.ReduceRange(dt, dst, views, 0, hi-lo)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package kernels_test
+package gemm_test
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/device/sim"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/gemm"
 	"github.com/seed12530e24/hiercoll/internal/check"
-	"github.com/seed12530e24/hiercoll/kernels"
 )
 
 // gemmRig is a simulated device with A, B and C of one product, filled
@@ -23,19 +23,19 @@ import (
 type gemmRig struct {
 	dev   *sim.Device
 	s     device.Stream
-	g     kernels.Gemm
+	g     gemm.Params
 	a, b  []byte
 	ldb   int
 	scale float64
 }
 
-func newGemmRig(t *testing.T, dt dtype.DType, layout kernels.BLayout, m, n, k int) *gemmRig {
+func newGemmRig(t *testing.T, dt dtype.DType, layout gemm.BLayout, m, n, k int) *gemmRig {
 	t.Helper()
 	return newGemmRigOut(t, dt, dt, layout, m, n, k)
 }
 
 // newGemmRigOut is newGemmRig with C of dtype out.
-func newGemmRigOut(t *testing.T, dt, out dtype.DType, layout kernels.BLayout, m, n, k int) *gemmRig {
+func newGemmRigOut(t *testing.T, dt, out dtype.DType, layout gemm.BLayout, m, n, k int) *gemmRig {
 	t.Helper()
 	dev := sim.New(sim.NewHost("gemm"), 0, sim.Options{WaitTimeout: 5 * time.Second})
 	t.Cleanup(func() { require.NoError(t, dev.Close()) })
@@ -51,10 +51,10 @@ func newGemmRigOut(t *testing.T, dt, out dtype.DType, layout kernels.BLayout, m,
 		return p
 	}
 	r := &gemmRig{dev: dev, s: s, a: check.Random(rng, dt, m*k), b: check.Random(rng, dt, k*n), scale: 1}
-	r.g = kernels.Gemm{M: m, N: n, K: k, DType: dt, Out: out, Layout: layout,
-		A: alloc(r.a), B: alloc(r.b), C: alloc(check.Poison(out, m*n))}
+	r.g = gemm.Params{GemmSpec: device.GemmSpec{M: m, N: n, K: k, DType: dt, BT: layout == gemm.BNK,
+		A: alloc(r.a), B: alloc(r.b), C: alloc(check.Poison(out, m*n))}, Out: out}
 	r.ldb = n
-	if layout == kernels.BNK {
+	if layout == gemm.BNK {
 		r.ldb = k
 	}
 	return r
@@ -62,7 +62,7 @@ func newGemmRigOut(t *testing.T, dt, out dtype.DType, layout kernels.BLayout, m,
 
 // b is element (kk, j) of the logical [K, N] B.
 func (r *gemmRig) bAt(kk, j int) float64 {
-	if r.g.Layout == kernels.BNK {
+	if r.g.BT {
 		return r.g.DType.Get(r.b, j*r.ldb+kk)
 	}
 	return r.g.DType.Get(r.b, kk*r.ldb+j)
@@ -119,11 +119,11 @@ func (r *gemmRig) check(t *testing.T) {
 // of B and both dtypes.
 func TestGemmTwinMatchesReference(t *testing.T) {
 	for _, dt := range []dtype.DType{dtype.BF16, dtype.F16} {
-		for _, layout := range []kernels.BLayout{kernels.BKN, kernels.BNK} {
+		for _, layout := range []gemm.BLayout{gemm.BKN, gemm.BNK} {
 			for _, sh := range []struct{ m, n, k int }{{1, 8, 8}, {130, 264, 72}, {257, 16, 8}, {64, 520, 136}} {
 				t.Run(fmt.Sprintf("%v/%v/%dx%dx%d", dt, layout, sh.m, sh.n, sh.k), func(t *testing.T) {
 					r := newGemmRig(t, dt, layout, sh.m, sh.n, sh.k)
-					require.NoError(t, kernels.LaunchGemm(r.dev, r.s, r.g))
+					require.NoError(t, gemm.Launch(r.dev, r.s, r.g))
 					require.NoError(t, r.s.Synchronize(context.Background()))
 					r.check(t)
 				})
@@ -140,27 +140,27 @@ func TestGemmE4M3TwinMatchesReference(t *testing.T) {
 	for _, out := range []dtype.DType{dtype.BF16, dtype.F16} {
 		for _, sh := range []struct{ m, n, k int }{{1, 8, 16}, {130, 264, 144}, {257, 16, 16}, {64, 520, 400}} {
 			t.Run(fmt.Sprintf("%v/%dx%dx%d", out, sh.m, sh.n, sh.k), func(t *testing.T) {
-				r := newGemmRigOut(t, dtype.E4M3, out, kernels.BNK, sh.m, sh.n, sh.k)
+				r := newGemmRigOut(t, dtype.E4M3, out, gemm.BNK, sh.m, sh.n, sh.k)
 				if sh.m != 257 {
 					r.setScales(t, 0.37, 1.9)
 				}
-				require.NoError(t, kernels.LaunchGemm(r.dev, r.s, r.g))
+				require.NoError(t, gemm.Launch(r.dev, r.s, r.g))
 				require.NoError(t, r.s.Synchronize(context.Background()))
 				r.check(t)
 			})
 		}
 	}
 	t.Run("stream-K", func(t *testing.T) {
-		defer kernels.SetGemmStreamKMin(kernels.SetGemmStreamKMin(1))
-		r := newGemmRigOut(t, dtype.E4M3, dtype.BF16, kernels.BNK, 300, 520, 1008) // 9 tiles, 8 k tiles
+		defer gemm.SetStreamKMin(gemm.SetStreamKMin(1))
+		r := newGemmRigOut(t, dtype.E4M3, dtype.BF16, gemm.BNK, 300, 520, 1008) // 9 tiles, 8 k tiles
 		r.setScales(t, 3, 0.01)
 		r.g.Grid = 4
-		ws, err := r.dev.Alloc(kernels.GemmWorkspaceBytes(4))
+		ws, err := r.dev.Alloc(gemm.WorkspaceBytes(4))
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, r.dev.Free(ws)) })
-		require.NoError(t, r.dev.CopyToDevice(ws, make([]byte, kernels.GemmWorkspaceBytes(4))))
+		require.NoError(t, r.dev.CopyToDevice(ws, make([]byte, gemm.WorkspaceBytes(4))))
 		r.g.Workspace = ws
-		require.NoError(t, kernels.LaunchGemm(r.dev, r.s, r.g))
+		require.NoError(t, gemm.Launch(r.dev, r.s, r.g))
 		require.NoError(t, r.s.Synchronize(context.Background()))
 		r.check(t)
 	})
@@ -173,35 +173,35 @@ func TestGemmE4M3TwinMatchesReference(t *testing.T) {
 // whole tiles and need no workspace.
 func TestGemmStreamKTwin(t *testing.T) {
 	t.Run("shallow", func(t *testing.T) {
-		r := newGemmRig(t, dtype.BF16, kernels.BNK, 300, 520, 640)
+		r := newGemmRig(t, dtype.BF16, gemm.BNK, 300, 520, 640)
 		r.g.Grid = 4 // 9 tiles: one left over, 10 k tiles: 2.5 per CTA
 		small, err := r.dev.Alloc(64)
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, r.dev.Free(small)) })
 		r.g.Workspace = small
-		require.NoError(t, kernels.LaunchGemm(r.dev, r.s, r.g))
+		require.NoError(t, gemm.Launch(r.dev, r.s, r.g))
 		require.NoError(t, r.s.Synchronize(context.Background()))
 		r.check(t)
 	})
-	defer kernels.SetGemmStreamKMin(kernels.SetGemmStreamKMin(1))
+	defer gemm.SetStreamKMin(gemm.SetStreamKMin(1))
 	for _, sh := range []struct{ m, n, k, grid int }{{300, 520, 640, 4}, {300, 520, 600, 5}, {130, 264, 200, 3}, {257, 296, 1000, 4}} {
-		for _, layout := range []kernels.BLayout{kernels.BKN, kernels.BNK} {
+		for _, layout := range []gemm.BLayout{gemm.BKN, gemm.BNK} {
 			t.Run(fmt.Sprintf("%v/%dx%dx%d/grid%d", layout, sh.m, sh.n, sh.k, sh.grid), func(t *testing.T) {
 				r := newGemmRig(t, dtype.BF16, layout, sh.m, sh.n, sh.k)
 				r.g.Grid = sh.grid
-				size := kernels.GemmWorkspaceBytes(sh.grid)
+				size := gemm.WorkspaceBytes(sh.grid)
 				small, err := r.dev.Alloc(size / 2)
 				require.NoError(t, err)
 				t.Cleanup(func() { require.NoError(t, r.dev.Free(small)) })
 				r.g.Workspace = small
-				require.ErrorIs(t, kernels.LaunchGemm(r.dev, r.s, r.g), device.ErrInvalidArgument)
+				require.ErrorIs(t, gemm.Launch(r.dev, r.s, r.g), device.ErrInvalidArgument)
 
 				ws, err := r.dev.Alloc(size)
 				require.NoError(t, err)
 				t.Cleanup(func() { require.NoError(t, r.dev.Free(ws)) })
 				require.NoError(t, r.dev.CopyToDevice(ws, make([]byte, size)))
 				r.g.Workspace = ws
-				require.NoError(t, kernels.LaunchGemm(r.dev, r.s, r.g))
+				require.NoError(t, gemm.Launch(r.dev, r.s, r.g))
 				require.NoError(t, r.s.Synchronize(context.Background()))
 				r.check(t)
 				flags := make([]byte, 4*sh.grid)
@@ -218,10 +218,10 @@ func TestGemmStreamKTwin(t *testing.T) {
 func TestGemmSignalsSegments(t *testing.T) {
 	const dt = dtype.BF16
 	m, n, k := 300, 520, 64 // 3 row tiles, 3 column tiles
-	r := newGemmRig(t, dt, kernels.BNK, m, n, k)
+	r := newGemmRig(t, dt, gemm.BNK, m, n, k)
 	// Segments in a consumer's order: rows 200..300 first, then 0..150
 	// (two row tiles), then 150..200 (inside row tile 1).
-	segs := []kernels.GemmSegment{{R0: 200, R1: 300}, {R0: 0, R1: 150}, {R0: 150, R1: 200}}
+	segs := []gemm.Segment{{R0: 200, R1: 300}, {R0: 0, R1: 150}, {R0: 150, R1: 200}}
 	words, err := r.dev.Alloc(int64(4 * len(segs)))
 	require.NoError(t, err)
 	defer r.dev.Free(words)
@@ -229,7 +229,7 @@ func TestGemmSignalsSegments(t *testing.T) {
 	for i := range segs {
 		segs[i].Signal = words.Add(int64(4 * i))
 	}
-	order, records := kernels.GemmTables(m, n, segs)
+	order, records := gemm.Tables(m, n, segs)
 	require.Equal(t, []uint32{1, 2, 0}, u32s(order), "row tiles of rows 200..300 (1, 2), then 0..150 (0; 1 taken)")
 	need := func(i int) uint32 { return binary.LittleEndian.Uint32(records[24*i+8:]) }
 	require.Equal(t, []uint32{2 * 3, 2 * 3, 1 * 3}, []uint32{need(0), need(1), need(2)})
@@ -247,7 +247,7 @@ func TestGemmSignalsSegments(t *testing.T) {
 	r.g.Order, r.g.Segments, r.g.Counters, r.g.NSegs = tables(order), tables(records), tables(make([]byte, 12)), len(segs)
 	for call := uint32(7); call < 10; call++ {
 		r.g.Value = call
-		require.NoError(t, kernels.LaunchGemm(r.dev, r.s, r.g))
+		require.NoError(t, gemm.Launch(r.dev, r.s, r.g))
 		// The scatter's view: wait for each segment's word, then its rows
 		// must be complete.
 		for i := range segs {
@@ -280,11 +280,11 @@ func TestGemmSignalGatesCopies(t *testing.T) {
 func testGemmSignalGatesCopies(t *testing.T, in dtype.DType) {
 	const dt = dtype.BF16
 	m, n, k := 300, 520, 64
-	r := newGemmRigOut(t, in, dt, kernels.BNK, m, n, k)
+	r := newGemmRigOut(t, in, dt, gemm.BNK, m, n, k)
 	if in == dtype.E4M3 {
 		r.setScales(t, 0.75, 3)
 	}
-	segs := []kernels.GemmSegment{{R0: 200, R1: 300}, {R0: 0, R1: 150}, {R0: 150, R1: 200}}
+	segs := []gemm.Segment{{R0: 200, R1: 300}, {R0: 0, R1: 150}, {R0: 150, R1: 200}}
 	alloc := func(data []byte) device.Ptr {
 		p, err := r.dev.Alloc(int64(len(data)))
 		require.NoError(t, err)
@@ -296,7 +296,7 @@ func testGemmSignalGatesCopies(t *testing.T, in dtype.DType) {
 	for i := range segs {
 		segs[i].Signal = words.Add(int64(4 * i))
 	}
-	order, records := kernels.GemmTables(m, n, segs)
+	order, records := gemm.Tables(m, n, segs)
 	r.g.Order, r.g.Segments, r.g.Counters, r.g.NSegs, r.g.Value = alloc(order), alloc(records), alloc(make([]byte, 12)), len(segs), 1
 	dst := alloc(check.Poison(dt, m*n))
 	copier, err := r.dev.NewStream(device.Normal)
@@ -308,13 +308,13 @@ func testGemmSignalGatesCopies(t *testing.T, in dtype.DType) {
 		require.NoError(t, r.dev.Copy(copier, dst.Add(int64(sg.R0)*rowBytes), r.g.C.Add(int64(sg.R0)*rowBytes), int64(sg.R1-sg.R0)*rowBytes))
 	}
 	// Row tile 0, column tile 2 (rows 0..128) belongs to segment 1.
-	kernels.SetGemmTileHook(func(rt, ct int) {
+	gemm.SetTileHook(func(rt, ct int) {
 		if rt == 0 && ct == 2 {
 			time.Sleep(50 * time.Millisecond)
 		}
 	})
-	defer kernels.SetGemmTileHook(nil)
-	require.NoError(t, kernels.LaunchGemm(r.dev, r.s, r.g))
+	defer gemm.SetTileHook(nil)
+	require.NoError(t, gemm.Launch(r.dev, r.s, r.g))
 	require.NoError(t, copier.Synchronize(context.Background()))
 	require.NoError(t, r.s.Synchronize(context.Background()))
 	r.g.C = dst // check the copies
@@ -333,41 +333,41 @@ func u32s(b []byte) []uint32 {
 // back to another GEMM): rows not 16-byte aligned, fp32; bad arguments are
 // invalid.
 func TestGemmCheck(t *testing.T) {
-	ok := kernels.Gemm{M: 8, N: 16, K: 16, A: 0x1000, B: 0x2000, C: 0x3000, DType: dtype.BF16}
+	ok := gemm.Params{GemmSpec: device.GemmSpec{M: 8, N: 16, K: 16, A: 0x1000, B: 0x2000, C: 0x3000, DType: dtype.BF16}}
 	require.NoError(t, ok.Check())
 	for name, c := range map[string]struct {
-		g    kernels.Gemm
+		g    gemm.Params
 		want error
 	}{
-		"K not a multiple of 8":     {func() kernels.Gemm { g := ok; g.K = 12; return g }(), device.ErrNotSupported},
-		"N not a multiple of 8, kn": {func() kernels.Gemm { g := ok; g.N = 12; return g }(), device.ErrNotSupported},
-		"fp32":                      {func() kernels.Gemm { g := ok; g.DType = dtype.F32; return g }(), device.ErrNotSupported},
-		"unaligned A":               {func() kernels.Gemm { g := ok; g.A = 0x1008; return g }(), device.ErrNotSupported},
-		"zero M":                    {func() kernels.Gemm { g := ok; g.M = 0; return g }(), device.ErrInvalidArgument},
-		"nil C":                     {func() kernels.Gemm { g := ok; g.C = 0; return g }(), device.ErrInvalidArgument},
-		"segments without tables":   {func() kernels.Gemm { g := ok; g.NSegs = 2; return g }(), device.ErrInvalidArgument},
+		"K not a multiple of 8":     {func() gemm.Params { g := ok; g.K = 12; return g }(), device.ErrNotSupported},
+		"N not a multiple of 8, kn": {func() gemm.Params { g := ok; g.N = 12; return g }(), device.ErrNotSupported},
+		"fp32":                      {func() gemm.Params { g := ok; g.DType = dtype.F32; return g }(), device.ErrNotSupported},
+		"unaligned A":               {func() gemm.Params { g := ok; g.A = 0x1008; return g }(), device.ErrNotSupported},
+		"zero M":                    {func() gemm.Params { g := ok; g.M = 0; return g }(), device.ErrInvalidArgument},
+		"nil C":                     {func() gemm.Params { g := ok; g.C = 0; return g }(), device.ErrInvalidArgument},
+		"segments without tables":   {func() gemm.Params { g := ok; g.NSegs = 2; return g }(), device.ErrInvalidArgument},
 	} {
 		require.ErrorIs(t, c.g.Check(), c.want, name)
 	}
 	// [N, K] with N not a multiple of 8 is fine: only K strides B's rows.
 	nk := ok
-	nk.Layout, nk.N = kernels.BNK, 12
+	nk.BT, nk.N = true, 12
 	require.NoError(t, nk.Check())
 
 	// e4m3: B [N, K] only, an output dtype of 16 bits, rows of 16 bytes.
 	fp8 := ok
-	fp8.DType, fp8.Out, fp8.Layout, fp8.ScaleA, fp8.ScaleB = dtype.E4M3, dtype.BF16, kernels.BNK, 0x4000, 0x4004
+	fp8.DType, fp8.Out, fp8.BT, fp8.ScaleA, fp8.ScaleB = dtype.E4M3, dtype.BF16, true, 0x4000, 0x4004
 	require.NoError(t, fp8.Check())
 	for name, c := range map[string]struct {
-		g    kernels.Gemm
+		g    gemm.Params
 		want error
 	}{
-		"e4m3, B [K, N]":         {func() kernels.Gemm { g := fp8; g.Layout = kernels.BKN; return g }(), device.ErrNotSupported},
-		"e4m3 without an output": {func() kernels.Gemm { g := fp8; g.Out = dtype.Invalid; return g }(), device.ErrInvalidArgument},
-		"e4m3 to fp32":           {func() kernels.Gemm { g := fp8; g.Out = dtype.F32; return g }(), device.ErrNotSupported},
-		"e4m3, K of 8 bytes":     {func() kernels.Gemm { g := fp8; g.K = 8; return g }(), device.ErrNotSupported},
-		"bf16 with scales":       {func() kernels.Gemm { g := ok; g.ScaleA = 0x4000; return g }(), device.ErrInvalidArgument},
-		"bf16 to fp16":           {func() kernels.Gemm { g := ok; g.Out = dtype.F16; return g }(), device.ErrNotSupported},
+		"e4m3, B [K, N]":         {func() gemm.Params { g := fp8; g.BT = false; return g }(), device.ErrNotSupported},
+		"e4m3 without an output": {func() gemm.Params { g := fp8; g.Out = dtype.Invalid; return g }(), device.ErrInvalidArgument},
+		"e4m3 to fp32":           {func() gemm.Params { g := fp8; g.Out = dtype.F32; return g }(), device.ErrNotSupported},
+		"e4m3, K of 8 bytes":     {func() gemm.Params { g := fp8; g.K = 8; return g }(), device.ErrNotSupported},
+		"bf16 with scales":       {func() gemm.Params { g := ok; g.ScaleA = 0x4000; return g }(), device.ErrInvalidArgument},
+		"bf16 to fp16":           {func() gemm.Params { g := ok; g.Out = dtype.F16; return g }(), device.ErrNotSupported},
 	} {
 		require.ErrorIs(t, c.g.Check(), c.want, name)
 	}

@@ -1,4 +1,4 @@
-package intranode_test
+package ring_test
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"testing"
 	"time"
 
@@ -20,36 +19,35 @@ import (
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/internal/check"
 	"github.com/seed12530e24/hiercoll/intranode"
+	"github.com/seed12530e24/hiercoll/intranode/ring"
 	"github.com/seed12530e24/hiercoll/symm"
 	"github.com/seed12530e24/hiercoll/world"
 )
 
-func TestMain(m *testing.M) { os.Exit(sim.RunTests(m)) }
-
-// ringRank is one rank's ring stage on a fresh heap.
+// ringRank is one rank's ring on a fresh heap.
 type ringRank struct {
-	st   *intranode.Stage
+	st   *ring.Engine
 	heap *symm.Heap
 }
 
-func newRingRank(ctx context.Context, r world.Rank, shape intranode.RingShape, dt dtype.DType, cols int) (*ringRank, error) {
+func newRingRank(ctx context.Context, r world.Rank, shape ring.Shape, dt dtype.DType, cols int) (*ringRank, error) {
 	place, err := symm.PlaceOf(r.Comm)
 	if err != nil {
 		return nil, err
 	}
+	spec := intranode.Spec{Place: place, DType: dt, Cols: cols, Proto: symm.Growing}
+	m := ring.NewMaker(spec, shape)
 	var l symm.Layout
-	var buf intranode.Buffers
-	buf.AddTo(&l, place, 0)
-	buf.AddRingTo(&l, place, shape)
+	m.AddTo(&l)
 	heap, err := symm.New(ctx, r.Comm, r.Dev, &l)
 	if err != nil {
 		return nil, err
 	}
-	st, err := intranode.New(r.Dev, place, heap, buf, dt, cols, false, symm.Growing)
+	e, err := m.Make(ctx, intranode.Env{Spec: spec, Dev: r.Dev, Comm: r.Comm, Heap: heap})
 	if err != nil {
 		return nil, errors.Join(err, heap.Close())
 	}
-	return &ringRank{st: st, heap: heap}, nil
+	return &ringRank{st: e.(*ring.Engine), heap: heap}, nil
 }
 
 func (rr *ringRank) close(ctx context.Context, comm bootstrap.Comm) error {
@@ -104,14 +102,14 @@ func ringReference(dt dtype.DType, inputs [][]byte, d int, off, n int64) []byte 
 func TestRingStepsMatchTheReference(t *testing.T) {
 	type tc struct {
 		lws   int
-		shape intranode.RingShape
+		shape ring.Shape
 	}
 	var cases []tc
 	for _, lws := range []int{1, 2, 3, 4} {
 		for _, slots := range []int{1, 2} {
 			cases = append(cases,
-				tc{lws, intranode.RingShape{Channels: 1, Slots: slots, ChunkBytes: 12}},
-				tc{lws, intranode.RingShape{Channels: 3, Slots: slots, ChunkBytes: 40}},
+				tc{lws, ring.Shape{Channels: 1, Slots: slots, ChunkBytes: 12}},
+				tc{lws, ring.Shape{Channels: 3, Slots: slots, ChunkBytes: 40}},
 			)
 		}
 	}
@@ -129,7 +127,7 @@ func TestRingStepsMatchTheReference(t *testing.T) {
 	}
 }
 
-func runRingSteps(t *testing.T, lws int, shape intranode.RingShape, dt dtype.DType) {
+func runRingSteps(t *testing.T, lws int, shape ring.Shape, dt dtype.DType) {
 	shapeW := bootstrap.Shape{Nodes: 1, LocalSize: lws}
 	w, err := world.Sim(shapeW, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
 	require.NoError(t, err)
@@ -180,8 +178,9 @@ func runRingSteps(t *testing.T, lws int, shape intranode.RingShape, dt dtype.DTy
 			if err := r.Dev.CopyToDevice(out, check.Poison(dt, rowsPer*cols)); err != nil {
 				return err
 			}
-			step := intranode.RingStep{Node: 0, Input: in, RowsPer: rowsPer, Row0: row0, Rows: rows, Epoch: epoch, ReduceTo: out}
-			if err := rr.st.Ring(s, step); err != nil {
+			call := intranode.Call{Input: in, RowsPer: rowsPer, Epoch: epoch}
+			step := intranode.Step{Call: call, Node: 0, Row0: row0, Rows: rows, ReduceTo: out}
+			if _, err := rr.st.Step(s, step); err != nil {
 				return err
 			}
 			if err := s.Synchronize(ctx); err != nil {
@@ -228,7 +227,7 @@ func TestRingReferenceIsTheSum(t *testing.T) {
 // A ring shape that cannot carry the dtype is refused before anything is
 // laid out.
 func TestRingShapeCheck(t *testing.T) {
-	for _, s := range []intranode.RingShape{
+	for _, s := range []ring.Shape{
 		{Channels: 0, Slots: 1, ChunkBytes: 16},
 		{Channels: 1, Slots: 0, ChunkBytes: 16},
 		{Channels: 1, Slots: 1, ChunkBytes: 2},
@@ -236,8 +235,8 @@ func TestRingShapeCheck(t *testing.T) {
 	} {
 		require.ErrorIs(t, s.Check(4), device.ErrInvalidArgument, "%+v", s)
 	}
-	require.NoError(t, intranode.RingShape{Channels: 2, Slots: 1, ChunkBytes: 12}.Check(4))
-	shape := intranode.RingShape{Channels: 3, Slots: 2, ChunkBytes: 40}
+	require.NoError(t, ring.Shape{Channels: 2, Slots: 1, ChunkBytes: 12}.Check(4))
+	shape := ring.Shape{Channels: 3, Slots: 2, ChunkBytes: 40}
 	require.Equal(t, int64(48), shape.SlotBytes())
 	require.Equal(t, int64(3*3*2*48), shape.FifoBytes(4))
 	require.Zero(t, shape.FifoBytes(1))

@@ -1,4 +1,4 @@
-package kernels_test
+package gemm_test
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/device/cuda"
-	"github.com/seed12530e24/hiercoll/kernels"
+	"github.com/seed12530e24/hiercoll/gemm"
 )
 
 // On a Hopper GPU, every variant of the GEMM compiles (NVRTC, sm_90a),
@@ -25,7 +25,7 @@ func TestGemmCompilesAndLoadsOnGPU(t *testing.T) {
 	if d.Arch() != "sm_90" {
 		t.Skipf("the GEMM is for sm_90 (Hopper); this device is %s", d.Arch())
 	}
-	for _, k := range kernels.GemmKernels() {
+	for _, k := range gemm.Kernels() {
 		res, err := d.Resources(k)
 		require.NoError(t, err, k.Name)
 		t.Logf("%s: %d registers, %d bytes of local memory, %d bytes of dynamic shared memory", k.Name, res.Registers, res.LocalBytes, k.Shared)

@@ -1,4 +1,4 @@
-package kernels_test
+package ring_test
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/device/cuda"
 	"github.com/seed12530e24/hiercoll/dtype"
-	"github.com/seed12530e24/hiercoll/kernels"
+	"github.com/seed12530e24/hiercoll/intranode/ring"
 )
 
 // On a GPU, the ring kernel of every dtype compiles (NVRTC), loads, and
@@ -23,8 +23,8 @@ func TestRingCompilesAndLoadsOnGPU(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, d.Close()) }()
 	for _, dt := range dtype.All {
-		require.NoError(t, kernels.PrepareRing(d, dt), dt.String())
-		k := &device.Kernel{Module: kernels.RingModule, Name: "hc_ring_" + dt.String(), Block: kernels.RingBlock}
+		require.NoError(t, ring.Prepare(d, dt), dt.String())
+		k := &device.Kernel{Module: ring.Module, Name: "hc_ring_" + dt.String(), Block: ring.Block}
 		res, err := d.Resources(k)
 		require.NoError(t, err, k.Name)
 		t.Logf("%s: %d registers, %d bytes of local memory", k.Name, res.Registers, res.LocalBytes)

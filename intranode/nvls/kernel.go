@@ -1,4 +1,4 @@
-package kernels
+package nvls
 
 import (
 	_ "embed"
@@ -6,38 +6,39 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/kernels"
 )
 
-//go:embed cuda/nvls.cu
+//go:embed nvls.cu
 var nvlsSource string
 
-// NVLSModule is the CUDA source of the NVLS reduce kernels (multimem
+// Module is the CUDA source of the NVLS reduce kernels (multimem
 // load-reduce: sm_90 or newer).
-var NVLSModule = &device.Module{Name: "hiercoll_nvls", Source: nvlsSource}
+var Module = &device.Module{Name: "hiercoll_nvls", Source: nvlsSource}
 
-// NVLSBlock is the CUDA block size of the NVLS reduce kernel.
-const NVLSBlock = 512
+// Block is the CUDA block size of the NVLS reduce kernel.
+const Block = 512
 
-// NVLSVector is the bytes one multimem.ld_reduce reads from every GPU: the
+// Vector is the bytes one multimem.ld_reduce reads from every GPU: the
 // alignment of a block's multicast address, and what a block's stride in
 // the multicast object is rounded up to.
-const NVLSVector = 16
+const Vector = 16
 
 var nvlsKernels = map[dtype.DType]*device.Kernel{}
 
 func init() {
 	for _, dt := range dtype.All {
 		nvlsKernels[dt] = &device.Kernel{
-			Module: NVLSModule,
+			Module: Module,
 			Name:   "hc_nvls_reduce_" + dt.String(),
-			Block:  NVLSBlock,
+			Block:  Block,
 			Host:   nvlsHost(dt),
 		}
 	}
 }
 
-// NVLSKernels lists the NVLS reduce kernels, one per dtype.
-func NVLSKernels() []*device.Kernel {
+// Kernels lists the NVLS reduce kernels, one per dtype.
+func Kernels() []*device.Kernel {
 	ks := make([]*device.Kernel, 0, len(dtype.All))
 	for _, dt := range dtype.All {
 		ks = append(ks, nvlsKernels[dt])
@@ -45,44 +46,44 @@ func NVLSKernels() []*device.Kernel {
 	return ks
 }
 
-// PrepareNVLS loads on dev the NVLS reduce kernel for dt (see Prepare).
-func PrepareNVLS(dev device.Device, dt dtype.DType) error {
+// Prepare loads on dev the NVLS reduce kernel for dt (see kernels.Prepare).
+func Prepare(dev device.Device, dt dtype.DType) error {
 	k, ok := nvlsKernels[dt]
 	if !ok {
-		return fmt.Errorf("kernels: no NVLS kernel for %v: %w", dt, device.ErrNotSupported)
+		return fmt.Errorf("nvls: no NVLS kernel for %v: %w", dt, device.ErrNotSupported)
 	}
 	if err := dev.Prepare(k); err != nil {
-		return fmt.Errorf("kernels: preparing %s: %w", k.Name, err)
+		return fmt.Errorf("nvls: preparing %s: %w", k.Name, err)
 	}
 	return nil
 }
 
-// NVLSPadded is count elements of dt in bytes, rounded up to whole
+// Padded is count elements of dt in bytes, rounded up to whole
 // load-reduce vectors: what the kernel reads at a block's multicast address.
-func NVLSPadded(dt dtype.DType, count int64) int64 {
-	return (count*int64(dt.Size()) + NVLSVector - 1) / NVLSVector * NVLSVector
+func Padded(dt dtype.DType, count int64) int64 {
+	return (count*int64(dt.Size()) + Vector - 1) / Vector * Vector
 }
 
-// LaunchNVLSReduce enqueues on s, with at most grid thread blocks,
+// LaunchReduce enqueues on s, with at most grid thread blocks,
 //
 //	out[i] = sum over the GPUs bound to the multicast object of their element i at mc
 //
 // for i < count: each 16 bytes with one multimem.ld_reduce (bf16 and fp16
 // accumulated in fp32, int32 exact). mc must be 16-byte aligned and the
-// object must hold NVLSPadded(dt, count) bytes from mc.
-func LaunchNVLSReduce(dev device.Device, s device.Stream, dt dtype.DType, grid int, out, mc device.Ptr, count int64) error {
+// object must hold Padded(dt, count) bytes from mc.
+func LaunchReduce(dev device.Device, s device.Stream, dt dtype.DType, grid int, out, mc device.Ptr, count int64) error {
 	k, ok := nvlsKernels[dt]
 	if !ok {
-		return fmt.Errorf("kernels: no NVLS kernel for %v: %w", dt, device.ErrNotSupported)
+		return fmt.Errorf("nvls: no NVLS kernel for %v: %w", dt, device.ErrNotSupported)
 	}
-	if uint64(mc)%NVLSVector != 0 || count < 0 {
-		return fmt.Errorf("kernels: NVLS reduce of %d elements at multicast address %v (must be %d-byte aligned): %w",
-			count, mc, NVLSVector, device.ErrInvalidArgument)
+	if uint64(mc)%Vector != 0 || count < 0 {
+		return fmt.Errorf("nvls: NVLS reduce of %d elements at multicast address %v (must be %d-byte aligned): %w",
+			count, mc, Vector, device.ErrInvalidArgument)
 	}
 	if count == 0 {
 		return nil
 	}
-	need := int((NVLSPadded(dt, count)/NVLSVector + NVLSBlock - 1) / NVLSBlock)
+	need := int((Padded(dt, count)/Vector + Block - 1) / Block)
 	return dev.Launch(s, k, max(1, min(grid, need)), out, mc, count)
 }
 
@@ -106,7 +107,7 @@ func nvlsHost(dt dtype.DType) device.HostFunc {
 		if !ok {
 			return fmt.Errorf("NVLS reduce: this backend's kernels cannot read multicast addresses: %w", device.ErrNotSupported)
 		}
-		views, err := mm.Multimem(mc, NVLSPadded(dt, count), NVLSVector)
+		views, err := mm.Multimem(mc, Padded(dt, count), Vector)
 		if err != nil {
 			return fmt.Errorf("NVLS reduce: %w", err)
 		}
@@ -114,7 +115,7 @@ func nvlsHost(dt dtype.DType) device.HostFunc {
 		if err != nil {
 			return fmt.Errorf("NVLS reduce output: %w", err)
 		}
-		reduceParallel(dt, dst, views, count, grid)
+		kernels.ReduceParallel(dt, dst, views, count, grid)
 		return nil
 	}
 }

@@ -1,4 +1,4 @@
-package kernels_test
+package nvls_test
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/device/cuda"
-	"github.com/seed12530e24/hiercoll/kernels"
+	"github.com/seed12530e24/hiercoll/intranode/nvls"
 )
 
 // The NVLS kernels compile with NVRTC for sm_90 and, on a Hopper GPU, load
@@ -17,7 +17,7 @@ import (
 // this is the only check of the NVLS engine that runs on the lent GPU
 // machines (DESIGN.md's safety rule).
 func TestNVLSKernelsCompileOnGPU(t *testing.T) {
-	cubin, log, err := cuda.CompileOnly(kernels.NVLSModule, "sm_90")
+	cubin, log, err := cuda.CompileOnly(nvls.Module, "sm_90")
 	if errors.Is(err, device.ErrNotSupported) {
 		t.Skipf("no NVRTC: %v", err)
 	}
@@ -36,7 +36,7 @@ func TestNVLSKernelsCompileOnGPU(t *testing.T) {
 	if d.Arch() != "sm_90" {
 		t.Skipf("compiled for sm_90; this device is %s, not Hopper", d.Arch())
 	}
-	for _, k := range kernels.NVLSKernels() {
+	for _, k := range nvls.Kernels() {
 		res, err := d.Resources(k) // compiles for the device, loads the module, finds k
 		require.NoError(t, err, k.Name)
 		t.Logf("%s: %d registers, %d bytes of local memory", k.Name, res.Registers, res.LocalBytes)

@@ -1,14 +1,15 @@
-package intranode
+package ce
 
 import (
 	"fmt"
 
 	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/intranode"
 	"github.com/seed12530e24/hiercoll/kernels"
 )
 
-// The copy engine: Scatter on the copy stream, Reduce on the reduction
-// stream.
+// A node step of the copy engine: scatter on the copy stream, reduce on the
+// reduction stream.
 //
 // Pacing. The ring order keeps each GPU receiving from one peer at a time
 // only while the ranks move in step; when they drift apart (a copy waited
@@ -24,38 +25,45 @@ import (
 
 // scatter is one node step's copies on one copy stream.
 type scatter struct {
-	st    *Stage
-	s     device.Stream
-	step  Step
-	seqs  []uint32 // the arrival sequence numbers of the step's chunks
-	first bool     // the call's first node step: wait for the peers' ready flags
+	e    *Engine
+	s    device.Stream
+	step intranode.Step
+	seqs []uint32 // the arrival sequence numbers of the step's chunks
+	// earlyRows, with overlap, splits the copy to the step's first peer:
+	// its first earlyRows rows go as soon as the producer raises their
+	// early signal, the rest after the block's own signal (0: no split).
+	earlyRows int
 	// helpPeer's rows from helpFrom on are pushed by the producer's SMs
 	// (Help): not copied here, and its arrival waits for them (-1: none).
 	helpPeer, helpFrom int
 }
 
-// Scatter enqueues the copies of one node step on the copy stream s: each
+// scatter enqueues the copies of one node step on the copy stream s: each
 // peer's rows, chunk by chunk, each chunk followed by its arrival signal.
-// The first copy to a peer in a call (first) waits for the peer's ready
-// flag; with GEMM overlap it also waits for the GEMM signal of the
-// destination rank (and, with step.EarlyRows, the first peer's early rows go
-// ahead after their early signal) and for its permit. It returns the
-// arrival sequence numbers of the step's chunks, for Reduce.
-func (st *Stage) Scatter(s device.Stream, step Step, first bool) ([]uint32, error) {
-	sc := &scatter{st: st, s: s, step: step, first: first, seqs: make([]uint32, step.Chunks), helpPeer: -1}
-	if first {
-		if st.helpRows > 0 && st.helpEpoch == step.Epoch {
-			sc.helpPeer, sc.helpFrom = st.helpedPeer(), step.RowsPer-st.helpRows
+// The first copy to a peer in a call (step.First) waits for the peer's
+// ready flag; with GEMM overlap it also waits for the GEMM signal of the
+// destination rank (and, in the first step of a split first block, the
+// first peer's early rows go ahead after their early signal) and for its
+// permit. It returns the arrival sequence numbers of the step's chunks, for
+// reduce.
+func (e *Engine) scatter(s device.Stream, step intranode.Step) ([]uint32, error) {
+	sc := &scatter{e: e, s: s, step: step, seqs: make([]uint32, step.Chunks), helpPeer: -1}
+	if step.First {
+		if e.helpRows > 0 && e.helpEpoch == step.Epoch {
+			sc.helpPeer, sc.helpFrom = e.helpedPeer(), step.RowsPer-e.helpRows
 		}
-		st.helpRows = 0 // a push enqueued for a call that never came is not this call's
-		st.seq = st.proto.Restart(st.seq)
+		e.helpRows = 0 // a push enqueued for a call that never came is not this call's
+		e.seq = e.env.Proto.Restart(e.seq)
+		if e.overlap() {
+			sc.earlyRows = e.env.Gemm.EarlyRows(step.RowsPer)
+		}
 	}
 	for c := range sc.seqs {
-		st.seq++
-		sc.seqs[c] = st.seq
+		e.seq++
+		sc.seqs[c] = e.seq
 	}
-	order := RankSwizzle(st.place.LocalRank, st.lws())
-	if st.overlap {
+	order := intranode.RankSwizzle(e.env.Place.LocalRank, e.lws())
+	if e.overlap() {
 		// Peer by peer, in the order the producer raises the signals.
 		for i, peer := range order {
 			if err := sc.pacedPeer(i, peer); err != nil {
@@ -90,17 +98,17 @@ func (st *Stage) Scatter(s device.Stream, step Step, first bool) ([]uint32, erro
 // an overlapped step: after its gates and its permit; then the permit this
 // rank gives to the rank one place before it.
 func (sc *scatter) pacedPeer(i, peer int) error {
-	st, me, lws := sc.st, sc.st.place.LocalRank, sc.st.lws()
+	e, me, lws := sc.e, sc.e.env.Place.LocalRank, sc.e.lws()
 	if peer == me {
-		return nil // nothing is copied to self; Reduce waits for the own GEMM signal
+		return nil // nothing is copied to self; reduce waits for the own GEMM signal
 	}
-	split := i == 0 && sc.step.EarlyRows > 0
+	split := i == 0 && sc.earlyRows > 0
 	if err := sc.gate(peer, split); err != nil {
 		return err
 	}
 	last := sc.seqs[len(sc.seqs)-1]
 	if i > 0 {
-		permit := st.permits.At(st.place.Rank, peer)
+		permit := e.permits.At(e.env.Place.Rank, peer)
 		wait := permit.Wait
 		if sc.step.Last {
 			wait = permit.WaitLast
@@ -117,8 +125,8 @@ func (sc *scatter) pacedPeer(i, peer int) error {
 	}
 	if i < lws-2 { // the rank one place before sends to peer next
 		prev := (me - 1 + lws) % lws
-		if err := st.permits.At(st.place.NodePeer(prev), peer).Raise(sc.s, last); err != nil {
-			return fmt.Errorf("intranode: permit to local rank %d: %w", prev, err)
+		if err := e.permits.At(e.env.Place.NodePeer(prev), peer).Raise(sc.s, last); err != nil {
+			return fmt.Errorf("ce: permit to local rank %d: %w", prev, err)
 		}
 	}
 	return sc.trace(peer, Landed)
@@ -128,19 +136,19 @@ func (sc *scatter) pacedPeer(i, peer int) error {
 // (first step), the early part sent ahead (split), the GEMM signal
 // (overlap).
 func (sc *scatter) gate(peer int, split bool) error {
-	st := sc.st
-	if peer == st.place.LocalRank {
-		return nil // nothing is copied to self; Reduce waits for the own GEMM signal
+	e := sc.e
+	if peer == e.env.Place.LocalRank {
+		return nil // nothing is copied to self; reduce waits for the own GEMM signal
 	}
-	if sc.first {
-		if err := st.ready.At(st.place.Rank, peer).WaitLast(sc.s, uint32(sc.step.Epoch)); err != nil {
+	if sc.step.First {
+		if err := e.ready.At(e.env.Place.Rank, peer).WaitLast(sc.s, uint32(sc.step.Epoch)); err != nil {
 			return err
 		}
 		if err := sc.trace(peer, Ready); err != nil {
 			return err
 		}
 	}
-	if !st.overlap {
+	if !e.overlap() {
 		return nil
 	}
 	if split {
@@ -148,7 +156,7 @@ func (sc *scatter) gate(peer int, split bool) error {
 			return err
 		}
 	}
-	if err := st.waitGemm(sc.s, sc.step, peer, false); err != nil {
+	if err := e.waitGemm(sc.s, sc.step, peer, false); err != nil {
 		return err
 	}
 	return sc.trace(peer, Signal)
@@ -158,20 +166,20 @@ func (sc *scatter) gate(peer int, split bool) error {
 // and, when the producer signals in segments, each segment after its signal
 // (the gate waited for the first); split: the early rows went ahead.
 func (sc *scatter) copySegments(peer int, split bool) error {
-	st := sc.st
+	e := sc.e
 	from := 0
 	if split {
-		from = sc.step.EarlyRows
+		from = sc.earlyRows
 	}
-	if segs := st.Segments(); segs > 1 {
-		dest := sc.step.Node*st.lws() + peer
+	if segs := e.segments(); segs > 1 {
+		dest := sc.step.Node*e.lws() + peer
 		for j := 0; j < segs; j++ {
-			r0, r1 := SegmentRows(sc.step.RowsPer, segs, j)
+			r0, r1 := intranode.SegmentRows(sc.step.RowsPer, segs, j)
 			if r1 <= r0 {
 				break
 			}
 			if j > 0 {
-				if err := st.GemmSignal(dest, j).WaitLast(sc.s, uint32(sc.step.Epoch)); err != nil {
+				if err := e.env.Gemm.Signal(dest, j).WaitLast(sc.s, uint32(sc.step.Epoch)); err != nil {
 					return err
 				}
 			}
@@ -189,13 +197,13 @@ func (sc *scatter) copySegments(peer int, split bool) error {
 	return nil
 }
 
-// early copies the first step.EarlyRows rows of peer's block once the
+// early copies the first sc.earlyRows rows of peer's block once the
 // producer raised their early signal.
 func (sc *scatter) early(peer int) error {
-	if err := sc.st.waitGemm(sc.s, sc.step, peer, true); err != nil {
+	if err := sc.e.waitGemm(sc.s, sc.step, peer, true); err != nil {
 		return err
 	}
-	if err := sc.copyRows(peer, 0, min(sc.step.EarlyRows, sc.step.RowsPer)); err != nil {
+	if err := sc.copyRows(peer, 0, min(sc.earlyRows, sc.step.RowsPer)); err != nil {
 		return err
 	}
 	return sc.trace(peer, Early)
@@ -204,10 +212,10 @@ func (sc *scatter) early(peer int) error {
 // copyChunk copies chunk c of peer's block from row from on (the rows
 // before it went ahead) and signals its arrival.
 func (sc *scatter) copyChunk(peer, c, from int) error {
-	if peer == sc.st.place.LocalRank {
+	if peer == sc.e.env.Place.LocalRank {
 		return nil // the reduce reads the own block from the input
 	}
-	r0, r1 := chunkRows(sc.step.RowsPer, sc.step.Chunks, c)
+	r0, r1 := intranode.ChunkRows(sc.step.RowsPer, sc.step.Chunks, c)
 	if err := sc.copyRows(peer, max(r0, from), r1); err != nil {
 		return err
 	}
@@ -217,13 +225,13 @@ func (sc *scatter) copyChunk(peer, c, from int) error {
 // arrive raises, in peer's pad, the arrival of this rank's chunk c (after
 // the SMs' push of its last rows, when helped).
 func (sc *scatter) arrive(peer, c int) error {
-	st := sc.st
+	e := sc.e
 	if peer == sc.helpPeer && c == len(sc.seqs)-1 {
-		if err := sc.s.WaitEvent(st.helped); err != nil {
+		if err := sc.s.WaitEvent(e.helped); err != nil {
 			return err
 		}
 	}
-	return st.arrived.At(st.place.NodePeer(peer), st.place.LocalRank).Raise(sc.s, sc.seqs[c])
+	return e.arrived.At(e.env.Place.NodePeer(peer), e.env.Place.LocalRank).Raise(sc.s, sc.seqs[c])
 }
 
 // copyRows enqueues the copy of rows [r0, r1) of peer's block into its
@@ -235,10 +243,10 @@ func (sc *scatter) copyRows(peer, r0, r1 int) error {
 	if r1 <= r0 {
 		return nil
 	}
-	st := sc.st
-	dst, src := st.blockRows(sc.step, peer, r0)
-	if err := st.dev.Copy(sc.s, dst, src, int64(r1-r0)*st.rowBytes()); err != nil {
-		return fmt.Errorf("intranode: scatter to local rank %d: %w", peer, err)
+	e := sc.e
+	dst, src := e.blockRows(sc.step, peer, r0)
+	if err := e.env.Dev.Copy(sc.s, dst, src, int64(r1-r0)*e.env.RowBytes()); err != nil {
+		return fmt.Errorf("ce: scatter to local rank %d: %w", peer, err)
 	}
 	return nil
 }
@@ -246,54 +254,51 @@ func (sc *scatter) copyRows(peer, r0, r1 int) error {
 // trace records trace point at of peer's rows on the copy stream, when
 // tracing.
 func (sc *scatter) trace(peer int, at Point) error {
-	if peer == sc.st.place.LocalRank {
+	if peer == sc.e.env.Place.LocalRank {
 		return nil
 	}
-	return sc.st.trace.record(sc.s, peer, at)
+	return sc.e.trace.record(sc.s, peer, at)
+}
+
+// blockRows returns where row r of the block for node peer goes in its
+// scatter buffer (dst) and where it is in this rank's input (src).
+func (e *Engine) blockRows(step intranode.Step, peer, r int) (dst, src device.Ptr) {
+	lws, me, rowBytes := e.lws(), e.env.Place.LocalRank, e.env.RowBytes()
+	destRank := step.Node*lws + peer
+	src = step.Input.Add(int64(destRank*step.RowsPer+r) * rowBytes)
+	dst = e.env.Heap.At(e.env.Place.NodePeer(peer), e.scatterBuf).Add(int64(step.Node*step.RowsPer*lws+me*step.RowsPer+r) * rowBytes)
+	return dst, src
 }
 
 // waitGemm makes s wait, with GEMM overlap, until the producer finished the
 // first segment of the rows of step.Node's local rank peer (early: their
-// first step.EarlyRows; all: every segment).
-func (st *Stage) waitGemm(s device.Stream, step Step, peer int, early bool) error {
-	if !st.overlap {
+// first early rows).
+func (e *Engine) waitGemm(s device.Stream, step intranode.Step, peer int, early bool) error {
+	if !e.overlap() {
 		return nil
 	}
-	dest := step.Node*st.lws() + peer
-	if early {
-		return st.EarlySignal(dest).WaitLast(s, uint32(step.Epoch))
-	}
-	return st.GemmSignal(dest, 0).WaitLast(s, uint32(step.Epoch))
+	return e.env.Gemm.WaitFirst(s, step.Node*e.lws()+peer, step.Epoch, early)
 }
 
-// WaitBlock makes s wait, with GEMM overlap, until the producer finished
+// waitBlock makes s wait, with GEMM overlap, until the producer finished
 // every segment of the rows of step.Node's local rank peer (the call's last
 // wait on those words).
-func (st *Stage) WaitBlock(s device.Stream, step Step, peer int) error {
-	if !st.overlap {
+func (e *Engine) waitBlock(s device.Stream, step intranode.Step, peer int) error {
+	if !e.overlap() {
 		return nil
 	}
-	dest := step.Node*st.lws() + peer
-	for j := 0; j < st.Segments(); j++ {
-		if r0, r1 := SegmentRows(step.RowsPer, st.Segments(), j); r1 <= r0 {
-			break
-		}
-		if err := st.GemmSignal(dest, j).WaitLast(s, uint32(step.Epoch)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return e.env.Gemm.WaitBlock(s, step.Node*e.lws()+peer, step.RowsPer, step.Epoch)
 }
 
-// Reduce enqueues on r, for each chunk, a wait for the lws-1 peer blocks of
-// the chunk (their arrivals, numbered seqs by Scatter) and the reduce kernel
+// reduce enqueues on r, for each chunk, a wait for the lws-1 peer blocks of
+// the chunk (their arrivals, numbered seqs by scatter) and the reduce kernel
 // that sums them and the own block (from the input) into step.ReduceTo.
-func (st *Stage) Reduce(r device.Stream, step Step, seqs []uint32) error {
-	lws, lr := st.lws(), st.place.LocalRank
-	rowBytes := st.rowBytes()
+func (e *Engine) reduce(r device.Stream, step intranode.Step, seqs []uint32) error {
+	lws, lr := e.lws(), e.env.Place.LocalRank
+	rowBytes := e.env.RowBytes()
 	rowsPerNode := step.RowsPer * lws
-	local := st.heap.Local()
-	if err := st.WaitBlock(r, step, lr); err != nil {
+	local := e.env.Heap.Local()
+	if err := e.waitBlock(r, step, lr); err != nil {
 		return err
 	}
 	for c, seq := range seqs {
@@ -301,7 +306,7 @@ func (st *Stage) Reduce(r device.Stream, step Step, seqs []uint32) error {
 			if src == lr {
 				continue
 			}
-			arrival := st.arrived.At(st.place.Rank, src)
+			arrival := e.arrived.At(e.env.Place.Rank, src)
 			wait := arrival.Wait
 			if step.Last && c == len(seqs)-1 {
 				wait = arrival.WaitLast
@@ -310,21 +315,21 @@ func (st *Stage) Reduce(r device.Stream, step Step, seqs []uint32) error {
 				return err
 			}
 		}
-		r0, r1 := chunkRows(step.RowsPer, step.Chunks, c)
+		r0, r1 := intranode.ChunkRows(step.RowsPer, step.Chunks, c)
 		if r1 == r0 {
 			continue
 		}
 		blocks := kernels.Blocks{
-			Src:     local.Add(st.buf.ScatterBuf.Off + int64(step.Node*rowsPerNode+r0)*rowBytes),
-			Stride:  int64(step.RowsPer) * int64(st.n),
+			Src:     local.Add(e.scatterBuf.Off + int64(step.Node*rowsPerNode+r0)*rowBytes),
+			Stride:  int64(step.RowsPer) * int64(e.env.Cols),
 			N:       lws,
-			Count:   int64(r1-r0) * int64(st.n),
+			Count:   int64(r1-r0) * int64(e.env.Cols),
 			Self:    lr,
 			SelfSrc: step.Input.Add(int64((step.Node*lws+lr)*step.RowsPer+r0) * rowBytes),
 		}
 		dst := step.ReduceTo.Add(int64(r0) * rowBytes)
-		if err := kernels.LaunchReduce(st.dev, r, st.dt, step.Grid, dst, blocks); err != nil {
-			return fmt.Errorf("intranode: reduce: %w", err)
+		if err := kernels.LaunchReduce(e.env.Dev, r, e.env.DType, e.reduceGrid(step), dst, blocks); err != nil {
+			return fmt.Errorf("ce: reduce: %w", err)
 		}
 	}
 	return nil

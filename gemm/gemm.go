@@ -1,4 +1,4 @@
-package kernels
+package gemm
 
 import (
 	_ "embed"
@@ -11,32 +11,32 @@ import (
 	"github.com/seed12530e24/hiercoll/dtype"
 )
 
-//go:embed cuda/gemm.cu
+//go:embed gemm.cu
 var gemmSource string
 
-// GemmModule is the CUDA source of hiercoll's own GEMM: Hopper only (wgmma,
+// module is the CUDA source of hiercoll's own GEMM: Hopper only (wgmma,
 // TMA, setmaxnreg), so it is compiled for sm_90a.
 //
 // Inputs and outputs: bf16 or fp16 in and out (B [K, N] or [N, K]), or fp8
 // e4m3 in with per-tensor scales and bf16 or fp16 out (B [N, K] only: the
 // tensor cores read 8-bit operands K-major, as cuBLASLt's fp8 GEMMs do).
-var GemmModule = &device.Module{Name: "hiercoll_gemm", Source: gemmSource, Arch: "sm_90a"}
+var module = &device.Module{Name: "hiercoll_gemm", Source: gemmSource, Arch: "sm_90a"}
 
-// The GEMM's tile: GemmTileM × GemmTileN outputs per CTA step, GemmTileK
-// deep per pipeline stage for 16-bit inputs (GemmTileKOf: 128 for fp8; a
+// The GEMM's tile: TileM × tileN outputs per CTA step, tileK
+// deep per pipeline stage for 16-bit inputs (tileKOf: 128 for fp8; a
 // stage's rows are 128 bytes either way).
 const (
-	GemmTileM = 128
-	GemmTileN = 256
-	GemmTileK = 64
+	TileM = 128
+	tileN = 256
+	tileK = 64
 
 	gemmThreads = 384
 	gemmStages  = 4
-	gemmShared  = gemmStages*(GemmTileM*GemmTileK*2+GemmTileN*GemmTileK*2) + GemmTileM/2*GemmTileN*2 + 1024 + (2*gemmStages+4)*8
+	gemmShared  = gemmStages*(TileM*tileK*2+tileN*tileK*2) + TileM/2*tileN*2 + 1024 + (2*gemmStages+4)*8
 
-	// DefaultGemmGroup is how many row tiles the walk takes at a time (see
-	// Gemm.Group).
-	DefaultGemmGroup = 8
+	// DefaultGroup is how many row tiles the walk takes at a time (see
+	// Params.Group).
+	DefaultGroup = 8
 )
 
 // gemmStreamKMin is the fewest k tiles per CTA for which the last wave
@@ -45,7 +45,16 @@ const (
 // lost 18%; RESULTS.md, run12). A variable for the tests.
 var gemmStreamKMin int64 = 24
 
-// BLayout is how B lies in memory.
+// layout is how B lies in memory: BNK with BT.
+func (g Params) layout() BLayout {
+	if g.BT {
+		return BNK
+	}
+	return BKN
+}
+
+// BLayout is how B lies in memory (BNK is device.GemmSpec.BT), as flags
+// and tables name it.
 type BLayout int
 
 // The layouts of B.
@@ -61,12 +70,12 @@ func (l BLayout) String() string {
 	return "kn"
 }
 
-// GemmTileKOf is the GEMM's k tile for inputs of dt: 128 bytes of a row.
-func GemmTileKOf(dt dtype.DType) int {
+// tileKOf is the GEMM's k tile for inputs of dt: 128 bytes of a row.
+func tileKOf(dt dtype.DType) int {
 	if dt == dtype.E4M3 {
 		return 128
 	}
-	return GemmTileK
+	return tileK
 }
 
 // gemmKey picks a kernel: the input and output dtypes, B's layout, and tma:
@@ -91,7 +100,7 @@ func init() {
 				name += "_odd"
 			}
 			gemmKernels[gemmKey{in, out, layout, tma}] = &device.Kernel{
-				Module: GemmModule, Name: name, Block: gemmThreads, Shared: gemmShared, Host: gemmHost(in, out, layout),
+				Module: module, Name: name, Block: gemmThreads, Shared: gemmShared, Host: gemmHost(in, out, layout),
 			}
 		}
 	}
@@ -102,42 +111,42 @@ func init() {
 	}
 }
 
-// GemmSegment is a row range [R0, R1) of C whose signal word Signal the
-// GEMM sets to Gemm.Value once every tile meeting it is stored.
-type GemmSegment struct {
+// Segment is a row range [R0, R1) of C whose signal word Signal the
+// GEMM sets to Params.Value once every tile meeting it is stored.
+type Segment struct {
 	R0, R1 int
 	Signal device.Ptr
 }
 
-// Gemm is one product C = A·B for LaunchGemm: A [M, K] row-major, B [K, N]
-// or [N, K] row-major (Layout), C [M, N] row-major, leading dimensions in
-// elements (0: dense), fp32 accumulation, C rounded once.
-type Gemm struct {
-	M, N, K       int
-	A, B, C       device.Ptr
-	LDA, LDB, LDC int
-	// DType is A's and B's element type: bf16, fp16 or e4m3 (B [N, K]
-	// only). Out is C's: bf16 or fp16, DType's where 0 (e4m3 needs one).
-	DType, Out dtype.DType
+// Params is one launch of the own GEMM: the product C = A·B as every GEMM
+// describes it (device.GemmSpec: A [M, K] row-major, B [K, N] row-major or,
+// with BT, [N, K]; leading dimensions in elements, 0: dense; DType is A's
+// and B's element type, here bf16, fp16 or e4m3 with BT; SMs is not used,
+// Grid bounds the CTAs), fp32 accumulation, C rounded once, and what only
+// this kernel takes.
+type Params struct {
+	device.GemmSpec
+	// Out is C's element type: bf16 or fp16, DType's where 0 (e4m3 needs
+	// one).
+	Out dtype.DType
 	// ScaleA and ScaleB, for e4m3 inputs, are each a device fp32 (0: 1):
 	// C = ScaleA·ScaleB·(A·B), as torch._scaled_mm's per-tensor scales.
 	ScaleA, ScaleB device.Ptr
-	Layout         BLayout
 	// Grid is the CTAs (0: one per SM, at most one per tile).
 	Grid int
-	// Order is a device array of GemmRowTiles(M) int32: the order in which
+	// Order is a device array of rowTilesOf(M) int32: the order in which
 	// the walk takes C's row tiles (0: top to bottom). Group is how many
 	// of them it takes at a time, walking their column tiles slowest, so
 	// that a wave of CTAs shares A's and B's tiles in L2 (0: the default).
 	Order device.Ptr
 	Group int
-	// Signals: Segments is a device array of NSegs records as GemmTables
+	// Signals: Segments is a device array of NSegs records as Tables
 	// writes them, Counters NSegs words, zero before the first launch (the
 	// GEMM leaves them zero again), Value what completed segments raise.
 	Segments, Counters device.Ptr
 	NSegs              int
 	Value              uint32
-	// Workspace, from NewGemmWorkspace, lets the last wave go stream-K
+	// Workspace, from NewWorkspace, lets the last wave go stream-K
 	// (the kernel's comment says how): where the tiles do not divide
 	// among the CTAs, the last ones are shared out by k. 0: whole tiles
 	// only. One launch at a time may use a workspace.
@@ -153,17 +162,17 @@ const (
 	gemmFlagsBytes     = 4 * gemmMaxStreamKGrid
 )
 
-// GemmWorkspaceBytes is the size of a workspace for launches of at most
+// WorkspaceBytes is the size of a workspace for launches of at most
 // grid CTAs: the flags, and one fp32 tile of partial sums per CTA.
-func GemmWorkspaceBytes(grid int) int64 {
-	return gemmFlagsBytes + int64(grid)*GemmTileM*GemmTileN*4
+func WorkspaceBytes(grid int) int64 {
+	return gemmFlagsBytes + int64(grid)*TileM*tileN*4
 }
 
-// NewGemmWorkspace allocates a workspace for launches on dev (one CTA per
+// NewWorkspace allocates a workspace for launches on dev (one CTA per
 // SM at most) with its flags down, as the kernel leaves them.
-func NewGemmWorkspace(dev device.Device) (device.Ptr, error) {
+func NewWorkspace(dev device.Device) (device.Ptr, error) {
 	grid := dev.Info().SMs
-	p, err := dev.Alloc(GemmWorkspaceBytes(grid))
+	p, err := dev.Alloc(WorkspaceBytes(grid))
 	if err != nil {
 		return 0, err
 	}
@@ -173,23 +182,23 @@ func NewGemmWorkspace(dev device.Device) (device.Ptr, error) {
 	return p, nil
 }
 
-// GemmRowTiles is the number of row tiles of an M-row product.
-func GemmRowTiles(m int) int { return (m + GemmTileM - 1) / GemmTileM }
+// rowTilesOf is the number of row tiles of an M-row product.
+func rowTilesOf(m int) int { return (m + TileM - 1) / TileM }
 
-// GemmColTiles is the number of column tiles of an N-column product.
-func GemmColTiles(n int) int { return (n + GemmTileN - 1) / GemmTileN }
+// colTilesOf is the number of column tiles of an N-column product.
+func colTilesOf(n int) int { return (n + tileN - 1) / tileN }
 
 // gemmSegmentRecord is the size of one segment record on the device:
 // int32 r0, r1; uint32 need, pad; uint64 signal.
 const gemmSegmentRecord = 24
 
-// GemmTables returns, for an M × N product signalling segs (in the order a
+// Tables returns, for an M × N product signalling segs (in the order a
 // consumer takes them), the row-tile order (as int32 bytes, for
-// Gemm.Order: the row tiles of each segment in turn, then any others) and
-// the segment records (for Gemm.Segments), followed by the segments each
-// row tile meets (int32: GemmRowTiles(m)+1 offsets, then the indices).
-func GemmTables(m, n int, segs []GemmSegment) (order, records []byte) {
-	rowTiles, colTiles := GemmRowTiles(m), GemmColTiles(n)
+// Params.Order: the row tiles of each segment in turn, then any others) and
+// the segment records (for Params.Segments), followed by the segments each
+// row tile meets (int32: rowTilesOf(m)+1 offsets, then the indices).
+func Tables(m, n int, segs []Segment) (order, records []byte) {
+	rowTiles, colTiles := rowTilesOf(m), colTilesOf(n)
 	seen := make([]bool, rowTiles)
 	add := func(rt int) {
 		if !seen[rt] {
@@ -200,7 +209,7 @@ func GemmTables(m, n int, segs []GemmSegment) (order, records []byte) {
 	for _, s := range segs {
 		need := 0
 		for rt := 0; rt < rowTiles; rt++ {
-			if rt*GemmTileM < s.R1 && s.R0 < (rt+1)*GemmTileM {
+			if rt*TileM < s.R1 && s.R0 < (rt+1)*TileM {
 				add(rt)
 				need++
 			}
@@ -221,7 +230,7 @@ func GemmTables(m, n int, segs []GemmSegment) (order, records []byte) {
 	for rt := 0; rt < rowTiles; rt++ {
 		offsets = append(offsets, len(index))
 		for i, s := range segs {
-			if rt*GemmTileM < s.R1 && s.R0 < (rt+1)*GemmTileM {
+			if rt*TileM < s.R1 && s.R0 < (rt+1)*TileM {
 				index = append(index, i)
 			}
 		}
@@ -233,37 +242,26 @@ func GemmTables(m, n int, segs []GemmSegment) (order, records []byte) {
 	return order, records
 }
 
-func (g Gemm) dense() Gemm {
+func (g Params) dense() Params {
 	if g.Out == dtype.Invalid && g.DType != dtype.E4M3 {
 		g.Out = g.DType
 	}
-	if g.LDA == 0 {
-		g.LDA = g.K
-	}
-	if g.LDB == 0 {
-		g.LDB = g.N
-		if g.Layout == BNK {
-			g.LDB = g.K
-		}
-	}
-	if g.LDC == 0 {
-		g.LDC = g.N
-	}
+	g.GemmSpec = g.Dense()
 	if g.Group <= 0 {
-		g.Group = DefaultGemmGroup
+		g.Group = DefaultGroup
 	}
 	return g
 }
 
 // maps are the tensor maps of A and B: the kernel loads A in 128 × kt
 // boxes, B in 256 × kt ([N, K]) or kt × 64 ([K, N]) boxes, kt the k tile.
-func (g Gemm) maps() (a, b device.TensorMap) {
-	es, kt := int64(g.DType.Size()), GemmTileKOf(g.DType)
+func (g Params) maps() (a, b device.TensorMap) {
+	es, kt := int64(g.DType.Size()), tileKOf(g.DType)
 	a = device.TensorMap{Base: g.A, DType: g.DType, Cols: int64(g.K), Rows: int64(g.M), RowBytes: int64(g.LDA) * es,
-		BoxCols: kt, BoxRows: GemmTileM}
+		BoxCols: kt, BoxRows: TileM}
 	b = device.TensorMap{Base: g.B, DType: g.DType, Cols: int64(g.K), Rows: int64(g.N), RowBytes: int64(g.LDB) * es,
-		BoxCols: kt, BoxRows: GemmTileN}
-	if g.Layout == BKN {
+		BoxCols: kt, BoxRows: tileN}
+	if !g.BT {
 		b = device.TensorMap{Base: g.B, DType: g.DType, Cols: int64(g.N), Rows: int64(g.K), RowBytes: int64(g.LDB) * es,
 			BoxCols: 64, BoxRows: kt}
 	}
@@ -271,30 +269,28 @@ func (g Gemm) maps() (a, b device.TensorMap) {
 }
 
 // cMap is the tensor map of C, stored in 64 × 64 boxes.
-func (g Gemm) cMap() device.TensorMap {
+func (g Params) cMap() device.TensorMap {
 	es := int64(g.Out.Size())
 	return device.TensorMap{Base: g.C, DType: g.Out, Cols: int64(g.N), Rows: int64(g.M), RowBytes: int64(g.LDC) * es,
 		BoxCols: 64, BoxRows: 64}
 }
 
-// Check reports whether LaunchGemm can run g: the sizes, the dtype, and
+// Check reports whether Launch can run g: the sizes, the dtype, and
 // what TMA needs of A and B (16-byte aligned bases and row strides: K and,
 // for [K, N], N multiples of 8 when dense); it wraps ErrNotSupported for
 // what only this GEMM cannot do (a caller then uses another).
-func (g Gemm) Check() error {
+func (g Params) Check() error {
 	g = g.dense()
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("kernels: gemm %dx%dx%d: %s: %w", g.M, g.N, g.K, fmt.Sprintf(format, args...), device.ErrInvalidArgument)
+		return fmt.Errorf("gemm: gemm %dx%dx%d: %s: %w", g.M, g.N, g.K, fmt.Sprintf(format, args...), device.ErrInvalidArgument)
 	}
 	switch {
 	case g.M <= 0 || g.N <= 0 || g.K <= 0 || g.M > math.MaxInt32 || g.N > math.MaxInt32 || g.K > math.MaxInt32:
 		return bad("sizes must be positive 32-bit integers")
 	case g.A == 0 || g.B == 0 || g.C == 0:
 		return bad("nil matrix pointer")
-	case g.LDA < g.K || g.LDC < g.N || (g.Layout == BNK && g.LDB < g.K) || (g.Layout == BKN && g.LDB < g.N):
+	case g.LDA < g.K || g.LDC < g.N || (g.BT && g.LDB < g.K) || (!g.BT && g.LDB < g.N):
 		return bad("leading dimensions shorter than the rows")
-	case g.Layout != BKN && g.Layout != BNK:
-		return bad("unknown layout %d", g.Layout)
 	case g.NSegs < 0 || (g.NSegs > 0 && (g.Segments == 0 || g.Counters == 0)):
 		return bad("%d segments without their tables", g.NSegs)
 	case g.Grid < 0:
@@ -303,24 +299,24 @@ func (g Gemm) Check() error {
 		return bad("e4m3 inputs need an output dtype (bf16 or fp16)")
 	case g.DType != dtype.E4M3 && (g.ScaleA != 0 || g.ScaleB != 0):
 		return bad("scales are for e4m3 inputs, not %v", g.DType)
-	case g.DType == dtype.E4M3 && g.Layout == BKN:
-		return fmt.Errorf("kernels: gemm of e4m3: B must be [N, K] (K-major; the tensor cores read 8-bit operands so): %w", device.ErrNotSupported)
+	case g.DType == dtype.E4M3 && !g.BT:
+		return fmt.Errorf("gemm: gemm of e4m3: B must be [N, K] (K-major; the tensor cores read 8-bit operands so): %w", device.ErrNotSupported)
 	}
-	if _, ok := gemmKernels[gemmKey{g.DType, g.Out, g.Layout, true}]; !ok {
-		return fmt.Errorf("kernels: gemm of %v to %v: only bf16 and fp16 in and out, or e4m3 to either: %w", g.DType, g.Out, device.ErrNotSupported)
+	if _, ok := gemmKernels[gemmKey{g.DType, g.Out, g.layout(), true}]; !ok {
+		return fmt.Errorf("gemm: gemm of %v to %v: only bf16 and fp16 in and out, or e4m3 to either: %w", g.DType, g.Out, device.ErrNotSupported)
 	}
 	a, b := g.maps()
 	if err := a.Check(); err != nil {
-		return fmt.Errorf("kernels: gemm: A: %w", err)
+		return fmt.Errorf("gemm: gemm: A: %w", err)
 	}
 	if err := b.Check(); err != nil {
-		return fmt.Errorf("kernels: gemm: B: %w", err)
+		return fmt.Errorf("gemm: gemm: B: %w", err)
 	}
 	return nil
 }
 
-// LaunchGemm enqueues g on s (checked first; see Gemm.Check).
-func LaunchGemm(dev device.Device, s device.Stream, g Gemm) error {
+// Launch enqueues g on s (checked first; see Params.Check).
+func Launch(dev device.Device, s device.Stream, g Params) error {
 	if err := g.Check(); err != nil {
 		return err
 	}
@@ -331,8 +327,8 @@ func LaunchGemm(dev device.Device, s device.Stream, g Gemm) error {
 	if !tma {
 		c = a // unused by the kernel that stores from registers
 	}
-	k := gemmKernels[gemmKey{g.DType, g.Out, g.Layout, tma}]
-	tiles := GemmRowTiles(g.M) * GemmColTiles(g.N)
+	k := gemmKernels[gemmKey{g.DType, g.Out, g.layout(), tma}]
+	tiles := rowTilesOf(g.M) * colTilesOf(g.N)
 	grid := g.Grid
 	if grid == 0 {
 		grid = dev.Info().SMs
@@ -341,45 +337,45 @@ func LaunchGemm(dev device.Device, s device.Stream, g Gemm) error {
 	// The last wave goes stream-K where a workspace is given, the tiles do
 	// not divide among the CTAs, and each CTA's share is deep enough.
 	sk, flags, partials := 0, device.Ptr(0), device.Ptr(0)
-	kt := (g.K + GemmTileKOf(g.DType) - 1) / GemmTileKOf(g.DType)
+	kt := (g.K + tileKOf(g.DType) - 1) / tileKOf(g.DType)
 	if g.Workspace != 0 && tiles%grid != 0 && tiles > grid && grid <= gemmMaxStreamKGrid &&
 		int64(tiles%grid)*int64(kt) >= gemmStreamKMin*int64(grid) {
 		base, size, err := dev.AddressRange(g.Workspace)
 		if err != nil {
-			return fmt.Errorf("kernels: gemm workspace %v: %w", g.Workspace, err)
+			return fmt.Errorf("gemm: gemm workspace %v: %w", g.Workspace, err)
 		}
-		if avail := int64(base) + size - int64(g.Workspace); avail < GemmWorkspaceBytes(grid) {
-			return fmt.Errorf("kernels: gemm workspace %v has %d bytes; %d CTAs need %d: %w", g.Workspace, avail, grid,
-				GemmWorkspaceBytes(grid), device.ErrInvalidArgument)
+		if avail := int64(base) + size - int64(g.Workspace); avail < WorkspaceBytes(grid) {
+			return fmt.Errorf("gemm: gemm workspace %v has %d bytes; %d CTAs need %d: %w", g.Workspace, avail, grid,
+				WorkspaceBytes(grid), device.ErrInvalidArgument)
 		}
 		sk, flags, partials = tiles%grid, g.Workspace, g.Workspace.Add(gemmFlagsBytes)
 	}
 	return dev.Launch(s, k, grid, a, b, c, g.C, int32(g.M), int32(g.N), int32(g.K), int64(g.LDC), g.Order,
-		int32(GemmRowTiles(g.M)), int32(g.Group), g.Segments, int32(g.NSegs), g.Counters, g.Value, int32(sk), flags, partials,
+		int32(rowTilesOf(g.M)), int32(g.Group), g.Segments, int32(g.NSegs), g.Counters, g.Value, int32(sk), flags, partials,
 		g.ScaleA, g.ScaleB)
 }
 
-// PrepareGemm loads the GEMM's kernels whose output is dt on dev (those
+// Prepare loads the GEMM's kernels whose output is dt on dev (those
 // of dt's inputs and of e4m3's; see Prepare).
-func PrepareGemm(dev device.Device, dt dtype.DType) error {
+func Prepare(dev device.Device, dt dtype.DType) error {
 	n := 0
 	for key, k := range gemmKernels {
 		if key.out != dt {
 			continue
 		}
 		if err := dev.Prepare(k); err != nil {
-			return fmt.Errorf("kernels: preparing %s: %w", k.Name, err)
+			return fmt.Errorf("gemm: preparing %s: %w", k.Name, err)
 		}
 		n++
 	}
 	if n == 0 {
-		return fmt.Errorf("kernels: no GEMM for %v: %w", dt, device.ErrNotSupported)
+		return fmt.Errorf("gemm: no GEMM for %v: %w", dt, device.ErrNotSupported)
 	}
 	return nil
 }
 
-// GemmKernels lists the GEMM's kernels (for checks of every variant).
-func GemmKernels() []*device.Kernel {
+// Kernels lists the GEMM's kernels (for checks of every variant).
+func Kernels() []*device.Kernel {
 	var ks []*device.Kernel
 	for _, k := range gemmKernels {
 		ks = append(ks, k)

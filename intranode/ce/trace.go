@@ -1,4 +1,4 @@
-package intranode
+package ce
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 // Point is a point the copy-engine scatter of one node peer's rows passes,
 // which a traced call records: Ready after the wait for the peer's ready
 // flag (first node step only), Early after the copy of the early rows (the
-// first peer, with Step.EarlyRows), Signal after the wait for the GEMM
+// first peer, with a split first block), Signal after the wait for the GEMM
 // signal (with overlap), Permit after the wait for the peer's permit (with
 // overlap, every peer but the first), Landed after the peer's last copy,
 // its arrival signal and (with overlap) the permit it gives.
@@ -46,20 +46,20 @@ type tracer struct {
 
 // Trace turns the recording of the scatter's points on or off for later
 // calls.
-func (st *Stage) Trace(on bool) error {
+func (e *Engine) Trace(on bool) error {
 	if !on {
-		return st.closeTrace()
+		return e.closeTrace()
 	}
-	if st.trace != nil {
+	if e.trace != nil {
 		return nil
 	}
-	t := &tracer{events: make([][numPoints]device.Event, st.lws()), passed: make([][numPoints]bool, st.lws())}
-	st.trace = t
+	t := &tracer{events: make([][numPoints]device.Event, e.lws()), passed: make([][numPoints]bool, e.lws())}
+	e.trace = t
 	for p := range t.events {
 		for at := range t.events[p] {
-			ev, err := st.dev.NewTimedEvent()
+			ev, err := e.env.Dev.NewTimedEvent()
 			if err != nil {
-				return errors.Join(err, st.closeTrace())
+				return errors.Join(err, e.closeTrace())
 			}
 			t.events[p][at] = ev
 		}
@@ -69,8 +69,8 @@ func (st *Stage) Trace(on bool) error {
 
 // BeginTrace forgets what the last traced call recorded; a call starts
 // with it.
-func (st *Stage) BeginTrace() {
-	if t := st.trace; t != nil {
+func (e *Engine) BeginTrace() {
+	if t := e.trace; t != nil {
 		clear(t.passed)
 		t.order = t.order[:0]
 	}
@@ -91,8 +91,8 @@ func (t *tracer) record(s device.Stream, p int, at Point) error {
 // Traced returns the points the last traced call passed, peer by peer in
 // the order scattered, as times since start (an event recorded at the
 // call's start). The call must have completed.
-func (st *Stage) Traced(start device.Event) ([]PeerTimes, error) {
-	t := st.trace
+func (e *Engine) Traced(start device.Event) ([]PeerTimes, error) {
+	t := e.trace
 	if t == nil {
 		return nil, nil
 	}
@@ -112,12 +112,12 @@ func (st *Stage) Traced(start device.Event) ([]PeerTimes, error) {
 	return out, errors.Join(errs...)
 }
 
-func (st *Stage) closeTrace() error {
-	t := st.trace
+func (e *Engine) closeTrace() error {
+	t := e.trace
 	if t == nil {
 		return nil
 	}
-	st.trace = nil
+	e.trace = nil
 	var errs []error
 	for _, pts := range t.events {
 		for _, e := range pts {
@@ -129,18 +129,13 @@ func (st *Stage) closeTrace() error {
 	return errors.Join(errs...)
 }
 
-// Close releases the stage's own resources: its trace events and, with the
-// NVLS engine, its part of the multicast object (after a barrier: no peer
-// may still read through it). The heap belongs to its owner.
-func (st *Stage) Close() error {
-	err := st.closeTrace()
-	if st.helped != nil {
-		err = errors.Join(err, st.helped.Close())
-		st.helped = nil
-	}
-	if st.mc != nil {
-		err = errors.Join(err, st.mc.Close())
-		st.mc = nil
+// Close releases the engine's trace events and help event. The heap
+// belongs to its owner.
+func (e *Engine) Close() error {
+	err := e.closeTrace()
+	if e.helped != nil {
+		err = errors.Join(err, e.helped.Close())
+		e.helped = nil
 	}
 	return err
 }

@@ -1,0 +1,121 @@
+package gemmrs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/gemm"
+	"github.com/seed12530e24/hiercoll/rs2d"
+)
+
+// Overlapped is the own GEMM overlapped with an rs2d context's calls, on a
+// GEMM stream of its own: the one place that enqueues the producer, the
+// push after the GEMM and the reduce-scatter (GemmRS's calls and the C
+// ABI's). Its calls run one at a time.
+type Overlapped struct {
+	dev      device.Device
+	producer *Producer
+	stream   device.Stream
+	// ready joins the caller's stream into the GEMM stream (A and B are
+	// ready); done joins the GEMM stream back; start and end time the GEMM
+	// of the last call.
+	ready, done, start, end device.Event
+}
+
+// NewOverlapped makes the producer, the GEMM stream and the events of
+// overlapped calls for a world of world ranks on dev.
+func NewOverlapped(dev device.Device, world int) (*Overlapped, error) {
+	o := &Overlapped{dev: dev}
+	var err error
+	if o.stream, err = dev.NewStream(device.Normal); err != nil {
+		return nil, err
+	}
+	for _, e := range []*device.Event{&o.ready, &o.done} {
+		if *e, err = dev.NewEvent(); err != nil {
+			return nil, errors.Join(err, o.Close())
+		}
+	}
+	for _, e := range []*device.Event{&o.start, &o.end} {
+		if *e, err = dev.NewTimedEvent(); err != nil {
+			return nil, errors.Join(err, o.Close())
+		}
+	}
+	if o.producer, err = NewProducer(dev, world); err != nil {
+		return nil, errors.Join(err, o.Close())
+	}
+	return o, nil
+}
+
+// Enqueue enqueues one overlapped GEMM + reduce-scatter: the GEMM stream
+// waits for s, then the own GEMM spec computes the call's input in the
+// context's consumption order (order), raising each segment's signal as
+// its tiles are stored; the producer's SMs then push the end of the last
+// peer's block (rs2d Call.Help, help as HelpRows's pct); the call's
+// reduce-scatter goes on s, which then waits for the GEMM stream. raised
+// says whether the call's signals may have been raised. On an error s is
+// still ordered after whatever reached the GEMM stream, and a call not
+// enqueued is skipped (its signal value passed over).
+func (o *Overlapped) Enqueue(ctx context.Context, s device.Stream, spec gemm.Params, order []int, call *rs2d.Call, help int) (raised bool, err error) {
+	raised, err = o.enqueueGemm(s, spec, order, call.Signals())
+	if err == nil {
+		err = call.Help(o.stream, HelpRows(spec, len(order), call.Signals().Segments(), help))
+	}
+	if err != nil {
+		call.Skip() // whatever the GEMM raised releases nothing later
+		return raised, errors.Join(err, o.joinBack(s))
+	}
+	err = call.Enqueue(ctx, s)
+	return raised, errors.Join(err, s.WaitEvent(o.done))
+}
+
+// enqueueGemm has the GEMM stream wait for s, then enqueues the own GEMM
+// between the timing events and records done.
+func (o *Overlapped) enqueueGemm(s device.Stream, spec gemm.Params, order []int, sig rs2d.Signals) (raised bool, err error) {
+	if err := o.ready.Record(s); err != nil {
+		return false, err
+	}
+	if err := o.stream.WaitEvent(o.ready); err != nil {
+		return false, err
+	}
+	if err := o.start.Record(o.stream); err != nil {
+		return false, err
+	}
+	if err := o.producer.Enqueue(o.stream, spec, order, sig); err != nil {
+		return true, fmt.Errorf("the own GEMM: %w", err)
+	}
+	if err := o.end.Record(o.stream); err != nil {
+		return true, err
+	}
+	return true, o.done.Record(o.stream)
+}
+
+// joinBack makes s wait for all work queued so far on the GEMM stream.
+func (o *Overlapped) joinBack(s device.Stream) error {
+	if err := o.done.Record(o.stream); err != nil {
+		return err
+	}
+	return s.WaitEvent(o.done)
+}
+
+// Close releases the producer, the events and the GEMM stream; the work on
+// them must be done.
+func (o *Overlapped) Close() error {
+	var errs []error
+	if o.producer != nil {
+		errs = append(errs, o.producer.Close())
+		o.producer = nil
+	}
+	for _, e := range []*device.Event{&o.ready, &o.done, &o.start, &o.end} {
+		if *e != nil {
+			errs = append(errs, (*e).Close())
+			*e = nil
+		}
+	}
+	if o.stream != nil {
+		errs = append(errs, o.stream.Close())
+		o.stream = nil
+	}
+	return errors.Join(errs...)
+}
