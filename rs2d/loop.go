@@ -10,8 +10,8 @@ import (
 // every engine.
 //
 // The call goes in rail rounds of Memory.RailRows rows of every
-// destination's block (one round, unless the ring rounds a call under a
-// bound): per round, one engine step per node step (node swizzle, own node
+// destination's block (one round, unless the ring or the pull engine
+// rounds a call under a bound): per round, one engine step per node step (node swizzle, own node
 // last), each sent on to its rail peer on the p2p stream after the step's
 // block is complete, then the round's sum of the nnodes blocks into its rows
 // of out. Each round of a ring is a rail "call" of its own (railSeq), so the
@@ -33,13 +33,13 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch symm.Epoch) err
 		return err
 	}
 	per := rpr
-	if c.rail != nil {
+	if c.rail != nil || c.mem.PullRows > 0 {
 		per = c.mem.RailRows
 	}
 	for r0 := 0; r0 < rpr; r0 += per {
 		rows := min(per, rpr-r0)
 		seq := epoch
-		if c.rail != nil && c.cfg.Engine == EngineRing {
+		if c.rail != nil && c.roundsRail() {
 			c.railSeq = c.railSeq.Next()
 			seq = c.railSeq
 		}
@@ -154,11 +154,15 @@ func (c *Context) sendRail(after device.Stream, cur, rows int, seq symm.Epoch) e
 	return c.rail.Send(c.streams.P2P, cur, int64(rows)*c.rowBytes(), seq)
 }
 
-// railEpoch is the rail's last value: the call's epoch, or the ring's
-// last rail round.
+// railEpoch is the rail's last value: the call's epoch, or the last rail
+// round of an engine that goes in rounds.
 func (c *Context) railEpoch() symm.Epoch {
-	if c.cfg.Engine == EngineRing {
+	if c.roundsRail() {
 		return c.railSeq
 	}
 	return c.epoch
 }
+
+// roundsRail reports whether the rail counts rounds rather than calls: the
+// ring's and the bounded pull engine's calls go in rounds.
+func (c *Context) roundsRail() bool { return c.cfg.Engine == EngineRing || c.mem.PullRows > 0 }

@@ -20,17 +20,21 @@ import (
 // Config.MaxSymmetricBytes bounds. With e the element size, lws the GPUs
 // per node and B(r) = r × N × e rounded up to 256 bytes:
 //
-//	direct path: Node = MaxM × N × e (the scatter buffer) + pads
+//	direct path: Node = MaxM × N × e (the scatter buffer, or the pull
+//	             engine's symmetric input) + pads
 //	             Rail = 3 × nnodes × B(MaxM/world)          (nnodes > 1)
 //	ring:        Node = channels × (lws−1) × slots × chunk + pads
 //	             Rail = 3 × nnodes × B(RailRows)            (nnodes > 1)
+//	pull, bound: Node = 2 × world × PullRows × N × e + pads
+//	             Rail = 3 × nnodes × B(PullRows)            (nnodes > 1)
 //
 // The pads are a few KiB of signal words. The rail's three sets are a
 // staging block per node and two receive sets (by call parity); the IPC
 // transport adds one 256-byte pad, and NVSHMEM, when it stages its puts,
 // one more set. Under a bound the ring's rail moves each call in rounds of
 // RailRows rows per destination block, so that its buffers stay bounded
-// too.
+// too; the pull engine goes in rounds of PullRows rows (= RailRows) on one
+// node as across nodes.
 type Memory struct {
 	Engine Engine // the path: EngineRing, or the direct path's engine
 	// Node is the node stage's symmetric heap: the engine's buffers (the
@@ -44,6 +48,9 @@ type Memory struct {
 	RailRows int
 	// Ring is the ring's FIFO shape (zero on the direct path).
 	Ring ringengine.Shape
+	// PullRows is, for the pull engine under a bound, the rows of each
+	// destination's block per round (0: whole calls).
+	PullRows int
 }
 
 // Total is the memory per rank.
@@ -53,6 +60,9 @@ func (m Memory) String() string {
 	s := fmt.Sprintf("%s per rank (%v: node stage %s", sizeOf(m.Total()), m.Engine, sizeOf(m.Node))
 	if m.Engine == EngineRing {
 		s += fmt.Sprintf(", %d channels × %d slots of %s per peer", m.Ring.Channels, m.Ring.Slots, sizeOf(m.Ring.ChunkBytes))
+	}
+	if m.PullRows > 0 {
+		s += fmt.Sprintf(", rounds of %d rows per block through two staging sets", m.PullRows)
 	}
 	if m.Rail > 0 {
 		s += fmt.Sprintf("; rail %s, %d rows per round", sizeOf(m.Rail), m.RailRows)
@@ -104,11 +114,19 @@ func newPlanner(ctx context.Context, cfg Config, place symm.Place, sms int) (pla
 	if err != nil {
 		return planner{}, Memory{}, err
 	}
-	p.cfg.Engine = mem.Engine
-	if p.cfg.Graphs && (mem.Engine == EngineRing || mem.Engine == EngineNVLS) && place.Shape.World() > 1 {
-		return planner{}, Memory{}, fmt.Errorf("rs2d: the %v engine does not replay in CUDA graphs (Config.Graphs): %w", mem.Engine, device.ErrNotSupported)
+	p.cfg.Engine, p.pullRows = mem.Engine, mem.PullRows
+	if p.cfg.Graphs && (mem.Engine == EngineRing || mem.Engine == EngineNVLS || mem.PullRows > 0) && place.Shape.World() > 1 {
+		return planner{}, Memory{}, fmt.Errorf("rs2d: the %v engine%s does not replay in CUDA graphs (Config.Graphs): %w", mem.Engine, boundNote(mem), device.ErrNotSupported)
 	}
 	return p, mem, nil
+}
+
+// boundNote says, for the pull engine in rounds, that the bound made it so.
+func boundNote(m Memory) string {
+	if m.PullRows > 0 {
+		return " in rounds under MaxSymmetricBytes"
+	}
+	return ""
 }
 
 // planner computes both paths' memory for a configuration on a world of
@@ -118,6 +136,10 @@ type planner struct {
 	place symm.Place
 	knobs tune.Knobs
 	sms   int // the device's SMs (channels are capped by them)
+	// pullRows is, for the pull engine under a bound, the rows of each
+	// destination's block per round (0: whole calls, from the context's
+	// symmetric input).
+	pullRows int
 }
 
 func (p planner) rowBytes() int64 { return int64(p.cfg.N) * int64(p.cfg.DType.Size()) }
@@ -158,7 +180,7 @@ func (p planner) maker(ring *ringengine.Shape) intranode.Maker {
 	case p.cfg.Engine == EngineSM:
 		return push.NewMaker(spec)
 	case p.cfg.Engine == EnginePull:
-		return pull.NewMaker(spec)
+		return pull.NewMaker(spec, p.pullRows)
 	}
 	return ce.NewMaker(spec)
 }
@@ -176,7 +198,7 @@ func (p planner) nodeLayout(ring *ringengine.Shape) (*symm.Layout, intranode.Mak
 		m.AddTo(&l)
 	}
 	var input symm.Region
-	if p.cfg.Engine == EnginePull {
+	if p.cfg.Engine == EnginePull && p.pullRows == 0 {
 		input = l.Add("symmetric input", int64(p.cfg.MaxM)*p.rowBytes())
 	}
 	return &l, m, gemm, input
@@ -268,6 +290,38 @@ func (p planner) ring() (Memory, error) {
 	return m, nil
 }
 
+// pullBounded is the pull engine's memory under cfg.MaxSymmetricBytes: the
+// call in rounds of as many rows of each destination's block as two staging
+// sets (world blocks of those rows each: one being read while the next is
+// copied in) and, across nodes, the rail's buffers for a round leave room
+// for. An error names the minimum, a round of one row, when even that does
+// not fit.
+func (p planner) pullBounded() (Memory, error) {
+	q := p
+	q.cfg.Engine = EnginePull
+	node := func(rows int) int64 {
+		q.pullRows = rows
+		l, _, _, _ := q.nodeLayout(nil)
+		return l.Size()
+	}
+	total := func(rows int) int64 { return node(rows) + p.railBytes(rows) }
+	bound, most := p.cfg.MaxSymmetricBytes, p.rowsPerRank()
+	if total(1) > bound {
+		return Memory{}, fmt.Errorf("rs2d: MaxSymmetricBytes=%d is below the pull engine's minimum of %d bytes per rank (rounds of one row): %w",
+			bound, total(1), device.ErrInvalidArgument)
+	}
+	lo, hi := 1, most // the most rows that fit: total grows with rows
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if total(mid) <= bound {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return Memory{Engine: EnginePull, Node: node(lo), Rail: p.railBytes(lo), RailRows: lo, PullRows: lo}, nil
+}
+
 // choose picks the path of a context: the direct path with the configured
 // engine (defaults filled in), unless the engine is the ring or the direct
 // path exceeds the bound and the engine was Auto.
@@ -279,6 +333,9 @@ func (p planner) choose(asked Engine) (Memory, error) {
 	bound := p.cfg.MaxSymmetricBytes
 	if bound == 0 || direct.Total() <= bound {
 		return direct, nil
+	}
+	if asked == EnginePull {
+		return p.pullBounded()
 	}
 	ring, err := p.ring()
 	switch {

@@ -18,8 +18,7 @@ var module = &device.Module{Name: "hiercoll_pull", Source: kernels.PeerSource + 
 const (
 	// Block is the CUDA block size of the pull kernel.
 	Block = 512
-	// MaxBlocks bounds a launch's grid: the flag words per set and peer
-	// (PULL_MAX_BLOCKS in pull.cu).
+	// MaxBlocks bounds a launch's grid.
 	MaxBlocks = 1024
 	// MaxLocalSize is the most GPUs per node the kernel serves.
 	MaxLocalSize = 8
@@ -95,15 +94,18 @@ type launch struct {
 	LWS, Me  int
 	Phases   int
 	State    device.Ptr // this rank's call state
+	// MaxGrid is the flags per set and peer: the most blocks any launch
+	// of the engine has.
+	MaxGrid int
 }
 
 func (p launch) args() []any {
-	return []any{p.Peers, p.Off, p.Out, p.Count, p.FlagsOff, int32(p.LWS), int32(p.Me), int32(p.Phases), p.State}
+	return []any{p.Peers, p.Off, p.Out, p.Count, p.FlagsOff, int32(p.LWS), int32(p.Me), int32(p.Phases), p.State, int32(p.MaxGrid)}
 }
 
 func launchArgs(args []any) (launch, error) {
 	bad := fmt.Errorf("pull: kernel arguments %v: %w", args, device.ErrInvalidArgument)
-	if len(args) != 9 {
+	if len(args) != 10 {
 		return launch{}, bad
 	}
 	peers, ok1 := args[0].(device.Ptr)
@@ -115,8 +117,9 @@ func launchArgs(args []any) (launch, error) {
 	me, ok7 := args[6].(int32)
 	phases, ok8 := args[7].(int32)
 	state, ok9 := args[8].(device.Ptr)
-	p := launch{Peers: peers, Off: off, Out: out, Count: count, FlagsOff: flags, LWS: int(lws), Me: int(me), Phases: int(phases), State: state}
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && ok8 && ok9) || p.LWS < 1 || p.LWS > MaxLocalSize || p.Me < 0 || p.Me >= p.LWS || p.Count < 0 {
+	maxGrid, ok10 := args[9].(int32)
+	p := launch{Peers: peers, Off: off, Out: out, Count: count, FlagsOff: flags, LWS: int(lws), Me: int(me), Phases: int(phases), State: state, MaxGrid: int(maxGrid)}
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && ok8 && ok9 && ok10) || p.LWS < 1 || p.LWS > MaxLocalSize || p.Me < 0 || p.Me >= p.LWS || p.Count < 0 || p.MaxGrid < 1 {
 		return launch{}, bad
 	}
 	return p, nil
@@ -128,7 +131,7 @@ func run(dev device.Device, s device.Stream, dt dtype.DType, grid int, p launch)
 	if err != nil {
 		return err
 	}
-	if grid < 1 || grid > MaxBlocks || p.Me < 0 || p.Me >= p.LWS || p.State == 0 {
+	if grid < 1 || grid > p.MaxGrid || p.MaxGrid > MaxBlocks || p.Me < 0 || p.Me >= p.LWS || p.State == 0 {
 		return fmt.Errorf("pull: launch of %d blocks on local rank %d of %d: %w", grid, p.Me, p.LWS, device.ErrInvalidArgument)
 	}
 	return dev.Launch(s, k, grid, p.args()...)
@@ -191,9 +194,9 @@ func peerTable(mem device.HostMemory, table device.Ptr, lws int) ([]device.Ptr, 
 }
 
 // flagWord is the offset of block b's flag of set for source local rank
-// src, as pull.cu lays them out.
-func flagWord(flagsOff int64, lws, set, b, src int) int64 {
-	return flagsOff + 4*(int64(set*MaxBlocks+b)*int64(lws)+int64(src))
+// src, as pull.cu lays them out (maxGrid flags per set and peer).
+func flagWord(flagsOff int64, lws, maxGrid, set, b, src int) int64 {
+	return flagsOff + 4*(int64(set*maxGrid+b)*int64(lws)+int64(src))
 }
 
 // handshake is pull_handshake for block 0: raise this rank's flag on every
@@ -201,7 +204,7 @@ func flagWord(flagsOff int64, lws, set, b, src int) int64 {
 func handshake(mem device.HostMemory, p launch, heaps []device.Ptr, set int, launch uint32, what string) error {
 	for q := 0; q < p.LWS; q++ {
 		if q != p.Me {
-			if err := mem.Store32(heaps[q].Add(flagWord(p.FlagsOff, p.LWS, set, 0, p.Me)), launch); err != nil {
+			if err := mem.Store32(heaps[q].Add(flagWord(p.FlagsOff, p.LWS, p.MaxGrid, set, 0, p.Me)), launch); err != nil {
 				return err
 			}
 		}
@@ -209,7 +212,7 @@ func handshake(mem device.HostMemory, p launch, heaps []device.Ptr, set int, lau
 	abort := p.State.Add(4 * stateAbort)
 	for q := 0; q < p.LWS; q++ {
 		if q != p.Me {
-			w := device.Word{Addr: heaps[p.Me].Add(flagWord(p.FlagsOff, p.LWS, set, 0, q)), Label: fmt.Sprintf("pull %s flag of local rank %d", what, q)}
+			w := device.Word{Addr: heaps[p.Me].Add(flagWord(p.FlagsOff, p.LWS, p.MaxGrid, set, 0, q)), Label: fmt.Sprintf("pull %s flag of local rank %d", what, q)}
 			if err := mem.Wait32Or(w, device.GEQ, launch, abort); err != nil {
 				return err
 			}

@@ -24,13 +24,12 @@
 // word (set by the host when a peer is gone) ends every wait.
 //
 // Blocks wait for the same-numbered blocks of their peers, so the grid must
-// be co-resident: the host keeps it within one block per SM.
+// be co-resident: the host keeps it within one block per SM of its budget,
+// which also sizes the flags (max_blocks per set and peer).
 //
 // Self-contained for NVRTC (no #include); peer.cuh is prepended.
 
 enum { PS_LAUNCHES = 0, PS_FINISHED = 1, PS_ABORT = 2 };
-// Flag words per set and peer: the most blocks a grid has (kernel.go's MaxBlocks).
-enum { PULL_MAX_BLOCKS = 1024 };
 
 __device__ __forceinline__ void pull_wait_geq(const u32* p, u32 target, const volatile u32* abort) {
   while ((int)(ld_acquire_sys(p) - target) < 0) {
@@ -39,15 +38,16 @@ __device__ __forceinline__ void pull_wait_geq(const u32* p, u32 target, const vo
 }
 
 // pull_handshake raises this block's flag (set, launch) on every peer and
-// waits for every peer's on this rank. The barrier before it puts the
-// block's loads (and, at entry, the stream's earlier writes) before the
-// release; the barrier after it puts the acquire before the block's loads.
+// waits for every peer's on this rank (max_blocks flags per set and peer).
+// The barrier before it puts the block's loads (and, at entry, the stream's
+// earlier writes) before the release; the barrier after it puts the acquire
+// before the block's loads.
 __device__ __forceinline__ void pull_handshake(const u64* __restrict__ peers, long long flags_off, int lws, int lr,
-                                               int set, u32 launch, const volatile u32* abort) {
+                                               int set, int max_blocks, u32 launch, const volatile u32* abort) {
   __syncthreads();
   const int t = threadIdx.x;
   if (t < lws && t != lr) {
-    const long long word = ((long long)set * PULL_MAX_BLOCKS + blockIdx.x) * lws;
+    const long long word = ((long long)set * max_blocks + blockIdx.x) * lws;
     __threadfence_system();
     st_release_sys((u32*)((char*)peers[t] + flags_off) + word + lr, launch);
     pull_wait_geq((const u32*)((char*)peers[lr] + flags_off) + word + t, launch, abort);
@@ -135,12 +135,12 @@ __device__ __forceinline__ void pull_finish(u32* state, u32 launch) {
 #define HC_PULL(name, T, E, L)                                                                               \
   extern "C" __global__ void __launch_bounds__(512, 1)                                                   \
       name(const u64* peers, long long off, E* out, long long count, long long flags_off, int lws, int lr, \
-           int phases, u32* state) {                                                                     \
+           int phases, u32* state, int max_blocks) {                                                     \
     const u32 launch = ((volatile u32*)state)[PS_LAUNCHES] + 1;                                          \
     const volatile u32* abort = (const volatile u32*)state + PS_ABORT;                                   \
-    if (phases & 1) pull_handshake(peers, flags_off, lws, lr, 0, launch, abort);                         \
-    pull_sum<T, L, 8 / L>(peers, off, out, count, lws);                                        \
-    if (phases & 2) pull_handshake(peers, flags_off, lws, lr, 1, launch, abort);                         \
+    if (phases & 1) pull_handshake(peers, flags_off, lws, lr, 0, max_blocks, launch, abort);             \
+    pull_sum<T, L, 8 / L>(peers, off, out, count, lws);                                                  \
+    if (phases & 2) pull_handshake(peers, flags_off, lws, lr, 1, max_blocks, launch, abort);             \
     pull_finish(state, launch);                                                                          \
   }
 

@@ -14,7 +14,15 @@
 //
 //	rank r of node, step cur:  out = Σ_q input_q[rows of (cur, r)]   q = 0..lws-1
 //
-// Its words: the handshake flags (two sets of MaxBlocks × lws) and the
+// Under a memory bound the call goes in rounds of a few rows of every
+// destination's block (NewMaker's rows; rs2d's loop hands them out as
+// Step.Row0, Step.Rows): each round's rows are copied from the caller's
+// input into one of two staging sets, world blocks of rows rows, on the copy
+// stream, while the peers read the previous round's set; a copy into a set
+// waits until the pull that last read it ended, i.e. until every peer read
+// it. The memory is then 2 × world × rows rows, whatever M.
+//
+// Its words: the handshake flags (two sets of maxGrid × lws) and the
 // kernel's call state, from which it takes the values it waits for, so it
 // needs no reset under either signal protocol.
 //
@@ -24,6 +32,7 @@ package pull
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/seed12530e24/hiercoll/device"
@@ -34,14 +43,26 @@ import (
 // Maker lays out and makes the pull engine.
 type Maker struct {
 	spec         intranode.Spec
+	rows         int // rows of each block per round (0: whole calls)
 	flags, state symm.Pad
 	peerTable    symm.Region
+	staging      symm.Region // two sets of world × rows rows (in rounds)
 }
 
 var _ intranode.Maker = (*Maker)(nil)
 
-// NewMaker returns the pull engine's maker for spec.
-func NewMaker(spec intranode.Spec) *Maker { return &Maker{spec: spec} }
+// NewMaker returns the pull engine's maker for spec: whole calls read from
+// the context's symmetric input (rows 0), or rounds of rows rows of each
+// destination's block through staging sets of its own.
+func NewMaker(spec intranode.Spec, rows int) *Maker { return &Maker{spec: spec, rows: rows} }
+
+// maxGrid is the most blocks a launch has: one per SM of the budget.
+func (m *Maker) maxGrid() int { return max(1, min(m.spec.ReductionSMs, MaxBlocks)) }
+
+// setBytes is one staging set: world blocks of m.rows rows.
+func (m *Maker) setBytes() int64 {
+	return int64(m.spec.Place.Shape.World()) * int64(m.rows) * m.spec.RowBytes()
+}
 
 // Prepare loads the kernel for the spec's dtype and node size.
 func (m *Maker) Prepare(dev device.Device) error {
@@ -52,9 +73,12 @@ func (m *Maker) Prepare(dev device.Device) error {
 // (the symmetric input is the context's).
 func (m *Maker) AddTo(l *symm.Layout) {
 	lws := m.spec.LocalSize()
-	m.flags = l.AddPad("pull flags", 2*MaxBlocks*lws)
+	m.flags = l.AddPad("pull flags", 2*m.maxGrid()*lws)
 	m.state = l.AddPad("pull call state", stateWords)
 	m.peerTable = l.Add("pull peer table", int64(lws)*8)
+	if m.rows > 0 {
+		m.staging = l.Add("pull staging", 2*m.setBytes())
+	}
 }
 
 // Make builds the engine on env's heap, which must hold a symmetric input.
@@ -63,7 +87,7 @@ func (m *Maker) Make(_ context.Context, env intranode.Env) (intranode.Engine, er
 	switch {
 	case lws > MaxLocalSize:
 		return nil, fmt.Errorf("pull: %d GPUs per node, at most %d: %w", lws, MaxLocalSize, device.ErrNotSupported)
-	case env.Input.Size < int64(env.MaxRows)*env.RowBytes():
+	case m.rows == 0 && env.Input.Size < int64(env.MaxRows)*env.RowBytes():
 		return nil, fmt.Errorf("pull: a symmetric input of %d bytes, want %d: %w", env.Input.Size, int64(env.MaxRows)*env.RowBytes(), device.ErrInvalidArgument)
 	}
 	if err := intranode.CheckMapped(env); err != nil {
@@ -72,13 +96,30 @@ func (m *Maker) Make(_ context.Context, env intranode.Env) (intranode.Engine, er
 	if err := intranode.WritePeerTable(env, m.peerTable); err != nil {
 		return nil, err
 	}
-	return &Engine{env: env, m: m}, nil
+	e := &Engine{env: env, m: m}
+	if m.rows > 0 {
+		for i := range e.copied {
+			var err error
+			if e.copied[i], err = env.Dev.NewEvent(); err == nil {
+				e.read[i], err = env.Dev.NewEvent()
+			}
+			if err != nil {
+				return nil, errors.Join(fmt.Errorf("pull: %w", err), e.Close())
+			}
+		}
+	}
+	return e, nil
 }
 
 // Engine is one rank's pull engine.
 type Engine struct {
 	env intranode.Env
 	m   *Maker
+	// In rounds: the round of the call being enqueued, and per staging
+	// set the end of its copy (copy stream) and of the pull that read it
+	// (the caller's stream).
+	round        int
+	copied, read [2]device.Event
 }
 
 var _ intranode.Engine = (*Engine)(nil)
@@ -92,8 +133,13 @@ func Grid(rowBytes int64, rows, sms int) int {
 }
 
 // Begin copies the call's rows into the symmetric input, unless the caller
-// wrote them there (call.Input is the input region).
+// wrote them there (call.Input is the input region). In rounds, the copy
+// stream starts after s instead: each round's step copies its rows.
 func (e *Engine) Begin(s device.Stream, call intranode.Call) error {
+	if e.m.rows > 0 {
+		e.round = 0
+		return e.env.Streams.Join(e.env.Streams.Copy[0], s)
+	}
 	sym := e.env.Heap.Local().Add(e.env.Input.Off)
 	if call.Input == sym {
 		return nil
@@ -110,33 +156,104 @@ func (e *Engine) Begin(s device.Stream, call intranode.Call) error {
 // into step.ReduceTo. The call's first step waits for every peer's input,
 // its last ends once every peer read this rank's.
 func (e *Engine) Step(s device.Stream, step intranode.Step) (intranode.Done, error) {
+	if e.m.rows > 0 {
+		return e.roundStep(s, step)
+	}
 	lws, me, rowBytes := e.env.LocalSize(), e.env.Place.LocalRank, e.env.RowBytes()
 	row := int64((step.Node*lws+me)*step.RowsPer + step.Row0)
+	return e.pull(s, step, e.env.Input.Off+row*rowBytes, step.First, step.Last)
+}
+
+// pull launches the kernel for step's rows of this rank's block at heap
+// offset off in every peer's heap; arrive and done say which handshakes
+// the launch makes.
+func (e *Engine) pull(s device.Stream, step intranode.Step, off int64, arrive, done bool) (intranode.Done, error) {
+	lws, me, rowBytes := e.env.LocalSize(), e.env.Place.LocalRank, e.env.RowBytes()
 	p := launch{
 		Peers:    e.env.Heap.Local().Add(e.m.peerTable.Off),
-		Off:      e.env.Input.Off + row*rowBytes,
+		Off:      off,
 		Out:      step.ReduceTo,
 		Count:    int64(step.Rows) * int64(e.env.Cols),
 		FlagsOff: e.m.flags.Off,
 		LWS:      lws,
 		Me:       me,
 		State:    e.env.Heap.Local().Add(e.m.state.Off),
+		MaxGrid:  e.m.maxGrid(),
 	}
-	if step.First {
+	if arrive {
 		p.Phases |= phaseArrive
 	}
-	if step.Last {
+	if done {
 		p.Phases |= phaseDone
 	}
-	grid := Grid(rowBytes, step.Rows, e.env.ReductionSMs)
+	grid := Grid(rowBytes, step.Rows, e.m.maxGrid())
 	if err := run(e.env.Dev, s, e.env.DType, grid, p); err != nil {
 		return intranode.Done{}, fmt.Errorf("pull: node step %d: %w", step.Node, err)
 	}
 	return intranode.Done{Landed: s, Reduced: s}, nil
 }
 
-// End does nothing: the last step's kernel ends the call's handshakes.
-func (e *Engine) End(device.Stream, intranode.Call) error { return nil }
+// roundStep is a node step of a call in rounds. A round's first node step
+// (the node after this rank's, in node swizzle) copies the round's rows of
+// every destination's block into staging set round%2, once the pull that
+// last read that set ended; its kernels wait for every peer's copy (arrive)
+// in the first step and, in the round's last (the own node), end once every
+// peer read this rank's set (done).
+func (e *Engine) roundStep(s device.Stream, step intranode.Step) (intranode.Done, error) {
+	nodes, place := e.env.Place.Shape.Nodes, e.env.Place
+	first, last := step.Node == (place.Node+1)%nodes, step.Node == place.Node
+	set := e.round % 2
+	if step.Rows > e.m.rows {
+		return intranode.Done{}, fmt.Errorf("pull: a round of %d rows, at most %d: %w", step.Rows, e.m.rows, device.ErrInvalidArgument)
+	}
+	base := e.m.staging.Off + int64(set)*e.m.setBytes()
+	if first {
+		if err := e.stage(s, step, set, base); err != nil {
+			return intranode.Done{}, err
+		}
+	}
+	lws, me, rowBytes := e.env.LocalSize(), place.LocalRank, e.env.RowBytes()
+	off := base + int64((step.Node*lws+me)*e.m.rows)*rowBytes
+	done, err := e.pull(s, step, off, first, last)
+	if err != nil || !last {
+		return done, err
+	}
+	e.round++
+	return done, e.read[set].Record(s)
+}
+
+// stage copies step's rows of every destination's block into staging set
+// set (at heap offset base) on the copy stream, after the pull that last
+// read the set, and has s wait for the copy.
+func (e *Engine) stage(s device.Stream, step intranode.Step, set int, base int64) error {
+	cp, rowBytes := e.env.Streams.Copy[0], e.env.RowBytes()
+	if e.round >= 2 {
+		if err := cp.WaitEvent(e.read[set]); err != nil {
+			return err
+		}
+	}
+	local := e.env.Heap.Local()
+	for g := 0; g < e.env.Place.Shape.World(); g++ {
+		src := step.Input.Add(int64(g*step.RowsPer+step.Row0) * rowBytes)
+		dst := local.Add(base + int64(g*e.m.rows)*rowBytes)
+		if err := e.env.Dev.Copy(cp, dst, src, int64(step.Rows)*rowBytes); err != nil {
+			return fmt.Errorf("pull: staging round %d: %w", e.round, err)
+		}
+	}
+	if err := e.copied[set].Record(cp); err != nil {
+		return err
+	}
+	return s.WaitEvent(e.copied[set])
+}
+
+// End has s wait for the copy stream (in rounds; nothing else: the last
+// step's kernel ends the call's handshakes).
+func (e *Engine) End(s device.Stream, _ intranode.Call) error {
+	if e.m.rows == 0 {
+		return nil
+	}
+	return e.env.Streams.Join(s, e.env.Streams.Copy[0])
+}
 
 // ReleaseWaits enqueues on s the abort word: every wait of the kernel ends.
 func (e *Engine) ReleaseWaits(s device.Stream, _ symm.Epoch) error {
@@ -147,5 +264,14 @@ func (e *Engine) ReleaseWaits(s device.Stream, _ symm.Epoch) error {
 	return nil
 }
 
-// Close releases nothing: the engine's words are in the context's heap.
-func (e *Engine) Close() error { return nil }
+// Close releases the rounds' events (the engine's words are in the
+// context's heap).
+func (e *Engine) Close() error {
+	var errs []error
+	for _, ev := range append(e.copied[:], e.read[:]...) {
+		if ev != nil {
+			errs = append(errs, ev.Close())
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -64,6 +64,7 @@ type spec struct {
 	zeroCopy bool // write each call's rows into Context.Input (else a buffer of the caller's)
 	graphs   bool
 	late     *late // rank 1's device wrapper (nil: none)
+	bound    int64 // MaxSymmetricBytes (0: none); the call then goes in rounds
 }
 
 // run makes calls on a fresh simulated world with the pull engine, each on
@@ -92,11 +93,15 @@ func run(t *testing.T, sp spec) {
 			l.Device = r.Dev
 			dev = &l
 		}
-		rs, err := rs2d.New(ctx, r.Comm, dev, rs2d.Config{MaxM: m, N: sp.n, DType: sp.dt, Engine: rs2d.EnginePull, Graphs: sp.graphs, Timeout: time.Minute})
+		rs, err := rs2d.New(ctx, r.Comm, dev, rs2d.Config{MaxM: m, N: sp.n, DType: sp.dt, Engine: rs2d.EnginePull, Graphs: sp.graphs,
+			Timeout: time.Minute, MaxSymmetricBytes: sp.bound})
 		if err != nil {
 			return err
 		}
 		defer rs.Close()
+		if mem := rs.Memory(); sp.bound > 0 && (mem.PullRows < 1 || mem.PullRows >= sp.rowsPer || mem.Total() > sp.bound) {
+			return fmt.Errorf("under a bound of %d bytes: %v, want rounds of fewer rows than %d within the bound", sp.bound, mem, sp.rowsPer)
+		}
 		es := int64(sp.dt.Size())
 		var in rs2d.Tensor
 		if sp.zeroCopy {
@@ -190,6 +195,55 @@ func TestPullHandshakes(t *testing.T) {
 			})
 		}
 	}
+}
+
+// Under MaxSymmetricBytes the call goes in rounds through two staging sets:
+// every shape and dtype, rounds that do not divide the block, fresh data
+// every call, a rank whose reads are late (a round's set must not be
+// overwritten before every peer read it).
+func TestPullInRounds(t *testing.T) {
+	for _, shape := range []bootstrap.Shape{{Nodes: 1, LocalSize: 2}, {Nodes: 1, LocalSize: 4}, {Nodes: 2, LocalSize: 2}, {Nodes: 3, LocalSize: 3}} {
+		for _, dt := range dtype.All {
+			t.Run(fmt.Sprintf("%v/%v", shape, dt), func(t *testing.T) {
+				t.Parallel()
+				// Rows of 4 KiB: the data, not the pads, sets the memory.
+				n := 4096/dt.Size() + 1
+				run(t, spec{shape: shape, dt: dt, rowsPer: 13, n: n, calls: 3, bound: boundFor(shape, 13, n*dt.Size(), 4)})
+			})
+		}
+	}
+	t.Run("reads late", func(t *testing.T) {
+		t.Parallel()
+		shape := bootstrap.Shape{Nodes: 1, LocalSize: 3}
+		run(t, spec{shape: shape, dt: dtype.I32, rowsPer: 9, n: 1024, calls: 3, bound: boundFor(shape, 9, 4096, 3),
+			late: &late{reads: true, delay: 20 * time.Millisecond}})
+	})
+	t.Run("bound below one row", func(t *testing.T) {
+		w, err := world.Sim(bootstrap.Shape{Nodes: 1, LocalSize: 2}, world.SimOptions{})
+		require.NoError(t, err)
+		defer func() { require.NoError(t, w.Close()) }()
+		err = w.Run(context.Background(), func(ctx context.Context, r world.Rank) error {
+			_, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: 64, N: 1024, DType: dtype.F32, Engine: rs2d.EnginePull, MaxSymmetricBytes: 4096})
+			if !errors.Is(err, device.ErrInvalidArgument) || !strings.Contains(err.Error(), "minimum") {
+				return fmt.Errorf("a bound below one row: %v, want ErrInvalidArgument naming the minimum", err)
+			}
+			return nil
+		})
+		require.NoError(t, err)
+	})
+}
+
+// boundFor is a MaxSymmetricBytes that leaves the pull engine rounds of
+// about rows/div rows of rowBytes bytes on shape: the direct path's input
+// (rowsPer rows per rank) would not fit.
+func boundFor(shape bootstrap.Shape, rowsPer int, rowBytes int, div int) int64 {
+	world := int64(shape.World())
+	round := int64(max(1, rowsPer/div))
+	rail := int64(0)
+	if shape.Nodes > 1 {
+		rail = 3 * int64(shape.Nodes) * ((round*int64(rowBytes) + 255) / 256 * 256)
+	}
+	return 2*world*round*int64(rowBytes) + rail + 16<<10
 }
 
 func TestPullHundredCalls(t *testing.T) {
