@@ -2,6 +2,7 @@ package rs2d
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/seed12530e24/hiercoll/bootstrap"
@@ -284,8 +285,8 @@ func (p planner) ring() (Memory, error) {
 	}
 	if m.RailRows < 1 || m.Total() > bound {
 		least := p.ringNode(minShape) + p.railBytes(1)
-		return Memory{}, fmt.Errorf("rs2d: MaxSymmetricBytes=%d is below the ring's minimum of %d bytes per rank (%d channels × %d node peers × %d slots of %d bytes, the pads, and a rail round of one row): %w",
-			bound, least, minShape.Channels, p.place.Shape.LocalSize-1, minShape.Slots, minShape.ChunkBytes, device.ErrInvalidArgument)
+		return Memory{}, &belowMinimum{least: least, err: fmt.Errorf("rs2d: MaxSymmetricBytes=%d is below the ring's minimum of %d bytes per rank (%d channels × %d node peers × %d slots of %d bytes, the pads, and a rail round of one row): %w",
+			bound, least, minShape.Channels, p.place.Shape.LocalSize-1, minShape.Slots, minShape.ChunkBytes, device.ErrInvalidArgument)}
 	}
 	return m, nil
 }
@@ -307,8 +308,8 @@ func (p planner) pullBounded() (Memory, error) {
 	total := func(rows int) int64 { return node(rows) + p.railBytes(rows) }
 	bound, most := p.cfg.MaxSymmetricBytes, p.rowsPerRank()
 	if total(1) > bound {
-		return Memory{}, fmt.Errorf("rs2d: MaxSymmetricBytes=%d is below the pull engine's minimum of %d bytes per rank (rounds of one row): %w",
-			bound, total(1), device.ErrInvalidArgument)
+		return Memory{}, &belowMinimum{least: total(1), err: fmt.Errorf("rs2d: MaxSymmetricBytes=%d is below the pull engine's minimum of %d bytes per rank (rounds of one row): %w",
+			bound, total(1), device.ErrInvalidArgument)}
 	}
 	lo, hi := 1, most // the most rows that fit: total grows with rows
 	for lo < hi {
@@ -324,7 +325,8 @@ func (p planner) pullBounded() (Memory, error) {
 
 // choose picks the path of a context: the direct path with the configured
 // engine (defaults filled in), unless the engine is the ring or the direct
-// path exceeds the bound and the engine was Auto.
+// path exceeds the bound; then a pull engine, named or Auto, goes in rounds
+// (Auto: where the rounds fit, else the ring).
 func (p planner) choose(asked Engine) (Memory, error) {
 	if p.cfg.Engine == EngineRing {
 		return p.ring()
@@ -337,6 +339,15 @@ func (p planner) choose(asked Engine) (Memory, error) {
 	if asked == EnginePull {
 		return p.pullBounded()
 	}
+	var pullErr error
+	if asked == EngineAuto && !p.cfg.OverlapWithGEMM && p.place.Shape.LocalSize <= pull.MaxLocalSize {
+		// The pull engine in rounds where it fits, else the ring.
+		m, err := p.pullBounded()
+		if err == nil {
+			return m, nil
+		}
+		pullErr = err
+	}
 	ring, err := p.ring()
 	switch {
 	case asked != EngineAuto:
@@ -346,7 +357,26 @@ func (p planner) choose(asked Engine) (Memory, error) {
 		return Memory{}, fmt.Errorf("rs2d: the direct path's buffers take %d bytes per rank, above MaxSymmetricBytes=%d, and the ring, which bounds them, does not wait for GEMM signals (OverlapWithGEMM): %w",
 			direct.Total(), bound, device.ErrNotSupported)
 	case err != nil:
-		return Memory{}, err
+		return Memory{}, smallerMinimum(err, pullErr)
 	}
 	return ring, nil
+}
+
+// belowMinimum is a bound below a path's least memory, which it names.
+type belowMinimum struct {
+	least int64
+	err   error
+}
+
+func (b *belowMinimum) Error() string { return b.err.Error() }
+func (b *belowMinimum) Unwrap() error { return b.err }
+
+// smallerMinimum is, of two paths' errors, the one that names the smaller
+// minimum (a bound below both: the other path's minimum is not the least).
+func smallerMinimum(a, b error) error {
+	var x, y *belowMinimum
+	if errors.As(a, &x) && errors.As(b, &y) && y.least < x.least {
+		return b
+	}
+	return a
 }

@@ -76,8 +76,8 @@ func railBound(t *testing.T, shape bootstrap.Shape, dt dtype.DType, m, n int, kn
 }
 
 // More than one node under a bound: the rail goes in rounds of two rows of
-// five (2, 2, 1), with the receive sets alternating by round; the bound
-// makes Auto pick the ring, which fits in it.
+// five (2, 2, 1), with the receive sets alternating by round; the ring
+// named fits in the bound.
 func TestRingRailRoundsUnderABound(t *testing.T) {
 	for _, shape := range []bootstrap.Shape{{Nodes: 2, LocalSize: 1}, {Nodes: 2, LocalSize: 2}, {Nodes: 4, LocalSize: 1}, {Nodes: 2, LocalSize: 4}} {
 		for _, dt := range dtype.All {
@@ -87,7 +87,7 @@ func TestRingRailRoundsUnderABound(t *testing.T) {
 				knobs := ringKnobs(dt, 1)
 				bound := railBound(t, shape, dt, rowsPer*shape.World(), n, knobs)
 				runWorld(t, runSpec{shape: shape, dt: dt, rowsPer: rowsPer, n: n, calls: 3,
-					cfg: rs2d.Config{MaxSymmetricBytes: bound}, knobs: knobs,
+					cfg: rs2d.Config{Engine: rs2d.EngineRing, MaxSymmetricBytes: bound}, knobs: knobs,
 					inspect: func(rs *rs2d.Context) error {
 						m := rs.Memory()
 						if err := wantRing(1)(rs); err != nil {
@@ -120,9 +120,10 @@ func TestRingHundredCalls(t *testing.T) {
 }
 
 // The path New takes under a bound, and its memory: the direct path while
-// it fits, the ring (within the bound) when Auto's direct path does not,
-// errors for a named direct engine, GEMM overlap, and a bound below the
-// ring's minimum, which the error names exactly.
+// it fits, the pull engine in rounds (within the bound) when Auto's direct
+// path does not, the ring when named, errors for a named direct engine,
+// GEMM overlap, and a bound below Auto's minimum (the smaller of the pull
+// engine's and the ring's), which the error names exactly.
 func TestMemoryBoundPicksThePath(t *testing.T) {
 	ctx := context.Background()
 	for _, shape := range []bootstrap.Shape{{Nodes: 1, LocalSize: 1}, {Nodes: 1, LocalSize: 4}, {Nodes: 2, LocalSize: 4}, {Nodes: 4, LocalSize: 1}} {
@@ -145,7 +146,15 @@ func TestMemoryBoundPicksThePath(t *testing.T) {
 			require.Equal(t, direct, m, "a bound the direct path meets keeps it")
 
 			at.MaxSymmetricBytes = direct.Total() - 1
-			ring, err := rs2d.MemoryOf(ctx, at, shape, 132)
+			rounds, err := rs2d.MemoryOf(ctx, at, shape, 132)
+			require.NoError(t, err)
+			require.Equal(t, rs2d.EnginePull, rounds.Engine, "Auto under a bound: the pull engine in rounds")
+			require.Positive(t, rounds.PullRows)
+			require.Less(t, rounds.PullRows, 64)
+			require.LessOrEqual(t, rounds.Total(), at.MaxSymmetricBytes)
+			asRing := at
+			asRing.Engine = rs2d.EngineRing
+			ring, err := rs2d.MemoryOf(ctx, asRing, shape, 132)
 			require.NoError(t, err)
 			require.Equal(t, rs2d.EngineRing, ring.Engine)
 			require.LessOrEqual(t, ring.Total(), at.MaxSymmetricBytes)
@@ -209,7 +218,13 @@ func TestMemoryIsWhatNewAllocates(t *testing.T) {
 	require.NoError(t, err)
 	bounded := cfg
 	bounded.MaxSymmetricBytes = direct.Total() / 3
-	ring, err := rs2d.MemoryOf(ctx, bounded, shape, sms)
+	rounds, err := rs2d.MemoryOf(ctx, bounded, shape, sms)
+	require.NoError(t, err)
+	require.Equal(t, rs2d.EnginePull, rounds.Engine)
+	require.Less(t, rounds.RailRows, 16, "the call goes in rounds")
+	asRing := bounded
+	asRing.Engine = rs2d.EngineRing
+	ring, err := rs2d.MemoryOf(ctx, asRing, shape, sms)
 	require.NoError(t, err)
 	require.Equal(t, rs2d.EngineRing, ring.Engine)
 	require.Less(t, ring.RailRows, 16, "the rail goes in rounds")
@@ -217,12 +232,12 @@ func TestMemoryIsWhatNewAllocates(t *testing.T) {
 	tooSmall.MaxSymmetricBytes = 100
 	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		if _, err := rs2d.New(ctx, r.Comm, r.Dev, tooSmall); !errors.Is(err, device.ErrInvalidArgument) {
-			return fmt.Errorf("a bound below the ring's minimum: %v", err)
+			return fmt.Errorf("a bound below every path's minimum: %v", err)
 		}
 		for _, c := range []struct {
 			cfg  rs2d.Config
 			want rs2d.Memory
-		}{{cfg, direct}, {bounded, ring}} {
+		}{{cfg, direct}, {bounded, rounds}, {asRing, ring}} {
 			rs, err := rs2d.New(ctx, r.Comm, r.Dev, c.cfg)
 			if err != nil {
 				return err
@@ -243,7 +258,8 @@ func TestMemoryIsWhatNewAllocates(t *testing.T) {
 }
 
 // The example the README quotes: M = 8192, N = 16384, bf16, 8 GPUs of 132
-// SMs, the direct path and the ring (default shape, and under 64 MiB). The
+// SMs, the direct path, the ring (default shape, and under 64 MiB) and
+// Auto under 64 MiB (the pull engine in rounds). The
 // bytes past the buffers are the GEMM signals and the engine's own signal
 // pads (a context lays out only its engine's).
 func TestMemoryExample(t *testing.T) {
@@ -261,9 +277,9 @@ func TestMemoryExample(t *testing.T) {
 	}{
 		{bootstrap.Shape{Nodes: 1, LocalSize: 8}, rs2d.EngineAuto, 0, 256*MiB + 2304, 0, 1024, 0, "1×8 direct"},
 		{bootstrap.Shape{Nodes: 1, LocalSize: 8}, rs2d.EngineRing, 0, 28*MiB + 2048, 0, 1024, 128 << 10, "1×8 ring"},
-		{bootstrap.Shape{Nodes: 1, LocalSize: 8}, rs2d.EngineAuto, 64 * MiB, 28*MiB + 2048, 0, 1024, 128 << 10, "1×8 under 64 MiB"},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 8}, rs2d.EngineRing, 64 * MiB, 28*MiB + 2048, 0, 1024, 128 << 10, "1×8 ring under 64 MiB"},
 		{bootstrap.Shape{Nodes: 2, LocalSize: 4}, rs2d.EngineAuto, 0, 256*MiB + 1792, 192 * MiB, 1024, 0, "2×4 direct"},
-		{bootstrap.Shape{Nodes: 2, LocalSize: 4}, rs2d.EngineAuto, 64 * MiB, 12*MiB + 1536, 3 * 2 * 277 * 32 << 10, 277, 128 << 10, "2×4 under 64 MiB"},
+		{bootstrap.Shape{Nodes: 2, LocalSize: 4}, rs2d.EngineRing, 64 * MiB, 12*MiB + 1536, 3 * 2 * 277 * 32 << 10, 277, 128 << 10, "2×4 ring under 64 MiB"},
 	} {
 		cfg := cfg
 		cfg.Engine, cfg.MaxSymmetricBytes = c.engine, c.bound
@@ -277,6 +293,24 @@ func TestMemoryExample(t *testing.T) {
 		if c.bound > 0 {
 			require.LessOrEqual(t, m.Total(), c.bound, c.description)
 		}
+	}
+	// Auto under 64 MiB: the pull engine in rounds. Rows are 32 KiB; a
+	// round of r rows takes two staging sets of 8r rows (16 × 32 KiB = 512
+	// KiB a row: 127 rows and the pads in 64 MiB) and, on 2 nodes, the
+	// rail's 3 × 2 blocks of r rows (22 × 32 KiB = 704 KiB a row: 93).
+	for _, c := range []struct {
+		shape bootstrap.Shape
+		rows  int
+	}{{bootstrap.Shape{Nodes: 1, LocalSize: 8}, 127}, {bootstrap.Shape{Nodes: 2, LocalSize: 4}, 93}} {
+		bounded := cfg
+		bounded.MaxSymmetricBytes = 64 * MiB
+		m, err := rs2d.MemoryOf(ctx, bounded, c.shape, 132)
+		require.NoError(t, err)
+		t.Logf("%v auto under 64 MiB: %v", c.shape, m)
+		require.Equal(t, rs2d.EnginePull, m.Engine)
+		require.Equal(t, c.rows, m.PullRows)
+		require.Equal(t, c.rows, m.RailRows)
+		require.LessOrEqual(t, m.Total(), bounded.MaxSymmetricBytes)
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 func TestVerifySimWithMaxSymm(t *testing.T) {
 	code, out, errOut := hiercoll(t, "verify", "--backend", "sim", "--max-symm", "1M")
 	require.Equal(t, 0, code, "stderr:\n%s\nstdout:\n%s", errOut, out)
-	require.Contains(t, out, "engine ring")
+	require.Contains(t, out, "engine pull", "under the bound, the pull engine in rounds")
 	require.Contains(t, out, "PASS")
 }
 

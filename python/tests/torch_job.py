@@ -20,10 +20,14 @@ def one_rank_env(rendezvous_port=False):
     rendezvous_port, HIERCOLL_PORT too (hiercoll's own rendezvous, where no store is used)."""
     if "RANK" in os.environ:
         return
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    # Two ports: torch.distributed's store listens on MASTER_PORT, and a
+    # later test of the same process may start one while hiercoll's own
+    # rendezvous still listens on HIERCOLL_PORT.
+    with socket.socket() as a, socket.socket() as b:
+        a.bind(("127.0.0.1", 0))
+        b.bind(("127.0.0.1", 0))
+        port, own = a.getsockname()[1], b.getsockname()[1]
     os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1",
                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     if rendezvous_port:
-        os.environ["HIERCOLL_PORT"] = str(port)
+        os.environ["HIERCOLL_PORT"] = str(own)
