@@ -18,7 +18,7 @@ import (
 func runBench(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var w worldFlags
-	w.register(fs)
+	w.register(fs, worldUse{shape: true, rail: true, engine: true, lists: true})
 	dt := fs.String("dtype", "bf16", "element type: bf16, fp16, fp32, int32")
 	n := fs.Int("n", 4096, "columns N (M follows from the size)")
 	sizes := fs.String("sizes", "", "input bytes per rank, comma-separated, with K/M/G suffixes, each at least one row per rank "+
@@ -134,8 +134,8 @@ func writeBenchFiles(rows []benchmarks.BenchRow, world int, d dtype.DType, csvPa
 // parseSizes reads "1M,32M,2G".
 func parseSizes(s string) ([]int64, error) {
 	var out []int64
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(strings.ToUpper(f))
+	for _, typed := range strings.Split(s, ",") {
+		f := strings.TrimSpace(strings.ToUpper(typed))
 		mult := int64(1)
 		switch {
 		case strings.HasSuffix(f, "K"):
@@ -147,7 +147,7 @@ func parseSizes(s string) ([]int64, error) {
 		}
 		v, err := strconv.ParseInt(f, 10, 64)
 		if err != nil || v <= 0 {
-			return nil, fmt.Errorf("size %q: want a positive number with an optional K, M or G suffix", f)
+			return nil, fmt.Errorf("size %q: want a positive number with an optional K, M or G suffix", strings.TrimSpace(typed))
 		}
 		out = append(out, v*mult)
 	}

@@ -162,3 +162,56 @@ func TestBenchHostCost(t *testing.T) {
 	require.Regexp(t, `host cost: .* per call`, out)
 	require.Regexp(t, `\d+\.\d+ us per call`, out)
 }
+
+// Command-line details a user trips on: each mistake names what was typed
+// and what the command takes.
+func TestFlagMessages(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		// dtype's own error lists every element type, e4m3 included; the
+		// command lists only those it takes.
+		{[]string{"demo", "--dtype", "fp64"}, `--dtype "fp64": unknown element type; this command takes bf16, fp16, fp32, int32`},
+		{[]string{"bench-mm", "--dtype", "half-ish"}, `this command takes bf16, fp16`},
+		{[]string{"bench", "--sizes", "1M,-4M"}, `size "-4M": want a positive number`},
+		{[]string{"demo", "--timeout", "5"}, `a duration needs its unit: 5s for 5 seconds`},
+		{[]string{"demo", "--timeout", "soon"}, `want a duration with its unit, such as 30s`},
+		// Flags a command would ignore are not defined for it.
+		{[]string{"floors", "--engine", "x"}, "flag provided but not defined: -engine"},
+		{[]string{"floors", "--transport", "nccl"}, "flag provided but not defined: -transport"},
+		{[]string{"bench-mm", "--nodes", "7"}, "flag provided but not defined: -nodes"},
+		{[]string{"bench-mm", "--chunks", "junk"}, "flag provided but not defined: -chunks"},
+		{[]string{"bench-gemm", "--engine", "ring"}, "flag provided but not defined: -engine"},
+		// One setting where one is run; bench measures lists.
+		{[]string{"verify", "--engine", "ring,sm"}, "--engine ring,sm: this command runs one setting"},
+		{[]string{"demo", "--chunks", "1,2"}, "--chunks 1,2: this command runs one setting"},
+		{[]string{"bench-gemm", "--push-share", "101"}, "--push-share 101: want -1 (none), 0 (estimated) or a percentage"},
+	} {
+		code, out, errOut := hiercoll(t, tc.args...)
+		require.Equal(t, 2, code, "%q: %s", tc.args, errOut)
+		require.Empty(t, out, "%q", tc.args)
+		require.Contains(t, errOut, tc.want, "%q", tc.args)
+		require.Equal(t, 1, strings.Count(errOut, "\n"), "%q: one line:\n%s", tc.args, errOut)
+	}
+}
+
+// Every command's help works (bench-gemm's had a flag named -help), says
+// what a list-valued flag does only where lists are taken, and speaks to
+// a user, not to the project.
+func TestEveryCommandsHelp(t *testing.T) {
+	for cmd := range commands {
+		for _, h := range []string{"-h", "--help"} {
+			code, out, errOut := hiercoll(t, cmd, h)
+			require.Equal(t, 0, code, "%s %s: %s", cmd, h, errOut)
+			require.Empty(t, errOut, "%s %s", cmd, h)
+			require.True(t, strings.HasPrefix(out, "usage: hiercoll "+cmd), "%s %s:\n%s", cmd, h, out)
+			require.NotContains(t, out, "lent machines", cmd)
+			require.NotContains(t, out, "bench takes a list", cmd)
+			require.NotRegexp(t, `flags:\n*$`, out, "%s: an empty flag list", cmd)
+			require.Equal(t, cmd == "bench", strings.Contains(out, "a comma-separated list measures each value"), cmd)
+		}
+	}
+	_, out, _ := hiercoll(t, "bench-gemm", "-h")
+	require.Contains(t, out, "-push-share int")
+}

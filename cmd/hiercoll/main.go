@@ -169,15 +169,15 @@ type usageError struct{ error }
 // command takes (one of allowed); a dtype it does not take is a usage error
 // that says which it does, and where fp8 is measured.
 func parseDType(flag, s string, allowed ...dtype.DType) (dtype.DType, error) {
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		names[i] = a.String()
+	}
 	d, err := dtype.Parse(s)
-	if err != nil {
-		return d, usageError{err}
+	if err != nil { // dtype's own message lists every element type, not the command's
+		return d, usageError{fmt.Errorf("--%s %q: unknown element type; this command takes %s", flag, s, strings.Join(names, ", "))}
 	}
 	if !slices.Contains(allowed, d) {
-		names := make([]string, len(allowed))
-		for i, a := range allowed {
-			names[i] = a.String()
-		}
 		hint := ""
 		if d == dtype.E4M3 {
 			hint = " (fp8 is a GEMM input only: benchmarks/torch/gemm_fp8.py measures it)"

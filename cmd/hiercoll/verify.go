@@ -12,7 +12,7 @@ import (
 func runVerify(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	var w worldFlags
-	w.register(fs)
+	w.register(fs, worldUse{shape: true, rail: true, engine: true})
 	dts := fs.String("dtypes", "bf16,fp16,fp32,int32", "element types to check")
 	calls := fs.Int("calls", 3, "calls per shape, each on fresh random data")
 	repeat := fs.Int("repeat", 0, "calls in a row on one context (default: 1000 on GPUs, 100 on the CPU)")

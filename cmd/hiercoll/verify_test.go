@@ -24,7 +24,7 @@ func TestWorldFlagsMaxSymmAndRing(t *testing.T) {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
 		var w worldFlags
-		w.register(fs)
+		w.register(fs, worldUse{shape: true, rail: true, engine: true, lists: true})
 		return &w, fs.Parse(args)
 	}
 	w, err := parse("--max-symm", "64M", "--ring-slots", "1", "--ring-chunk", "4K", "--ring-channels", "8", "--engine", "auto,ring")
