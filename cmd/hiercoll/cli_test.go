@@ -215,3 +215,29 @@ func TestEveryCommandsHelp(t *testing.T) {
 	_, out, _ := hiercoll(t, "bench-gemm", "-h")
 	require.Contains(t, out, "-push-share int")
 }
+
+// A failure of every simulated rank is printed once, not once per rank;
+// what the simulated GPUs cannot do is refused before the world starts,
+// and so is a world too large to simulate.
+func TestErrorsOncePerRun(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"demo", "--transport", "nccl"}, 2, "--transport nccl needs GPUs"},
+		{[]string{"bench", "--transport", "nvshmem", "--sizes", "1M"}, 2, "--transport nvshmem needs GPUs"},
+		{[]string{"demo", "--gpus", "100000"}, 2, "--nodes 2 x --gpus 100000: the CPU backend simulates at most 256 GPUs"},
+		{[]string{"demo", "--nodes", "1000000"}, 2, "--nodes 1000000 x --gpus 4: the CPU backend simulates at most 256 GPUs"},
+		{[]string{"floors", "--nodes", "4611686018427387904", "--gpus", "4"}, 2, "simulates at most 256 GPUs"},
+		{[]string{"demo", "--timeout", "1ns"}, 1, "ranks 0-7: "},
+	} {
+		code, out, errOut := hiercoll(t, tc.args...)
+		require.Equal(t, tc.code, code, "%q: %s", tc.args, errOut)
+		require.Contains(t, errOut, tc.want, "%q", tc.args)
+		require.Equal(t, 1, strings.Count(errOut, "\n"), "%q: one line:\n%s", tc.args, errOut)
+		if tc.code == 2 {
+			require.Empty(t, out, "%q: refused before anything ran", tc.args)
+		}
+	}
+}

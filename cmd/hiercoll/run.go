@@ -215,6 +215,11 @@ func intList(name, s string) ([]int, error) {
 	return out, nil
 }
 
+// maxSimGPUs bounds the simulated world: each simulated GPU is goroutines,
+// buffers and connections in this process, and a world of thousands is
+// gigabytes of memory for nothing a smaller one would not show.
+const maxSimGPUs = 256
+
 // where describes the world the job runs on, for reports.
 type where struct {
 	title string
@@ -262,6 +267,12 @@ func runWorld(ctx context.Context, w *worldFlags, check func(world int) error, j
 	}
 	if per == 0 {
 		per = 4
+	}
+	if kind, err := internode.ParseKind(w.transport); err == nil && (kind == internode.NCCL || kind == internode.NVSHMEM) {
+		return usageError{fmt.Errorf("--transport %s needs GPUs (the CUDA backend); the simulated GPUs take ipc (or auto)", kind)}
+	}
+	if nodes > maxSimGPUs/per {
+		return usageError{fmt.Errorf("--nodes %d x --gpus %d: the CPU backend simulates at most %d GPUs in one process", nodes, per, maxSimGPUs)}
 	}
 	if err := check(nodes * per); err != nil {
 		return err
