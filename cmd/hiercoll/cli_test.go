@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -16,8 +17,14 @@ import (
 // stdout and stderr.
 func hiercoll(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	return hiercollCtx(t, context.Background(), args...)
+}
+
+// hiercollCtx is hiercoll with the context a signal would end.
+func hiercollCtx(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	code := run(context.Background(), args[0], args[1:], &out, &errOut)
+	code := run(ctx, args[0], args[1:], &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -87,14 +94,22 @@ func TestHelpAndVersion(t *testing.T) {
 // instead of running a world of its own in every process.
 func TestUnderALauncher(t *testing.T) {
 	t.Setenv("WORLD_SIZE", "4")
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
 	for rank, wantOut := range map[string]bool{"0": true, "3": false} {
 		t.Setenv("RANK", rank)
-		code, _, errOut := hiercoll(t, "demo", "--m", "0")
+		code, _, errOut := hiercollCtx(t, stopped, "demo", "--m", "0")
 		require.Equal(t, 2, code)
 		require.Equal(t, wantOut, strings.Contains(errOut, "--m 0"), "rank %s: %q", rank, errOut)
 	}
+	// A rank the launcher does not stop reports the mistake itself.
+	defer func(d time.Duration) { usageWait = d }(usageWait)
+	usageWait = time.Millisecond
+	code, _, errOut := hiercoll(t, "demo", "--m", "0")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "--m 0", "rank 3, not stopped")
 	t.Setenv("RANK", "0")
-	code, _, errOut := hiercoll(t, "demo", "--backend", "sim")
+	code, _, errOut = hiercoll(t, "demo", "--backend", "sim")
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, "--backend sim cannot join a launched job")
 	code, _, errOut = hiercoll(t, "demo")
@@ -239,5 +254,23 @@ func TestErrorsOncePerRun(t *testing.T) {
 		if tc.code == 2 {
 			require.Empty(t, out, "%q: refused before anything ran", tc.args)
 		}
+	}
+}
+
+// Under hiercoll launch, a mistake every rank makes reaches the user once,
+// from rank 0, and the launcher names rank 0 as the rank that failed (the
+// other ranks wait to be stopped). The ranks are this test binary running
+// main (TestMain); repeated, as the order in which ranks fail varied.
+func TestLaunchReportsTheMistakeOnce(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	t.Setenv(runMainEnv, "1")
+	for range 6 {
+		code, out, errOut := hiercoll(t, "launch", "--nproc", "4", "--", exe, "demo", "--m", "0")
+		require.Equal(t, 1, code, errOut)
+		require.Empty(t, out)
+		require.Equal(t, 1, strings.Count(errOut, "--m 0: want a positive number"), errOut)
+		require.Contains(t, errOut, "[rank 0] hiercoll demo: --m 0", errOut)
+		require.Contains(t, errOut, "launch: rank 0 (pid", errOut)
 	}
 }

@@ -2,12 +2,24 @@ package main
 
 import (
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed12530e24/hiercoll/dtype"
 )
+
+// runMainEnv makes the test binary run the command line instead of the
+// tests: the launcher's tests start it as their ranks.
+const runMainEnv = "HIERCOLL_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" {
+		main()
+	}
+	os.Exit(m.Run())
+}
 
 func TestGemmFlag(t *testing.T) {
 	for _, tc := range []struct {
