@@ -161,7 +161,7 @@ func bench(ctx context.Context, r world.Rank, o BenchOptions) (err error) {
 	} else {
 		p.Printf("  NCCL %s on the same buffers, same processes, alternating with hiercoll\n", ref.Version)
 	}
-	p.Printf("  times: the slowest rank's mean per call, the median of %d measurements (hiercoll and NCCL in turn, which goes first alternating), their spread at the end of the line; busbw = bytes/time x (n-1)/n; sizes are whole rows\n", max(o.Reps, 1))
+	p.Printf("  times: the slowest rank's mean per call, the median of %s (hiercoll and NCCL in turn, which goes first alternating), their spread at the end of the line; busbw = bytes/time x (n-1)/n; sizes are whole rows\n", Count(max(o.Reps, 1), "measurement"))
 	var rows []BenchRow
 	for _, vcfg := range variants {
 		vrows, err := benchVariant(ctx, r, o, vcfg, ref, buf, s, t0, t1, ms, maxM)

@@ -87,7 +87,7 @@ func verify(ctx context.Context, r world.Rank, o VerifyOptions) (err error) {
 			if !ok {
 				failed++
 			}
-			p.Printf("  [%2d/%d] %-5s rows/rank %-4d N %-5d %d calls  %s  (%v)\n%s", i, total, dt, c.RowsPer, c.N, o.Calls,
+			p.Printf("  [%2d/%d] %-5s rows/rank %-4d N %-5d %s  %s  (%v)\n%s", i, total, dt, c.RowsPer, c.N, Count(o.Calls, "call"),
 				verdict(ok), time.Since(start).Round(time.Millisecond), report)
 		}
 	}
@@ -103,7 +103,7 @@ func verify(ctx context.Context, r world.Rank, o VerifyOptions) (err error) {
 		if !ok {
 			failed++
 		}
-		p.Printf("  %d calls in a row on one context, fresh data each: %s\n%s", o.Repeat, verdict(ok), report)
+		p.Printf("  %s in a row on one context, fresh data each: %s\n%s", Count(o.Repeat, "call"), verdict(ok), report)
 	}
 	msg := badInputs(ctx, r, o.Config)
 	ok, report, err := gather(ctx, r, msg)

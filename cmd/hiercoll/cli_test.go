@@ -128,6 +128,18 @@ func TestDemoTimeIsTheReportedCall(t *testing.T) {
 	require.NotNil(t, final, out)
 	require.Equal(t, perCall[1], final[1])
 	require.Contains(t, out, "PASS")
+	require.Contains(t, out, "the CPU backend runs Go code in place of GPU kernels")
+	// Like with like: the bytes that cross between nodes, per node. Blocks
+	// of 2 rows x 16 bf16 = 64 B; hiercoll: 2 ranks x 1 block; a flat ring
+	// of 4 ranks: 3 blocks over each node boundary.
+	require.Contains(t, out, "per node: hiercoll 128 B (2 ranks x 1 block of 64 B), a flat ring 192 B (3 blocks); the ring sends 1.50x hiercoll's")
+	// Progress on stderr, a line per step with the time so far.
+	require.Regexp(t, `hiercoll demo: setting up: \[8, 16\] bf16 per rank, 4 ranks \(\d+\.\ds\)\n`, errOut)
+	require.Regexp(t, `hiercoll demo: timed call 4 of 4 \(\d+\.\ds\)\n`, errOut)
+
+	_, out, _ = hiercoll(t, "demo", "--backend", "sim", "--nodes", "1", "--gpus", "2", "--m", "8", "--n", "16", "--calls", "1")
+	require.Contains(t, out, "(the median of 1 call,")
+	require.NotContains(t, out, "across nodes", "one node: nothing crosses")
 }
 
 // doctor says which multicast switches the user set, and which the

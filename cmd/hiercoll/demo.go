@@ -38,7 +38,7 @@ func runDemo(ctx context.Context, args []string) error {
 		return func(ctx context.Context, r worldRank) error {
 			opts := benchmarks.DemoOptions{
 				M: *m, N: *n, DType: d, Calls: *calls, Config: cfg,
-				Out: benchmarks.Printer{W: cmdOut}, Title: wh.title,
+				Out: benchmarks.Printer{W: cmdOut}, Title: wh.title, Status: cmdErr,
 			}
 			gpu := r.Dev.Info().Backend == "cuda"
 			if opts.N == 0 {
