@@ -70,7 +70,7 @@ func TestBenchTableAndCSV(t *testing.T) {
 	rows[0].NCCLTime, rows[0].NCCLMin, rows[0].NCCLMax, rows[0].Checked, rows[0].MaxErr = time.Millisecond, 900*time.Microsecond, 1100*time.Microsecond, true, 0.5
 	csv.Reset()
 	require.NoError(t, benchmarks.WriteCSV(&csv, rows[:1], 2, dtype.F32))
-	require.Regexp(t, `,1000\.00,[0-9.]+,0\.5,[0-9.]+,[0-9.]+,900\.00,1100\.00\n$`, csv.String())
+	require.Regexp(t, `,1000\.00,[0-9.]+,0\.5,[0-9.]+,[0-9.]+,900\.00,1100\.00,true\n$`, csv.String(), "the last column: simulated")
 }
 
 // Options that make no sense are refused before anything runs (--n -3

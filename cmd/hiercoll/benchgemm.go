@@ -36,6 +36,7 @@ func runBenchGemm(ctx context.Context, args []string) error {
 	reps := fs.Int("reps", 3, "measurements of each path, in turn; the median is reported with the spread")
 	samples := fs.Int("samples", 0, "output elements per rank checked against the exact sum (0: 64 on GPUs, all of small outputs)")
 	csvPath := fs.String("csv", "", "write the table as CSV to this file")
+	jsonOut := fs.Bool("json", false, jsonHelp)
 	if err := parseFlags(fs, args, false, append(w.positive(), "iters", "reps", "samples")...); err != nil {
 		return err
 	}
@@ -94,12 +95,20 @@ func runBenchGemm(ctx context.Context, args []string) error {
 			opts := benchmarks.GemmOptions{
 				Shapes: list, DType: d, Config: gemmrs.Config{Mode: m, Input: in, Transport: cfg.Transport, Timeout: cfg.Timeout},
 				Iters: *iters, Reps: *reps, Samples: *samples,
-				Out: benchmarks.Printer{W: cmdOut}, Status: cmdErr, Title: wh.title, Rows: &rows,
+				Out: benchmarks.Printer{W: reportTo(*jsonOut)}, Status: cmdErr, Title: wh.title, Rows: &rows,
 			}
 			if err := benchmarks.GemmBench(opts)(ctx, r); err != nil {
 				return err
 			}
-			if r.Comm.Rank() != 0 || *csvPath == "" {
+			if r.Comm.Rank() != 0 {
+				return nil
+			}
+			if *jsonOut {
+				if err := benchmarks.WriteGemmJSON(cmdOut, rows, r.Comm.Size(), d); err != nil {
+					return err
+				}
+			}
+			if *csvPath == "" {
 				return nil
 			}
 			f, err := os.Create(*csvPath)

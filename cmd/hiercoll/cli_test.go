@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/seed12530e24/hiercoll/benchmarks"
+	"github.com/seed12530e24/hiercoll/dtype"
 )
 
 // hiercoll runs the command line in-process and returns its exit status,
@@ -243,6 +247,9 @@ func TestEveryCommandsHelp(t *testing.T) {
 	require.Contains(t, out, "-push-share int")
 }
 
+// progressLine is a progress line on stderr: a step and the time so far.
+var progressLine = regexp.MustCompile(`(?m)^hiercoll \S+: .* \(\d+\.\ds\)\n`)
+
 // A failure of every simulated rank is printed once, not once per rank;
 // what the simulated GPUs cannot do is refused before the world starts,
 // and so is a world too large to simulate.
@@ -262,7 +269,8 @@ func TestErrorsOncePerRun(t *testing.T) {
 		code, out, errOut := hiercoll(t, tc.args...)
 		require.Equal(t, tc.code, code, "%q: %s", tc.args, errOut)
 		require.Contains(t, errOut, tc.want, "%q", tc.args)
-		require.Equal(t, 1, strings.Count(errOut, "\n"), "%q: one line:\n%s", tc.args, errOut)
+		errOut = progressLine.ReplaceAllString(errOut, "")
+		require.Equal(t, 1, strings.Count(errOut, "\n"), "%q: one line besides the progress:\n%s", tc.args, errOut)
 		if tc.code == 2 {
 			require.Empty(t, out, "%q: refused before anything ran", tc.args)
 		}
@@ -285,4 +293,98 @@ func TestLaunchReportsTheMistakeOnce(t *testing.T) {
 		require.Contains(t, errOut, "[rank 0] hiercoll demo: --m 0", errOut)
 		require.Contains(t, errOut, "launch: rank 0 (pid", errOut)
 	}
+}
+
+// jsonLines decodes stdout as one JSON object per line.
+func jsonLines(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var objs []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var obj map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &obj), "not a JSON object: %q", line)
+		objs = append(objs, obj)
+	}
+	return objs
+}
+
+// --json: stdout holds one JSON object per row or result, and nothing
+// else (the report goes to stderr); on the CPU backend each says it is
+// simulated.
+func TestJSONOutput(t *testing.T) {
+	code, out, errOut := hiercoll(t, "bench", "--backend", "sim", "--nodes", "1", "--gpus", "2", "--n", "8",
+		"--sizes", "64,200", "--iters", "1", "--reps", "1", "--json")
+	require.Equal(t, 0, code, errOut)
+	rows := jsonLines(t, out)
+	require.Len(t, rows, 2)
+	require.EqualValues(t, 64, rows[0]["bytes_per_rank"])
+	require.EqualValues(t, 192, rows[1]["bytes_per_rank"])
+	require.Equal(t, true, rows[0]["simulated"])
+	require.Greater(t, rows[0]["hiercoll_us"], 0.0)
+	require.NotContains(t, rows[0], "nccl_us", "NCCL did not run")
+	require.Contains(t, errOut, "size(B)", "the table, on stderr")
+
+	code, out, errOut = hiercoll(t, "bench-gemm", "--backend", "sim", "--nodes", "1", "--gpus", "2", "--shapes", "32x24x16", "--reps", "1", "--json")
+	require.Equal(t, 0, code, errOut)
+	rows = jsonLines(t, out)
+	require.Len(t, rows, 1)
+	require.EqualValues(t, 32, rows[0]["m"])
+	require.Greater(t, rows[0]["overlap_us"], 0.0)
+
+	code, out, errOut = hiercoll(t, "verify", "--backend", "sim", "--nodes", "1", "--gpus", "2", "--dtypes", "fp32", "--calls", "1", "--repeat", "2", "--json")
+	require.Equal(t, 0, code, errOut)
+	rows = jsonLines(t, out)
+	require.Len(t, rows, len(benchmarks.DefaultCases(false))+2, "each case, the repeat, the bad input")
+	for _, r := range rows {
+		require.Equal(t, true, r["ok"], r)
+	}
+	require.Equal(t, "bad-input", rows[len(rows)-1]["check"])
+	require.Contains(t, errOut, "PASS")
+
+	code, out, errOut = hiercoll(t, "doctor", "--json")
+	require.Equal(t, 0, code, errOut)
+	rows = jsonLines(t, out)
+	var names []string
+	for _, r := range rows {
+		names = append(names, r["check"].(string))
+		require.Contains(t, r, "ok")
+		require.NotEmpty(t, r["detail"])
+	}
+	require.Subset(t, names, []string{"cuda", "nvml", "nccl", "nvshmem", "multicast-env"})
+}
+
+// Simulated results say so: in the table, the CSV's last column and the
+// chart's title.
+func TestSimulatedResultsSaySo(t *testing.T) {
+	dir := t.TempDir()
+	csvPath, pngPath := filepath.Join(dir, "b.csv"), filepath.Join(dir, "b.png")
+	code, out, errOut := hiercoll(t, "bench", "--backend", "sim", "--nodes", "1", "--gpus", "2", "--n", "8",
+		"--sizes", "64,200", "--iters", "1", "--reps", "1", "--csv", csvPath, "--png", pngPath)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "SIMULATED: the CPU backend runs Go code in place of GPU kernels")
+	csv, err := os.ReadFile(csvPath)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(csv)), "\n")
+	require.True(t, strings.HasSuffix(lines[0], ",simulated"), lines[0])
+	require.True(t, strings.HasSuffix(lines[1], ",true"), lines[1])
+	rows := []benchmarks.BenchRow{{Variant: "sm", Bytes: 1 << 20, Time: time.Millisecond, Simulated: true}}
+	require.Contains(t, benchChart(rows, 2, dtype.BF16).Title, "SIMULATED")
+	rows[0].Simulated = false
+	require.NotContains(t, benchChart(rows, 2, dtype.BF16).Title, "SIMULATED")
+
+	code, out, errOut = hiercoll(t, "bench-gemm", "--backend", "sim", "--nodes", "1", "--gpus", "2", "--reps", "1")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "SIMULATED")
+}
+
+// bench-gemm --gemm own on the CPU: a default shape the own GEMM cannot
+// compute (rows of A not a multiple of 16 bytes) is skipped with the
+// reason, and the others run.
+func TestBenchGemmOwnSkipsWhatItCannotCompute(t *testing.T) {
+	code, out, errOut := hiercoll(t, "bench-gemm", "--backend", "sim", "--gemm", "own", "--reps", "1", "--json")
+	require.Equal(t, 0, code, errOut)
+	rows := jsonLines(t, out)
+	require.Len(t, rows, len(benchmarks.DefaultGemmShapes(false, 8)))
+	require.Greater(t, rows[0]["overlap_us"], 0.0)
+	require.Contains(t, rows[1]["skipped"], "not a multiple of 16 bytes")
+	require.Regexp(t, `64x33x32 +skipped: .*not a multiple of 16 bytes`, errOut)
 }

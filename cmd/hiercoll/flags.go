@@ -99,6 +99,18 @@ func versionLine() string {
 	return fmt.Sprintf("hiercoll %s (%s %s/%s%s)", version, runtime.Version(), runtime.GOOS, runtime.GOARCH, rev)
 }
 
+// jsonHelp is the help of the --json flag of the commands that print rows.
+const jsonHelp = "print each row as a JSON object on stdout, one per line (the table goes to stderr)"
+
+// reportTo is where a command's human report goes: stdout, or stderr when
+// --json keeps stdout for the JSON lines.
+func reportTo(json bool) io.Writer {
+	if json {
+		return cmdErr
+	}
+	return cmdOut
+}
+
 // joinLine joins errs into one error on one line, "; " between them (the
 // command's mistakes are reported on one line).
 func joinLine(errs []error) error {

@@ -330,5 +330,7 @@ func relaunch(ctx context.Context, nodes, per int) error {
 		NProc:   nodes * per,
 		Nodes:   nodes,
 		Command: append([]string{exe}, os.Args[1:]...),
+		// Only rank 0 prints the report (or JSON lines): as it is.
+		RawStdout: true,
 	})
 }
