@@ -37,7 +37,7 @@ func newGemmRig(t *testing.T, dt dtype.DType, layout kernels.BLayout, m, n, k in
 // newGemmRigOut is newGemmRig with C of dtype out.
 func newGemmRigOut(t *testing.T, dt, out dtype.DType, layout kernels.BLayout, m, n, k int) *gemmRig {
 	t.Helper()
-	dev := sim.New(sim.NewHost("gemm"), 0, sim.Options{WaitTimeout: 5 * time.Second})
+	dev := sim.New(sim.NewHost("gemm"), 0, sim.Options{WaitTimeout: time.Minute})
 	t.Cleanup(func() { require.NoError(t, dev.Close()) })
 	s, err := dev.NewStream(device.Normal)
 	require.NoError(t, err)

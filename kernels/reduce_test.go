@@ -322,7 +322,7 @@ func TestReduceKernels(t *testing.T) {
 // simDevice returns a simulated GPU, a stream on it and a context.
 func simDevice(t *testing.T) (*sim.Device, device.Stream, context.Context) {
 	t.Helper()
-	d := sim.New(sim.NewHost("kernels"), 0, sim.Options{WaitTimeout: 5 * time.Second})
+	d := sim.New(sim.NewHost("kernels"), 0, sim.Options{WaitTimeout: time.Minute})
 	s, err := d.NewStream(device.High)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -193,10 +193,10 @@ func TestMemoryBoundPicksThePath(t *testing.T) {
 // and New refuses what MemoryOf refuses, before any collective step.
 func TestMemoryIsWhatNewAllocates(t *testing.T) {
 	shape := bootstrap.Shape{Nodes: 2, LocalSize: 2}
-	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
+	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
 	require.NoError(t, err)
 	defer w.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cfg := rs2d.Config{MaxM: 16 * shape.World(), N: 1000, DType: dtype.F32}
 	sms := w.Ranks[0].Dev.Info().SMs
@@ -282,7 +282,7 @@ func TestRingMissingRankOnTwoNodes(t *testing.T) {
 	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: bound}})
 	require.NoError(t, err)
 	defer w.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const rowsPer, n = 5, 100
 	dt := dtype.F32

@@ -30,16 +30,16 @@ func TestTraceFollowsEachPeer(t *testing.T) {
 	for _, overlap := range []bool{false, true} {
 		t.Run(fmt.Sprintf("overlap=%v", overlap), func(t *testing.T) {
 			shape := bootstrap.Shape{Nodes: 1, LocalSize: 4}
-			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
+			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
 			require.NoError(t, err)
 			defer w.Close()
 			ws, rowsPer, n, dt := shape.World(), 3, 16, dtype.F32
 			m := rowsPer * ws
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 				tr, err := newTracedRank(ctx, t, r, rs2d.Config{MaxM: m, N: n, DType: dt, Engine: rs2d.EngineCopy,
-					OverlapWithGEMM: overlap, Timeout: 20 * time.Second}, ws)
+					OverlapWithGEMM: overlap, Timeout: 2 * time.Minute}, ws)
 				if err != nil {
 					return err
 				}
@@ -162,16 +162,16 @@ func checkPeerStages(st rs2d.Stages, me, lws int, overlap bool, gap time.Duratio
 func TestPacingHoldsTheNextSender(t *testing.T) {
 	const hold = 400 * time.Millisecond // wide: the checks compare times with fractions of it, on a loaded machine too
 	shape := bootstrap.Shape{Nodes: 1, LocalSize: 4}
-	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
+	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
 	require.NoError(t, err)
 	defer w.Close()
 	ws, rowsPer, n, dt := shape.World(), 2, 8, dtype.F32
 	m := rowsPer * ws
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		rank := r.Comm.Rank()
-		tr, err := newTracedRank(ctx, t, r, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true, Timeout: 20 * time.Second}, ws)
+		tr, err := newTracedRank(ctx, t, r, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true, Timeout: 2 * time.Minute}, ws)
 		if err != nil {
 			return err
 		}
@@ -221,7 +221,7 @@ func TestPacingHoldsTheNextSender(t *testing.T) {
 func TestEarlyRowsGoAheadOfTheBlock(t *testing.T) {
 	const hold = 400 * time.Millisecond // wide: the checks compare times with fractions of it, on a loaded machine too
 	shape := bootstrap.Shape{Nodes: 1, LocalSize: 4}
-	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
+	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
 	require.NoError(t, err)
 	defer w.Close()
 	ws, rowsPer, n, dt := shape.World(), 6, 8, dtype.I32
@@ -231,13 +231,13 @@ func TestEarlyRowsGoAheadOfTheBlock(t *testing.T) {
 	for r := range inputs {
 		inputs[r] = check.Random(rng, dt, m*n)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		rank := r.Comm.Rank()
 		split := tune.With(ctx, tune.Knobs{SplitFirstBlock: tune.SplitOn})
 		tr, err := newTracedRank(split, t, r, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true,
-			Timeout: 20 * time.Second}, ws)
+			Timeout: 2 * time.Minute}, ws)
 		if err != nil {
 			return err
 		}
@@ -320,20 +320,20 @@ func TestHelpPushesTheLastRows(t *testing.T) {
 	for _, tc := range []struct{ segments, rows int }{{0, 4}, {2, 3}, {0, 6}, {3, 6}} {
 		t.Run(fmt.Sprintf("segments%d/rows%d", tc.segments, tc.rows), func(t *testing.T) {
 			shape := bootstrap.Shape{Nodes: 1, LocalSize: 4}
-			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
+			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
 			require.NoError(t, err)
 			defer w.Close()
 			ws, rowsPer, n, dt := shape.World(), 6, 8, dtype.I32
 			m := rowsPer * ws
 			const calls = 2
 			inputs := callInputs(dt, calls, ws, m*n)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 				rank := r.Comm.Rank()
 				knobs := tune.With(ctx, tune.Knobs{Segments: tc.segments})
 				tr, err := newTracedRank(knobs, t, r, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true,
-					Timeout: 20 * time.Second}, ws)
+					Timeout: 2 * time.Minute}, ws)
 				if err != nil {
 					return err
 				}
