@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"errors"
+	"flag"
+	"io"
 	"os"
 	"testing"
 
@@ -56,4 +59,14 @@ func TestParseDType(t *testing.T) {
 		require.True(t, errors.As(err, &ue), "%q: %v", c.in, err)
 		require.ErrorContains(t, err, c.want)
 	}
+}
+
+// A command without flags says so in its help, not an empty "flags:".
+func TestHelpOfACommandWithoutFlags(t *testing.T) {
+	var out bytes.Buffer
+	defer func(w io.Writer) { cmdOut = w }(cmdOut)
+	cmdOut = &out
+	fs := flag.NewFlagSet("quiet", flag.ContinueOnError)
+	require.ErrorIs(t, parseFlags(fs, []string{"-h"}, false), errHelp)
+	require.Equal(t, "usage: hiercoll quiet\n\nquiet takes no flags.\n", out.String())
 }
