@@ -60,7 +60,7 @@ func (w *worldFlags) register(fs *flag.FlagSet, use worldUse) {
 		list = "; a comma-separated list measures each value"
 	}
 	fs.StringVar(&w.backend, "backend", w.backend, "auto (GPUs if present, else CPU), cuda, or sim (CPU)")
-	fs.Var(durationValue{&w.timeout}, "timeout", "bound on every wait, a duration with its unit: 30s, 2m")
+	fs.Var(durationValue{&w.timeout}, "timeout", "bound on every wait, a `duration` with its unit: 30s, 2m")
 	if use.shape {
 		fs.IntVar(&w.nodes, "nodes", 0, "nodes (emulated on one host); default 2 on the CPU backend, 1 on GPUs")
 		fs.IntVar(&w.gpus, "gpus", 0, "GPUs per node; default 4 on the CPU backend, every GPU on GPUs")
