@@ -275,6 +275,13 @@ func TestErrorsOncePerRun(t *testing.T) {
 			require.Empty(t, out, "%q: refused before anything ran", tc.args)
 		}
 	}
+	// Every rank's allocation fails alike, each naming its own rank.
+	t.Setenv("HIERCOLL_SIM_MEMORY", "abc")
+	code, _, errOut := hiercoll(t, "demo", "--m", "8", "--n", "8")
+	require.Equal(t, 1, code, errOut)
+	require.Contains(t, errOut, `ranks 0-7: `)
+	require.Contains(t, errOut, `HIERCOLL_SIM_MEMORY="abc"`)
+	require.Equal(t, 1, strings.Count(progressLine.ReplaceAllString(errOut, ""), "\n"), errOut)
 }
 
 // Under hiercoll launch, a mistake every rank makes reaches the user once,
