@@ -48,6 +48,7 @@ type BenchRow struct {
 	NCCLTime, NCCLMin, NCCLMax time.Duration
 	MaxErr                     float64 // max |hiercoll - NCCL| (int32: mismatching elements)
 	Checked                    bool    // the output was compared with NCCL's
+	Simulated                  bool    // the times are of the CPU backend, not of a GPU
 	// ZeroCopy: hiercoll read the rows in place from its context's
 	// symmetric input (rs2d Context.Input), where they were put once.
 	ZeroCopy bool
@@ -159,12 +160,15 @@ func bench(ctx context.Context, r world.Rank, o BenchOptions) (err error) {
 	}
 
 	p.Printf("hiercoll bench: ReduceScatter2D over %s, %v, N=%d\n", o.Title, o.DType, o.N)
+	if r.Dev.Info().Backend != "cuda" {
+		p.Printf("  SIMULATED: the CPU backend runs Go code in place of GPU kernels; these times are of this CPU, not of a GPU\n")
+	}
 	if ref == nil {
 		p.Printf("  NCCL: not run (%s)\n", why)
 	} else {
 		p.Printf("  NCCL %s on the same buffers, same processes, alternating with hiercoll\n", ref.Version)
 	}
-	p.Printf("  times: the slowest rank's mean per call, the median of %d measurements (hiercoll and NCCL in turn, which goes first alternating), their spread at the end of the line; busbw = bytes/time x (n-1)/n; sizes are whole rows\n", max(o.Reps, 1))
+	p.Printf("  times: the slowest rank's mean per call, the median of %s (hiercoll and NCCL in turn, which goes first alternating), their spread at the end of the line; busbw = bytes/time x (n-1)/n; sizes are whole rows\n", Count(max(o.Reps, 1), "measurement"))
 	var rows []BenchRow
 	for _, vcfg := range variants {
 		vrows, err := benchVariant(ctx, r, o, vcfg, ref, buf, s, t0, t1, ms, maxM)
@@ -236,7 +240,7 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, 
 		"size(B)", "count", "type", "time(us)", "algbw", "busbw", "nccl(us)", "algbw", "busbw", "speedup", "maxerr", "spread (us)")
 	for _, m := range ms {
 		rowsPer := m / ws
-		row := BenchRow{Variant: name, Bytes: int64(m) * rowBytes, Count: int64(m) * int64(o.N), M: m, N: o.N}
+		row := BenchRow{Variant: name, Bytes: int64(m) * rowBytes, Count: int64(m) * int64(o.N), M: m, N: o.N, Simulated: !gpu}
 		// The row's first columns say what is being measured; the rest
 		// follows when it is done (progress without a line between rows).
 		p.Printf("%12d %12d %6s", row.Bytes, row.Count, o.DType)
@@ -459,7 +463,7 @@ func compareOutputs(r world.Rank, buf *buffers, rowsPer, n int, dt dtype.DType) 
 // WriteCSV writes the rows as CSV.
 func WriteCSV(w io.Writer, rows []BenchRow, world int, dt dtype.DType) error {
 	if _, err := fmt.Fprintln(w, "variant,bytes_per_rank,count,dtype,M,N,hiercoll_us,hiercoll_busbw_gbps,nccl_us,nccl_busbw_gbps,max_abs_diff_vs_nccl,"+
-		"hiercoll_us_min,hiercoll_us_max,nccl_us_min,nccl_us_max"); err != nil {
+		"hiercoll_us_min,hiercoll_us_max,nccl_us_min,nccl_us_max,simulated"); err != nil {
 		return err
 	}
 	for _, r := range rows {
@@ -472,8 +476,8 @@ func WriteCSV(w io.Writer, rows []BenchRow, world int, dt dtype.DType) error {
 		if r.Checked {
 			diff = fmt.Sprintf("%g", r.MaxErr)
 		}
-		if _, err := fmt.Fprintf(w, "%s,%d,%d,%v,%d,%d,%.2f,%.2f,%s,%s,%s,%.2f,%.2f,%s,%s\n", r.Variant, r.Bytes, r.Count, dt, r.M, r.N,
-			us(r.Time), r.BusBW(r.Time, world), ncclUS, ncclBW, diff, us(r.TimeMin), us(r.TimeMax), ncclMin, ncclMax); err != nil {
+		if _, err := fmt.Fprintf(w, "%s,%d,%d,%v,%d,%d,%.2f,%.2f,%s,%s,%s,%.2f,%.2f,%s,%s,%v\n", r.Variant, r.Bytes, r.Count, dt, r.M, r.N,
+			us(r.Time), r.BusBW(r.Time, world), ncclUS, ncclBW, diff, us(r.TimeMin), us(r.TimeMax), ncclMin, ncclMax, r.Simulated); err != nil {
 			return err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -24,6 +25,9 @@ type DemoOptions struct {
 	Config rs2d.Config
 	Out    Printer
 	Title  string // what runs: "2 nodes × 4 simulated GPUs (CPU backend)"
+	// Status, if set, gets a progress line per step on rank 0, with the
+	// time since the demo started (a large demo on the CPU takes minutes).
+	Status io.Writer
 }
 
 // DemoResult is what rank 0 learned.
@@ -41,6 +45,11 @@ func Demo(opts DemoOptions, result *DemoResult) Job {
 
 func demo(ctx context.Context, r world.Rank, o DemoOptions, result *DemoResult) (err error) {
 	p := Printer{W: o.Out.W, Rank: r.Comm.Rank()}
+	start := time.Now()
+	progress := func(format string, args ...any) {
+		Printer{W: o.Status, Rank: r.Comm.Rank()}.Printf("hiercoll demo: %s (%.1fs)\n", fmt.Sprintf(format, args...), time.Since(start).Seconds())
+	}
+	progress("setting up: [%d, %d] %v per rank, %d ranks", o.M, o.N, o.DType, r.Comm.Size())
 	ws := r.Comm.Size()
 	cfg := o.Config
 	cfg.MaxM, cfg.N, cfg.DType = o.M, o.N, o.DType
@@ -69,6 +78,9 @@ func demo(ctx context.Context, r world.Rank, o DemoOptions, result *DemoResult) 
 	p.Printf("  input per rank  [%d, %d] %v (%s); output per rank [%d, %d]; %d chunk(s) per node step; transport between nodes: %s\n",
 		o.M, o.N, o.DType, FormatBytes(int64(o.M)*int64(o.N)*es), plan.RowsPerRank, o.N, plan.Chunks, rs.Transport())
 	p.Printf("  buffers         %v\n", rs.Memory())
+	if r.Dev.Info().Backend != "cuda" {
+		p.Printf("  simulated       the CPU backend runs Go code in place of GPU kernels: the times below are of this CPU, not of a GPU\n")
+	}
 
 	// One checked call on fresh random data, with the output poisoned first.
 	seed, err := agreeSeed(ctx, r)
@@ -82,6 +94,7 @@ func demo(ctx context.Context, r world.Rank, o DemoOptions, result *DemoResult) 
 	if err := r.Dev.CopyToDevice(buf.out, check.Poison(o.DType, plan.RowsPerRank*o.N)); err != nil {
 		return err
 	}
+	progress("checked call: running")
 	if err := rs.ReduceScatter(ctx, buf.inTensor(), buf.outTensor(), s); err != nil {
 		return err
 	}
@@ -101,6 +114,7 @@ func demo(ctx context.Context, r world.Rank, o DemoOptions, result *DemoResult) 
 	// Timed calls (the first call above paid for kernel compilation).
 	var calls []rs2d.Stages
 	for i := 0; i < o.Calls; i++ {
+		progress("timed call %d of %d", i+1, o.Calls)
 		if err := rs.ReduceScatter(ctx, buf.inTensor(), buf.outTensor(), s); err != nil {
 			return err
 		}
@@ -128,16 +142,15 @@ func demo(ctx context.Context, r world.Rank, o DemoOptions, result *DemoResult) 
 	if err != nil {
 		return err
 	}
-	p.Printf("  time per call   %v (the median of %d calls, rank 0, measured on the device)\n", stages.Total.Round(time.Microsecond), len(calls))
+	p.Printf("  time per call   %v (the median of %s, rank 0, measured on the device)\n", stages.Total.Round(time.Microsecond), Count(len(calls), "call"))
 	p.Printf("  stage ends      scatter %v, intra-node reduce %v, inter-node %v, final %v (that call's stages, from its start: final is its time)\n",
 		stages.Scatter.Round(time.Microsecond), stages.IntraReduce.Round(time.Microsecond),
 		stages.InterNode.Round(time.Microsecond), stages.Total.Round(time.Microsecond))
-	ratio := "no inter-node traffic"
-	if plan.InterNodeBytes > 0 {
-		ratio = fmt.Sprintf("%.1fx less", float64(plan.FlatRingBytes)/float64(plan.InterNodeBytes))
+	p.Printf("  bytes sent      per rank: %s to its node peers, %s to its rail peers on other nodes\n",
+		FormatBytes(plan.IntraNodeBytes), FormatBytes(plan.InterNodeBytes))
+	if line := networkBytes(plan, ws); line != "" {
+		p.Printf("  across nodes    %s\n", line)
 	}
-	p.Printf("  bytes per rank  inside the node %s, between nodes %s; a flat ring would send %s between ranks (%s)\n",
-		FormatBytes(plan.IntraNodeBytes), FormatBytes(plan.InterNodeBytes), FormatBytes(plan.FlatRingBytes), ratio)
 	pass := true
 	var lines []string
 	for q, v := range all {
@@ -159,6 +172,24 @@ func demo(ctx context.Context, r world.Rank, o DemoOptions, result *DemoResult) 
 		return fmt.Errorf("benchmarks: demo: results differ from the reference")
 	}
 	return nil
+}
+
+// networkBytes compares, per node, what crosses between nodes: each of the
+// node's ranks sends nnodes-1 blocks to its rail peers, where a flat ring
+// reduce-scatter over all ranks in node order sends world-1 blocks across
+// each node boundary (from the node's last rank to the next node's first).
+// "" on one node.
+func networkBytes(plan rs2d.Plan, world int) string {
+	if plan.InterNodeBytes == 0 || plan.FlatRingBytes == 0 {
+		return ""
+	}
+	block := plan.FlatRingBytes / int64(world-1)
+	nodes := int(plan.InterNodeBytes/block) + 1
+	local := world / nodes
+	perNode := plan.InterNodeBytes * int64(local)
+	return fmt.Sprintf("per node: hiercoll %s (%s x %s of %s), a flat ring %s (%s); the ring sends %.2fx hiercoll's",
+		FormatBytes(perNode), Count(local, "rank"), Count(nodes-1, "block"), FormatBytes(block), FormatBytes(plan.FlatRingBytes), Count(world-1, "block"),
+		float64(plan.FlatRingBytes)/float64(perNode))
 }
 
 // FormatBytes prints a byte count in B, KiB, MiB or GiB.

@@ -117,6 +117,11 @@ type GemmRow struct {
 	BoundUse    float64 // largest sampled error / gemmrs.Tolerance (any rank)
 	NCCLChecked bool
 	NCCLMaxDiff float64 // largest |overlap − (GEMM + NCCL)| over every element
+	// Skipped says why the shape did not run (the GEMM asked for cannot
+	// compute it here); its times are then zero.
+	Skipped string
+	// Simulated: the times are of the CPU backend, not of a GPU.
+	Simulated bool
 }
 
 // TraceLine describes the traced overlapped call (us from its start, the
@@ -218,6 +223,9 @@ func gemmBench(ctx context.Context, r world.Rank, o GemmOptions) (err error) {
 		types = fmt.Sprintf("e4m3 operands (unit scales, B as [N, K/world]) to %v", o.DType)
 	}
 	p.Printf("hiercoll bench-gemm: GEMM + ReduceScatter2D over %s, %s, K split over %d ranks\n", o.Title, types, r.Comm.Size())
+	if !gpu {
+		p.Printf("  SIMULATED: the CPU backend runs Go code in place of GPU kernels; these times are of this CPU, not of a GPU\n")
+	}
 	if mm, err := device.MatmulOf(r.Dev); err == nil {
 		p.Printf("  GEMM: %s, fp32 accumulation\n", device.MatmulLibrary(mm))
 	}
@@ -229,8 +237,8 @@ func gemmBench(ctx context.Context, r world.Rank, o GemmOptions) (err error) {
 	} else {
 		p.Printf("  NCCL %s on the same C, same processes\n", ref.Version)
 	}
-	p.Printf("  times per call in us: the median of %d measurements of %d calls (the paths in turn, each round starting with the next; each the slowest rank's), their spread on the line below; gemm@ovl and gemm1 are the GEMM's own device time in single calls (median)\n",
-		o.Reps, o.Iters)
+	p.Printf("  times per call in us: the median of %s of %s (the paths in turn, each round starting with the next; each the slowest rank's), their spread on the line below; gemm@ovl and gemm1 are the GEMM's own device time in single calls (median)\n",
+		Count(o.Reps, "measurement"), Count(o.Iters, "call"))
 	p.Printf("%-18s %6s %10s %7s %9s %10s %9s %9s %8s %8s %9s %9s %6s %-10s %s\n",
 		"shape(MxNxK)", "kloc", "gemm", "TFLOP/s", "rs", "gemm+nccl", "gemm+rs", "overlap", "vs nccl", "vs seq", "gemm1", "gemm@ovl", "slow", "picks", "check")
 	var rows []GemmRow
@@ -239,7 +247,12 @@ func gemmBench(ctx context.Context, r world.Rank, o GemmOptions) (err error) {
 		if err != nil {
 			return fmt.Errorf("benchmarks: shape %v: %w", shape, err)
 		}
+		row.Simulated = !gpu
 		rows = append(rows, row)
+		if row.Skipped != "" {
+			p.Printf("%-18s skipped: %s\n", shape, row.Skipped)
+			continue
+		}
 		vs := func(base, t time.Duration) string {
 			if base <= 0 || t <= 0 {
 				return "-"
@@ -369,7 +382,10 @@ func gemmShape(ctx context.Context, r world.Rank, o GemmOptions, shape GemmShape
 	c.status.Printf("bench-gemm: %v: setting up...\n", shape)
 	cfg := o.Config
 	cfg.MaxM, cfg.N, cfg.KLocal, cfg.DType = shape.M, shape.N, row.KLocal, o.DType // cfg.Input: fp8 operands
-	if c.g, err = gemmrs.New(ctx, r.Comm, r.Dev, cfg); err != nil {
+	if c.g, err = gemmrs.New(ctx, r.Comm, r.Dev, cfg); errors.Is(err, device.ErrNotSupported) {
+		row.Skipped = err.Error() // the same on every rank: the ranks agree on the GEMM
+		return row, nil
+	} else if err != nil {
 		return row, err
 	}
 	defer func() { err = errors.Join(err, c.g.Close()) }()
@@ -757,13 +773,16 @@ func maxAbs(dt dtype.DType, b []byte, count int) float64 {
 // WriteGemmCSV writes the rows as CSV (times in microseconds).
 func WriteGemmCSV(w io.Writer, rows []GemmRow, world int, dt dtype.DType) error {
 	if _, err := fmt.Fprintln(w, "M,N,K,k_local,world,dtype,gemm_us,gemm_tflops,rs_us,gemm_nccl_us,gemm_rs_us,overlap_us,"+
-		"gemm_single_us,gemm_in_overlap_us,gemm_slowdown,picks,bound_use,max_abs_diff_vs_nccl,gemm"); err != nil {
+		"gemm_single_us,gemm_in_overlap_us,gemm_slowdown,picks,bound_use,max_abs_diff_vs_nccl,gemm,simulated"); err != nil {
 		return err
 	}
 	for _, r := range rows {
-		if _, err := fmt.Fprintf(w, "%d,%d,%d,%d,%d,%v,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.3f,%v,%.4f,%g,%v\n",
+		if r.Skipped != "" {
+			continue // no times
+		}
+		if _, err := fmt.Fprintf(w, "%d,%d,%d,%d,%d,%v,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.3f,%v,%.4f,%g,%v,%v\n",
 			r.Shape.M, r.Shape.N, r.Shape.K, r.KLocal, world, dt, us(r.Gemm), r.TFLOPS(), us(r.RS), us(r.GemmNCCL),
-			us(r.Sequential), us(r.Overlap), us(r.GemmAlone), us(r.GemmInOverlap), r.Slowdown(), r.Picks, r.BoundUse, r.NCCLMaxDiff, r.Choice); err != nil {
+			us(r.Sequential), us(r.Overlap), us(r.GemmAlone), us(r.GemmInOverlap), r.Slowdown(), r.Picks, r.BoundUse, r.NCCLMaxDiff, r.Choice, r.Simulated); err != nil {
 			return err
 		}
 	}

@@ -53,8 +53,8 @@ func hostCost(ctx context.Context, r world.Rank, o HostCostOptions) (err error) 
 	defer func() { err = errors.Join(err, s.Close()) }()
 	in := rs2d.Tensor{Ptr: buf.in, Rows: ws, Cols: n, DType: dt}
 	out := rs2d.Tensor{Ptr: buf.out, Rows: 1, Cols: n, DType: dt}
-	p.Printf("hiercoll host cost: rs2d.Context.ReduceScatter's host time per call (enqueue only), %d ranks, [%d, %d] %v; median of %d batches of %d calls\n",
-		ws, ws, n, dt, rounds, batch)
+	p.Printf("hiercoll host cost: rs2d.Context.ReduceScatter's host time per call (enqueue only), %d ranks, [%d, %d] %v; median of %s of %s\n",
+		ws, ws, n, dt, Count(rounds, "batch"), Count(batch, "call"))
 	variants := o.Variants
 	if len(variants) == 0 {
 		variants = []Variant{{}}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
@@ -154,6 +155,17 @@ func (g *rig) close() error {
 type Printer struct {
 	W    io.Writer
 	Rank int
+}
+
+// Count is n and the noun, plural unless n is 1: "1 call", "5 calls".
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "ch") || strings.HasSuffix(noun, "s") {
+		return fmt.Sprintf("%d %ses", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // Printf prints on rank 0.

@@ -110,7 +110,7 @@ func mm(ctx context.Context, r world.Rank, o MMOptions) (err error) {
 	p := o.Out
 	p.Printf("hiercoll bench-mm: one GPU (%s), %v: hiercoll's GEMM against %s, both in fp32 accumulation\n",
 		r.Dev.Name(), o.DType, device.MatmulLibrary(mmDev))
-	p.Printf("  per shape and layout of B: median over %d rounds [min..max] of the mean of %d calls per path; within a round the paths' calls interleaved one by one, in random order, each timed alone\n", o.Rounds, o.Iters)
+	p.Printf("  per shape and layout of B: median over %s [min..max] of the mean of %s per path; within a round the paths' calls interleaved one by one, in random order, each timed alone\n", Count(o.Rounds, "round"), Count(o.Iters, "call"))
 	p.Printf("%-18s %3s %24s %24s %24s %24s %8s %7s %7s %7s %s\n", "shape(MxNxK)", "B", "own us [min..max]", "own+signals us", "whole tiles us", "matmul us", "TFLOP/s", "own/mm", "signal", "whole", "check")
 	var rows []MMRow
 	for _, shape := range o.Shapes {

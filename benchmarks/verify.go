@@ -28,6 +28,23 @@ type VerifyOptions struct {
 	Config rs2d.Config
 	Out    Printer
 	Title  string
+	// Result, if set, is called on rank 0 with each check's result as it
+	// ends (hiercoll verify --json prints them).
+	Result func(VerifyResult)
+}
+
+// VerifyResult is one check of the sweep: a shape and dtype, the calls in a
+// row on one context ("repeat"), or the refusal of bad input ("bad-input").
+type VerifyResult struct {
+	Check       string  `json:"check"` // "case", "repeat" or "bad-input"
+	DType       string  `json:"dtype,omitempty"`
+	RowsPerRank int     `json:"rows_per_rank,omitempty"`
+	N           int     `json:"n,omitempty"`
+	Calls       int     `json:"calls,omitempty"`
+	OK          bool    `json:"ok"`
+	Seconds     float64 `json:"seconds,omitempty"`
+	Report      string  `json:"report,omitempty"` // what the ranks found, where not ok
+	Simulated   bool    `json:"simulated"`
 }
 
 // DefaultCases covers M_per_rank of 1, odd and unaligned N, and a larger
@@ -53,6 +70,17 @@ func verify(ctx context.Context, r world.Rank, o VerifyOptions) (err error) {
 	}
 	defer func() { err = errors.Join(err, ref.Close()) }()
 	p.Printf("hiercoll verify: %s\n", o.Title)
+	simulated := r.Dev.Info().Backend != "cuda"
+	result := func(v VerifyResult, report string) {
+		if o.Result == nil || r.Comm.Rank() != 0 {
+			return
+		}
+		v.Simulated = simulated
+		if !v.OK {
+			v.Report = strings.TrimSpace(report)
+		}
+		o.Result(v)
+	}
 	if ref != nil {
 		p.Printf("  reference: fp64 on the CPU, and NCCL %s's reduce-scatter of the same inputs\n", ref.Version)
 	} else {
@@ -87,8 +115,10 @@ func verify(ctx context.Context, r world.Rank, o VerifyOptions) (err error) {
 			if !ok {
 				failed++
 			}
-			p.Printf("  [%2d/%d] %-5s rows/rank %-4d N %-5d %d calls  %s  (%v)\n%s", i, total, dt, c.RowsPer, c.N, o.Calls,
+			p.Printf("  [%2d/%d] %-5s rows/rank %-4d N %-5d %s  %s  (%v)\n%s", i, total, dt, c.RowsPer, c.N, Count(o.Calls, "call"),
 				verdict(ok), time.Since(start).Round(time.Millisecond), report)
+			result(VerifyResult{Check: "case", DType: dt.String(), RowsPerRank: c.RowsPer, N: c.N, Calls: o.Calls, OK: ok,
+				Seconds: time.Since(start).Seconds()}, report)
 		}
 	}
 	if o.Repeat > 0 {
@@ -103,7 +133,8 @@ func verify(ctx context.Context, r world.Rank, o VerifyOptions) (err error) {
 		if !ok {
 			failed++
 		}
-		p.Printf("  %d calls in a row on one context, fresh data each: %s\n%s", o.Repeat, verdict(ok), report)
+		p.Printf("  %s in a row on one context, fresh data each: %s\n%s", Count(o.Repeat, "call"), verdict(ok), report)
+		result(VerifyResult{Check: "repeat", Calls: o.Repeat, OK: ok}, report)
 	}
 	msg := badInputs(ctx, r, o.Config)
 	ok, report, err := gather(ctx, r, msg)
@@ -114,6 +145,7 @@ func verify(ctx context.Context, r world.Rank, o VerifyOptions) (err error) {
 		failed++
 	}
 	p.Printf("  bad input rejected before any work: %s\n%s", verdict(ok), report)
+	result(VerifyResult{Check: "bad-input", OK: ok}, report)
 	if failed > 0 {
 		p.Printf("FAIL (%d checks failed)\n", failed)
 		return fmt.Errorf("benchmarks: verify: %d checks failed", failed)

@@ -138,7 +138,7 @@ func newRankBufs(dev device.Device, dt dtype.DType, m, n, k, world int) (*rankBu
 func (rb *rankBufs) close() error {
 	var errs []error
 	if rb.s != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		_ = rb.s.Synchronize(ctx) // its error was reported by the call that failed
 		errs = append(errs, rb.s.Close())
@@ -197,7 +197,7 @@ func simWorld(t *testing.T, shape bootstrap.Shape, wait time.Duration) *world.Wo
 }
 
 func baseConfig(dt dtype.DType, m, n, k int) gemmrs.Config {
-	return gemmrs.Config{MaxM: m, N: n, KLocal: k, DType: dt, Timeout: 20 * time.Second}
+	return gemmrs.Config{MaxM: m, N: n, KLocal: k, DType: dt, Timeout: 2 * time.Minute}
 }
 
 var worlds = []bootstrap.Shape{{Nodes: 1, LocalSize: 2}, {Nodes: 2, LocalSize: 2}, {Nodes: 1, LocalSize: 4}, {Nodes: 1, LocalSize: 1}, {Nodes: 2, LocalSize: 1}}

@@ -34,7 +34,7 @@ func testCtx(t *testing.T, d time.Duration) context.Context {
 
 func simWorld(t *testing.T, shape bootstrap.Shape, hostPerNode bool) *world.World {
 	t.Helper()
-	w, err := world.Sim(shape, world.SimOptions{HostPerNode: hostPerNode, Device: sim.Options{WaitTimeout: 10 * time.Second}})
+	w, err := world.Sim(shape, world.SimOptions{HostPerNode: hostPerNode, Device: sim.Options{WaitTimeout: time.Minute}})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, w.Close()) })
 	return w

@@ -63,6 +63,10 @@ type Spec struct {
 	Stdout  io.Writer // default os.Stdout
 	Stderr  io.Writer // default os.Stderr
 	Grace   time.Duration
+	// RawStdout copies the children's stdout lines without the "[rank N] "
+	// prefix (stderr keeps it): for a job whose stdout only rank 0 writes,
+	// such as a report or JSON lines another program reads.
+	RawStdout bool
 }
 
 func (s Spec) check() (Spec, error) {
@@ -168,6 +172,9 @@ func (j job) start(rank int, base []string, out *sink) (*child, error) {
 	cmd := exec.Command(j.spec.Command[0], j.spec.Command[1:]...)
 	cmd.Env = j.env(rank, base)
 	stdout := out.lines(rank, j.spec.Stdout)
+	if j.spec.RawStdout {
+		stdout.prefix = ""
+	}
 	stderr := out.lines(rank, j.spec.Stderr)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// Its own process group, so that a signal reaches what it starts too.

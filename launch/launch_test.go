@@ -207,6 +207,18 @@ func TestRunAllSucceed(t *testing.T) {
 	require.Contains(t, stdout.String(), "[rank 1] hello from 1\n")
 }
 
+// RawStdout passes stdout lines through as written; stderr keeps the prefix.
+func TestRunRawStdout(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := Run(context.Background(), Spec{
+		NProc: 2, Command: []string{"/bin/sh", "-c", `if [ "$RANK" = 0 ]; then echo '{"row":1}'; fi; echo warn >&2`},
+		Stdout: &stdout, Stderr: &stderr, RawStdout: true,
+	})
+	require.NoError(t, err)
+	require.Equal(t, "{\"row\":1}\n", stdout.String())
+	require.Contains(t, stderr.String(), "[rank 1] warn\n")
+}
+
 func TestRunRejectsBadSpecs(t *testing.T) {
 	sh := []string{"/bin/sh", "-c", "true"}
 	for name, spec := range map[string]Spec{

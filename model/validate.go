@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -134,15 +134,20 @@ func EmulatedNVLinkRail(p Params) Params {
 	return p
 }
 
-// Validate compares the model with every point of Sources (read from
-// resultsDir) and with NCCLAnchor. The emulated socket links' terms (one
+// Validate is ValidateFS on the folder resultsDir.
+func Validate(resultsDir string, base *Params) (Report, error) {
+	return ValidateFS(os.DirFS(resultsDir), base)
+}
+
+// ValidateFS compares the model with every point of Sources (read from
+// results, benchmarks/results or a copy of it) and with NCCLAnchor. The emulated socket links' terms (one
 // NCCL lane's rate, the socket path's rate per GPU with many lanes, the flat
 // ring's rate across the emulated node boundary) are set from one point each
 // and then used for all the others; everything else is Defaults (or base, if
 // given: its Nodes and GPUs are replaced by each point's).
-func Validate(resultsDir string, base *Params) (Report, error) {
+func ValidateFS(results fs.FS, base *Params) (Report, error) {
 	v := validation{base: base}
-	if err := v.readRows(resultsDir); err != nil {
+	if err := v.readRows(results); err != nil {
 		return Report{}, err
 	}
 	var rep Report
@@ -179,10 +184,10 @@ type recorded struct {
 	us   float64
 }
 
-// readRows reads every timed point of Sources under resultsDir.
-func (v *validation) readRows(resultsDir string) error {
+// readRows reads every timed point of Sources in results.
+func (v *validation) readRows(results fs.FS) error {
 	for _, s := range Sources {
-		recs, err := readBenchCSV(filepath.Join(resultsDir, s.Path))
+		recs, err := readBenchCSV(results, s.Path)
 		if err != nil {
 			return err
 		}
@@ -387,8 +392,8 @@ type benchRecord struct {
 
 // readBenchCSV reads the columns it needs from a `hiercoll bench` CSV, by
 // their header names.
-func readBenchCSV(path string) ([]benchRecord, error) {
-	f, err := os.Open(path)
+func readBenchCSV(results fs.FS, path string) ([]benchRecord, error) {
+	f, err := results.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}

@@ -2,10 +2,13 @@ package model
 
 import (
 	"math"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	shipped "github.com/seed12530e24/hiercoll/benchmarks/results"
 )
 
 // The most the model may be off, as model/README.md states, by what ran.
@@ -100,7 +103,7 @@ func TestAnchorWithinTolerance(t *testing.T) {
 
 func TestDefaultNodeLatencyReproducesTheOneMiBRuns(t *testing.T) {
 	for _, c := range calNodeLat {
-		recs, err := readBenchCSV(results + "/" + c.path)
+		recs, err := readBenchCSV(os.DirFS(results), c.path)
 		require.NoError(t, err)
 		gpus := 4
 		if strings.Contains(c.path, "1x2") {
@@ -126,4 +129,14 @@ func TestParseBenchCSV(t *testing.T) {
 	require.ErrorContains(t, err, "bytes_per_rank")
 	_, err = parseBenchCSV(strings.NewReader("variant,bytes_per_rank,hiercoll_us,nccl_us\nx,1,abc,2\n"))
 	require.ErrorContains(t, err, "line 2")
+}
+
+// ValidateFS reads the same runs from the copy built into the programs
+// (benchmarks/results.CSV) as Validate reads from the folder.
+func TestValidateFromTheEmbeddedResults(t *testing.T) {
+	fromDir, err := Validate(results, nil)
+	require.NoError(t, err)
+	embedded, err := ValidateFS(shipped.CSV, nil)
+	require.NoError(t, err)
+	require.Equal(t, fromDir, embedded)
 }

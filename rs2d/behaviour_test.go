@@ -81,19 +81,19 @@ func TestGEMMOverlapProducersInRandomOrder(t *testing.T) {
 		shape, chunks, segments := tc.shape, tc.chunks, tc.segments
 		t.Run(fmt.Sprintf("%v/chunks%d/segments%d", shape, chunks, segments), func(t *testing.T) {
 			t.Parallel()
-			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
+			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
 			require.NoError(t, err)
 			defer w.Close()
 			ws, rowsPer, n, dt := shape.World(), 5, 24, dtype.I32
 			m := rowsPer * ws
 			const calls = 4
 			inputs := callInputs(dt, calls, ws, m*n)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 				rank := r.Comm.Rank()
 				knobs := tune.Knobs{Chunks: chunks, Segments: segments}
-				rs, err := rs2d.New(tune.With(ctx, knobs), r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true, Timeout: 20 * time.Second})
+				rs, err := rs2d.New(tune.With(ctx, knobs), r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true, Timeout: 2 * time.Minute})
 				if err != nil {
 					return err
 				}
@@ -189,11 +189,11 @@ func raiseSegments(dev device.Device, producer device.Stream, sig rs2d.Signals, 
 // Two contexts on the same ranks, used at the same time on different streams.
 func TestConcurrentContexts(t *testing.T) {
 	shape := bootstrap.Shape{Nodes: 2, LocalSize: 2}
-	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
+	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
 	require.NoError(t, err)
 	defer w.Close()
 	ws := shape.World()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	type job struct {
 		dt      dtype.DType
@@ -279,7 +279,7 @@ func TestMissingRankTimesOutNamingIt(t *testing.T) {
 			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: bound}})
 			require.NoError(t, err)
 			defer w.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			errs := make([]error, shape.World())
 			took := make([]time.Duration, shape.World())
@@ -346,10 +346,10 @@ func TestRankNeverJoins(t *testing.T) {
 
 func TestBadInputRejectedBeforeWork(t *testing.T) {
 	shape := bootstrap.Shape{Nodes: 1, LocalSize: 2}
-	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 5 * time.Second}})
+	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
 	require.NoError(t, err)
 	defer w.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		// Configurations refused by New.
@@ -444,7 +444,7 @@ func TestCloseReleasesStuckWaits(t *testing.T) {
 			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
 			require.NoError(t, err)
 			defer w.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			const bound = 300 * time.Millisecond
 			survivorsClosed, firstClosed := make(chan struct{}), make(chan struct{})
@@ -542,10 +542,10 @@ func TestKernelsArePreparedBeforeTheFirstCall(t *testing.T) {
 		t.Run(engine.String(), func(t *testing.T) {
 			t.Parallel()
 			shape := bootstrap.Shape{Nodes: 2, LocalSize: 2} // the final cross-node reduce too
-			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
+			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
 			require.NoError(t, err)
 			defer w.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			checkers := make([]*prepareChecker, shape.World())
 			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
@@ -587,18 +587,18 @@ func TestKernelsArePreparedBeforeTheFirstCall(t *testing.T) {
 // receive buffers alternate with the call parity.
 func TestSignalsOfARejectedCallReleaseNothing(t *testing.T) {
 	shape := bootstrap.Shape{Nodes: 2, LocalSize: 2}
-	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
+	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
 	require.NoError(t, err)
 	defer w.Close()
 	ws, rowsPer, n, dt := shape.World(), 3, 16, dtype.I32
 	m := rowsPer * ws
 	const calls = 4
 	inputs := callInputs(dt, calls, ws, m*n)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		rank := r.Comm.Rank()
-		rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true, Timeout: 20 * time.Second})
+		rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true, Timeout: 2 * time.Minute})
 		if err != nil {
 			return err
 		}

@@ -26,7 +26,7 @@ func TestNodePartialsAreRoundedToTheDtype(t *testing.T) {
 	}{{bootstrap.Shape{Nodes: 2, LocalSize: 2}, true}, {bootstrap.Shape{Nodes: 1, LocalSize: 4}, false}} {
 		w, err := world.Sim(tc.shape, world.SimOptions{})
 		require.NoError(t, err)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		const m, n = 4, 8
 		got := make([][]byte, 4)
 		err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {

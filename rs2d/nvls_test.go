@@ -82,14 +82,14 @@ func TestNVLSBarriers(t *testing.T) {
 			t.Parallel()
 			shape := bootstrap.Shape{Nodes: 1, LocalSize: 3}
 			const rowsPer, n, calls, lateRank = 2, 24, 4, 1
-			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
+			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
 			require.NoError(t, err)
 			defer w.Close()
 			ws := shape.World()
 			m := rowsPer * ws
 			dt := dtype.I32
 			inputs := callInputs(dt, calls, ws, m*n)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 				dev := r.Dev
@@ -158,10 +158,10 @@ func TestNVLSOnlyWhenNamed(t *testing.T) {
 	require.Equal(t, rs2d.EngineNVLS, e)
 
 	shape := bootstrap.Shape{Nodes: 2, LocalSize: 2}
-	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
+	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
 	require.NoError(t, err)
 	defer w.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	before := sim.Live().Multicasts
 	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {

@@ -28,7 +28,7 @@ func TestNewRefusesSizesThatOverflow(t *testing.T) {
 	require.NoError(t, err)
 	defer w.Close()
 	before := sim.Live()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		for _, cfg := range []rs2d.Config{

@@ -29,7 +29,7 @@ func TestCloseNamesTheRankThatNeverCalled(t *testing.T) {
 			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 300 * time.Millisecond}})
 			require.NoError(t, err)
 			defer w.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			syncErrs := make([]error, 4)
 			closeErrs := make([]error, 4)
@@ -77,7 +77,7 @@ func TestCloseNamesARankThatNeverCame(t *testing.T) {
 	w, err := world.Sim(shape, world.SimOptions{})
 	require.NoError(t, err)
 	defer w.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const bound = 300 * time.Millisecond
 	closeErrs := make([]error, 4)

@@ -33,7 +33,7 @@ const rigWords = 256
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	dev := sim.New(sim.NewHost("streams"), 0, sim.Options{WaitTimeout: 5 * time.Second})
+	dev := sim.New(sim.NewHost("streams"), 0, sim.Options{WaitTimeout: time.Minute})
 	buf, err := dev.Alloc(4 * rigWords)
 	require.NoError(t, err)
 	opener, err := dev.NewStream(device.Normal)

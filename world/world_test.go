@@ -46,4 +46,11 @@ func TestRunReportsEachFailureOnce(t *testing.T) {
 	var re *RankErrors
 	require.ErrorAs(t, err, &re)
 	require.Equal(t, []int{0, 1, 2, 5, 6}, re.Ranks)
+
+	// Errors that name their own rank are one failure, in rank 0's words.
+	err = w.Run(ctx, func(_ context.Context, r Rank) error {
+		return fmt.Errorf("rank %d: sim:%d: all-gather: %w", r.Comm.Rank(), r.Comm.Rank(), context.DeadlineExceeded)
+	})
+	require.EqualError(t, err, "ranks 0-7: rank 0: sim:0: all-gather: context deadline exceeded (in rank 0's words; the others' differ only in numbers)")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
 }

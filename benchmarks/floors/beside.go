@@ -8,9 +8,9 @@ import (
 	"github.com/seed12530e24/hiercoll/dtype"
 )
 
-// Beside a GEMM (Options.BesideGemm): C [n·rows, 8192] = A [n·rows, 2048] ·
-// B [2048, 8192] in n row blocks of Bytes each on streams[1], C being the
-// source; the copies move block (me+i) to rank me+i on streams[0]. Each
+// Beside a GEMM (Options.BesideGemm): C [n·rows, N] = A [n·rows, K] ·
+// B [K, N] (N=8192, K=2048 unless Options.GemmN, GemmK say otherwise) in n
+// row blocks of Bytes each on streams[1], C being the source; the copies move block (me+i) to rank me+i on streams[0]. Each
 // measurement runs twice: as is, and with every iteration starting at a
 // device barrier (align, on streams[0], which the GEMM's stream then waits
 // for), so that the ranks move in step.
@@ -22,15 +22,17 @@ type beside struct {
 	mm        device.Matmul
 	a, b      device.Ptr
 	rows      int
+	cols, k   int            // the GEMM's N and K
 	blockDone []device.Event // block i's GEMM ended (or copy i, where chained)
 	passed    device.Event   // the device barrier passed, for the GEMM's stream
 }
 
 func (l *lab) besideGemm() (err error) {
-	if l.o.Bytes%(2*besideCols) != 0 {
-		return fmt.Errorf("floors: beside a GEMM, bytes per transfer must be a multiple of %d", 2*besideCols)
+	cols, k := l.o.gemmShape()
+	if l.o.Bytes%int64(2*cols) != 0 {
+		return fmt.Errorf("floors: beside a GEMM, bytes per transfer must be a multiple of %d", 2*cols)
 	}
-	x := &beside{lab: l, rows: int(l.o.Bytes / (2 * besideCols))}
+	x := &beside{lab: l, rows: int(l.o.Bytes / int64(2*cols)), cols: cols, k: k}
 	defer func() { err = errors.Join(err, x.close()) }()
 	if err := x.open(); err != nil {
 		return err
@@ -64,16 +66,16 @@ func (x *beside) open() (err error) {
 	if x.mm, err = device.MatmulOf(dev); err != nil {
 		return err
 	}
-	if x.a, err = dev.Alloc(int64(n*x.rows*besideK) * 2); err != nil {
+	if x.a, err = dev.Alloc(int64(n*x.rows*x.k) * 2); err != nil {
 		return err
 	}
-	if x.b, err = dev.Alloc(int64(besideK*besideCols) * 2); err != nil {
+	if x.b, err = dev.Alloc(int64(x.k*x.cols) * 2); err != nil {
 		return err
 	}
 	for _, buf := range []struct {
 		p     device.Ptr
 		elems int
-	}{{x.a, n * x.rows * besideK}, {x.b, besideK * besideCols}} {
+	}{{x.a, n * x.rows * x.k}, {x.b, x.k * x.cols}} {
 		if err := dev.Memset32(x.streams[1], buf.p, 0x3c003c00, int64(buf.elems/2)); err != nil { // bf16 pairs of 0.0078
 			return err
 		}
@@ -116,8 +118,8 @@ func (x *beside) dest(i int) int { return (x.me + i + 1) % x.n }
 // spec is the GEMM of block i on sms SMs (0: all).
 func (x *beside) spec(i, sms int) device.GemmSpec {
 	d := x.dest(i)
-	return device.GemmSpec{M: x.rows, N: besideCols, K: besideK, DType: dtype.BF16,
-		A: x.a.Add(int64(d*x.rows*besideK) * 2), B: x.b, C: x.block(d), SMs: sms}
+	return device.GemmSpec{M: x.rows, N: x.cols, K: x.k, DType: dtype.BF16,
+		A: x.a.Add(int64(d*x.rows*x.k) * 2), B: x.b, C: x.block(d), SMs: sms}
 }
 
 // copyOn enqueues on st the copy of block i to its rank.
@@ -222,7 +224,7 @@ type measurement struct {
 func (x *beside) measurements() []measurement {
 	n := x.n
 	moved := int64(n-1) * x.o.Bytes
-	label := fmt.Sprintf("%d blocks of %dx%dx%d bf16", n, x.rows, besideCols, besideK)
+	label := fmt.Sprintf("%d blocks of %dx%dx%d bf16", n, x.rows, x.cols, x.k)
 	ms := []measurement{
 		{"GEMM alone, " + label, moved, func() error { return x.gemm(false, 0) }},
 		{fmt.Sprintf("CE copies to rank+1..+%d in turn, alone", n-1), moved, x.copies},

@@ -22,13 +22,14 @@ func TestDefaults(t *testing.T) {
 		{Options{}, false, 16 << 20, 10},
 		{Options{BesideGemm: true}, false, 16 << 10, 2},
 		{Options{BesideGemm: true, Bytes: 1 << 20, Iters: 3}, false, 1 << 20, 3},
+		{Options{BesideGemm: true, GemmN: 64}, false, 128, 2},
 	} {
 		o, err := tc.in.withDefaults(tc.gpu)
 		require.NoError(t, err)
 		require.Equal(t, tc.bytes, o.Bytes, "%+v gpu=%v", tc.in, tc.gpu)
 		require.EqualValues(t, tc.iters, o.Iters, "%+v gpu=%v", tc.in, tc.gpu)
 	}
-	for _, o := range []Options{{Bytes: -1}, {Iters: -3}} {
+	for _, o := range []Options{{Bytes: -1}, {Iters: -3}, {GemmN: -8}, {GemmK: -2}} {
 		_, err := o.withDefaults(false)
 		require.ErrorIs(t, err, device.ErrInvalidArgument)
 	}

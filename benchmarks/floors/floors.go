@@ -39,6 +39,21 @@ type Options struct {
 	// by SM stores. Each also with a device barrier first. Needs a device
 	// with device.Matmul.
 	BesideGemm bool
+	// GemmN and GemmK are the GEMM's N and K beside the copies (0: 8192
+	// and 2048, a transformer layer's; tests take small ones).
+	GemmN, GemmK int
+}
+
+// gemmShape is the N and K of the GEMM beside the copies.
+func (o Options) gemmShape() (cols, k int) {
+	cols, k = besideCols, besideK
+	if o.GemmN > 0 {
+		cols = o.GemmN
+	}
+	if o.GemmK > 0 {
+		k = o.GemmK
+	}
+	return cols, k
 }
 
 // Job returns the job that runs the measurements on every rank; rank 0
@@ -76,8 +91,9 @@ func srcBlocks(world int) int { return max(4, world) }
 // on the CPU 16 MiB, or beside a GEMM one GEMM row (16 KiB) and 2
 // iterations, as the GEMMs then run in Go (minutes on 8 ranks even so).
 func (o Options) withDefaults(gpu bool) (Options, error) {
-	if o.Bytes < 0 || o.Iters < 0 {
-		return o, fmt.Errorf("floors: %d bytes per transfer, %d iterations: want positive numbers (0: default): %w", o.Bytes, o.Iters, device.ErrInvalidArgument)
+	if o.Bytes < 0 || o.Iters < 0 || o.GemmN < 0 || o.GemmK < 0 {
+		return o, fmt.Errorf("floors: %d bytes per transfer, %d iterations, GEMM N %d, K %d: want positive numbers (0: default): %w",
+			o.Bytes, o.Iters, o.GemmN, o.GemmK, device.ErrInvalidArgument)
 	}
 	slowGemm := o.BesideGemm && !gpu
 	switch {
@@ -85,7 +101,8 @@ func (o Options) withDefaults(gpu bool) (Options, error) {
 	case gpu:
 		o.Bytes = 512 << 20
 	case slowGemm:
-		o.Bytes = 2 * besideCols
+		cols, _ := o.gemmShape()
+		o.Bytes = 2 * int64(cols)
 	default:
 		o.Bytes = 16 << 20
 	}

@@ -18,7 +18,7 @@ import (
 func runBench(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var w worldFlags
-	w.register(fs)
+	w.register(fs, worldUse{shape: true, rail: true, engine: true, lists: true})
 	dt := fs.String("dtype", "bf16", "element type: bf16, fp16, fp32, int32")
 	n := fs.Int("n", 4096, "columns N (M follows from the size)")
 	sizes := fs.String("sizes", "", "input bytes per rank, comma-separated, with K/M/G suffixes, each at least one row per rank "+
@@ -27,6 +27,7 @@ func runBench(ctx context.Context, args []string) error {
 	reps := fs.Int("reps", 3, "measurements per size, hiercoll and NCCL in turn; the median is reported with the spread")
 	csvPath := fs.String("csv", "", "write the table as CSV to this file")
 	pngPath := fs.String("png", "", "write a plot of bus bandwidth against size to this PNG file")
+	jsonOut := fs.Bool("json", false, jsonHelp)
 	hostCost := fs.Bool("host-cost", false, "instead of the sweep: the host time of one call in Go (enqueue only, tiny input), per variant; "+
 		"--iters calls per batch (default 20), --reps batches (default 50)")
 	if err := parseFlags(fs, args, false, append(w.positive(), "n", "iters", "reps")...); err != nil {
@@ -59,7 +60,11 @@ func runBench(ctx context.Context, args []string) error {
 		}
 		return nil
 	}
+	report := reportTo(*jsonOut)
 	if *hostCost {
+		if *jsonOut {
+			return usageError{errors.New("--json goes with the sweep, not --host-cost")}
+		}
 		o := benchmarks.HostCostOptions{Variants: variants, Batch: *iters, Out: benchmarks.Printer{W: cmdOut}}
 		fs.Visit(func(f *flag.Flag) {
 			if f.Name == "reps" {
@@ -73,7 +78,7 @@ func runBench(ctx context.Context, args []string) error {
 			var rows []benchmarks.BenchRow
 			opts := benchmarks.BenchOptions{
 				Sizes: list, N: *n, DType: d, Iters: *iters, Reps: *reps, Variants: variants,
-				Out: benchmarks.Printer{W: cmdOut}, Title: wh.title, Rows: &rows,
+				Out: benchmarks.Printer{W: report}, Title: wh.title, Rows: &rows,
 			}
 			if opts.Sizes == nil {
 				opts.Sizes = benchmarks.DefaultSizes(r.Dev.Info().Backend == "cuda")
@@ -83,6 +88,11 @@ func runBench(ctx context.Context, args []string) error {
 			}
 			if r.Comm.Rank() != 0 {
 				return nil
+			}
+			if *jsonOut {
+				if err := benchmarks.WriteJSON(cmdOut, rows, r.Comm.Size(), d); err != nil {
+					return err
+				}
 			}
 			return writeBenchFiles(rows, r.Comm.Size(), d, *csvPath, *pngPath)
 		}
@@ -99,29 +109,7 @@ func writeBenchFiles(rows []benchmarks.BenchRow, world int, d dtype.DType, csvPa
 		errs = append(errs, err)
 	}
 	if pngPath != "" {
-		chart := plot.Chart{
-			Title:  fmt.Sprintf("ReduceScatter2D %v bus bandwidth, %d ranks", d, world),
-			XLabel: "input bytes per rank", YLabel: "bus bandwidth (GB/s)", LogX: true,
-		}
-		var nc plot.Series
-		nc.Name = "NCCL"
-		series := map[string]int{}
-		for _, r := range rows {
-			i, ok := series[r.Variant]
-			if !ok {
-				i = len(chart.Series)
-				series[r.Variant] = i
-				chart.Series = append(chart.Series, plot.Series{Name: "hiercoll " + r.Variant})
-			}
-			h := &chart.Series[i]
-			h.X, h.Y = append(h.X, float64(r.Bytes)), append(h.Y, r.BusBW(r.Time, world))
-			if r.NCCLTime > 0 && i == 0 {
-				nc.X, nc.Y = append(nc.X, float64(r.Bytes)), append(nc.Y, r.BusBW(r.NCCLTime, world))
-			}
-		}
-		if len(nc.X) > 0 {
-			chart.Series = append(chart.Series, nc)
-		}
+		chart := benchChart(rows, world, d)
 		f, err := os.Create(filepath.Clean(pngPath))
 		if err == nil {
 			err = errors.Join(chart.PNG(f), f.Close())
@@ -131,11 +119,42 @@ func writeBenchFiles(rows []benchmarks.BenchRow, world int, d dtype.DType, csvPa
 	return errors.Join(errs...)
 }
 
+// benchChart is bus bandwidth against size, a line per variant and NCCL's
+// beside the first; the title says when the GPUs were simulated.
+func benchChart(rows []benchmarks.BenchRow, world int, d dtype.DType) plot.Chart {
+	chart := plot.Chart{
+		Title:  fmt.Sprintf("ReduceScatter2D %v bus bandwidth, %d ranks", d, world),
+		XLabel: "input bytes per rank", YLabel: "bus bandwidth (GB/s)", LogX: true,
+	}
+	if len(rows) > 0 && rows[0].Simulated {
+		chart.Title += " - SIMULATED GPUs (CPU backend), not GPU times"
+	}
+	nc := plot.Series{Name: "NCCL"}
+	series := map[string]int{}
+	for _, r := range rows {
+		i, ok := series[r.Variant]
+		if !ok {
+			i = len(chart.Series)
+			series[r.Variant] = i
+			chart.Series = append(chart.Series, plot.Series{Name: "hiercoll " + r.Variant})
+		}
+		h := &chart.Series[i]
+		h.X, h.Y = append(h.X, float64(r.Bytes)), append(h.Y, r.BusBW(r.Time, world))
+		if r.NCCLTime > 0 && i == 0 {
+			nc.X, nc.Y = append(nc.X, float64(r.Bytes)), append(nc.Y, r.BusBW(r.NCCLTime, world))
+		}
+	}
+	if len(nc.X) > 0 {
+		chart.Series = append(chart.Series, nc)
+	}
+	return chart
+}
+
 // parseSizes reads "1M,32M,2G".
 func parseSizes(s string) ([]int64, error) {
 	var out []int64
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(strings.ToUpper(f))
+	for _, typed := range strings.Split(s, ",") {
+		f := strings.TrimSpace(strings.ToUpper(typed))
 		mult := int64(1)
 		switch {
 		case strings.HasSuffix(f, "K"):
@@ -147,7 +166,7 @@ func parseSizes(s string) ([]int64, error) {
 		}
 		v, err := strconv.ParseInt(f, 10, 64)
 		if err != nil || v <= 0 {
-			return nil, fmt.Errorf("size %q: want a positive number with an optional K, M or G suffix", f)
+			return nil, fmt.Errorf("size %q: want a positive number with an optional K, M or G suffix", strings.TrimSpace(typed))
 		}
 		out = append(out, v*mult)
 	}

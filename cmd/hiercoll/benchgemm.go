@@ -20,7 +20,7 @@ import (
 func runBenchGemm(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench-gemm", flag.ContinueOnError)
 	var w worldFlags
-	w.register(fs)
+	w.register(fs, worldUse{shape: true, rail: true})
 	dt := fs.String("dtype", "bf16", "element type of A, B and C: bf16, fp16 or fp32")
 	shapes := fs.String("shapes", "", "MxNxK shapes, comma-separated, K split over the ranks "+
 		"(default 8192x8192x28672,8192x8192x8192,4096x8192x28672 on GPUs; tiny ones on the CPU)")
@@ -31,11 +31,12 @@ func runBenchGemm(ctx context.Context, args []string) error {
 		"or auto (own where every rank can run it and measured it at least as fast as cuBLAS)")
 	segments := fs.Int("segments", 0, "tuning, own GEMM: signals per destination's rows (0: about one per 1024 rows, at most 8)")
 	input := fs.String("input", "", "the operands' dtype when not --dtype's: e4m3 (fp8 into --dtype bf16 or fp16; B as [N, K/world], unit scales)")
-	help := fs.Int("help", 0, "tuning, own GEMM on one node: percent of the last peer's block the SMs push after the GEMM, beside the copy engine (0: estimated, -1: none)")
+	pushShare := fs.Int("push-share", 0, "tuning, own GEMM on one node: percent of the last peer's block the SMs push after the GEMM, beside the copy engine (0: estimated, -1: none)")
 	iters := fs.Int("iters", 0, "calls per timed measurement (0: 20 on GPUs, 2 on the CPU)")
 	reps := fs.Int("reps", 3, "measurements of each path, in turn; the median is reported with the spread")
 	samples := fs.Int("samples", 0, "output elements per rank checked against the exact sum (0: 64 on GPUs, all of small outputs)")
 	csvPath := fs.String("csv", "", "write the table as CSV to this file")
+	jsonOut := fs.Bool("json", false, jsonHelp)
 	if err := parseFlags(fs, args, false, append(w.positive(), "iters", "reps", "samples")...); err != nil {
 		return err
 	}
@@ -75,10 +76,10 @@ func runBenchGemm(ctx context.Context, args []string) error {
 		return err
 	}
 	knobs := tune.From(ctx)
-	if *help < -1 || *help > 100 {
-		return usageError{fmt.Errorf("--help %d: want -1 (none), 0 (estimated) or a percentage", *help)}
+	if *pushShare < -1 || *pushShare > 100 {
+		return usageError{fmt.Errorf("--push-share %d: want -1 (none), 0 (estimated) or a percentage", *pushShare)}
 	}
-	knobs.SplitFirstBlock, knobs.Gemm, knobs.Segments, knobs.Help = sp, gm, *segments, *help
+	knobs.SplitFirstBlock, knobs.Gemm, knobs.Segments, knobs.Help = sp, gm, *segments, *pushShare
 	ctx = tune.With(ctx, knobs)
 	check := func(world int) error {
 		for _, sh := range list {
@@ -94,12 +95,20 @@ func runBenchGemm(ctx context.Context, args []string) error {
 			opts := benchmarks.GemmOptions{
 				Shapes: list, DType: d, Config: gemmrs.Config{Mode: m, Input: in, Transport: cfg.Transport, Timeout: cfg.Timeout},
 				Iters: *iters, Reps: *reps, Samples: *samples,
-				Out: benchmarks.Printer{W: cmdOut}, Status: cmdErr, Title: wh.title, Rows: &rows,
+				Out: benchmarks.Printer{W: reportTo(*jsonOut)}, Status: cmdErr, Title: wh.title, Rows: &rows,
 			}
 			if err := benchmarks.GemmBench(opts)(ctx, r); err != nil {
 				return err
 			}
-			if r.Comm.Rank() != 0 || *csvPath == "" {
+			if r.Comm.Rank() != 0 {
+				return nil
+			}
+			if *jsonOut {
+				if err := benchmarks.WriteGemmJSON(cmdOut, rows, r.Comm.Size(), d); err != nil {
+					return err
+				}
+			}
+			if *csvPath == "" {
 				return nil
 			}
 			f, err := os.Create(*csvPath)

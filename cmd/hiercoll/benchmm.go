@@ -16,7 +16,7 @@ import (
 func runBenchMM(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench-mm", flag.ContinueOnError)
 	var w worldFlags
-	w.register(fs)
+	w.register(fs, worldUse{})
 	dt := fs.String("dtype", "bf16", "element type: bf16 or fp16")
 	shapes := fs.String("shapes", "", "local MxNxK shapes, comma-separated (default: the local GEMMs of bench-gemm's shapes on 2 and 4 GPUs)")
 	layouts := fs.String("layouts", "kn,nk", "layouts of B: kn ([K, N] row-major), nk ([N, K] row-major, a torch Linear weight)")

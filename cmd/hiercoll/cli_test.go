@@ -3,21 +3,32 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/seed12530e24/hiercoll/benchmarks"
+	"github.com/seed12530e24/hiercoll/dtype"
 )
 
 // hiercoll runs the command line in-process and returns its exit status,
 // stdout and stderr.
 func hiercoll(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	return hiercollCtx(t, context.Background(), args...)
+}
+
+// hiercollCtx is hiercoll with the context a signal would end.
+func hiercollCtx(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	code := run(context.Background(), args[0], args[1:], &out, &errOut)
+	code := run(ctx, args[0], args[1:], &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -87,14 +98,22 @@ func TestHelpAndVersion(t *testing.T) {
 // instead of running a world of its own in every process.
 func TestUnderALauncher(t *testing.T) {
 	t.Setenv("WORLD_SIZE", "4")
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
 	for rank, wantOut := range map[string]bool{"0": true, "3": false} {
 		t.Setenv("RANK", rank)
-		code, _, errOut := hiercoll(t, "demo", "--m", "0")
+		code, _, errOut := hiercollCtx(t, stopped, "demo", "--m", "0")
 		require.Equal(t, 2, code)
 		require.Equal(t, wantOut, strings.Contains(errOut, "--m 0"), "rank %s: %q", rank, errOut)
 	}
+	// A rank the launcher does not stop reports the mistake itself.
+	defer func(d time.Duration) { usageWait = d }(usageWait)
+	usageWait = time.Millisecond
+	code, _, errOut := hiercoll(t, "demo", "--m", "0")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "--m 0", "rank 3, not stopped")
 	t.Setenv("RANK", "0")
-	code, _, errOut := hiercoll(t, "demo", "--backend", "sim")
+	code, _, errOut = hiercoll(t, "demo", "--backend", "sim")
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, "--backend sim cannot join a launched job")
 	code, _, errOut = hiercoll(t, "demo")
@@ -113,6 +132,18 @@ func TestDemoTimeIsTheReportedCall(t *testing.T) {
 	require.NotNil(t, final, out)
 	require.Equal(t, perCall[1], final[1])
 	require.Contains(t, out, "PASS")
+	require.Contains(t, out, "the CPU backend runs Go code in place of GPU kernels")
+	// Like with like: the bytes that cross between nodes, per node. Blocks
+	// of 2 rows x 16 bf16 = 64 B; hiercoll: 2 ranks x 1 block; a flat ring
+	// of 4 ranks: 3 blocks over each node boundary.
+	require.Contains(t, out, "per node: hiercoll 128 B (2 ranks x 1 block of 64 B), a flat ring 192 B (3 blocks); the ring sends 1.50x hiercoll's")
+	// Progress on stderr, a line per step with the time so far.
+	require.Regexp(t, `hiercoll demo: setting up: \[8, 16\] bf16 per rank, 4 ranks \(\d+\.\ds\)\n`, errOut)
+	require.Regexp(t, `hiercoll demo: timed call 4 of 4 \(\d+\.\ds\)\n`, errOut)
+
+	_, out, _ = hiercoll(t, "demo", "--backend", "sim", "--nodes", "1", "--gpus", "2", "--m", "8", "--n", "16", "--calls", "1")
+	require.Contains(t, out, "(the median of 1 call,")
+	require.NotContains(t, out, "across nodes", "one node: nothing crosses")
 }
 
 // doctor says which multicast switches the user set, and which the
@@ -161,4 +192,206 @@ func TestBenchHostCost(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Regexp(t, `host cost: .* per call`, out)
 	require.Regexp(t, `\d+\.\d+ us per call`, out)
+}
+
+// Command-line details a user trips on: each mistake names what was typed
+// and what the command takes.
+func TestFlagMessages(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		// dtype's own error lists every element type, e4m3 included; the
+		// command lists only those it takes.
+		{[]string{"demo", "--dtype", "fp64"}, `--dtype "fp64": unknown element type; this command takes bf16, fp16, fp32, int32`},
+		{[]string{"bench-mm", "--dtype", "half-ish"}, `this command takes bf16, fp16`},
+		{[]string{"bench", "--sizes", "1M,-4M"}, `size "-4M": want a positive number`},
+		{[]string{"demo", "--timeout", "5"}, `a duration needs its unit: 5s for 5 seconds`},
+		{[]string{"demo", "--timeout", "soon"}, `want a duration with its unit, such as 30s`},
+		// Flags a command would ignore are not defined for it.
+		{[]string{"floors", "--engine", "x"}, "flag provided but not defined: -engine"},
+		{[]string{"floors", "--transport", "nccl"}, "flag provided but not defined: -transport"},
+		{[]string{"bench-mm", "--nodes", "7"}, "flag provided but not defined: -nodes"},
+		{[]string{"bench-mm", "--chunks", "junk"}, "flag provided but not defined: -chunks"},
+		{[]string{"bench-gemm", "--engine", "ring"}, "flag provided but not defined: -engine"},
+		// One setting where one is run; bench measures lists.
+		{[]string{"verify", "--engine", "ring,sm"}, "--engine ring,sm: this command runs one setting"},
+		{[]string{"demo", "--chunks", "1,2"}, "--chunks 1,2: this command runs one setting"},
+		{[]string{"bench-gemm", "--push-share", "101"}, "--push-share 101: want -1 (none), 0 (estimated) or a percentage"},
+	} {
+		code, out, errOut := hiercoll(t, tc.args...)
+		require.Equal(t, 2, code, "%q: %s", tc.args, errOut)
+		require.Empty(t, out, "%q", tc.args)
+		require.Contains(t, errOut, tc.want, "%q", tc.args)
+		require.Equal(t, 1, strings.Count(errOut, "\n"), "%q: one line:\n%s", tc.args, errOut)
+	}
+}
+
+// Every command's help works (bench-gemm's had a flag named -help), says
+// what a list-valued flag does only where lists are taken, and speaks to
+// a user, not to the project.
+func TestEveryCommandsHelp(t *testing.T) {
+	for cmd := range commands {
+		for _, h := range []string{"-h", "--help"} {
+			code, out, errOut := hiercoll(t, cmd, h)
+			require.Equal(t, 0, code, "%s %s: %s", cmd, h, errOut)
+			require.Empty(t, errOut, "%s %s", cmd, h)
+			require.True(t, strings.HasPrefix(out, "usage: hiercoll "+cmd), "%s %s:\n%s", cmd, h, out)
+			require.NotContains(t, out, "lent machines", cmd)
+			require.NotContains(t, out, "bench takes a list", cmd)
+			require.NotRegexp(t, `flags:\n*$`, out, "%s: an empty flag list", cmd)
+			require.Equal(t, cmd == "bench", strings.Contains(out, "a comma-separated list measures each value"), cmd)
+		}
+	}
+	_, out, _ := hiercoll(t, "bench-gemm", "-h")
+	require.Contains(t, out, "-push-share int")
+}
+
+// progressLine is a progress line on stderr: a step and the time so far.
+var progressLine = regexp.MustCompile(`(?m)^hiercoll \S+: .* \(\d+\.\ds\)\n`)
+
+// A failure of every simulated rank is printed once, not once per rank;
+// what the simulated GPUs cannot do is refused before the world starts,
+// and so is a world too large to simulate.
+func TestErrorsOncePerRun(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"demo", "--transport", "nccl"}, 2, "--transport nccl needs GPUs"},
+		{[]string{"bench", "--transport", "nvshmem", "--sizes", "1M"}, 2, "--transport nvshmem needs GPUs"},
+		{[]string{"demo", "--gpus", "100000"}, 2, "--nodes 2 x --gpus 100000: the CPU backend simulates at most 256 GPUs"},
+		{[]string{"demo", "--nodes", "1000000"}, 2, "--nodes 1000000 x --gpus 4: the CPU backend simulates at most 256 GPUs"},
+		{[]string{"floors", "--nodes", "4611686018427387904", "--gpus", "4"}, 2, "simulates at most 256 GPUs"},
+		{[]string{"demo", "--timeout", "1ns"}, 1, "ranks 0-7: "},
+	} {
+		code, out, errOut := hiercoll(t, tc.args...)
+		require.Equal(t, tc.code, code, "%q: %s", tc.args, errOut)
+		require.Contains(t, errOut, tc.want, "%q", tc.args)
+		errOut = progressLine.ReplaceAllString(errOut, "")
+		require.Equal(t, 1, strings.Count(errOut, "\n"), "%q: one line besides the progress:\n%s", tc.args, errOut)
+		if tc.code == 2 {
+			require.Empty(t, out, "%q: refused before anything ran", tc.args)
+		}
+	}
+	// Every rank's allocation fails alike, each naming its own rank.
+	t.Setenv("HIERCOLL_SIM_MEMORY", "abc")
+	code, _, errOut := hiercoll(t, "demo", "--m", "8", "--n", "8")
+	require.Equal(t, 1, code, errOut)
+	require.Contains(t, errOut, `ranks 0-7: `)
+	require.Contains(t, errOut, `HIERCOLL_SIM_MEMORY="abc"`)
+	require.Equal(t, 1, strings.Count(progressLine.ReplaceAllString(errOut, ""), "\n"), errOut)
+}
+
+// Under hiercoll launch, a mistake every rank makes reaches the user once,
+// from rank 0, and the launcher names rank 0 as the rank that failed (the
+// other ranks wait to be stopped). The ranks are this test binary running
+// main (TestMain); repeated, as the order in which ranks fail varied.
+func TestLaunchReportsTheMistakeOnce(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	t.Setenv(runMainEnv, "1")
+	for range 6 {
+		code, out, errOut := hiercoll(t, "launch", "--nproc", "4", "--", exe, "demo", "--m", "0")
+		require.Equal(t, 1, code, errOut)
+		require.Empty(t, out)
+		require.Equal(t, 1, strings.Count(errOut, "--m 0: want a positive number"), errOut)
+		require.Contains(t, errOut, "[rank 0] hiercoll demo: --m 0", errOut)
+		require.Contains(t, errOut, "launch: rank 0 (pid", errOut)
+	}
+}
+
+// jsonLines decodes stdout as one JSON object per line.
+func jsonLines(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var objs []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var obj map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &obj), "not a JSON object: %q", line)
+		objs = append(objs, obj)
+	}
+	return objs
+}
+
+// --json: stdout holds one JSON object per row or result, and nothing
+// else (the report goes to stderr); on the CPU backend each says it is
+// simulated.
+func TestJSONOutput(t *testing.T) {
+	code, out, errOut := hiercoll(t, "bench", "--backend", "sim", "--nodes", "1", "--gpus", "2", "--n", "8",
+		"--sizes", "64,200", "--iters", "1", "--reps", "1", "--json")
+	require.Equal(t, 0, code, errOut)
+	rows := jsonLines(t, out)
+	require.Len(t, rows, 2)
+	require.EqualValues(t, 64, rows[0]["bytes_per_rank"])
+	require.EqualValues(t, 192, rows[1]["bytes_per_rank"])
+	require.Equal(t, true, rows[0]["simulated"])
+	require.Greater(t, rows[0]["hiercoll_us"], 0.0)
+	require.NotContains(t, rows[0], "nccl_us", "NCCL did not run")
+	require.Contains(t, errOut, "size(B)", "the table, on stderr")
+
+	code, out, errOut = hiercoll(t, "bench-gemm", "--backend", "sim", "--nodes", "1", "--gpus", "2", "--shapes", "32x24x16", "--reps", "1", "--json")
+	require.Equal(t, 0, code, errOut)
+	rows = jsonLines(t, out)
+	require.Len(t, rows, 1)
+	require.EqualValues(t, 32, rows[0]["m"])
+	require.Greater(t, rows[0]["overlap_us"], 0.0)
+
+	code, out, errOut = hiercoll(t, "verify", "--backend", "sim", "--nodes", "1", "--gpus", "2", "--dtypes", "fp32", "--calls", "1", "--repeat", "2", "--json")
+	require.Equal(t, 0, code, errOut)
+	rows = jsonLines(t, out)
+	require.Len(t, rows, len(benchmarks.DefaultCases(false))+2, "each case, the repeat, the bad input")
+	for _, r := range rows {
+		require.Equal(t, true, r["ok"], r)
+	}
+	require.Equal(t, "bad-input", rows[len(rows)-1]["check"])
+	require.Contains(t, errOut, "PASS")
+
+	code, out, errOut = hiercoll(t, "doctor", "--json")
+	require.Equal(t, 0, code, errOut)
+	rows = jsonLines(t, out)
+	var names []string
+	for _, r := range rows {
+		names = append(names, r["check"].(string))
+		require.Contains(t, r, "ok")
+		require.NotEmpty(t, r["detail"])
+	}
+	require.Subset(t, names, []string{"cuda", "nvml", "nccl", "nvshmem", "multicast-env"})
+}
+
+// Simulated results say so: in the table, the CSV's last column and the
+// chart's title.
+func TestSimulatedResultsSaySo(t *testing.T) {
+	dir := t.TempDir()
+	csvPath, pngPath := filepath.Join(dir, "b.csv"), filepath.Join(dir, "b.png")
+	code, out, errOut := hiercoll(t, "bench", "--backend", "sim", "--nodes", "1", "--gpus", "2", "--n", "8",
+		"--sizes", "64,200", "--iters", "1", "--reps", "1", "--csv", csvPath, "--png", pngPath)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "SIMULATED: the CPU backend runs Go code in place of GPU kernels")
+	csv, err := os.ReadFile(csvPath)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(csv)), "\n")
+	require.True(t, strings.HasSuffix(lines[0], ",simulated"), lines[0])
+	require.True(t, strings.HasSuffix(lines[1], ",true"), lines[1])
+	rows := []benchmarks.BenchRow{{Variant: "sm", Bytes: 1 << 20, Time: time.Millisecond, Simulated: true}}
+	require.Contains(t, benchChart(rows, 2, dtype.BF16).Title, "SIMULATED")
+	rows[0].Simulated = false
+	require.NotContains(t, benchChart(rows, 2, dtype.BF16).Title, "SIMULATED")
+
+	code, out, errOut = hiercoll(t, "bench-gemm", "--backend", "sim", "--nodes", "1", "--gpus", "2", "--reps", "1")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "SIMULATED")
+}
+
+// bench-gemm --gemm own on the CPU: a default shape the own GEMM cannot
+// compute (rows of A not a multiple of 16 bytes) is skipped with the
+// reason, and the others run.
+func TestBenchGemmOwnSkipsWhatItCannotCompute(t *testing.T) {
+	code, out, errOut := hiercoll(t, "bench-gemm", "--backend", "sim", "--gemm", "own", "--reps", "1", "--json")
+	require.Equal(t, 0, code, errOut)
+	rows := jsonLines(t, out)
+	require.Len(t, rows, len(benchmarks.DefaultGemmShapes(false, 8)))
+	require.Greater(t, rows[0]["overlap_us"], 0.0)
+	require.Contains(t, rows[1]["skipped"], "not a multiple of 16 bytes")
+	require.Regexp(t, `64x33x32 +skipped: .*not a multiple of 16 bytes`, errOut)
 }

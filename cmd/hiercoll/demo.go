@@ -12,7 +12,7 @@ import (
 func runDemo(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	var w worldFlags
-	w.register(fs)
+	w.register(fs, worldUse{shape: true, rail: true, engine: true})
 	m := fs.Int("m", 0, "rows M of each rank's input, a multiple of the world size (default: 1024 per rank on the CPU, 8192 per GPU)")
 	n := fs.Int("n", 0, "columns N (default 1024 on the CPU, 8192 on GPUs)")
 	dt := fs.String("dtype", "bf16", "element type: bf16, fp16, fp32, int32")
@@ -38,7 +38,7 @@ func runDemo(ctx context.Context, args []string) error {
 		return func(ctx context.Context, r worldRank) error {
 			opts := benchmarks.DemoOptions{
 				M: *m, N: *n, DType: d, Calls: *calls, Config: cfg,
-				Out: benchmarks.Printer{W: cmdOut}, Title: wh.title,
+				Out: benchmarks.Printer{W: cmdOut}, Title: wh.title, Status: cmdErr,
 			}
 			gpu := r.Dev.Info().Backend == "cuda"
 			if opts.N == 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -16,47 +17,81 @@ import (
 
 func runDoctor(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	jsonOut := fs.Bool("json", false, "print each check as a JSON object on stdout, one per line: check, ok, detail")
 	if err := parseFlags(fs, args, false); err != nil {
 		return err
 	}
-	out := cmdOut
 	multicastEnv := multicastEnvReport(os.LookupEnv) // before the loaders set them
-	fmt.Fprintln(out, "hiercoll doctor")
-	rep, err := cuda.Probe()
-	if err != nil {
-		fmt.Fprintf(out, "CUDA: not usable: %v\n  (the CPU backend still runs: hiercoll demo --backend sim)\n", err)
+	checks := doctorChecks()
+	checks = append(checks, doctorCheck{Check: "multicast-env", OK: true, Detail: strings.TrimSpace(multicastEnv)})
+	if *jsonOut {
+		enc := json.NewEncoder(cmdOut)
+		for _, c := range checks {
+			if err := enc.Encode(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	fmt.Fprintln(cmdOut, "hiercoll doctor")
+	for _, c := range checks {
+		fmt.Fprint(cmdOut, c.text)
+	}
+	fmt.Fprint(cmdOut, multicastEnv)
+	return nil
+}
+
+// doctorCheck is one thing doctor looked at: a name, whether it is usable,
+// and what was found (text is the report's lines for it).
+type doctorCheck struct {
+	Check  string `json:"check"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+	text   string
+}
+
+// doctorChecks probes CUDA, NVML (GPUs, links, peer access), NCCL and
+// NVSHMEM.
+func doctorChecks() []doctorCheck {
+	var checks []doctorCheck
+	add := func(name string, ok bool, text string) {
+		checks = append(checks, doctorCheck{Check: name, OK: ok, Detail: strings.TrimSpace(text), text: text})
+	}
+	if rep, err := cuda.Probe(); err != nil {
+		add("cuda", false, fmt.Sprintf("CUDA: not usable: %v\n  (the CPU backend still runs: hiercoll demo --backend sim)\n", err))
 	} else {
-		fmt.Fprint(out, rep.String())
+		add("cuda", true, rep.String())
 	}
 	if t, err := topo.Probe(); err != nil {
-		fmt.Fprintf(out, "NVML: %v\n", err)
+		add("nvml", false, fmt.Sprintf("NVML: %v\n", err))
 	} else {
-		fmt.Fprint(out, t.Table())
+		add("nvml", true, t.Table())
 		if len(t.GPUs) > 1 {
 			all := make([]int, len(t.GPUs))
 			for i := range all {
 				all[i] = i
 			}
 			if err := t.CheckPeerAccess(all); err != nil {
-				fmt.Fprintf(out, "peer access: %v\n", err)
+				add("peer-access", false, fmt.Sprintf("peer access: %v\n", err))
 			} else {
-				fmt.Fprintln(out, "peer access: every pair of GPUs can reach each other (copy-engine scatter possible)")
+				add("peer-access", true, "peer access: every pair of GPUs can reach each other (copy-engine scatter possible)\n")
 			}
 		}
 	}
 	if lib, err := nccl.Load(); err != nil {
-		fmt.Fprintf(out, "NCCL: %v\n", err)
+		add("nccl", false, fmt.Sprintf("NCCL: %v\n", err))
 	} else if v, err := lib.Version(); err == nil {
 		a, b, c := nccl.DecodeVersion(v)
-		fmt.Fprintf(out, "NCCL: %d.%d.%d (%s)\n", a, b, c, lib.Path())
+		add("nccl", true, fmt.Sprintf("NCCL: %d.%d.%d (%s)\n", a, b, c, lib.Path()))
+	} else {
+		add("nccl", false, fmt.Sprintf("NCCL: %s: version: %v\n", lib.Path(), err))
 	}
 	if lib, err := nvshmem.Load(); err != nil {
-		fmt.Fprintf(out, "NVSHMEM: %v\n", err)
+		add("nvshmem", false, fmt.Sprintf("NVSHMEM: %v\n", err))
 	} else {
-		fmt.Fprintf(out, "NVSHMEM: host library %s\n", lib.Path())
+		add("nvshmem", true, fmt.Sprintf("NVSHMEM: host library %s\n", lib.Path()))
 	}
-	fmt.Fprint(out, multicastEnv)
-	return nil
+	return checks
 }
 
 // multicastEnvReport says how the variables that keep NVLink multicast off

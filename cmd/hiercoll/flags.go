@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -37,6 +38,12 @@ func parseFlags(fs *flag.FlagSet, args []string, takesArgs bool, positive ...str
 		synopsis := synopses[fs.Name()]
 		if synopsis == "" {
 			synopsis = fs.Name() + " [flags]"
+		}
+		flags := 0
+		fs.VisitAll(func(*flag.Flag) { flags++ })
+		if flags == 0 {
+			fmt.Fprintf(fs.Output(), "usage: hiercoll %s\n\n%s takes no flags.\n", strings.TrimSuffix(synopsis, " [flags]"), fs.Name())
+			return
 		}
 		fmt.Fprintf(fs.Output(), "usage: hiercoll %s\n\nflags:\n", synopsis)
 		fs.PrintDefaults()
@@ -90,4 +97,26 @@ func versionLine() string {
 		}
 	}
 	return fmt.Sprintf("hiercoll %s (%s %s/%s%s)", version, runtime.Version(), runtime.GOOS, runtime.GOARCH, rev)
+}
+
+// jsonHelp is the help of the --json flag of the commands that print rows.
+const jsonHelp = "print each row as a JSON object on stdout, one per line (the table goes to stderr)"
+
+// reportTo is where a command's human report goes: stdout, or stderr when
+// --json keeps stdout for the JSON lines.
+func reportTo(json bool) io.Writer {
+	if json {
+		return cmdErr
+	}
+	return cmdOut
+}
+
+// joinLine joins errs into one error on one line, "; " between them (the
+// command's mistakes are reported on one line).
+func joinLine(errs []error) error {
+	texts := make([]string, len(errs))
+	for i, err := range errs {
+		texts[i] = err.Error()
+	}
+	return errors.New(strings.Join(texts, "; "))
 }

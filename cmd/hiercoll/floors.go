@@ -11,7 +11,7 @@ import (
 func runFloors(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("floors", flag.ContinueOnError)
 	var w worldFlags
-	w.register(fs)
+	w.register(fs, worldUse{shape: true})
 	bytes := fs.Int64("bytes", 0, "bytes per transfer (default 512 MiB on GPUs, 16 MiB on the CPU, 16 KiB on the CPU beside a GEMM)")
 	iters := fs.Int("iters", 0, "timed iterations per measurement (default 10; 2 on the CPU beside a GEMM)")
 	gemm := fs.Bool("beside-gemm", false, "also measure the copy engine beside a bf16 GEMM (row blocks of --bytes, N=8192, K=2048; slow on the CPU)")

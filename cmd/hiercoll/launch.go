@@ -29,5 +29,5 @@ func runLaunch(ctx context.Context, args []string) error {
 			return usageError{errors.New("--nproc is required when no GPU is visible")}
 		}
 	}
-	return launch.Run(ctx, launch.Spec{NProc: n, Nodes: *nodes, Command: cmd})
+	return launch.Run(ctx, launch.Spec{NProc: n, Nodes: *nodes, Command: cmd, Stdout: cmdOut, Stderr: cmdErr})
 }

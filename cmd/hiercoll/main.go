@@ -25,6 +25,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/dtype"
@@ -107,7 +108,12 @@ var commands = map[string]func(context.Context, []string) error{
 
 // run runs command cmd and returns the exit status: 0, 1 for a failure, 2
 // for a mistake on the command line. The error is printed once: under a
-// launcher (RANK set) a usage error, the same on every rank, only by rank 0.
+// launcher (RANK set) a usage error, the same on every rank, by rank 0. The
+// other ranks wait for the launcher to stop them (ctx ends) before they
+// exit, so that rank 0 fails first: a launcher names the first rank that
+// failed and stops the rest, and were another rank first, rank 0 could be
+// stopped before it printed. A rank that is not stopped within usageWait
+// prints the mistake itself.
 func run(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) int {
 	cmdOut, cmdErr = stdout, stderr
 	switch cmd {
@@ -135,13 +141,30 @@ func run(ctx context.Context, cmd string, args []string, stdout, stderr io.Write
 	case err == nil, errors.Is(err, errHelp):
 		return 0
 	case errors.As(err, &ue):
-		if rank := os.Getenv(bootstrap.EnvRank); rank == "" || rank == "0" {
-			fmt.Fprintf(stderr, "hiercoll %s: %v\n", cmd, ue.error)
+		if rank := os.Getenv(bootstrap.EnvRank); rank != "" && rank != "0" && stoppedWithin(ctx, usageWait) {
+			return 2 // the launcher stopped this rank once rank 0 had reported the mistake
 		}
+		fmt.Fprintf(stderr, "hiercoll %s: %v\n", cmd, ue.error)
 		return 2
 	}
 	fmt.Fprintf(stderr, "hiercoll %s: %v\n", cmd, err)
 	return 1
+}
+
+// usageWait is how long a rank other than 0 waits to be stopped after a
+// usage error; tests shorten it.
+var usageWait = 30 * time.Second
+
+// stoppedWithin reports whether ctx ends within d, else false after d.
+func stoppedWithin(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // gemmFlag takes --gemm (or -gemm, --gemm=true) out of bench's arguments:
@@ -169,15 +192,15 @@ type usageError struct{ error }
 // command takes (one of allowed); a dtype it does not take is a usage error
 // that says which it does, and where fp8 is measured.
 func parseDType(flag, s string, allowed ...dtype.DType) (dtype.DType, error) {
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		names[i] = a.String()
+	}
 	d, err := dtype.Parse(s)
-	if err != nil {
-		return d, usageError{err}
+	if err != nil { // dtype's own message lists every element type, not the command's
+		return d, usageError{fmt.Errorf("--%s %q: unknown element type; this command takes %s", flag, s, strings.Join(names, ", "))}
 	}
 	if !slices.Contains(allowed, d) {
-		names := make([]string, len(allowed))
-		for i, a := range allowed {
-			names[i] = a.String()
-		}
 		hint := ""
 		if d == dtype.E4M3 {
 			hint = " (fp8 is a GEMM input only: benchmarks/torch/gemm_fp8.py measures it)"

@@ -1,13 +1,28 @@
 package main
 
 import (
+	"bytes"
 	"errors"
+	"flag"
+	"io"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed12530e24/hiercoll/dtype"
 )
+
+// runMainEnv makes the test binary run the command line instead of the
+// tests: the launcher's tests start it as their ranks.
+const runMainEnv = "HIERCOLL_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" {
+		main()
+	}
+	os.Exit(m.Run())
+}
 
 func TestGemmFlag(t *testing.T) {
 	for _, tc := range []struct {
@@ -44,4 +59,14 @@ func TestParseDType(t *testing.T) {
 		require.True(t, errors.As(err, &ue), "%q: %v", c.in, err)
 		require.ErrorContains(t, err, c.want)
 	}
+}
+
+// A command without flags says so in its help, not an empty "flags:".
+func TestHelpOfACommandWithoutFlags(t *testing.T) {
+	var out bytes.Buffer
+	defer func(w io.Writer) { cmdOut = w }(cmdOut)
+	cmdOut = &out
+	fs := flag.NewFlagSet("quiet", flag.ContinueOnError)
+	require.ErrorIs(t, parseFlags(fs, []string{"-h"}, false), errHelp)
+	require.Equal(t, "usage: hiercoll quiet\n\nquiet takes no flags.\n", out.String())
 }

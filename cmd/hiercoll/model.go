@@ -1,17 +1,21 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
+	"github.com/seed12530e24/hiercoll/benchmarks/results"
 	"github.com/seed12530e24/hiercoll/internal/plot"
 	"github.com/seed12530e24/hiercoll/model"
 )
@@ -29,27 +33,38 @@ func runModelTo(_ context.Context, args []string, out io.Writer) error {
 	gpus := fs.Int("gpus", def.GPUs, "GPUs per node")
 	sizesFlag := fs.String("sizes", "1M,4M,16M,64M,256M,1G,4G", "input bytes per rank, comma-separated, with K/M/G suffixes")
 	floorsFlag := fs.String("floors", "", "`hiercoll floors` log(s), comma-separated: set the NVLink push, local copy, final reduce and ring ceiling terms")
-	pushBW := fs.Float64("push-bw", def.Node.PushBW/1e9, "GB/s a GPU stores into one node peer (node steps on 2 GPUs)")
-	pushAllBW := fs.Float64("push-all-bw", def.Node.PushAllBW/1e9, "GB/s a GPU stores into all node peers at once (node steps on 3+ GPUs)")
-	localBW := fs.Float64("local-bw", def.Node.LocalBW/1e9, "GB/s of the local copy a node step makes with one GPU per node")
-	nodeLat := fs.Float64("node-lat", def.Node.Lat*1e6, "µs: fixed cost of one node step")
-	nodePeerLat := fs.Float64("node-peer-lat", def.Node.PeerLat*1e6, "µs added to a node step per node peer")
+	pushBW := fs.Float64("push-bw", shown(def.Node.PushBW/1e9), "GB/s a GPU stores into one node peer (node steps on 2 GPUs)")
+	pushAllBW := fs.Float64("push-all-bw", shown(def.Node.PushAllBW/1e9), "GB/s a GPU stores into all node peers at once (node steps on 3+ GPUs)")
+	localBW := fs.Float64("local-bw", shown(def.Node.LocalBW/1e9), "GB/s of the local copy a node step makes with one GPU per node")
+	nodeLat := fs.Float64("node-lat", shown(def.Node.Lat*1e6), "µs: fixed cost of one node step")
+	nodePeerLat := fs.Float64("node-peer-lat", shown(def.Node.PeerLat*1e6), "µs added to a node step per node peer")
 	nics := fs.Int("nics", def.Rail.NICs, "NICs per node")
-	nicBW := fs.Float64("nic-bw", def.Rail.NICBW/1e9, "GB/s one NIC carries per direction (49: 400 Gb/s at 98%)")
-	nicLat := fs.Float64("nic-lat", def.Rail.Lat*1e6, "µs: latency of one rail message")
+	nicBW := fs.Float64("nic-bw", shown(def.Rail.NICBW/1e9), "GB/s one NIC carries per direction (49: 400 Gb/s at 98%)")
+	nicLat := fs.Float64("nic-lat", shown(def.Rail.Lat*1e6), "µs: latency of one rail message")
 	lanes := fs.Int("lanes", def.Rail.Lanes, "communicators per rail sharing each message (NCCL transport)")
 	laneBW := fs.Float64("lane-bw", 0, "GB/s one lane carries at most (0: no cap per lane)")
-	reduceBW := fs.Float64("reduce-bw", def.Final.BW/1e9, "GB/s read+written by the final reduce")
-	reduceLat := fs.Float64("reduce-lat", def.Final.Lat*1e6, "µs: launch of the final reduce")
-	ringNVLink := fs.Float64("ring-nvlink-bw", def.Ring.NVLinkBW/1e9, "GB/s: NVLink ceiling of NCCL's ring inside a node")
+	reduceBW := fs.Float64("reduce-bw", shown(def.Final.BW/1e9), "GB/s read+written by the final reduce")
+	reduceLat := fs.Float64("reduce-lat", shown(def.Final.Lat*1e6), "µs: launch of the final reduce")
+	ringNVLink := fs.Float64("ring-nvlink-bw", shown(def.Ring.NVLinkBW/1e9), "GB/s: NVLink ceiling of NCCL's ring inside a node")
 	ringNICs := fs.Int("ring-nics", 0, "NICs per node NCCL's ring channels cross on (0: all)")
 	csvPath := fs.String("csv", "", "write the predictions as CSV to this file")
 	pngPath := fs.String("png", "", "write bus bandwidth against size (2D and ring, per node count) to this PNG file")
 	ratioPNG := fs.String("ratio-png", "", "write NCCL's time (ring, or PAT where faster) over ReduceScatter2D's against size, per node count, to this PNG file")
-	validate := fs.String("validate", "", "compare the model with the bench CSVs under this benchmarks/results folder and with NCCL's published scaling, instead of predicting")
+	var validate validateFlag
+	fs.Var(&validate, "validate", "compare the model with the recorded bench runs and with NCCL's published scaling, instead of predicting; "+
+		"--validate alone reads the runs built into the command (benchmarks/results), --validate DIR those of a copy of that folder")
 	pngDir := fs.String("png-dir", "", "with --validate: write anchor.png, one-node.png, emulated-nvlink.png and emulated-sockets.png into this folder")
-	if err := parseFlags(fs, args, false, "gpus", "nics", "lanes"); err != nil {
+	if err := parseFlags(fs, args, true, "gpus", "nics", "lanes"); err != nil {
 		return err
+	}
+	if validate.set && validate.dir == "" && fs.NArg() > 0 { // --validate DIR: the flags after DIR too
+		validate.dir = fs.Arg(0)
+		if err := parseFlags(fs, fs.Args()[1:], true, "gpus", "nics", "lanes"); err != nil {
+			return err
+		}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q (hiercoll model -h lists the flags)", fs.Arg(0))}
 	}
 	nodeList, err := intList("nodes", *nodesFlag)
 	if err != nil {
@@ -72,13 +87,19 @@ func runModelTo(_ context.Context, args []string, out io.Writer) error {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var bad []error
 	gb := func(name string, v float64, dst *float64) {
-		if set[name] {
+		// A rate must be a positive number (--lane-bw 0: no cap per lane).
+		if set[name] && (math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v == 0 && name != "lane-bw") {
+			bad = append(bad, fmt.Errorf("--%s %v: want a bandwidth above 0 GB/s", name, v))
+		} else if set[name] {
 			*dst = v * 1e9
 		}
 	}
 	us := func(name string, v float64, dst *float64) {
-		if set[name] {
+		if set[name] && (math.IsNaN(v) || math.IsInf(v, 0) || v < 0) {
+			bad = append(bad, fmt.Errorf("--%s %v: want a latency of 0 µs or more", name, v))
+		} else if set[name] {
 			*dst = v * 1e-6
 		}
 	}
@@ -94,9 +115,15 @@ func runModelTo(_ context.Context, args []string, out io.Writer) error {
 	us("reduce-lat", *reduceLat, &p.Final.Lat)
 	gb("ring-nvlink-bw", *ringNVLink, &p.Ring.NVLinkBW)
 	p.Rail.NICs, p.Rail.Lanes, p.Ring.NICs = *nics, *lanes, *ringNICs
+	if *ringNICs < 0 {
+		bad = append(bad, fmt.Errorf("--ring-nics %d: want 0 (all) or a count of NICs", *ringNICs))
+	}
+	if len(bad) > 0 {
+		return usageError{joinLine(bad)}
+	}
 
-	if *validate != "" {
-		return runValidate(out, *validate, p, *pngDir)
+	if validate.set {
+		return runValidate(out, validate.dir, p, *pngDir)
 	}
 	if *pngDir != "" {
 		return usageError{errors.New("--png-dir goes with --validate")}
@@ -292,12 +319,18 @@ func ratioChart(p model.Params, rows []modelRow) plot.Chart {
 	return c
 }
 
+// runValidate is model --validate: against the runs under dir, or those
+// built into the command where dir is "".
 func runValidate(out io.Writer, dir string, base model.Params, pngDir string) error {
-	rep, err := model.Validate(dir, &base)
+	runs, from := fs.FS(results.CSV), "(the runs built into the command, from benchmarks/results)"
+	if dir != "" {
+		runs, from = os.DirFS(dir), dir
+	}
+	rep, err := model.ValidateFS(runs, &base)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "hiercoll model --validate %s: the model against every timed emulated run and the one-node runs of the same session\n", dir)
+	fmt.Fprintf(out, "hiercoll model --validate %s: the model against every timed emulated run and the one-node runs of the same session\n", from)
 	fmt.Fprintln(out, "  emulated links set from one point each (then used for every other point):")
 	for _, t := range rep.Terms {
 		fmt.Fprintf(out, "    %-56s %7.2f GB/s  from %s\n", t.Name, t.Value/1e9, t.From)
@@ -495,4 +528,42 @@ func sizeName(b int64) string {
 		return fmt.Sprintf("%dK", b>>10)
 	}
 	return fmt.Sprintf("%d", b)
+}
+
+// validateFlag is --validate: alone (a boolean flag) the recorded runs built
+// into the command; --validate=DIR (or --validate DIR) a folder of them.
+type validateFlag struct {
+	set bool
+	dir string
+}
+
+func (v *validateFlag) IsBoolFlag() bool { return true }
+
+func (v *validateFlag) String() string {
+	if v == nil || !v.set {
+		return "false"
+	}
+	return cmp.Or(v.dir, "true")
+}
+
+func (v *validateFlag) Set(s string) error {
+	switch s {
+	case "true":
+		v.set, v.dir = true, ""
+	case "false", "":
+		v.set, v.dir = false, ""
+	default:
+		v.set, v.dir = true, s
+	}
+	return nil
+}
+
+// shown is a default as the flag's help prints it: six significant digits,
+// so that 10.15 does not show as 10.149999999999999.
+func shown(v float64) float64 {
+	r, err := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 6, 64), 64)
+	if err != nil {
+		return v
+	}
+	return r
 }

@@ -78,10 +78,54 @@ func TestModelCommandRejectsBadFlags(t *testing.T) {
 	}
 }
 
-func TestModelCommandRunsWellUnderASecond(t *testing.T) {
+// The model's default table takes milliseconds; the bound, far above
+// that, catches only a model gone pathologically slow, even on a loaded
+// machine.
+func TestModelCommandIsQuick(t *testing.T) {
 	start := time.Now()
-	require.NoError(t, runModelTo(context.Background(), nil, &bytes.Buffer{}))
-	require.Less(t, time.Since(start), time.Second)
+	var out bytes.Buffer
+	require.NoError(t, runModelTo(context.Background(), nil, &out))
+	require.Contains(t, out.String(), "128")
+	require.Less(t, time.Since(start), 30*time.Second)
+}
+
+// --validate alone checks the model against the runs built into the
+// command, the same as against the folder they come from.
+func TestModelValidateDefaultsToTheShippedRuns(t *testing.T) {
+	var shipped, folder bytes.Buffer
+	require.NoError(t, runModelTo(context.Background(), []string{"--validate"}, &shipped))
+	require.NoError(t, runModelTo(context.Background(), []string{"--validate=" + filepath.Join("..", "..", "benchmarks", "results")}, &folder))
+	require.Contains(t, shipped.String(), "NVIDIA/nccl issue 1229")
+	_, shippedBody, _ := strings.Cut(shipped.String(), "\n")
+	_, folderBody, _ := strings.Cut(folder.String(), "\n")
+	require.Equal(t, folderBody, shippedBody)
+	code, _, errOut := hiercoll(t, "model", "--validate", "a", "b")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, `unexpected argument "b"`)
+}
+
+// The help shows each default as a person would write it.
+func TestModelHelpDefaults(t *testing.T) {
+	code, out, _ := hiercoll(t, "model", "-h")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "(default 10.15)")
+	require.NotRegexp(t, `\d\.\d{7,}`, out)
+}
+
+// Bandwidths must be positive numbers, latencies not negative: NaN, a
+// negative or a zero rate is a usage error naming the flag.
+func TestModelRefusesBadTerms(t *testing.T) {
+	for _, tc := range []struct{ args []string }{
+		{[]string{"--nic-bw", "NaN"}}, {[]string{"--push-bw", "-3"}}, {[]string{"--local-bw", "0"}},
+		{[]string{"--reduce-bw", "+Inf"}}, {[]string{"--node-lat", "-1"}}, {[]string{"--ring-nics", "-2"}},
+	} {
+		code, out, errOut := hiercoll(t, append([]string{"model"}, tc.args...)...)
+		require.Equal(t, 2, code, "%q", tc.args)
+		require.Empty(t, out)
+		require.Contains(t, errOut, tc.args[0]+" ", "%q", tc.args)
+	}
+	code, _, errOut := hiercoll(t, "model", "--lane-bw", "0", "--node-lat", "0", "--nodes", "2", "--sizes", "1M")
+	require.Equal(t, 0, code, "no cap per lane, no fixed latency: %s", errOut)
 }
 
 func TestModelCommandValidates(t *testing.T) {
@@ -104,7 +148,7 @@ func TestModelCommandValidates(t *testing.T) {
 
 func TestModelCommandValidateRejectsBadTerms(t *testing.T) {
 	err := runModelTo(context.Background(), []string{"--validate", filepath.Join("..", "..", "benchmarks", "results"), "--push-all-bw", "0"}, &bytes.Buffer{})
-	require.ErrorContains(t, err, "node push bandwidth to all peers")
+	require.ErrorContains(t, err, "--push-all-bw 0: want a bandwidth above 0 GB/s")
 }
 
 func lastLine(s string) string {

@@ -39,29 +39,85 @@ type worldFlags struct {
 	graphs       string
 }
 
-func (w *worldFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&w.backend, "backend", "auto", "auto (GPUs if present, else CPU), cuda, or sim (CPU)")
-	fs.IntVar(&w.nodes, "nodes", 0, "nodes (emulated on one host); default 2 on the CPU backend, 1 on GPUs")
-	fs.IntVar(&w.gpus, "gpus", 0, "GPUs per node; default 4 on the CPU backend, every GPU on GPUs")
-	fs.DurationVar(&w.timeout, "timeout", 2*time.Minute, "bound on every wait")
-	fs.StringVar(&w.engines, "engine", "auto", "intra-node engine: auto, sm, copy, pull, ring, or nvls (NVLink multicast: only with HIERCOLL_ALLOW_MULTICAST=1 on GPUs; never on the project's lent machines); bench takes a list")
-	fs.StringVar(&w.transport, "transport", "auto", "inter-node transport: auto, ipc, nccl, nvshmem")
-	fs.StringVar(&w.graphs, "graphs", "off", "signal protocol: off (values grow with each call), on (calls can be captured in CUDA graphs: rs2d.Config.Graphs); bench takes a list")
-	fs.StringVar(&w.reductionSMs, "reduction-sms", "0", "tuning: SMs for the intra-node reduce (0: default); bench takes a list")
-	fs.StringVar(&w.chunks, "chunks", "0", "tuning: chunks per node step (0: by size); bench takes a list")
-	fs.StringVar(&w.railLanes, "rail-lanes", "0", "tuning, NCCL transport: communicators per rail (0: default); bench takes a list")
-	fs.StringVar(&w.maxSymm, "max-symm", "0", "bound on each rank's buffer memory, with K/M/G suffixes (0: none); auto takes the ring above it")
-	fs.IntVar(&w.ringSlots, "ring-slots", 0, "tuning, ring: FIFO slots per channel and node peer (0: default)")
-	fs.IntVar(&w.ringChannels, "ring-channels", 0, "tuning, ring: channels, one thread block each (0: default)")
-	fs.StringVar(&w.ringChunk, "ring-chunk", "0", "tuning, ring: bytes per slot, with K/M suffixes (0: default, shrunk to fit --max-symm)")
+// worldUse says which of the world flags a command takes: every command
+// takes --backend and --timeout; a flag a command would ignore is not
+// registered, so that giving it is a mistake instead of a silent no-op.
+type worldUse struct {
+	shape  bool // --nodes, --gpus
+	rail   bool // --transport and the tuning the reduce-scatter's stages take (--reduction-sms, --chunks, --rail-lanes)
+	engine bool // --engine, --graphs, --max-symm and the ring's tuning (an rs2d.Config's)
+	lists  bool // the tuning flags take comma-separated lists, each combination measured
+}
+
+// register defines the world flags use names on fs, with their defaults
+// set on w whether registered or not.
+func (w *worldFlags) register(fs *flag.FlagSet, use worldUse) {
+	w.backend, w.timeout = "auto", 2*time.Minute
+	w.engines, w.transport, w.graphs = "auto", "auto", "off"
+	w.reductionSMs, w.chunks, w.railLanes, w.maxSymm, w.ringChunk = "0", "0", "0", "0", "0"
+	list := ""
+	if use.lists {
+		list = "; a comma-separated list measures each value"
+	}
+	fs.StringVar(&w.backend, "backend", w.backend, "auto (GPUs if present, else CPU), cuda, or sim (CPU)")
+	fs.Var(durationValue{&w.timeout}, "timeout", "bound on every wait, a `duration` with its unit: 30s, 2m")
+	if use.shape {
+		fs.IntVar(&w.nodes, "nodes", 0, "nodes (emulated on one host); default 2 on the CPU backend, 1 on GPUs")
+		fs.IntVar(&w.gpus, "gpus", 0, "GPUs per node; default 4 on the CPU backend, every GPU on GPUs")
+	}
+	if use.rail {
+		fs.StringVar(&w.transport, "transport", w.transport, "inter-node transport: auto, ipc, nccl, nvshmem (nccl and nvshmem need GPUs)")
+		fs.StringVar(&w.reductionSMs, "reduction-sms", w.reductionSMs, "tuning: SMs for the intra-node reduce, or the pull engine's whole step (0: default)"+list)
+		fs.StringVar(&w.chunks, "chunks", w.chunks, "tuning: chunks per node step (0: by size)"+list)
+		fs.StringVar(&w.railLanes, "rail-lanes", w.railLanes, "tuning, NCCL transport: communicators per rail (0: default)"+list)
+	}
+	if use.engine {
+		fs.StringVar(&w.engines, "engine", w.engines, "intra-node engine: auto, sm, copy, pull, ring, or nvls (NVLink multicast: GPUs only, and only with HIERCOLL_ALLOW_MULTICAST=1)"+list)
+		fs.StringVar(&w.graphs, "graphs", w.graphs, "signal protocol: off (values grow with each call), on (calls can be captured in CUDA graphs: rs2d.Config.Graphs)"+list)
+		fs.StringVar(&w.maxSymm, "max-symm", w.maxSymm, "bound on each rank's buffer memory, with K/M/G suffixes (0: none); above it auto takes the pull engine in rounds where they fit, else the ring")
+		fs.IntVar(&w.ringSlots, "ring-slots", 0, "tuning, ring: FIFO slots per channel and node peer (0: default)")
+		fs.IntVar(&w.ringChannels, "ring-channels", 0, "tuning, ring: channels, one thread block each (0: default)")
+		fs.StringVar(&w.ringChunk, "ring-chunk", w.ringChunk, "tuning, ring: bytes per slot, with K/M suffixes (0: default, shrunk to fit --max-symm)")
+	}
+}
+
+// durationValue is a duration flag whose error, for a number without a
+// unit, says which unit was likely meant.
+type durationValue struct{ d *time.Duration }
+
+func (v durationValue) String() string {
+	if v.d == nil {
+		return ""
+	}
+	return v.d.String()
+}
+
+func (v durationValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err == nil {
+		*v.d = d
+		return nil
+	}
+	if _, numErr := strconv.ParseFloat(s, 64); numErr == nil {
+		return fmt.Errorf("a duration needs its unit: %ss for %s seconds (or ms, m, h)", s, s)
+	}
+	return errors.New("want a duration with its unit, such as 30s, 2m or 500ms")
 }
 
 // positive names the world flags that must be positive when given.
 func (w *worldFlags) positive() []string { return []string{"nodes", "gpus", "timeout"} }
 
-// setting is the first of the variants: a context's Config, and its tuning
-// in the context the job runs in.
+// setting is the one variant of a command that runs a single setting: a
+// context's Config, and its tuning in the context the job runs in. A list
+// where one value is wanted is a usage error.
 func (w *worldFlags) setting(ctx context.Context) (context.Context, rs2d.Config, error) {
+	for _, f := range []struct{ name, value string }{
+		{"engine", w.engines}, {"graphs", w.graphs}, {"reduction-sms", w.reductionSMs}, {"chunks", w.chunks}, {"rail-lanes", w.railLanes},
+	} {
+		if strings.Contains(f.value, ",") {
+			return ctx, rs2d.Config{}, usageError{fmt.Errorf("--%s %s: this command runs one setting; give one value (bench measures lists)", f.name, f.value)}
+		}
+	}
 	vs, err := w.variants()
 	if err != nil {
 		return ctx, rs2d.Config{}, err
@@ -159,6 +215,11 @@ func intList(name, s string) ([]int, error) {
 	return out, nil
 }
 
+// maxSimGPUs bounds the simulated world: each simulated GPU is goroutines,
+// buffers and connections in this process, and a world of thousands is
+// gigabytes of memory for nothing a smaller one would not show.
+const maxSimGPUs = 256
+
 // where describes the world the job runs on, for reports.
 type where struct {
 	title string
@@ -206,6 +267,12 @@ func runWorld(ctx context.Context, w *worldFlags, check func(world int) error, j
 	}
 	if per == 0 {
 		per = 4
+	}
+	if kind, err := internode.ParseKind(w.transport); err == nil && (kind == internode.NCCL || kind == internode.NVSHMEM) {
+		return usageError{fmt.Errorf("--transport %s needs GPUs (the CUDA backend); the simulated GPUs take ipc (or auto)", kind)}
+	}
+	if nodes > maxSimGPUs/per {
+		return usageError{fmt.Errorf("--nodes %d x --gpus %d: the CPU backend simulates at most %d GPUs in one process", nodes, per, maxSimGPUs)}
 	}
 	if err := check(nodes * per); err != nil {
 		return err
@@ -263,5 +330,7 @@ func relaunch(ctx context.Context, nodes, per int) error {
 		NProc:   nodes * per,
 		Nodes:   nodes,
 		Command: append([]string{exe}, os.Args[1:]...),
+		// Only rank 0 prints the report (or JSON lines): as it is.
+		RawStdout: true,
 	})
 }

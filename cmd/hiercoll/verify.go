@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"strings"
 
@@ -12,10 +13,11 @@ import (
 func runVerify(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	var w worldFlags
-	w.register(fs)
+	w.register(fs, worldUse{shape: true, rail: true, engine: true})
 	dts := fs.String("dtypes", "bf16,fp16,fp32,int32", "element types to check")
 	calls := fs.Int("calls", 3, "calls per shape, each on fresh random data")
 	repeat := fs.Int("repeat", 0, "calls in a row on one context (default: 1000 on GPUs, 100 on the CPU)")
+	jsonOut := fs.Bool("json", false, "print each check's result as a JSON object on stdout, one per line (the report goes to stderr)")
 	if err := parseFlags(fs, args, false, append(w.positive(), "calls", "repeat")...); err != nil {
 		return err
 	}
@@ -38,10 +40,15 @@ func runVerify(ctx context.Context, args []string) error {
 			if rep == 0 {
 				rep = pick(gpu, 1000, 100)
 			}
-			return benchmarks.Verify(benchmarks.VerifyOptions{
+			o := benchmarks.VerifyOptions{
 				DTypes: list, Cases: benchmarks.DefaultCases(gpu), Calls: *calls, Repeat: rep,
-				Config: cfg, Out: benchmarks.Printer{W: cmdOut}, Title: wh.title,
-			})(ctx, r)
+				Config: cfg, Out: benchmarks.Printer{W: reportTo(*jsonOut)}, Title: wh.title,
+			}
+			if *jsonOut {
+				enc := json.NewEncoder(cmdOut)
+				o.Result = func(v benchmarks.VerifyResult) { _ = enc.Encode(v) }
+			}
+			return benchmarks.Verify(o)(ctx, r)
 		}
 	})
 }

@@ -11,9 +11,10 @@ import (
 
 // The command the ring's issue names: the CPU backend's default world (2
 // nodes × 4) with 1 MiB of buffers per rank, where the largest shapes take
-// the ring and its rail rounds, passes.
+// the ring and its rail rounds, passes (one dtype: the ring's dtypes are
+// rs2d's tests' to cover; here, the command line's path to it).
 func TestVerifySimWithMaxSymm(t *testing.T) {
-	code, out, errOut := hiercoll(t, "verify", "--backend", "sim", "--max-symm", "1M")
+	code, out, errOut := hiercoll(t, "verify", "--backend", "sim", "--max-symm", "1M", "--dtypes", "bf16", "--calls", "1", "--repeat", "10")
 	require.Equal(t, 0, code, "stderr:\n%s\nstdout:\n%s", errOut, out)
 	require.Contains(t, out, "engine pull", "under the bound, the pull engine in rounds")
 	require.Contains(t, out, "PASS")
@@ -24,7 +25,7 @@ func TestWorldFlagsMaxSymmAndRing(t *testing.T) {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
 		var w worldFlags
-		w.register(fs)
+		w.register(fs, worldUse{shape: true, rail: true, engine: true, lists: true})
 		return &w, fs.Parse(args)
 	}
 	w, err := parse("--max-symm", "64M", "--ring-slots", "1", "--ring-chunk", "4K", "--ring-channels", "8", "--engine", "auto,ring")

@@ -30,7 +30,7 @@ func newMCTeam(t *testing.T, lws int, size int64) *mcTeam {
 	g := int64(sim.DefaultMulticastGranularity)
 	size = (size + g - 1) / g * g
 	for i := 0; i < lws; i++ {
-		d := sim.New(h, i, sim.Options{WaitTimeout: 5 * time.Second})
+		d := sim.New(h, i, sim.Options{WaitTimeout: time.Minute})
 		t.Cleanup(func() { require.NoError(t, d.Close()) })
 		tm.devs = append(tm.devs, d)
 	}

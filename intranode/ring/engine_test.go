@@ -129,7 +129,7 @@ func TestRingStepsMatchTheReference(t *testing.T) {
 
 func runRingSteps(t *testing.T, lws int, shape ring.Shape, dt dtype.DType) {
 	shapeW := bootstrap.Shape{Nodes: 1, LocalSize: lws}
-	w, err := world.Sim(shapeW, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
+	w, err := world.Sim(shapeW, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, w.Close()) }()
 	const rowsPer, cols = 7, 5 // 35 elements per block: no chunk above divides it
@@ -144,7 +144,7 @@ func runRingSteps(t *testing.T, lws int, shape ring.Shape, dt dtype.DType) {
 			inputs[i][r] = check.Random(rng, dt, rowsPer*lws*cols)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	err = w.Run(ctx, func(ctx context.Context, r world.Rank) (err error) {
 		me := r.Comm.Rank()

@@ -127,7 +127,7 @@ func PoisonElems(rng *rand.Rand, dt dtype.DType, n int64) []byte {
 // SimDevice returns a simulated GPU, a stream on it and a context.
 func SimDevice(t *testing.T) (*sim.Device, device.Stream, context.Context) {
 	t.Helper()
-	d := sim.New(sim.NewHost("kerneltest"), 0, sim.Options{WaitTimeout: 5 * time.Second})
+	d := sim.New(sim.NewHost("kerneltest"), 0, sim.Options{WaitTimeout: time.Minute})
 	s, err := d.NewStream(device.High)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

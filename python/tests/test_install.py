@@ -226,23 +226,41 @@ class OfflineInstallTest(unittest.TestCase):
             shutil.rmtree(cls.tmp)
             raise unittest.SkipTest(f"cannot make a virtual environment with {sys.executable} -m venv "
                                     f"(on Debian: apt-get install python3-venv): {res.stdout}{res.stderr}".strip())
-        shutil.rmtree(probe)
+        # The probe's pip installs into the tests' venvs through --python
+        # (pip >= 22.3), so those are made without pip: ensurepip takes
+        # seconds per venv. An older pip: each venv gets its own.
+        cls.pip_python = str(probe / "bin" / "python")
+        res = subprocess.run([cls.pip_python, "-m", "pip", "--python", cls.pip_python, "--version"], env=_clean_env(),
+                             capture_output=True, text=True, timeout=300)
+        if res.returncode != 0:
+            shutil.rmtree(probe)
+            cls.pip_python = None
 
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def venv(self, name):
-        """A fresh venv's python, with setuptools and wheel removed (ensurepip
-        of Python < 3.12 installs setuptools) and checked absent."""
+        """A fresh venv's python, without setuptools and wheel (made without
+        pip, or with ensurepip's setuptools of Python < 3.12 removed), checked
+        absent."""
         path = self.tmp / name
-        self.run_ok([sys.executable, "-m", "venv", str(path)])
         python = str(path / "bin" / "python")
-        self.run_ok([python, "-m", "pip", "uninstall", "-y", "-q", "setuptools", "wheel"])
+        if self.pip_python:
+            self.run_ok([sys.executable, "-m", "venv", "--without-pip", str(path)])
+        else:
+            self.run_ok([sys.executable, "-m", "venv", str(path)])
+            self.run_ok([python, "-m", "pip", "uninstall", "-y", "-q", "setuptools", "wheel"])
         out = self.run_ok([python, "-c", "import importlib.util as u; "
                                          "print([m for m in ('setuptools', 'wheel') if u.find_spec(m)])"])
         self.assertEqual(out.strip(), "[]", "setuptools or wheel is still in the venv")
         return python
+
+    def pip(self, python, *args):
+        """The command line of pip installing into python's venv."""
+        if self.pip_python:
+            return [self.pip_python, "-m", "pip", "--python", python, *args]
+        return [python, "-m", "pip", *args]
 
     def run_ok(self, cmd, cwd=None, env=None, timeout=600):
         res = subprocess.run(cmd, cwd=cwd or self.tmp, env=env or _clean_env(),
@@ -265,7 +283,7 @@ class OfflineInstallTest(unittest.TestCase):
         if hiercoll_build.find_go() is None:
             self.skipTest("no go command on PATH or at /usr/local/go/bin/go: the backend cannot build the library")
         python = self.venv("from-checkout")
-        self.run_ok([python, "-m", "pip", "install", "--no-index", "--no-cache-dir", "./python"], cwd=REPO)
+        self.run_ok(self.pip(python, "install", "--no-index", "--no-cache-dir", "./python"), cwd=REPO)
         site = self.site_packages(python)
         # The library inside wins over HIERCOLL_LIB once installed.
         got = self.smoke(python, _clean_env(HIERCOLL_LIB=str(self.tmp / "missing" / "libhiercoll.so")))
@@ -284,7 +302,7 @@ class OfflineInstallTest(unittest.TestCase):
         wheel = dist / WHEEL
         self.assertEqual(out.strip().splitlines()[-1], str(wheel))
         python = self.venv("from-wheel")
-        self.run_ok([python, "-m", "pip", "install", "--no-index", "--no-cache-dir", str(wheel)],
+        self.run_ok(self.pip(python, "install", "--no-index", "--no-cache-dir", str(wheel)),
                     env=_clean_env(PATH=path))
         site = self.site_packages(python)
         got = self.smoke(python, _clean_env(PATH=path, HIERCOLL_LIB=str(self.lib)))
@@ -298,7 +316,7 @@ class OfflineInstallTest(unittest.TestCase):
         shutil.copytree(PYTHON_DIR, copy, ignore=shutil.ignore_patterns("__pycache__", "libhiercoll.so"))
         path = _path_without_go()
         python = self.venv("editable-venv")
-        self.run_ok([python, "-m", "pip", "install", "--no-index", "--no-cache-dir", "-e", str(copy)],
+        self.run_ok(self.pip(python, "install", "--no-index", "--no-cache-dir", "-e", str(copy)),
                     env=_clean_env(PATH=path, HIERCOLL_LIB=str(self.lib)))
         got = self.smoke(python, _clean_env(PATH=path))
         self.assertEqual(pathlib.Path(got["package"]), copy / "hiercoll" / "__init__.py")

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The standing figures and the GPU check at one commit, on a machine of 4
+# GPUs (after scripts/gpu-build.sh and scripts/build-capi.sh here; an older
+# build for before/after in build/old-hiercoll, optional). Logs under $OUT.
+#   scripts/gpu-standing.sh [sections...]   sections: rs checks gemm fp8
+#   rs:     the reduce-scatter beside NCCL on 4 and 2 GPUs (SM and pull
+#           engines), and the SM engine of the older build in turn
+#   checks: verify, the GPU tests (dying rank, graph replays), the torch tests
+#   gemm:   GEMM + RS beside torch (bench-gemm; gemm_baseline.py: async-TP),
+#           the older build's bench-gemm in turn
+#   fp8:    scripts/gpu-fp8.sh, when present
+set -uo pipefail
+source "$(dirname "$0")/gpu-env.sh"
+H=build/hiercoll
+OLD=build/old-hiercoll
+sections=${*:-rs checks gemm}
+has() { [[ " $sections " == *" $1 "* ]]; }
+ngpu=$(nvidia-smi -L | wc -l)
+{ date -u +"run at %Y-%m-%dT%H:%M:%SZ"; nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv; } >>"$OUT/when.txt" 2>&1
+export HIERCOLL_LIB=$PWD/build/libhiercoll.so PYTHONPATH=$PWD/python
+if has rs; then
+	step bench $H bench --sizes 1M,2M,4M,8M,32M,128M,512M,1G,2G --engine sm,pull --csv "$OUT/bench-1x$ngpu.csv" --png "$OUT/bench-1x$ngpu.png"
+	step bench-2gpu env CUDA_VISIBLE_DEVICES=0,1 $H bench --sizes 1M,2M,4M,8M,32M,128M,512M,1G,2G --engine sm,pull --csv "$OUT/bench-1x2.csv"
+	if [ -x "$OLD" ]; then
+		step sm-old $OLD bench --sizes 32M,128M,512M,2G --engine sm --reps 5
+		step sm-new $H bench --sizes 32M,128M,512M,2G --engine sm --reps 5
+	fi
+fi
+if has checks; then
+	step verify $H verify --repeat 200
+	step verify-pull $H verify --engine pull --repeat 100
+	step rs2d-gpu build/rs2d.test -test.count=1 -test.v -test.run 'TestGPU'
+	step check-rs-pull torchrun --nproc-per-node "$ngpu" benchmarks/torch/check_rs.py --engine pull --dtypes bf16,int32 --shapes 4096x4096,8192x8192,16384x16384
+	step pytest python3 -m pytest -q python/tests --ignore=python/tests/test_torch_graphs.py
+	step torch-graphs torchrun --nproc-per-node "$ngpu" python/tests/test_torch_graphs.py
+	step pytest-ranks torchrun --nproc-per-node "$ngpu" -m pytest -q python/tests/test_hiercoll.py
+fi
+if has gemm; then
+	step gemm-new $H bench-gemm --gemm own
+	[ -x "$OLD" ] && step gemm-old $OLD bench-gemm --gemm own
+	step gemm-torch torchrun --nproc-per-node "$ngpu" benchmarks/torch/gemm_baseline.py --hiercoll --reps 5
+fi
+if has fp8 && [ -x scripts/gpu-fp8.sh ]; then
+	step fp8 scripts/gpu-fp8.sh
+fi
+exit $status
