@@ -33,6 +33,10 @@ type BenchOptions struct {
 	Out      Printer
 	Title    string
 	Rows     *[]BenchRow // filled on rank 0
+	// CopyIn has an engine with a symmetric input (pull) read the
+	// caller's buffer, which each call copies in, instead of rows put
+	// there once (zero copy).
+	CopyIn bool
 }
 
 // BenchRow is one size of the table.
@@ -231,10 +235,14 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, 
 			float64(plan.InterNodeBytes)/float64(int64(ms[len(ms)-1])*rowBytes), float64(plan.FlatRingBytes)/float64(int64(ms[len(ms)-1])*rowBytes))
 	}
 	p.Printf("variant %q: engine %v, reduction SMs %d, chunks %d (0: by size), transport %s\n",
-		name, v.Config.Engine, tune.ReductionSMsOf(v.Knobs, v.Config.Engine == rs2d.EngineSM, r.Dev.Info().SMs), v.Knobs.Chunks, rs.Transport())
+		name, v.Config.Engine, rs.ReductionSMs(), v.Knobs.Chunks, rs.Transport())
 	p.Printf("  symmetric memory: %v\n", rs.Memory())
 	if _, err := rs.Input(maxM); err == nil {
-		p.Printf("  input: written once into the context's symmetric input (zero copy); NCCL reads the same rows from a plain buffer\n")
+		if o.CopyIn {
+			p.Printf("  input: the plain buffer NCCL reads too, copied into the context's symmetric input by each call (--copy-in)\n")
+		} else {
+			p.Printf("  input: written once into the context's symmetric input (zero copy); NCCL reads the same rows from a plain buffer\n")
+		}
 	}
 	p.Printf("%12s %12s %6s %10s %8s %8s %10s %8s %8s %7s %9s  %s\n",
 		"size(B)", "count", "type", "time(us)", "algbw", "busbw", "nccl(us)", "algbw", "busbw", "speedup", "maxerr", "spread (us)")
@@ -245,7 +253,7 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, 
 		// follows when it is done (progress without a line between rows).
 		p.Printf("%12d %12d %6s", row.Bytes, row.Count, o.DType)
 		in := rs2d.Tensor{Ptr: buf.in, Rows: m, Cols: o.N, DType: o.DType}
-		if sym, err := rs.Input(m); err == nil {
+		if sym, err := rs.Input(m); err == nil && !o.CopyIn {
 			// Zero copy: the rows go into the context's symmetric input
 			// once, as a producer would write them there; NCCL reads the
 			// same rows from the plain buffer.

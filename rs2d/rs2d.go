@@ -113,7 +113,7 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 		return nil, err
 	}
 	cfg, knobs := plan.cfg, plan.knobs
-	knobs.ReductionSMs = tune.ReductionSMsOf(knobs, cfg.Engine == EngineSM, dev.Info().SMs)
+	knobs.ReductionSMs = plan.spec().ReductionSMs
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cfg.Timeout)
@@ -199,6 +199,11 @@ func allowNVLS(ctx context.Context, comm bootstrap.Comm, dev device.Device) (dev
 	}
 	return permit, nil
 }
+
+// ReductionSMs is the SM budget in effect of the intra-node reduce (the
+// copy engine's reduce beside a GEMM, the SM engine's reduce blocks, the
+// pull engine's whole node step).
+func (c *Context) ReductionSMs() int { return c.knobs.ReductionSMs }
 
 // Config returns the configuration in effect (defaults filled in).
 func (c *Context) Config() Config { return c.cfg }

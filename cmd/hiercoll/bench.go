@@ -28,6 +28,7 @@ func runBench(ctx context.Context, args []string) error {
 	csvPath := fs.String("csv", "", "write the table as CSV to this file")
 	pngPath := fs.String("png", "", "write a plot of bus bandwidth against size to this PNG file")
 	jsonOut := fs.Bool("json", false, jsonHelp)
+	copyIn := fs.Bool("copy-in", false, "the pull engine reads the caller's buffer, copied into its symmetric input by each call (default: rows put there once, zero copy)")
 	hostCost := fs.Bool("host-cost", false, "instead of the sweep: the host time of one call in Go (enqueue only, tiny input), per variant; "+
 		"--iters calls per batch (default 20), --reps batches (default 50)")
 	if err := parseFlags(fs, args, false, append(w.positive(), "n", "iters", "reps")...); err != nil {
@@ -77,7 +78,7 @@ func runBench(ctx context.Context, args []string) error {
 		return func(ctx context.Context, r worldRank) error {
 			var rows []benchmarks.BenchRow
 			opts := benchmarks.BenchOptions{
-				Sizes: list, N: *n, DType: d, Iters: *iters, Reps: *reps, Variants: variants,
+				Sizes: list, N: *n, DType: d, Iters: *iters, Reps: *reps, Variants: variants, CopyIn: *copyIn,
 				Out: benchmarks.Printer{W: report}, Title: wh.title, Rows: &rows,
 			}
 			if opts.Sizes == nil {
