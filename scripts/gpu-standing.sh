@@ -21,6 +21,7 @@ export HIERCOLL_LIB=$PWD/build/libhiercoll.so PYTHONPATH=$PWD/python
 if has rs; then
 	step bench $H bench --sizes 1M,2M,4M,8M,32M,128M,512M,1G,2G --engine sm,pull --csv "$OUT/bench-1x$ngpu.csv" --png "$OUT/bench-1x$ngpu.png"
 	step bench-2gpu env CUDA_VISIBLE_DEVICES=0,1 $H bench --sizes 1M,2M,4M,8M,32M,128M,512M,1G,2G --engine sm,pull --csv "$OUT/bench-1x2.csv"
+	step copy-in $H bench --sizes 32M,128M,512M,2G --engine pull --copy-in --csv "$OUT/copy-in-1x$ngpu.csv"
 	if [ -x "$OLD" ]; then
 		step sm-old $OLD bench --sizes 32M,128M,512M,2G --engine sm --reps 5
 		step sm-new $H bench --sizes 32M,128M,512M,2G --engine sm --reps 5
