@@ -10,7 +10,6 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/gemm"
-	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/rs2d"
 )
 
@@ -52,20 +51,20 @@ func (g *GemmRS) fp8() bool { return g.cfg.Input == dtype.E4M3 }
 // addresses of one float32 each; 0 is 1.
 type Scales struct{ A, B device.Ptr }
 
-// GemmChoice reports which GEMM the GemmRS computes with: tune.GemmOwn or
-// tune.GemmCuBLAS (the device's matmul), as every rank agreed in New, and
+// GemmChoice reports which GEMM the GemmRS computes with: GemmOwn or
+// GemmCuBLAS (the device's matmul), as every rank agreed in New, and
 // why.
-func (g *GemmRS) GemmChoice() (tune.Gemm, string) { return g.knobs.Gemm, g.why }
+func (g *GemmRS) GemmChoice() (Gemm, string) { return g.knobs.Gemm, g.why }
 
 // Segments is how many signals each destination's rows come in.
-func (g *GemmRS) Segments() int { return max(1, g.knobs.Segments) }
+func (g *GemmRS) Segments() int { return max(1, g.knobs.ReduceScatter.Segments) }
 
-// chooseGemm is this rank's vote for the own GEMM (see tune.Knobs.Gemm):
+// chooseGemm is this rank's vote for the own GEMM (see Tuning.Gemm):
 // whether it asks for it or Auto finds it at least as fast as the device's
 // matmul at the MaxM product, with the reason. Asking for it where it cannot
 // run is an error.
 func (g *GemmRS) chooseGemm(ctx context.Context) (bool, string, error) {
-	if g.knobs.Gemm == tune.GemmCuBLAS {
+	if g.knobs.Gemm == GemmCuBLAS {
 		return false, "asked for", nil
 	}
 	spec := g.ownSpec(Tensor{Ptr: 256, Rows: g.cfg.MaxM}, Tensor{Ptr: 256}, Scales{})
@@ -79,11 +78,11 @@ func (g *GemmRS) chooseGemm(ctx context.Context) (bool, string, error) {
 		return false, "", fmt.Errorf("e4m3 inputs need the own GEMM, which cannot compute this product here: %w", err)
 	case g.fp8():
 		return true, "e4m3 inputs: only the own GEMM takes them", nil
-	case err != nil && g.knobs.Gemm == tune.GemmOwn:
+	case err != nil && g.knobs.Gemm == GemmOwn:
 		return false, "", fmt.Errorf("the own GEMM cannot compute this product: %w", err)
 	case err != nil:
 		return false, fmt.Sprintf("the own GEMM cannot compute it (%v)", err), nil
-	case g.knobs.Gemm == tune.GemmOwn:
+	case g.knobs.Gemm == GemmOwn:
 		return true, "asked for", nil
 	case g.dev.Info().Backend != "cuda":
 		return true, "the CPU backend runs the own GEMM's reference twin", nil
@@ -188,7 +187,7 @@ type Producer struct {
 
 // NewProducer makes a producer for a world of world ranks on dev.
 func NewProducer(dev device.Device, world int) (*Producer, error) {
-	zero := make([]byte, 4*world*tune.MaxSegments)
+	zero := make([]byte, 4*world*rs2d.MaxSegments)
 	p, err := dev.Alloc(int64(len(zero)))
 	if err != nil {
 		return nil, fmt.Errorf("gemmrs: segment counters: %w", err)

@@ -1,12 +1,10 @@
 package rs2d
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device"
-	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/intranode"
 	"github.com/seed12530e24/hiercoll/intranode/ce"
 	"github.com/seed12530e24/hiercoll/intranode/nvls"
@@ -79,26 +77,25 @@ const (
 )
 
 // MemoryOf is the path New takes for cfg on a world of shape whose devices
-// have sms SMs (0: unknown), with the tuning ctx carries, and its memory
+// have sms SMs (0: unknown), with cfg.Tuning, and its memory
 // per rank; or the error New would give for cfg (a bound that even the
 // ring exceeds, for one).
-func MemoryOf(ctx context.Context, cfg Config, shape bootstrap.Shape, sms int) (Memory, error) {
+func MemoryOf(cfg Config, shape bootstrap.Shape, sms int) (Memory, error) {
 	if shape.Nodes < 1 || shape.LocalSize < 1 {
 		return Memory{}, fmt.Errorf("rs2d: world of %d nodes × %d GPUs: %w", shape.Nodes, shape.LocalSize, device.ErrInvalidArgument)
 	}
-	_, mem, err := newPlanner(ctx, cfg, symm.Place{Shape: shape}, sms)
+	_, mem, err := newPlanner(cfg, symm.Place{Shape: shape}, sms)
 	return mem, err
 }
 
 // newPlanner validates cfg, fills in its defaults and picks its path: the
 // planner carries the Config in effect (the engine resolved).
-func newPlanner(ctx context.Context, cfg Config, place symm.Place, sms int) (planner, Memory, error) {
-	knobs := tune.From(ctx)
-	if err := cfg.validate(place.Shape.World(), knobs); err != nil {
+func newPlanner(cfg Config, place symm.Place, sms int) (planner, Memory, error) {
+	if err := cfg.validate(place.Shape.World()); err != nil {
 		return planner{}, Memory{}, err
 	}
 	asked := cfg.Engine
-	p := planner{cfg: cfg.withDefaults(), place: place, knobs: knobs, sms: sms}
+	p := planner{cfg: cfg.withDefaults(), place: place, knobs: cfg.Tuning, sms: sms}
 	mem, err := p.choose(asked)
 	if err != nil {
 		return planner{}, Memory{}, err
@@ -115,7 +112,7 @@ func newPlanner(ctx context.Context, cfg Config, place symm.Place, sms int) (pla
 type planner struct {
 	cfg   Config
 	place symm.Place
-	knobs tune.Knobs
+	knobs Tuning
 	sms   int // the device's SMs (channels are capped by them)
 }
 
@@ -124,7 +121,7 @@ func (p planner) rowBytes() int64 { return int64(p.cfg.N) * int64(p.cfg.DType.Si
 // spec is what the context's engine is made for.
 func (p planner) spec() intranode.Spec {
 	return intranode.Spec{Place: p.place, DType: p.cfg.DType, Cols: p.cfg.N, MaxRows: p.cfg.MaxM, Proto: p.proto(),
-		ReductionSMs: tune.ReductionSMsOf(p.knobs, p.cfg.Engine == EngineSM, p.sms)}
+		ReductionSMs: p.knobs.ReductionSMsOf(p.cfg.Engine, p.sms)}
 }
 
 // proto is how the context's signal words tell calls apart.
@@ -160,7 +157,7 @@ func (p planner) maker(ring *ringengine.Shape) intranode.Maker {
 // with FIFOs of shape ring). New allocates exactly this.
 func (p planner) nodeLayout(ring *ringengine.Shape) (*symm.Layout, intranode.Maker, *intranode.GemmSignals) {
 	var l symm.Layout
-	gemm := intranode.NewGemmSignals(&l, p.place, p.knobs.Segments, p.knobs.SplitFirstBlock == tune.SplitOn)
+	gemm := intranode.NewGemmSignals(&l, p.place, p.knobs.Segments, p.knobs.SplitFirstBlock)
 	m := p.maker(ring)
 	if m != nil {
 		m.AddTo(&l)

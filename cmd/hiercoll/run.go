@@ -13,7 +13,6 @@ import (
 	"github.com/seed12530e24/hiercoll/benchmarks"
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device/sim"
-	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/internode"
 	"github.com/seed12530e24/hiercoll/launch"
 	"github.com/seed12530e24/hiercoll/rs2d"
@@ -59,14 +58,14 @@ func (w *worldFlags) register(fs *flag.FlagSet) {
 // positive names the world flags that must be positive when given.
 func (w *worldFlags) positive() []string { return []string{"nodes", "gpus", "timeout"} }
 
-// setting is the first of the variants: a context's Config, and its tuning
-// in the context the job runs in.
-func (w *worldFlags) setting(ctx context.Context) (context.Context, rs2d.Config, error) {
+// setting is the first of the variants: a context's Config, tuning
+// included.
+func (w *worldFlags) setting() (rs2d.Config, error) {
 	vs, err := w.variants()
 	if err != nil {
-		return ctx, rs2d.Config{}, err
+		return rs2d.Config{}, err
 	}
-	return tune.With(ctx, vs[0].Knobs), vs[0].Config, nil
+	return vs[0].Config, nil
 }
 
 // variants is every combination of the list-valued flags.
@@ -113,8 +112,8 @@ func (w *worldFlags) variants() ([]benchmarks.Variant, error) {
 	}
 	// Every combination, the engine varying slowest.
 	out := []benchmarks.Variant{{
-		Config: rs2d.Config{Transport: kind, Timeout: w.timeout, MaxSymmetricBytes: maxSymm},
-		Knobs:  tune.Knobs{RingSlots: w.ringSlots, RingChannels: w.ringChannels, RingChunkBytes: ringChunk},
+		Config: rs2d.Config{Transport: kind, Timeout: w.timeout, MaxSymmetricBytes: maxSymm,
+			Tuning: rs2d.Tuning{RingSlots: w.ringSlots, RingChannels: w.ringChannels, RingChunkBytes: ringChunk}},
 	}}
 	vary := func(n int, set func(v *benchmarks.Variant, i int)) {
 		var next []benchmarks.Variant
@@ -128,9 +127,9 @@ func (w *worldFlags) variants() ([]benchmarks.Variant, error) {
 		out = next
 	}
 	vary(len(engines), func(v *benchmarks.Variant, i int) { v.Config.Engine = engines[i] })
-	vary(len(chunks), func(v *benchmarks.Variant, i int) { v.Knobs.Chunks = chunks[i] })
-	vary(len(sms), func(v *benchmarks.Variant, i int) { v.Knobs.ReductionSMs = sms[i] })
-	vary(len(lanes), func(v *benchmarks.Variant, i int) { v.Knobs.RailLanes = lanes[i] })
+	vary(len(chunks), func(v *benchmarks.Variant, i int) { v.Config.Tuning.Chunks = chunks[i] })
+	vary(len(sms), func(v *benchmarks.Variant, i int) { v.Config.Tuning.ReductionSMs = sms[i] })
+	vary(len(lanes), func(v *benchmarks.Variant, i int) { v.Config.Tuning.RailLanes = lanes[i] })
 	vary(len(graphs), func(v *benchmarks.Variant, i int) { v.Config.Graphs = graphs[i] })
 	return out, nil
 }
