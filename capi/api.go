@@ -11,7 +11,7 @@ import (
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
-	"github.com/seed12530e24/hiercoll/gemmrs"
+	"github.com/seed12530e24/hiercoll/internal/producer"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
 )
@@ -209,7 +209,7 @@ func createRS2D(h int64, maxM, n int64, dt int, overlap int, reductionSMs int) (
 	} else if cfg.OverlapWithGEMM {
 		// Signals in segments, for the own GEMM of
 		// hc_rs2d_matmul_reduce_scatter (a block producer raises them all).
-		cfg.Tuning.Segments = gemmrs.SegmentsFor(cfg.MaxM / r.shape.World())
+		cfg.Tuning.Segments = producer.SegmentsFor(cfg.MaxM / r.shape.World())
 	}
 	rs, err := newRS2D(context.Background(), r.rank.Comm, r.rank.Dev, cfg)
 	if err != nil {

@@ -62,6 +62,7 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/internal/check"
+	"github.com/seed12530e24/hiercoll/internal/producer"
 	"github.com/seed12530e24/hiercoll/internal/sizes"
 	"github.com/seed12530e24/hiercoll/internode"
 	"github.com/seed12530e24/hiercoll/rs2d"
@@ -238,9 +239,9 @@ type GemmRS struct {
 	// the caller's stream into the GEMM stream (A and B are ready),
 	// gemmDone joins the GEMM stream back, gemmStart and gemmEnd time the
 	// GEMM part of the last call.
-	ovl                                 *Overlapped
+	ovl                                 *producer.Overlapped
 	why                                 string
-	producer                            *Producer
+	producer                            *producer.Producer
 	gemmStream                          device.Stream
 	ready, gemmDone, gemmStart, gemmEnd device.Event
 	// blockEnds, while tracing, are recorded after each block of an
@@ -340,7 +341,7 @@ func (g *GemmRS) resolve(votes [][]byte) Tuning {
 	if own {
 		k.Gemm = GemmOwn
 		if k.ReduceScatter.Segments == 0 {
-			k.ReduceScatter.Segments = SegmentsFor(g.cfg.MaxM / g.world)
+			k.ReduceScatter.Segments = producer.SegmentsFor(g.cfg.MaxM / g.world)
 		}
 		k.SplitFirstBlock = SplitOff
 		return k
@@ -361,11 +362,11 @@ func (g *GemmRS) prepare(ctx context.Context) error {
 	if g.mm, err = device.MatmulOf(g.dev); err != nil {
 		return err
 	}
-	if g.ovl, err = NewOverlapped(g.dev, g.world); err != nil {
+	if g.ovl, err = producer.NewOverlapped(g.dev, g.world); err != nil {
 		return err
 	}
-	o := g.ovl
-	g.gemmStream, g.ready, g.gemmDone, g.gemmStart, g.gemmEnd, g.producer = o.stream, o.ready, o.done, o.start, o.end, o.producer
+	g.gemmStream, g.producer = g.ovl.Stream(), g.ovl.Producer()
+	g.ready, g.gemmDone, g.gemmStart, g.gemmEnd = g.ovl.Events()
 	if err := selfTest(ctx, g.dev, g.mm, g.gemmStream, g.cfg.DType); err != nil {
 		return err
 	}

@@ -296,7 +296,7 @@ func (g *GemmRS) gemmWhole(a, b Tensor, sc Scales, c Tensor, s device.Stream) er
 		return err
 	}
 	if own := g.ownSpec(a, b, sc); g.knobs.Gemm == GemmOwn && own.Check() == nil {
-		own.C, own.Workspace = c.Ptr, g.producer.workspace
+		own.C, own.Workspace = c.Ptr, g.producer.Workspace()
 		if err := gemm.Launch(g.dev, s, own); err != nil {
 			return err
 		}

@@ -12,7 +12,7 @@ import (
 type Tuning struct {
 	// ReduceScatter tunes the reduce-scatter context (its SplitFirstBlock
 	// is set from SplitFirstBlock below, and its Segments, left at 0, by
-	// the own GEMM: SegmentsFor).
+	// the own GEMM: about one per 1024 rows of a block, at most 8).
 	ReduceScatter rs2d.Tuning
 	// SplitFirstBlock is whether the block-by-block producer computes the
 	// first block in consumption order in two halves with the early signal
@@ -25,8 +25,8 @@ type Tuning struct {
 	Gemm Gemm
 	// Help is, for the own GEMM on one node, the percentage of the last
 	// peer's block that the producer's SMs push after the GEMM, beside the
-	// copy engine (rs2d Call.Help): 0 lets HelpRows estimate it, negative
-	// is none.
+	// copy engine (rs2d Call.Help): 0 estimates it from the GEMM's and the
+	// copies' rates, negative is none.
 	Help int
 }
 

@@ -292,7 +292,7 @@ func (t *ncclRail) settled(ctx context.Context) error {
 
 func (t *ncclRail) Kind() Kind { return NCCL }
 
-func (t *ncclRail) RecvBuf(epoch uint32) device.Ptr { return t.recv[Parity(epoch)] }
+func (t *ncclRail) RecvBuf(epoch uint32) device.Ptr { return t.recv[parity(epoch)] }
 
 // Send runs, on every lane's stream (forked from s, joined back into it),
 // one NCCL group: the lane's share of the n bytes at src to node to, and the

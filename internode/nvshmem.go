@@ -360,7 +360,7 @@ func (t *shmemRail) Kind() Kind { return NVSHMEM }
 
 // RecvBuf is this PE's own address of the epoch's receive set.
 func (t *shmemRail) RecvBuf(epoch uint32) device.Ptr {
-	return t.base.Add(t.lay.recv[Parity(epoch)])
+	return t.base.Add(t.lay.recv[parity(epoch)])
 }
 
 // signal is the address of the signal word for blocks from node n.

@@ -1,4 +1,4 @@
-package gemmrs
+package producer
 
 import (
 	"github.com/seed12530e24/hiercoll/dtype"
