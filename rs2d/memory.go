@@ -67,15 +67,6 @@ func sizeOf(b int64) string {
 	return fmt.Sprintf("%d B", b)
 }
 
-// The ring's default shape, and the smallest chunk it shrinks to under a
-// bound.
-const (
-	defaultRingChannels = 16
-	defaultRingSlots    = 2
-	defaultRingChunk    = 128 << 10
-	minRingChunk        = 4 << 10
-)
-
 // MemoryOf is the path New takes for cfg on a world of shape whose devices
 // have sms SMs (0: unknown), with cfg.Tuning, and its memory
 // per rank; or the error New would give for cfg (a bound that even the
@@ -188,20 +179,7 @@ func (p planner) direct() Memory {
 // ringShape is the ring's shape from the knobs and defaults, before any
 // bound.
 func (p planner) ringShape() ringengine.Shape {
-	r := ringengine.Shape{Channels: p.knobs.RingChannels, Slots: p.knobs.RingSlots, ChunkBytes: p.knobs.RingChunkBytes}
-	if r.Channels == 0 {
-		r.Channels = defaultRingChannels
-		if p.sms > 0 {
-			r.Channels = min(r.Channels, p.sms)
-		}
-	}
-	if r.Slots == 0 {
-		r.Slots = defaultRingSlots
-	}
-	if r.ChunkBytes == 0 {
-		r.ChunkBytes = defaultRingChunk
-	}
-	return r
+	return ringengine.ShapeOf(p.knobs.RingChannels, p.knobs.RingSlots, p.knobs.RingChunkBytes, p.sms)
 }
 
 func (p planner) ringNode(r ringengine.Shape) int64 {
@@ -210,7 +188,7 @@ func (p planner) ringNode(r ringengine.Shape) int64 {
 }
 
 // ring is the ring's memory under cfg.MaxSymmetricBytes: the FIFOs at
-// their default shape, their chunk shrunk (not below minRingChunk, and
+// their default shape, their chunk shrunk (not below ring.MinChunkBytes, and
 // only when the knobs leave it to the bound) until they take at most the
 // bound (with a rail: half of it, and no more than leaves a round of one
 // row), and the rail in rounds of as many rows as the rest holds. An error names the ring's minimum when even
@@ -227,15 +205,13 @@ func (p planner) ring() (Memory, error) {
 	}
 	minShape := shape
 	if p.knobs.RingChunkBytes == 0 {
-		minShape.ChunkBytes = minRingChunk
+		minShape.ChunkBytes = ringengine.MinChunkBytes
 		budget := bound
 		if p.place.Shape.Nodes > 1 { // half, leaving the rail one row at least
 			budget = min(bound/2, bound-p.railBytes(1))
 		}
-		per := int64(shape.Channels) * int64(max(p.place.Shape.LocalSize-1, 1)) * int64(shape.Slots)
 		fixed := p.ringNode(shape) - shape.FifoBytes(p.place.Shape.LocalSize)
-		chunk := (budget - fixed) / per / symm.Align * symm.Align
-		shape.ChunkBytes = max(minRingChunk, min(shape.ChunkBytes, chunk))
+		shape = shape.Fit(budget, fixed, p.place.Shape.LocalSize, symm.Align)
 	}
 	m.Ring, m.Node = shape, p.ringNode(shape)
 	if p.place.Shape.Nodes > 1 {
