@@ -15,7 +15,6 @@ import (
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/internal/check"
 	"github.com/seed12530e24/hiercoll/internal/sizes"
-	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
 )
@@ -187,18 +186,17 @@ func bench(ctx context.Context, r world.Rank, o BenchOptions) (err error) {
 	return nil
 }
 
-// Variant is one setting of a context the benchmark measures: its Config
-// and the tuning knobs it is made with.
+// Variant is one setting of a context the benchmark measures: its Config,
+// tuning included.
 type Variant struct {
 	Config rs2d.Config
-	Knobs  tune.Knobs
 }
 
 // Name describes the variant's settings in effect on a device of sms SMs
 // (engine resolved; 0 knobs: by size or default).
 func (v Variant) Name(sms int) string {
-	k := v.Knobs
-	red := tune.ReductionSMsOf(k, v.Config.Engine == rs2d.EngineSM, sms)
+	k := v.Config.Tuning
+	red := k.ReductionSMsOf(v.Config.Engine, sms)
 	name := fmt.Sprintf("%v red%d ch%d", v.Config.Engine, red, k.Chunks)
 	if v.Config.Engine == rs2d.EnginePull { // one kernel on an SM budget (0: default)
 		name = fmt.Sprintf("pull sms%d", k.ReductionSMs)
@@ -223,7 +221,7 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, 
 	rowBytes := int64(o.N) * int64(o.DType.Size())
 	cfg := v.Config
 	cfg.MaxM, cfg.N, cfg.DType = maxM, o.N, o.DType
-	rs, err := rs2d.New(tune.With(ctx, v.Knobs), r.Comm, r.Dev, cfg)
+	rs, err := rs2d.New(ctx, r.Comm, r.Dev, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +233,7 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, 
 			float64(plan.InterNodeBytes)/float64(int64(ms[len(ms)-1])*rowBytes), float64(plan.FlatRingBytes)/float64(int64(ms[len(ms)-1])*rowBytes))
 	}
 	p.Printf("variant %q: engine %v, reduction SMs %d, chunks %d (0: by size), transport %s\n",
-		name, v.Config.Engine, rs.ReductionSMs(), v.Knobs.Chunks, rs.Transport())
+		name, v.Config.Engine, rs.ReductionSMs(), v.Config.Tuning.Chunks, rs.Transport())
 	p.Printf("  symmetric memory: %v\n", rs.Memory())
 	if _, err := rs.Input(maxM); err == nil {
 		if o.CopyIn {

@@ -12,6 +12,5 @@
 // A job is a func(ctx, world.Rank) error: it runs once per goroutine rank of
 // an in-process simulated world, or once in each process of a multi-process
 // job. Rank 0 reports. The tuning knobs of the contexts a job makes come in
-// its context (internal/tune), except bench's variants, which carry their
-// own.
+// their Configs (rs2d.Config.Tuning, gemmrs.Config.Tuning).
 package benchmarks

@@ -17,7 +17,6 @@ import (
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/gemm"
 	"github.com/seed12530e24/hiercoll/gemmrs"
-	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
 )
@@ -66,8 +65,7 @@ type GemmOptions struct {
 	DType  dtype.DType
 	// Config is the GemmRS's settings; MaxM, N, KLocal and DType are set
 	// per shape. Its Mode is the path Run takes (the "picks" column); both
-	// paths are timed whatever it is. Tuning knobs come in the job's
-	// context (tune.With).
+	// paths are timed whatever it is. Its Tuning is the knobs.
 	Config gemmrs.Config
 	Iters  int // calls per timed measurement (0: 20 on GPUs, 2 on the CPU)
 	Reps   int // measurements of each path, alternating; the best is kept
@@ -111,7 +109,7 @@ type GemmRow struct {
 	Split       bool        // the overlapped GEMM computed its first block in two halves
 	// Choice is the GEMM the ranks agreed on (own or cublas) and Why rank
 	// 0's reason; Segments the signals per destination's rows.
-	Choice      tune.Gemm
+	Choice      gemmrs.Gemm
 	Why         string
 	Segments    int
 	BoundUse    float64 // largest sampled error / gemmrs.Tolerance (any rank)
@@ -136,7 +134,7 @@ func (r GemmRow) TraceLine() string {
 		ends = append(ends, fmt.Sprintf("%.0f", us(d)))
 	}
 	what := "GEMM blocks end"
-	if r.Choice == tune.GemmOwn {
+	if r.Choice == gemmrs.GemmOwn {
 		what = fmt.Sprintf("own GEMM (%d signals per destination) ends", r.Segments)
 	}
 	st := r.Stages

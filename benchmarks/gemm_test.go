@@ -15,7 +15,6 @@ import (
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/gemm"
 	"github.com/seed12530e24/hiercoll/gemmrs"
-	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/world"
 )
 
@@ -48,8 +47,8 @@ func TestGemmBenchOnSim(t *testing.T) {
 				require.Len(t, rows, 2)
 				// Auto on the CPU: the own GEMM's twin where it can compute
 				// the product (N and K multiples of 8), the matmul elsewhere.
-				require.Equal(t, tune.GemmOwn, rows[0].Choice, rows[0].Why)
-				require.Equal(t, tune.GemmCuBLAS, rows[1].Choice, rows[1].Why)
+				require.Equal(t, gemmrs.GemmOwn, rows[0].Choice, rows[0].Why)
+				require.Equal(t, gemmrs.GemmCuBLAS, rows[1].Choice, rows[1].Why)
 				for _, row := range rows {
 					require.Equal(t, gemmrs.Overlap, row.Picks)
 					require.Positive(t, row.Gemm)
@@ -70,7 +69,7 @@ func TestGemmBenchOnSim(t *testing.T) {
 					// The traced call: every block's end (the own GEMM's
 					// one launch: its end), and a copy to each node peer of
 					// the last node step.
-					if row.Choice == tune.GemmOwn {
+					if row.Choice == gemmrs.GemmOwn {
 						require.Len(t, row.BlockEnds, 1)
 					} else {
 						require.Len(t, row.BlockEnds, ws)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
-	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
 )
@@ -62,7 +61,7 @@ func hostCost(ctx context.Context, r world.Rank, o HostCostOptions) (err error) 
 	for _, v := range variants {
 		cfg := v.Config
 		cfg.MaxM, cfg.N, cfg.DType = ws, n, dt
-		rs, err := rs2d.New(tune.With(ctx, v.Knobs), r.Comm, r.Dev, cfg)
+		rs, err := rs2d.New(ctx, r.Comm, r.Dev, cfg)
 		if err != nil {
 			return err
 		}

@@ -235,8 +235,8 @@ func mmShape(ctx context.Context, r world.Rank, o MMOptions, mmDev device.Matmul
 // round, and block-by-block timing gives the path that runs first the fast
 // clock; call-by-call interleaving gives every path the same. The order is
 // random, as a fixed rotation gives each path the same predecessor. Two
-// paths that launch the same kernel still read up to 0.8% apart (run13,
-// run14): differences below about 1% are not resolved.
+// paths that launch the same kernel still read up to about 1% apart
+// (benchmarks/RESULTS.md): smaller differences are not resolved.
 func timeInterleaved(ctx context.Context, dev device.Device, s device.Stream, iters int, paths []func() error, rng *rand.Rand) (means []time.Duration, err error) {
 	n := len(paths)
 	marks := make([]device.Event, n*iters+1)

@@ -88,7 +88,7 @@ func destroy(c *nccl.Comm) error {
 // ReduceScatter enqueues NCCL's reduce-scatter of in ([world*recvCount]) into
 // out ([recvCount]) on s.
 func (r *Reference) ReduceScatter(in, out device.Ptr, recvCount int64, dt dtype.DType, s device.Stream) error {
-	return r.comm.ReduceScatter(in, out, recvCount, dt, s.Handle())
+	return r.comm.ReduceScatter(nccl.Ptr(in), nccl.Ptr(out), recvCount, dt, s.Handle())
 }
 
 // Close destroys the NCCL communicator.

@@ -11,8 +11,7 @@ import (
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
-	"github.com/seed12530e24/hiercoll/gemmrs"
-	"github.com/seed12530e24/hiercoll/internal/tune"
+	"github.com/seed12530e24/hiercoll/internal/producer"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
 )
@@ -209,15 +208,15 @@ func createRS2D(h int64, maxM, n int64, dt int, overlap int, reductionSMs int) (
 	if overlap&pullEngine != 0 {
 		cfg.Engine = rs2d.EnginePull
 	}
-	knobs := tune.Knobs{ReductionSMs: reductionSMs}
+	cfg.Tuning.ReductionSMs = reductionSMs
 	if overlap&splitFirstBlock != 0 {
-		knobs.SplitFirstBlock = tune.SplitOn
+		cfg.Tuning.SplitFirstBlock = true
 	} else if cfg.OverlapWithGEMM {
 		// Signals in segments, for the own GEMM of
 		// hc_rs2d_matmul_reduce_scatter (a block producer raises them all).
-		knobs.Segments = gemmrs.SegmentsFor(cfg.MaxM / r.shape.World())
+		cfg.Tuning.Segments = producer.SegmentsFor(cfg.MaxM / r.shape.World())
 	}
-	rs, err := newRS2D(tune.With(context.Background(), knobs), r.rank.Comm, r.rank.Dev, cfg)
+	rs, err := newRS2D(context.Background(), r.rank.Comm, r.rank.Dev, cfg)
 	if err != nil {
 		return 0, err
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
 	owngemm "github.com/seed12530e24/hiercoll/gemm"
-	"github.com/seed12530e24/hiercoll/gemmrs"
+	"github.com/seed12530e24/hiercoll/internal/producer"
 	"github.com/seed12530e24/hiercoll/rs2d"
 )
 
@@ -33,7 +33,7 @@ func bLayout(l int) (owngemm.BLayout, error) {
 // hc_rs2d_matmul_reduce_scatter adds to an overlap context), making it at
 // the first call (the own GEMM's kernels loaded, which fails where the
 // device cannot run them); a failure is kept and returned again.
-func (c *rs2dObj) matmul() (*gemmrs.Overlapped, error) {
+func (c *rs2dObj) matmul() (*producer.Overlapped, error) {
 	c.mmMu.Lock()
 	defer c.mmMu.Unlock()
 	if c.mm != nil || c.mmErr != nil {
@@ -41,9 +41,9 @@ func (c *rs2dObj) matmul() (*gemmrs.Overlapped, error) {
 	}
 	dev := c.owner.rank.Dev
 	err := owngemm.Prepare(dev, c.dt)
-	var o *gemmrs.Overlapped
+	var o *producer.Overlapped
 	if err == nil {
-		o, err = gemmrs.NewOverlapped(dev, c.world)
+		o, err = producer.NewOverlapped(dev, c.world)
 	}
 	if err != nil {
 		c.mmErr = fmt.Errorf("hiercoll: the own GEMM: %w", err)

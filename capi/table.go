@@ -7,7 +7,7 @@ import (
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
-	"github.com/seed12530e24/hiercoll/gemmrs"
+	"github.com/seed12530e24/hiercoll/internal/producer"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
 )
@@ -59,9 +59,9 @@ type rs2dObj struct {
 	n     int
 	dt    dtype.DType
 
-	mmMu  sync.Mutex         // guards mm and mmErr (matmul.go)
-	mm    *gemmrs.Overlapped // the own GEMM, from the first matmul call
-	mmErr error              // why it could not be made
+	mmMu  sync.Mutex           // guards mm and mmErr (matmul.go)
+	mm    *producer.Overlapped // the own GEMM, from the first matmul call
+	mmErr error                // why it could not be made
 }
 
 // The backends of hc_world_device.

@@ -40,9 +40,8 @@ const (
 )
 
 // gemmStreamKMin is the fewest k tiles per CTA for which the last wave
-// goes stream-K: shallower shares lost more to the partial sums than the
-// idle CTAs cost (on an H100: 33 per CTA gained 1%, 16.5 lost 0.5%, 0.5
-// lost 18%; RESULTS.md, run12). A variable for the tests.
+// goes stream-K: below it the partial sums cost more than the idle CTAs
+// they replace (benchmarks/RESULTS.md, stream-K). A variable for the tests.
 var gemmStreamKMin int64 = 24
 
 // layout is how B lies in memory: BNK with BT.

@@ -1,7 +1,7 @@
 package gemm
 
 // The GEMM's stream-K schedule in Go, line for line the kernel's gm_range,
-// gm_item_at and gm_gather's search (cuda/gemm.cu): the twin computes the
+// gm_item_at and gm_gather's search (gemm.cu): the twin computes the
 // last wave's tiles piece by piece as the CTAs do, and the tests check the
 // schedule's promises (every k tile of every tile once, one finisher per
 // tile, at most one partial piece per CTA and before its finishing one).

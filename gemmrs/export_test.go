@@ -11,3 +11,11 @@ func SetTestHooks(g *GemmRS, order func([]int) []int, beforeBlock func(gemm devi
 	defer g.mu.Unlock()
 	g.hooks = &hooks{order: order, beforeBlock: beforeBlock, signals: signals}
 }
+
+// SetAutoThresholds sets the FLOP and rows per rank below which g's Auto
+// mode runs Sequential.
+func SetAutoThresholds(g *GemmRS, flop float64, rows int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.minFLOP, g.minRows = flop, rows
+}

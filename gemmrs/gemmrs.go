@@ -16,7 +16,7 @@
 // the device's matmul (cuBLAS) block by block; hiercoll's own GEMM
 // (gemm.Launch, own.go) does better where every rank can run it and
 // measured it at least as fast as cuBLAS at the context's shape when New
-// ran (tune.Knobs.Gemm; GemmChoice): one launch computes all of C, its row
+// ran (Tuning.Gemm; GemmChoice): one launch computes all of C, its row
 // tiles in consumption order, and raises the signal of each segment of a
 // destination's rows (rs2d Signals.Segments) as soon as the segment's tiles
 // are stored, so the copies start before a block is done and no GEMM is cut
@@ -62,8 +62,8 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/internal/check"
+	"github.com/seed12530e24/hiercoll/internal/producer"
 	"github.com/seed12530e24/hiercoll/internal/sizes"
-	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/internode"
 	"github.com/seed12530e24/hiercoll/rs2d"
 )
@@ -111,16 +111,16 @@ func ParseMode(s string) (Mode, error) {
 	return Auto, fmt.Errorf("gemmrs: unknown mode %q (want auto, overlap or sequential)", s)
 }
 
-// Defaults of Auto's thresholds (tune.Knobs.AutoMinFLOP, AutoMinRowsPerRank).
+// Auto's thresholds (ModeFor).
 const (
-	// DefaultAutoMinFLOP is the per-rank GEMM work (2·M·N·K_local) below
-	// which Auto runs Sequential: smaller GEMMs are too short to hide the
+	// autoMinFLOP is the per-rank GEMM work (2·M·N·K_local) below which
+	// Auto runs Sequential: smaller GEMMs are too short to hide the
 	// communication (Triton-distributed's users saw GEMM+RS lose to
 	// matmul + NCCL under about 1e11 FLOP).
-	DefaultAutoMinFLOP = 1e11
-	// DefaultAutoMinRowsPerRank is the M/world below which Auto runs
-	// Sequential: a block's GEMM that small runs far below the GPU's rate.
-	DefaultAutoMinRowsPerRank = 128
+	autoMinFLOP = 1e11
+	// autoMinRowsPerRank is the M/world below which Auto runs Sequential:
+	// a block's GEMM that small runs far below the GPU's rate.
+	autoMinRowsPerRank = 128
 )
 
 // Config describes a GemmRS. MaxM, N, KLocal and DType are required.
@@ -145,6 +145,8 @@ type Config struct {
 	Transport internode.Kind
 	// Timeout bounds host-side waits of New and Close (default 60 s).
 	Timeout time.Duration
+	// Tuning are the settings benchmarks sweep (zero: every default).
+	Tuning Tuning
 }
 
 // SplitAutoMaxKLocal bounds the KLocal at which the first block is split by
@@ -156,17 +158,18 @@ const SplitAutoMaxKLocal = 4096
 
 // splitFor resolves the split of the first block for a world with every
 // rank on one node (oneNode) or not.
-func splitFor(s tune.Split, kLocal int, oneNode bool) tune.Split {
-	if s != tune.SplitAuto {
+func splitFor(s Split, kLocal int, oneNode bool) Split {
+	if s != SplitAuto {
 		return s
 	}
 	if kLocal < SplitAutoMaxKLocal && oneNode {
-		return tune.SplitOn
+		return SplitOn
 	}
-	return tune.SplitOff
+	return SplitOff
 }
 
-func (c Config) validate(world int, k tune.Knobs) error {
+func (c Config) validate(world int) error {
+	k := c.Tuning
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("gemmrs: %s: %w", fmt.Sprintf(format, args...), device.ErrInvalidArgument)
 	}
@@ -177,13 +180,11 @@ func (c Config) validate(world int, k tune.Knobs) error {
 		return bad("MaxM=%d is not divisible by world size %d", c.MaxM, world)
 	case c.Mode != Auto && c.Mode != Overlap && c.Mode != Sequential:
 		return bad("unknown mode %v", c.Mode)
-	case k.AutoMinFLOP < 0 || k.AutoMinRowsPerRank < 0:
-		return bad("negative Auto threshold")
-	case k.SplitFirstBlock < tune.SplitAuto || k.SplitFirstBlock > tune.SplitOn:
+	case k.SplitFirstBlock < SplitAuto || k.SplitFirstBlock > SplitOn:
 		return bad("unknown split %d", k.SplitFirstBlock)
-	case k.Gemm < tune.GemmAuto || k.Gemm > tune.GemmCuBLAS:
+	case k.Gemm < GemmAuto || k.Gemm > GemmCuBLAS:
 		return bad("unknown GEMM choice %d", k.Gemm)
-	case k.Gemm == tune.GemmOwn && k.SplitFirstBlock == tune.SplitOn:
+	case k.Gemm == GemmOwn && k.SplitFirstBlock == SplitOn:
 		return bad("the split first block is for the block-by-block GEMM, not the own GEMM, which signals in segments")
 	}
 	switch c.DType {
@@ -196,7 +197,7 @@ func (c Config) validate(world int, k tune.Knobs) error {
 		return bad("Input %v: the GEMM's inputs are the DType's or e4m3", c.Input)
 	case c.Input == dtype.E4M3 && c.DType == dtype.F32:
 		return bad("e4m3 products go to bf16 or fp16, not fp32")
-	case c.Input == dtype.E4M3 && (k.Gemm == tune.GemmCuBLAS || k.SplitFirstBlock == tune.SplitOn):
+	case c.Input == dtype.E4M3 && (k.Gemm == GemmCuBLAS || k.SplitFirstBlock == SplitOn):
 		return bad("e4m3 inputs take the own GEMM, not the device's matmul block by block")
 	}
 	// C is [MaxM, N], A at most [MaxM, KLocal], B [KLocal, N]: each must
@@ -219,11 +220,15 @@ func (c Config) validate(world int, k tune.Knobs) error {
 // one GemmRS are serialised.
 type GemmRS struct {
 	cfg   Config
-	knobs tune.Knobs // in effect: the split and Auto's thresholds resolved
-	comm  bootstrap.Comm
-	dev   device.Device
-	mm    device.Matmul
-	world int
+	knobs Tuning // in effect: the split and the GEMM resolved
+	// Auto's thresholds (autoMinFLOP, autoMinRowsPerRank; tests change
+	// them).
+	minFLOP float64
+	minRows int
+	comm    bootstrap.Comm
+	dev     device.Device
+	mm      device.Matmul
+	world   int
 
 	rs    *rs2d.Context
 	order []int      // rs.ConsumptionOrder(): the GEMM's block order
@@ -234,9 +239,9 @@ type GemmRS struct {
 	// the caller's stream into the GEMM stream (A and B are ready),
 	// gemmDone joins the GEMM stream back, gemmStart and gemmEnd time the
 	// GEMM part of the last call.
-	ovl                                 *Overlapped
+	ovl                                 *producer.Overlapped
 	why                                 string
-	producer                            *Producer
+	producer                            *producer.Producer
 	gemmStream                          device.Stream
 	ready, gemmDone, gemmStart, gemmEnd device.Event
 	// blockEnds, while tracing, are recorded after each block of an
@@ -277,18 +282,12 @@ type hooks struct {
 // everywhere instead of hanging its peers later.
 func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config) (*GemmRS, error) {
 	world := comm.Size()
-	knobs := tune.From(ctx)
-	if err := cfg.validate(world, knobs); err != nil {
+	knobs := cfg.Tuning
+	if err := cfg.validate(world); err != nil {
 		return nil, err
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = time.Minute
-	}
-	if knobs.AutoMinFLOP == 0 {
-		knobs.AutoMinFLOP = DefaultAutoMinFLOP
-	}
-	if knobs.AutoMinRowsPerRank == 0 {
-		knobs.AutoMinRowsPerRank = DefaultAutoMinRowsPerRank
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -296,9 +295,9 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 		defer cancel()
 	}
 
-	g := &GemmRS{cfg: cfg, knobs: knobs, comm: comm, dev: dev, world: world}
-	if knobs.SplitFirstBlock == tune.SplitOn && knobs.Gemm == tune.GemmAuto {
-		g.knobs.Gemm = tune.GemmCuBLAS
+	g := &GemmRS{cfg: cfg, knobs: knobs, minFLOP: autoMinFLOP, minRows: autoMinRowsPerRank, comm: comm, dev: dev, world: world}
+	if knobs.SplitFirstBlock == SplitOn && knobs.Gemm == GemmAuto {
+		g.knobs.Gemm = GemmCuBLAS
 		g.why = "the split first block asked for is the block producer's"
 	}
 	local := g.prepare(ctx)
@@ -318,8 +317,9 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 		return nil, errors.Join(gemmUnusable(err), g.release())
 	}
 	g.knobs = g.resolve(votes)
-	rsCfg := rs2d.Config{MaxM: cfg.MaxM, N: cfg.N, DType: cfg.DType, OverlapWithGEMM: true, Transport: cfg.Transport, Timeout: cfg.Timeout}
-	rs, err := rs2d.New(tune.With(ctx, g.knobs), comm, dev, rsCfg)
+	rsCfg := rs2d.Config{MaxM: cfg.MaxM, N: cfg.N, DType: cfg.DType, OverlapWithGEMM: true, Transport: cfg.Transport, Timeout: cfg.Timeout,
+		Tuning: g.knobs.rs2dTuning()}
+	rs, err := rs2d.New(ctx, comm, dev, rsCfg)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("gemmrs: %w", err), g.release())
 	}
@@ -332,25 +332,25 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 // the own GEMM only if every rank can and would use it (it signals in
 // segments, so the first block is not split); else the device's matmul,
 // block by block.
-func (g *GemmRS) resolve(votes [][]byte) tune.Knobs {
+func (g *GemmRS) resolve(votes [][]byte) Tuning {
 	k := g.knobs
 	own := true
 	for _, v := range votes {
 		own = own && len(v) == 1 && v[0] == 1
 	}
 	if own {
-		k.Gemm = tune.GemmOwn
-		if k.Segments == 0 {
-			k.Segments = SegmentsFor(g.cfg.MaxM / g.world)
+		k.Gemm = GemmOwn
+		if k.ReduceScatter.Segments == 0 {
+			k.ReduceScatter.Segments = producer.SegmentsFor(g.cfg.MaxM / g.world)
 		}
-		k.SplitFirstBlock = tune.SplitOff
+		k.SplitFirstBlock = SplitOff
 		return k
 	}
-	if k.Gemm != tune.GemmCuBLAS && g.why != "" && votes[g.comm.Rank()][0] == 1 {
+	if k.Gemm != GemmCuBLAS && g.why != "" && votes[g.comm.Rank()][0] == 1 {
 		g.why = "another rank cannot use the own GEMM or measured cuBLAS faster"
 	}
-	k.Gemm = tune.GemmCuBLAS
-	if k.Segments <= 1 { // segments asked for replace the split
+	k.Gemm = GemmCuBLAS
+	if k.ReduceScatter.Segments <= 1 { // segments asked for replace the split
 		k.SplitFirstBlock = splitFor(k.SplitFirstBlock, g.cfg.KLocal, g.comm.LocalSize() == g.world)
 	}
 	return k
@@ -362,11 +362,11 @@ func (g *GemmRS) prepare(ctx context.Context) error {
 	if g.mm, err = device.MatmulOf(g.dev); err != nil {
 		return err
 	}
-	if g.ovl, err = NewOverlapped(g.dev, g.world); err != nil {
+	if g.ovl, err = producer.NewOverlapped(g.dev, g.world); err != nil {
 		return err
 	}
-	o := g.ovl
-	g.gemmStream, g.ready, g.gemmDone, g.gemmStart, g.gemmEnd, g.producer = o.stream, o.ready, o.done, o.start, o.end, o.producer
+	g.gemmStream, g.producer = g.ovl.Stream(), g.ovl.Producer()
+	g.ready, g.gemmDone, g.gemmStart, g.gemmEnd = g.ovl.Events()
 	if err := selfTest(ctx, g.dev, g.mm, g.gemmStream, g.cfg.DType); err != nil {
 		return err
 	}
@@ -435,19 +435,19 @@ func (g *GemmRS) Config() Config { return g.cfg }
 // SplitsFirstBlock reports whether an overlapped call computes the first
 // block in consumption order in two halves, with the early signal between
 // them.
-func (g *GemmRS) SplitsFirstBlock() bool { return g.knobs.SplitFirstBlock == tune.SplitOn }
+func (g *GemmRS) SplitsFirstBlock() bool { return g.knobs.SplitFirstBlock == SplitOn }
 
 // ModeFor returns the mode a call of m rows runs in: Config.Mode unless it
 // is Auto, which picks Sequential on one rank, when M/world is below
 // its threshold or the per-rank GEMM (2·M·N·KLocal FLOP) is below its
-// threshold (DefaultAutoMinRowsPerRank, DefaultAutoMinFLOP), and Overlap
+// threshold (128 rows per rank, 1e11 FLOP per rank), and Overlap
 // otherwise. Every rank picks the same.
 func (g *GemmRS) ModeFor(m int) Mode {
 	if g.cfg.Mode != Auto {
 		return g.cfg.Mode
 	}
 	flop := 2 * float64(m) * float64(g.cfg.N) * float64(g.cfg.KLocal)
-	if g.world == 1 || m/g.world < g.knobs.AutoMinRowsPerRank || flop < g.knobs.AutoMinFLOP {
+	if g.world == 1 || m/g.world < g.minRows || flop < g.minFLOP {
 		return Sequential
 	}
 	return Overlap

@@ -19,10 +19,9 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/device/sim"
 	"github.com/seed12530e24/hiercoll/dtype"
-	"github.com/seed12530e24/hiercoll/gemm"
 	"github.com/seed12530e24/hiercoll/gemmrs"
 	"github.com/seed12530e24/hiercoll/internal/check"
-	"github.com/seed12530e24/hiercoll/internal/tune"
+	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
 )
 
@@ -210,11 +209,11 @@ func TestOverlapAndSequentialMatchReference(t *testing.T) {
 	for _, shape := range worlds {
 		for _, dt := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32} {
 			for i, size := range []struct{ rowsPer, n, k int }{{8, 17, 16}, {16, 32, 64}, {64, 9, 33}, {1, 1, 1}, {24, 8, 8}, {20, 40, 24}} {
-				split := tune.SplitOn // the first block in halves ...
+				split := gemmrs.SplitOn // the first block in halves ...
 				if i%2 == 1 {
-					split = tune.SplitOff // ... but for half the sizes
+					split = gemmrs.SplitOff // ... but for half the sizes
 				}
-				t.Run(fmt.Sprintf("%v/%v/rows%d/n%d/k%d/split=%v", shape, dt, size.rowsPer, size.n, size.k, split == tune.SplitOn), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%v/%v/rows%d/n%d/k%d/split=%v", shape, dt, size.rowsPer, size.n, size.k, split == gemmrs.SplitOn), func(t *testing.T) {
 					t.Parallel()
 					ws := shape.World()
 					m := size.rowsPer * ws
@@ -224,7 +223,8 @@ func TestOverlapAndSequentialMatchReference(t *testing.T) {
 					worst := 0.0
 					err := w.Run(testCtx(t), func(ctx context.Context, r world.Rank) (err error) {
 						cfg := baseConfig(dt, m, size.n, size.k)
-						g, err := gemmrs.New(tune.With(ctx, tune.Knobs{SplitFirstBlock: split}), r.Comm, r.Dev, cfg)
+						cfg.Tuning.SplitFirstBlock = split
+						g, err := gemmrs.New(ctx, r.Comm, r.Dev, cfg)
 						if err != nil {
 							return err
 						}
@@ -232,8 +232,8 @@ func TestOverlapAndSequentialMatchReference(t *testing.T) {
 						// Auto takes the own GEMM (its twin on the CPU) where
 						// it can compute the product and nothing asks for
 						// the block producer's split.
-						wantOwn := dt != dtype.F32 && size.n%8 == 0 && size.k%8 == 0 && split != tune.SplitOn
-						if choice, why := g.GemmChoice(); (choice == tune.GemmOwn) != wantOwn {
+						wantOwn := dt != dtype.F32 && size.n%8 == 0 && size.k%8 == 0 && split != gemmrs.SplitOn
+						if choice, why := g.GemmChoice(); (choice == gemmrs.GemmOwn) != wantOwn {
 							return fmt.Errorf("GEMM %v (%s), want own: %v", choice, why, wantOwn)
 						}
 						rb, err := newRankBufs(r.Dev, dt, m, size.n, size.k, ws)
@@ -289,10 +289,10 @@ func TestOwnGemmInSegments(t *testing.T) {
 	one, two := bootstrap.Shape{Nodes: 1, LocalSize: 4}, bootstrap.Shape{Nodes: 2, LocalSize: 2}
 	for _, tc := range []struct {
 		shape  bootstrap.Shape
-		choice tune.Gemm
+		choice gemmrs.Gemm
 		help   int
-	}{{one, tune.GemmOwn, -1}, {one, tune.GemmOwn, 40}, {one, tune.GemmOwn, 100}, {two, tune.GemmOwn, 0},
-		{one, tune.GemmCuBLAS, 0}, {two, tune.GemmCuBLAS, 0}} {
+	}{{one, gemmrs.GemmOwn, -1}, {one, gemmrs.GemmOwn, 40}, {one, gemmrs.GemmOwn, 100}, {two, gemmrs.GemmOwn, 0},
+		{one, gemmrs.GemmCuBLAS, 0}, {two, gemmrs.GemmCuBLAS, 0}} {
 		shape, choice := tc.shape, tc.choice
 		t.Run(fmt.Sprintf("%v/%v/help%d", shape, choice, tc.help), func(t *testing.T) {
 			t.Parallel()
@@ -302,7 +302,9 @@ func TestOwnGemmInSegments(t *testing.T) {
 			ps := newProblems(dt, ws, m, n, k)
 			w := simWorld(t, shape, 10*time.Second)
 			err := w.Run(testCtx(t), func(ctx context.Context, r world.Rank) (err error) {
-				g, err := gemmrs.New(tune.With(ctx, tune.Knobs{Gemm: choice, Segments: 3, Help: tc.help}), r.Comm, r.Dev, baseConfig(dt, m, n, k))
+				cfg := baseConfig(dt, m, n, k)
+				cfg.Tuning = gemmrs.Tuning{Gemm: choice, ReduceScatter: rs2d.Tuning{Segments: 3}, Help: tc.help}
+				g, err := gemmrs.New(ctx, r.Comm, r.Dev, cfg)
 				if err != nil {
 					return err
 				}
@@ -653,21 +655,21 @@ func TestValidation(t *testing.T) {
 	base := baseConfig(dtype.BF16, 4, 4, 4)
 	for name, c := range map[string]struct {
 		cfg   gemmrs.Config
-		knobs tune.Knobs
+		knobs gemmrs.Tuning
 	}{
 		"MaxM not divisible":      {cfg: baseConfig(dtype.BF16, 5, 4, 4)},
 		"zero KLocal":             {cfg: baseConfig(dtype.BF16, 4, 4, 0)},
 		"int32":                   {cfg: baseConfig(dtype.I32, 4, 4, 4)},
 		"mode":                    {cfg: func() gemmrs.Config { c := base; c.Mode = 7; return c }()},
-		"negative threshold":      {cfg: base, knobs: tune.Knobs{AutoMinRowsPerRank: -1}},
-		"split value":             {cfg: base, knobs: tune.Knobs{SplitFirstBlock: 3}},
+		"split value":             {cfg: base, knobs: gemmrs.Tuning{SplitFirstBlock: 3}},
 		"KLocal × N overflows":    {cfg: baseConfig(dtype.BF16, 4, 1<<40, 1<<23)},
 		"MaxM × KLocal overflows": {cfg: baseConfig(dtype.F32, 4, 4, 1<<62)},
 		"e4m3 to fp32":            {cfg: func() gemmrs.Config { c := baseConfig(dtype.F32, 4, 4, 16); c.Input = dtype.E4M3; return c }()},
-		"e4m3 by cuBLAS":          {cfg: func() gemmrs.Config { c := baseConfig(dtype.BF16, 4, 4, 16); c.Input = dtype.E4M3; return c }(), knobs: tune.Knobs{Gemm: tune.GemmCuBLAS}},
+		"e4m3 by cuBLAS":          {cfg: func() gemmrs.Config { c := baseConfig(dtype.BF16, 4, 4, 16); c.Input = dtype.E4M3; return c }(), knobs: gemmrs.Tuning{Gemm: gemmrs.GemmCuBLAS}},
 		"int32 inputs":            {cfg: func() gemmrs.Config { c := base; c.Input = dtype.I32; return c }()},
 	} {
-		_, err := gemmrs.New(tune.With(testCtx(t), c.knobs), w.Ranks[0].Comm, w.Ranks[0].Dev, c.cfg)
+		c.cfg.Tuning = c.knobs
+		_, err := gemmrs.New(testCtx(t), w.Ranks[0].Comm, w.Ranks[0].Dev, c.cfg)
 		require.ErrorIs(t, err, device.ErrInvalidArgument, name)
 	}
 
@@ -767,10 +769,11 @@ func TestModeFor(t *testing.T) {
 		if got := g.ModeFor(1024); got != gemmrs.Sequential {
 			return fmt.Errorf("2·1024·8·4 FLOP is far below 1e11: got %v", got)
 		}
-		g2, err := gemmrs.New(tune.With(ctx, tune.Knobs{AutoMinFLOP: 1000}), r.Comm, r.Dev, cfg)
+		g2, err := gemmrs.New(ctx, r.Comm, r.Dev, cfg)
 		if err != nil {
 			return err
 		}
+		gemmrs.SetAutoThresholds(g2, 1000, 128)
 		defer func() { err = errors.Join(err, g2.Close()) }()
 		for m, want := range map[int]gemmrs.Mode{1024: gemmrs.Overlap, 256: gemmrs.Overlap, 254: gemmrs.Sequential, 2: gemmrs.Sequential} {
 			if got := g2.ModeFor(m); got != want {
@@ -859,33 +862,6 @@ func TestTraceReportsEachBlock(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// HelpRows, at the shapes it was measured on (4 and 2 H200s, RESULTS.md
-// 2026-11-26): about half of the last block at 8192³ in bf16 on 4 GPUs, all
-// of it in fp8, nothing where the copies landed before the GEMM ended; a
-// percentage asked for is taken as it is, a negative one is none.
-func TestHelpRows(t *testing.T) {
-	spec := func(m, k int, dt dtype.DType) gemm.Params {
-		g := gemm.Params{GemmSpec: device.GemmSpec{M: m, N: 8192, K: k, DType: dt}, Out: dtype.BF16}
-		return g
-	}
-	bf16, fp8 := dtype.BF16, dtype.E4M3
-	half := gemmrs.HelpRows(spec(8192, 2048, bf16), 4, 2, 0)
-	require.InDelta(t, 1024, half, 205, "8192³ bf16 on 4 GPUs: about half of 2048 rows")
-	require.Equal(t, 2048, gemmrs.HelpRows(spec(8192, 2048, fp8), 4, 2, 0), "8192³ fp8 on 4 GPUs: all of it")
-	for _, tc := range []struct {
-		m, k, world, segs int
-		dt                dtype.DType
-	}{
-		{8192, 7168, 4, 2, bf16}, {8192, 7168, 4, 2, fp8}, {4096, 7168, 4, 1, bf16}, {4096, 7168, 4, 1, fp8},
-		{8192, 4096, 2, 4, bf16}, {8192, 4096, 2, 4, fp8}, {8192, 14336, 2, 4, fp8},
-	} {
-		require.Zero(t, gemmrs.HelpRows(spec(tc.m, tc.k, tc.dt), tc.world, tc.segs, 0), "%+v", tc)
-	}
-	require.Equal(t, 614, gemmrs.HelpRows(spec(8192, 7168, bf16), 4, 2, 30))
-	require.Zero(t, gemmrs.HelpRows(spec(8192, 2048, fp8), 4, 2, -1))
-	require.Zero(t, gemmrs.HelpRows(spec(8192, 2048, fp8), 1, 2, 0))
-}
-
 // fp8 operands (Config.Input E4M3, B a [N, KLocal] weight) with per-tensor
 // scales, overlapped (pushing the end of the last block after the GEMM on
 // one node) and sequential, on 1×4 and 2×2: values of -1, 0 and 1 and
@@ -910,7 +886,7 @@ func TestFP8Operands(t *testing.T) {
 						return err
 					}
 					defer func() { err = errors.Join(err, g.Close()) }()
-					if got, why := g.GemmChoice(); got != tune.GemmOwn {
+					if got, why := g.GemmChoice(); got != gemmrs.GemmOwn {
 						return fmt.Errorf("GEMM %v (%s): fp8 takes the own GEMM", got, why)
 					}
 					rank := r.Comm.Rank()

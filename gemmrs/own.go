@@ -10,8 +10,6 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/gemm"
-	"github.com/seed12530e24/hiercoll/internal/tune"
-	"github.com/seed12530e24/hiercoll/rs2d"
 )
 
 // The own GEMM as the producer. One launch of gemm.Launch computes
@@ -20,20 +18,6 @@ import (
 // Signals.SegmentAddr) as soon as the segment's tiles are stored, so the
 // copy engine starts on a destination's rows before the whole block is
 // done, and no GEMM is cut into blocks.
-
-// segmentRows is about how many rows a signal segment covers: the rows the
-// GEMM's walk finishes together (gemm.DefaultGroup row tiles).
-const segmentRows = gemm.DefaultGroup * gemm.TileM
-
-// maxAutoSegments bounds the segments Auto gives a destination's rows.
-const maxAutoSegments = 8
-
-// SegmentsFor is how many signal segments each destination's rows come in,
-// by default, for an own GEMM with rowsPerRank rows per destination: about
-// one per segmentRows rows, at most maxAutoSegments.
-func SegmentsFor(rowsPerRank int) int {
-	return max(1, min(maxAutoSegments, rowsPerRank/segmentRows))
-}
 
 // ownSpec is the own GEMM's product C[:M] = A·B for a call (fp8: times
 // the scales, B [N, KLocal]).
@@ -52,20 +36,20 @@ func (g *GemmRS) fp8() bool { return g.cfg.Input == dtype.E4M3 }
 // addresses of one float32 each; 0 is 1.
 type Scales struct{ A, B device.Ptr }
 
-// GemmChoice reports which GEMM the GemmRS computes with: tune.GemmOwn or
-// tune.GemmCuBLAS (the device's matmul), as every rank agreed in New, and
+// GemmChoice reports which GEMM the GemmRS computes with: GemmOwn or
+// GemmCuBLAS (the device's matmul), as every rank agreed in New, and
 // why.
-func (g *GemmRS) GemmChoice() (tune.Gemm, string) { return g.knobs.Gemm, g.why }
+func (g *GemmRS) GemmChoice() (Gemm, string) { return g.knobs.Gemm, g.why }
 
 // Segments is how many signals each destination's rows come in.
-func (g *GemmRS) Segments() int { return max(1, g.knobs.Segments) }
+func (g *GemmRS) Segments() int { return max(1, g.knobs.ReduceScatter.Segments) }
 
-// chooseGemm is this rank's vote for the own GEMM (see tune.Knobs.Gemm):
+// chooseGemm is this rank's vote for the own GEMM (see Tuning.Gemm):
 // whether it asks for it or Auto finds it at least as fast as the device's
 // matmul at the MaxM product, with the reason. Asking for it where it cannot
 // run is an error.
 func (g *GemmRS) chooseGemm(ctx context.Context) (bool, string, error) {
-	if g.knobs.Gemm == tune.GemmCuBLAS {
+	if g.knobs.Gemm == GemmCuBLAS {
 		return false, "asked for", nil
 	}
 	spec := g.ownSpec(Tensor{Ptr: 256, Rows: g.cfg.MaxM}, Tensor{Ptr: 256}, Scales{})
@@ -79,11 +63,11 @@ func (g *GemmRS) chooseGemm(ctx context.Context) (bool, string, error) {
 		return false, "", fmt.Errorf("e4m3 inputs need the own GEMM, which cannot compute this product here: %w", err)
 	case g.fp8():
 		return true, "e4m3 inputs: only the own GEMM takes them", nil
-	case err != nil && g.knobs.Gemm == tune.GemmOwn:
+	case err != nil && g.knobs.Gemm == GemmOwn:
 		return false, "", fmt.Errorf("the own GEMM cannot compute this product: %w", err)
 	case err != nil:
 		return false, fmt.Sprintf("the own GEMM cannot compute it (%v)", err), nil
-	case g.knobs.Gemm == tune.GemmOwn:
+	case g.knobs.Gemm == GemmOwn:
 		return true, "asked for", nil
 	case g.dev.Info().Backend != "cuda":
 		return true, "the CPU backend runs the own GEMM's reference twin", nil
@@ -125,7 +109,7 @@ func (g *GemmRS) timeGemms(ctx context.Context) (own, mm time.Duration, err erro
 		}
 	}
 	spec := g.ownSpec(Tensor{Ptr: a, Rows: cfg.MaxM}, Tensor{Ptr: b}, Scales{})
-	spec.Workspace = g.producer.workspace // as the calls will run it
+	spec.Workspace = g.producer.Workspace() // as the calls will run it
 	ref := device.GemmSpec{M: cfg.MaxM, N: cfg.N, K: cfg.KLocal, A: a, B: b, C: g.cBuf, DType: cfg.DType}
 	const rounds, calls = 3, 3
 	var owns, mms []time.Duration
@@ -171,123 +155,4 @@ func median(ds []time.Duration) time.Duration {
 	ds = slices.Clone(ds)
 	slices.Sort(ds)
 	return ds[len(ds)/2]
-}
-
-// Producer is the own GEMM as the producer of an rs2d context's overlapped
-// calls (GemmRS's, or a caller's through the C ABI): it keeps the segment
-// counters the GEMM counts tiles in (zero between launches), the workspace
-// of its stream-K last wave and, by M, the tables that order C's row
-// tiles and name each segment's signal word. Its launches run one at a
-// time (on one stream, or ordered).
-type Producer struct {
-	dev       device.Device
-	counters  device.Ptr
-	workspace device.Ptr
-	tables    map[int]ownTables
-}
-
-// NewProducer makes a producer for a world of world ranks on dev.
-func NewProducer(dev device.Device, world int) (*Producer, error) {
-	zero := make([]byte, 4*world*tune.MaxSegments)
-	p, err := dev.Alloc(int64(len(zero)))
-	if err != nil {
-		return nil, fmt.Errorf("gemmrs: segment counters: %w", err)
-	}
-	if err := dev.CopyToDevice(p, zero); err != nil {
-		return nil, errors.Join(fmt.Errorf("gemmrs: segment counters: %w", err), dev.Free(p))
-	}
-	ws, err := gemm.NewWorkspace(dev)
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("gemmrs: GEMM workspace: %w", err), dev.Free(p))
-	}
-	return &Producer{dev: dev, counters: p, workspace: ws, tables: map[int]ownTables{}}, nil
-}
-
-// Enqueue enqueues on s the own GEMM spec (spec.C the call's [M, N] input,
-// spec.M its rows) in one launch that computes C's row tiles in order (the
-// context's consumption order) and raises each segment of sig as its tiles
-// are stored. It refuses a product the GEMM cannot compute and a context
-// that splits its first block (a producer of two block GEMMs), wrapping
-// ErrNotSupported, before enqueuing anything.
-func (p *Producer) Enqueue(s device.Stream, spec gemm.Params, order []int, sig rs2d.Signals) error {
-	if err := spec.Check(); err != nil {
-		return err
-	}
-	if sig.EarlyRows(spec.M) > 0 {
-		return fmt.Errorf("gemmrs: the context splits its first block, which the own GEMM does not: %w", device.ErrNotSupported)
-	}
-	t, err := p.tablesFor(spec.M, spec.N, order, sig)
-	if err != nil {
-		return err
-	}
-	spec.Order, spec.Segments, spec.NSegs, spec.Counters, spec.Value = t.order, t.segs, t.n, p.counters, sig.Value
-	spec.Workspace = p.workspace
-	return gemm.Launch(p.dev, s, spec)
-}
-
-// Close frees the producer's counters, workspace and tables; its launches
-// must be done.
-func (p *Producer) Close() error {
-	errs := []error{p.dev.Free(p.counters), p.dev.Free(p.workspace)}
-	for m, t := range p.tables {
-		errs = append(errs, t.free(p.dev))
-		delete(p.tables, m)
-	}
-	return errors.Join(errs...)
-}
-
-// ownTables are the own GEMM's device tables for calls of one M: the
-// row-tile order and the segment records (gemm.Tables).
-type ownTables struct {
-	order, segs device.Ptr
-	n           int
-}
-
-// tablesFor returns the tables for calls of m rows, uploading them at the
-// first call of that M (the signal words they name do not move).
-func (p *Producer) tablesFor(m, n int, order []int, sig rs2d.Signals) (ownTables, error) {
-	if t, ok := p.tables[m]; ok {
-		return t, nil
-	}
-	var segs []gemm.Segment
-	rowsPer := m / len(order)
-	for _, d := range order {
-		for j := 0; j < sig.Segments(); j++ {
-			r0, r1 := sig.SegmentRows(m, j)
-			if r1 <= r0 {
-				continue // nothing waits for an empty segment
-			}
-			addr, err := sig.SegmentAddr(d, j)
-			if err != nil {
-				return ownTables{}, err
-			}
-			segs = append(segs, gemm.Segment{R0: d*rowsPer + r0, R1: d*rowsPer + r1, Signal: addr})
-		}
-	}
-	tileOrder, records := gemm.Tables(m, n, segs)
-	t := ownTables{n: len(segs)}
-	var err error
-	for _, x := range []struct {
-		p    *device.Ptr
-		data []byte
-	}{{&t.order, tileOrder}, {&t.segs, records}} {
-		if *x.p, err = p.dev.Alloc(int64(len(x.data))); err != nil {
-			return ownTables{}, errors.Join(err, t.free(p.dev))
-		}
-		if err = p.dev.CopyToDevice(*x.p, x.data); err != nil {
-			return ownTables{}, errors.Join(err, t.free(p.dev))
-		}
-	}
-	p.tables[m] = t
-	return t, nil
-}
-
-func (t ownTables) free(dev device.Device) error {
-	var errs []error
-	for _, p := range []device.Ptr{t.order, t.segs} {
-		if p != 0 {
-			errs = append(errs, dev.Free(p))
-		}
-	}
-	return errors.Join(errs...)
 }

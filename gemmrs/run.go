@@ -9,7 +9,6 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/gemm"
-	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/rs2d"
 )
 
@@ -179,7 +178,7 @@ func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b Tensor, sc Scales, cal
 		}
 		return sig.Raise(st, d)
 	}
-	if spec := g.ownSpec(a, b, sc); g.knobs.Gemm == tune.GemmOwn && (g.hooks == nil || g.fp8()) && spec.Check() == nil {
+	if spec := g.ownSpec(a, b, sc); g.knobs.Gemm == GemmOwn && (g.hooks == nil || g.fp8()) && spec.Check() == nil {
 		var err error
 		*raised, err = g.ovl.Enqueue(ctx, s, spec, g.order, call, g.knobs.Help)
 		if *raised {
@@ -296,8 +295,8 @@ func (g *GemmRS) gemmWhole(a, b Tensor, sc Scales, c Tensor, s device.Stream) er
 	if err := g.gemmStart.Record(s); err != nil {
 		return err
 	}
-	if own := g.ownSpec(a, b, sc); g.knobs.Gemm == tune.GemmOwn && own.Check() == nil {
-		own.C, own.Workspace = c.Ptr, g.producer.workspace
+	if own := g.ownSpec(a, b, sc); g.knobs.Gemm == GemmOwn && own.Check() == nil {
+		own.C, own.Workspace = c.Ptr, g.producer.Workspace()
 		if err := gemm.Launch(g.dev, s, own); err != nil {
 			return err
 		}

@@ -258,8 +258,8 @@ func (e *noTransportError) Unwrap() []error {
 	return append([]error{device.ErrNotSupported}, e.reasons...)
 }
 
-// Parity is the receive-buffer set call epoch uses.
-func Parity(epoch uint32) int { return symm.Epoch(epoch).Parity() }
+// parity is the receive-buffer set call epoch uses.
+func parity(epoch uint32) int { return symm.Epoch(epoch).Parity() }
 
 // RailSource is the node whose block arrives at node while node sends to
 // node to: at node step n every node sends to (node+n+1) % nodes, so the

@@ -65,7 +65,7 @@ func newIPC(ctx context.Context, ep Endpoint) (*ipc, error) {
 func (t *ipc) Kind() Kind { return IPC }
 
 func (t *ipc) RecvBuf(epoch uint32) device.Ptr {
-	return t.heap.Local().Add(t.recv[Parity(epoch)].Off)
+	return t.heap.Local().Add(t.recv[parity(epoch)].Off)
 }
 
 func (t *ipc) Send(s device.Stream, to int, src device.Ptr, n int64, epoch uint32) error {
@@ -79,7 +79,7 @@ func (t *ipc) Send(s device.Stream, to int, src device.Ptr, n int64, epoch uint3
 			return err
 		}
 	}
-	dst := t.heap.At(peer, t.recv[Parity(epoch)]).Add(int64(me) * t.ep.BlockBytes)
+	dst := t.heap.At(peer, t.recv[parity(epoch)]).Add(int64(me) * t.ep.BlockBytes)
 	if n > 0 {
 		if err := t.ep.Dev.Copy(s, dst, src, n); err != nil {
 			return fmt.Errorf("internode: ipc: put to rank %d: %w", peer, err)

@@ -46,8 +46,8 @@ type ncclRail struct {
 // tests give a fake).
 type railComm interface {
 	Group(fn func() error) error
-	Send(buf device.Ptr, count int64, dt dtype.DType, peer int, stream uintptr) error
-	Recv(buf device.Ptr, count int64, dt dtype.DType, peer int, stream uintptr) error
+	Send(buf nccl.Ptr, count int64, dt dtype.DType, peer int, stream uintptr) error
+	Recv(buf nccl.Ptr, count int64, dt dtype.DType, peer int, stream uintptr) error
 	AsyncError() error
 	Destroy() error
 	Abort() error
@@ -292,7 +292,7 @@ func (t *ncclRail) settled(ctx context.Context) error {
 
 func (t *ncclRail) Kind() Kind { return NCCL }
 
-func (t *ncclRail) RecvBuf(epoch uint32) device.Ptr { return t.recv[Parity(epoch)] }
+func (t *ncclRail) RecvBuf(epoch uint32) device.Ptr { return t.recv[parity(epoch)] }
 
 // Send runs, on every lane's stream (forked from s, joined back into it),
 // one NCCL group: the lane's share of the n bytes at src to node to, and the
@@ -348,10 +348,10 @@ func (t *ncclRail) sendLanes(s device.Stream, to, from int, src, dst device.Ptr,
 		}
 		h := ls.Handle()
 		err := comm.Group(func() error {
-			if err := comm.Send(src.Add(lo*es), hi-lo, t.ep.DType, to, h); err != nil {
+			if err := comm.Send(nccl.Ptr(src.Add(lo*es)), hi-lo, t.ep.DType, to, h); err != nil {
 				return err
 			}
-			return comm.Recv(dst.Add(lo*es), hi-lo, t.ep.DType, from, h)
+			return comm.Recv(nccl.Ptr(dst.Add(lo*es)), hi-lo, t.ep.DType, from, h)
 		})
 		if err != nil {
 			return fmt.Errorf("lane %d: %w", lane, err)

@@ -283,7 +283,9 @@ func shmemAllocate(ctx context.Context, ep Endpoint, lib *nvshmem.Lib, lay shmem
 	t := &shmemRail{ep: ep, lib: lib, lay: lay}
 	var p device.Ptr
 	mallocErr := shmemCollective(ctx, fmt.Sprintf("nvshmem_malloc of %d bytes (PE %d)", lay.size, ep.Place.Rank), func() (err error) {
-		p, err = lib.Malloc(lay.size)
+		var np nvshmem.Ptr
+		np, err = lib.Malloc(lay.size)
+		p = device.Ptr(np)
 		return err
 	})
 	if mallocErr != nil {
@@ -346,7 +348,7 @@ func (t *shmemRail) release(free bool) error {
 	var errs []error
 	if free && t.base != 0 {
 		base := t.base
-		if err := shmemCollective(ctx, fmt.Sprintf("nvshmem_free (PE %d)", t.ep.Place.Rank), func() error { return t.lib.Free(base) }); err != nil {
+		if err := shmemCollective(ctx, fmt.Sprintf("nvshmem_free (PE %d)", t.ep.Place.Rank), func() error { return t.lib.Free(nvshmem.Ptr(base)) }); err != nil {
 			errs = append(errs, fmt.Errorf("internode: nvshmem: %w", err))
 		}
 	}
@@ -358,7 +360,7 @@ func (t *shmemRail) Kind() Kind { return NVSHMEM }
 
 // RecvBuf is this PE's own address of the epoch's receive set.
 func (t *shmemRail) RecvBuf(epoch uint32) device.Ptr {
-	return t.base.Add(t.lay.recv[Parity(epoch)])
+	return t.base.Add(t.lay.recv[parity(epoch)])
 }
 
 // signal is the address of the signal word for blocks from node n.
@@ -386,7 +388,7 @@ func (t *shmemRail) Send(s device.Stream, to int, src device.Ptr, n int64, epoch
 		}
 		src = staged
 	}
-	err := t.lib.PutSignalOnStream(dst, src, n, t.signal(place.Node), t.clock.widen(epoch), nvshmem.SignalSet, peer, s.Handle())
+	err := t.lib.PutSignalOnStream(nvshmem.Ptr(dst), nvshmem.Ptr(src), n, nvshmem.Ptr(t.signal(place.Node)), t.clock.widen(epoch), nvshmem.SignalSet, peer, s.Handle())
 	if err != nil {
 		return fmt.Errorf("internode: nvshmem: put to rank %d: %w", peer, err)
 	}
@@ -404,7 +406,7 @@ func (t *shmemRail) Wait(s device.Stream, epoch uint32) error {
 		if n == t.ep.Place.Node {
 			continue
 		}
-		if err := t.lib.SignalWaitUntilOnStream(t.signal(n), nvshmem.CmpGE, want, s.Handle()); err != nil {
+		if err := t.lib.SignalWaitUntilOnStream(nvshmem.Ptr(t.signal(n)), nvshmem.CmpGE, want, s.Handle()); err != nil {
 			return fmt.Errorf("internode: nvshmem: waiting for the block from rank %d (node %d): %w", t.ep.Place.RailPeer(n), n, err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/device/sim"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/native/nccl"
 )
 
 // fakeComm is an NCCL communicator whose teardown calls are counted and
@@ -27,10 +28,10 @@ type fakeComm struct {
 }
 
 func (f *fakeComm) Group(fn func() error) error { return fn() }
-func (f *fakeComm) Send(device.Ptr, int64, dtype.DType, int, uintptr) error {
+func (f *fakeComm) Send(nccl.Ptr, int64, dtype.DType, int, uintptr) error {
 	return nil
 }
-func (f *fakeComm) Recv(device.Ptr, int64, dtype.DType, int, uintptr) error {
+func (f *fakeComm) Recv(nccl.Ptr, int64, dtype.DType, int, uintptr) error {
 	return nil
 }
 func (f *fakeComm) AsyncError() error { return f.asyncErr }

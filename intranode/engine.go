@@ -89,8 +89,9 @@ type Env struct {
 	// that overlaps waits for a destination's rows on them.
 	Gemm *GemmSignals
 	// Input is the symmetric input region (MaxRows × Cols elements) the
-	// context owns, for engines that read the peers' inputs in place; zero
-	// when the context has none.
+	// context owns in Heap, where callers may write a call's input, for
+	// engines that read the peers' inputs in place (Heap.At(peer, Input));
+	// zero when the context has none.
 	Input symm.Region
 }
 

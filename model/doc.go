@@ -45,7 +45,7 @@
 // Bus bandwidth is nccl-tests' for reduce-scatter: S / t × (W−1)/W.
 //
 // Defaults: the NVLink terms are this project's measured floors on 4× H200
-// (`hiercoll floors`, RESULTS.md, first session), the node step's latency is
+// (`hiercoll floors`, benchmarks/RESULTS.md), the node step's latency is
 // what the measured 1×2 and 1×4 runs at 1 MiB leave after their bandwidth
 // term, the network is 8 × 400 Gb/s NICs per node at 98% of line rate, and a
 // rail message costs NCCL's network hop latency. ParseFloors reads a floors

@@ -43,7 +43,7 @@ func TestParseFloorsOfTheFirstSession(t *testing.T) {
 }
 
 func TestParseFloorsDefaultsComeFromTheFloors(t *testing.T) {
-	// Both first-session tables, as `hiercoll model --floors a,b` reads
+	// Both floors tables, as `hiercoll model --floors a,b` reads
 	// them, give the defaults' intra-node rates.
 	a, err := os.ReadFile(filepath.Join(results, "2026-11-21-h200x4/floors-512MiB.txt"))
 	require.NoError(t, err)

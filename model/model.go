@@ -90,8 +90,9 @@ type PATTerms struct {
 	BWFactor   float64
 }
 
-// Defaults are the model's terms for nodes × gpus: this machine's NVLink
-// floors (4× H200, RESULTS.md, first session) and 8 × 400 Gb/s NICs per node.
+// Defaults are the model's terms for nodes × gpus: the NVLink floors
+// measured on 4× H200 (benchmarks/RESULTS.md, floors) and 8 × 400 Gb/s NICs
+// per node.
 func Defaults(nodes, gpus int) Params {
 	return Params{
 		Nodes: nodes,
@@ -107,8 +108,8 @@ func Defaults(nodes, gpus int) Params {
 			// floors-512MiB.txt: "SM local copy, 32 SMs".
 			LocalBW: 1284.3e9,
 			// The measured 1×2 and 1×4 calls at 1 MiB (bench-1x2.csv,
-			// bench-1x4.csv, second session: 12.91 and 16.60 µs) less their
-			// bandwidth terms (1.49 and 2.65 µs) leave 11.42 and 13.95 µs:
+			// bench-1x4.csv: 12.91 and 16.60 µs) less their bandwidth
+			// terms (1.49 and 2.65 µs) leave 11.42 and 13.95 µs:
 			// Lat + 1·PeerLat and Lat + 3·PeerLat.
 			Lat:     10.15e-6,
 			PeerLat: 1.265e-6,

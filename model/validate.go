@@ -31,7 +31,7 @@ type Source struct {
 
 // Sources are the bench CSVs recorded in RESULTS.md for 2 emulated nodes ×
 // 2 GPUs (the 4×1 runs there checked correctness only, untimed) and, for the
-// node stage alone, the 1×2 and 1×4 runs of the same session. Excluded:
+// node stage alone, the 1×2 and 1×4 runs of the same folder. Excluded:
 // rail-nccl-p2pchunk512k.csv, which ran with NCCL_P2P_NET_CHUNKSIZE changed,
 // a socket path the calibrated terms below do not describe.
 var Sources = []Source{

@@ -69,7 +69,7 @@ func TestValidateSocketTerms(t *testing.T) {
 	rep, err := Validate(results, nil)
 	require.NoError(t, err)
 	// One NCCL communicator's send/recv over sockets moved ~3.3 GB/s per
-	// rank (RESULTS.md, first session); many lanes ~11; the flat ring ~9
+	// rank (RESULTS.md); many lanes ~11; the flat ring ~9
 	// across the emulated boundary.
 	want := []float64{3.35e9, 10.9e9, 9.0e9}
 	for i, term := range rep.Terms {

@@ -16,7 +16,6 @@ import (
 	"github.com/seed12530e24/hiercoll/device/sim"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/internal/check"
-	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
 )
@@ -92,8 +91,8 @@ func TestGEMMOverlapProducersInRandomOrder(t *testing.T) {
 			defer cancel()
 			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 				rank := r.Comm.Rank()
-				knobs := tune.Knobs{Chunks: chunks, Segments: segments}
-				rs, err := rs2d.New(tune.With(ctx, knobs), r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true, Timeout: 2 * time.Minute})
+				knobs := rs2d.Tuning{Chunks: chunks, Segments: segments}
+				rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true, Timeout: 2 * time.Minute, Tuning: knobs})
 				if err != nil {
 					return err
 				}
@@ -356,18 +355,19 @@ func TestBadInputRejectedBeforeWork(t *testing.T) {
 		f32 := rs2d.Config{MaxM: 4, N: 4, DType: dtype.F32}
 		for _, c := range []struct {
 			cfg   rs2d.Config
-			knobs tune.Knobs
+			knobs rs2d.Tuning
 		}{
 			{cfg: rs2d.Config{MaxM: 3, N: 4, DType: dtype.F32}},                         // MaxM not divisible by world
 			{cfg: rs2d.Config{MaxM: 4, N: 0, DType: dtype.F32}},                         // no columns
 			{cfg: rs2d.Config{MaxM: 4, N: 4}},                                           // no dtype
 			{cfg: rs2d.Config{MaxM: 4, N: 4, DType: dtype.F32, Engine: rs2d.Engine(9)}}, // no such engine
-			{cfg: f32, knobs: tune.Knobs{Chunks: -1}},                                   // negative chunks
-			{cfg: f32, knobs: tune.Knobs{RailLanes: -1}},                                // negative lanes
-			{cfg: f32, knobs: tune.Knobs{RailLanes: 17}},                                // more lanes than MaxNCCLLanes
-			{cfg: f32, knobs: tune.Knobs{SplitFirstBlock: tune.SplitOn}},                // an early signal without GEMM overlap
+			{cfg: f32, knobs: rs2d.Tuning{Chunks: -1}},                                  // negative chunks
+			{cfg: f32, knobs: rs2d.Tuning{RailLanes: -1}},                               // negative lanes
+			{cfg: f32, knobs: rs2d.Tuning{RailLanes: 17}},                               // more lanes than MaxNCCLLanes
+			{cfg: f32, knobs: rs2d.Tuning{SplitFirstBlock: true}},                       // an early signal without GEMM overlap
 		} {
-			if _, err := rs2d.New(tune.With(ctx, c.knobs), r.Comm, r.Dev, c.cfg); !errors.Is(err, device.ErrInvalidArgument) {
+			c.cfg.Tuning = c.knobs
+			if _, err := rs2d.New(ctx, r.Comm, r.Dev, c.cfg); !errors.Is(err, device.ErrInvalidArgument) {
 				return fmt.Errorf("New(%+v, %+v) = %v, want an invalid-argument error", c.cfg, c.knobs, err)
 			}
 		}

@@ -8,7 +8,6 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/internal/sizes"
-	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/internode"
 )
 
@@ -54,14 +53,11 @@ type Config struct {
 	// not grow with M; New fails with ErrInvalidArgument, naming the
 	// minimum, when even the ring does not fit.
 	MaxSymmetricBytes int64
+	// Tuning are the settings benchmarks sweep (zero: every default).
+	Tuning Tuning
 }
 
-const (
-	defaultTimeout = 60 * time.Second
-	// pullSMs is the pull engine's default SM budget (one block each): on
-	// 4 and 2 H200s more SMs read no faster (benchmarks/RESULTS.md).
-	pullSMs = 32
-)
+const defaultTimeout = 60 * time.Second
 
 // Engine is what moves rows between the GPUs of a node.
 type Engine int
@@ -133,7 +129,8 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-func (c Config) validate(world int, k tune.Knobs) error {
+func (c Config) validate(world int) error {
+	k := c.Tuning
 	switch {
 	case c.MaxM <= 0:
 		return fmt.Errorf("rs2d: MaxM=%d must be positive: %w", c.MaxM, device.ErrInvalidArgument)
@@ -161,14 +158,12 @@ func (c Config) validate(world int, k tune.Knobs) error {
 		return fmt.Errorf("rs2d: negative chunks or SM budget: %w", device.ErrInvalidArgument)
 	case k.RailLanes < 0 || k.RailLanes > internode.MaxNCCLLanes:
 		return fmt.Errorf("rs2d: %d rail lanes: want 0 (default %d) to %d: %w", k.RailLanes, internode.DefaultNCCLLanes, internode.MaxNCCLLanes, device.ErrInvalidArgument)
-	case k.Segments < 0 || k.Segments > tune.MaxSegments:
-		return fmt.Errorf("rs2d: %d signal segments: want 0 to %d: %w", k.Segments, tune.MaxSegments, device.ErrInvalidArgument)
-	case k.Segments > 1 && (!c.OverlapWithGEMM || k.SplitFirstBlock == tune.SplitOn || k.Chunks > 1):
+	case k.Segments < 0 || k.Segments > MaxSegments:
+		return fmt.Errorf("rs2d: %d signal segments: want 0 to %d: %w", k.Segments, MaxSegments, device.ErrInvalidArgument)
+	case k.Segments > 1 && (!c.OverlapWithGEMM || k.SplitFirstBlock || k.Chunks > 1):
 		return fmt.Errorf("rs2d: signal segments need OverlapWithGEMM, without a split first block or chunks: %w", device.ErrInvalidArgument)
-	case k.SplitFirstBlock == tune.SplitOn && !c.OverlapWithGEMM:
+	case k.SplitFirstBlock && !c.OverlapWithGEMM:
 		return fmt.Errorf("rs2d: splitting the first block needs OverlapWithGEMM: %w", device.ErrInvalidArgument)
-	case k.SplitFirstBlock < tune.SplitAuto || k.SplitFirstBlock > tune.SplitOn:
-		return fmt.Errorf("rs2d: split %d: %w", k.SplitFirstBlock, device.ErrInvalidArgument)
 	}
 	// Every buffer is sized from MaxM × N × element size: it must fit
 	// before anything is computed from it.

@@ -16,7 +16,6 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/internal/check"
-	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
 )
@@ -28,7 +27,7 @@ import (
 type graphSpec struct {
 	shape       bootstrap.Shape
 	cfg         rs2d.Config
-	knobs       tune.Knobs
+	knobs       rs2d.Tuning
 	rowsPer, n  int
 	replays     int
 	eagerEvery  int
@@ -57,7 +56,8 @@ func graphRanks(t *testing.T, w *world.World, spec graphSpec, seed uint64) error
 	defer cancel()
 	return w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		rank := r.Comm.Rank()
-		rs, err := rs2d.New(tune.With(ctx, spec.knobs), r.Comm, r.Dev, cfg)
+		cfg.Tuning = spec.knobs
+		rs, err := rs2d.New(ctx, r.Comm, r.Dev, cfg)
 		if err != nil {
 			return err
 		}
@@ -175,11 +175,11 @@ func TestGraphReplaysShapes(t *testing.T) {
 		for _, c := range []struct {
 			name  string
 			cfg   rs2d.Config
-			knobs tune.Knobs
+			knobs rs2d.Tuning
 		}{
-			{"sm", rs2d.Config{Engine: rs2d.EngineSM}, tune.Knobs{Chunks: 3}},
-			{"copy", rs2d.Config{Engine: rs2d.EngineCopy}, tune.Knobs{Chunks: 3}},
-			{"gemm-split", rs2d.Config{OverlapWithGEMM: true}, tune.Knobs{SplitFirstBlock: tune.SplitOn}},
+			{"sm", rs2d.Config{Engine: rs2d.EngineSM}, rs2d.Tuning{Chunks: 3}},
+			{"copy", rs2d.Config{Engine: rs2d.EngineCopy}, rs2d.Tuning{Chunks: 3}},
+			{"gemm-split", rs2d.Config{OverlapWithGEMM: true}, rs2d.Tuning{SplitFirstBlock: true}},
 		} {
 			t.Run(fmt.Sprintf("%v/%s", shape, c.name), func(t *testing.T) {
 				t.Parallel()

@@ -1,13 +1,11 @@
 package rs2d
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device"
-	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/intranode"
 	"github.com/seed12530e24/hiercoll/intranode/ce"
 	"github.com/seed12530e24/hiercoll/intranode/nvls"
@@ -81,36 +79,26 @@ func sizeOf(b int64) string {
 	return fmt.Sprintf("%d B", b)
 }
 
-// The ring's default shape, and the smallest chunk it shrinks to under a
-// bound.
-const (
-	defaultRingChannels = 16
-	defaultRingSlots    = 2
-	defaultRingChunk    = 128 << 10
-	minRingChunk        = 4 << 10
-)
-
 // MemoryOf is the path New takes for cfg on a world of shape whose devices
-// have sms SMs (0: unknown), with the tuning ctx carries, and its memory
+// have sms SMs (0: unknown), with cfg.Tuning, and its memory
 // per rank; or the error New would give for cfg (a bound that even the
 // ring exceeds, for one).
-func MemoryOf(ctx context.Context, cfg Config, shape bootstrap.Shape, sms int) (Memory, error) {
+func MemoryOf(cfg Config, shape bootstrap.Shape, sms int) (Memory, error) {
 	if shape.Nodes < 1 || shape.LocalSize < 1 {
 		return Memory{}, fmt.Errorf("rs2d: world of %d nodes × %d GPUs: %w", shape.Nodes, shape.LocalSize, device.ErrInvalidArgument)
 	}
-	_, mem, err := newPlanner(ctx, cfg, symm.Place{Shape: shape}, sms)
+	_, mem, err := newPlanner(cfg, symm.Place{Shape: shape}, sms)
 	return mem, err
 }
 
 // newPlanner validates cfg, fills in its defaults and picks its path: the
 // planner carries the Config in effect (the engine resolved).
-func newPlanner(ctx context.Context, cfg Config, place symm.Place, sms int) (planner, Memory, error) {
-	knobs := tune.From(ctx)
-	if err := cfg.validate(place.Shape.World(), knobs); err != nil {
+func newPlanner(cfg Config, place symm.Place, sms int) (planner, Memory, error) {
+	if err := cfg.validate(place.Shape.World()); err != nil {
 		return planner{}, Memory{}, err
 	}
 	asked := cfg.Engine
-	p := planner{cfg: cfg.withDefaults(), place: place, knobs: knobs, sms: sms}
+	p := planner{cfg: cfg.withDefaults(), place: place, knobs: cfg.Tuning, sms: sms}
 	mem, err := p.choose(asked)
 	if err != nil {
 		return planner{}, Memory{}, err
@@ -135,7 +123,7 @@ func boundNote(m Memory) string {
 type planner struct {
 	cfg   Config
 	place symm.Place
-	knobs tune.Knobs
+	knobs Tuning
 	sms   int // the device's SMs (channels are capped by them)
 	// pullRows is, for the pull engine under a bound, the rows of each
 	// destination's block per round (0: whole calls, from the context's
@@ -147,14 +135,8 @@ func (p planner) rowBytes() int64 { return int64(p.cfg.N) * int64(p.cfg.DType.Si
 
 // spec is what the context's engine is made for.
 func (p planner) spec() intranode.Spec {
-	red := tune.ReductionSMsOf(p.knobs, p.cfg.Engine == EngineSM, p.sms)
-	if p.cfg.Engine == EnginePull && p.knobs.ReductionSMs <= 0 {
-		red = pullSMs // the whole node step on one budget
-		if p.sms > 0 {
-			red = min(red, p.sms)
-		}
-	}
-	return intranode.Spec{Place: p.place, DType: p.cfg.DType, Cols: p.cfg.N, MaxRows: p.cfg.MaxM, Proto: p.proto(), ReductionSMs: red}
+	return intranode.Spec{Place: p.place, DType: p.cfg.DType, Cols: p.cfg.N, MaxRows: p.cfg.MaxM, Proto: p.proto(),
+		ReductionSMs: p.knobs.ReductionSMsOf(p.cfg.Engine, p.sms)}
 }
 
 // proto is how the context's signal words tell calls apart.
@@ -193,7 +175,7 @@ func (p planner) maker(ring *ringengine.Shape) intranode.Maker {
 // it reads the peers' rows from. New allocates exactly this.
 func (p planner) nodeLayout(ring *ringengine.Shape) (*symm.Layout, intranode.Maker, *intranode.GemmSignals, symm.Region) {
 	var l symm.Layout
-	gemm := intranode.NewGemmSignals(&l, p.place, p.knobs.Segments, p.knobs.SplitFirstBlock == tune.SplitOn)
+	gemm := intranode.NewGemmSignals(&l, p.place, p.knobs.Segments, p.knobs.SplitFirstBlock)
 	m := p.maker(ring)
 	if m != nil {
 		m.AddTo(&l)
@@ -228,20 +210,7 @@ func (p planner) direct() Memory {
 // ringShape is the ring's shape from the knobs and defaults, before any
 // bound.
 func (p planner) ringShape() ringengine.Shape {
-	r := ringengine.Shape{Channels: p.knobs.RingChannels, Slots: p.knobs.RingSlots, ChunkBytes: p.knobs.RingChunkBytes}
-	if r.Channels == 0 {
-		r.Channels = defaultRingChannels
-		if p.sms > 0 {
-			r.Channels = min(r.Channels, p.sms)
-		}
-	}
-	if r.Slots == 0 {
-		r.Slots = defaultRingSlots
-	}
-	if r.ChunkBytes == 0 {
-		r.ChunkBytes = defaultRingChunk
-	}
-	return r
+	return ringengine.ShapeOf(p.knobs.RingChannels, p.knobs.RingSlots, p.knobs.RingChunkBytes, p.sms)
 }
 
 func (p planner) ringNode(r ringengine.Shape) int64 {
@@ -250,7 +219,7 @@ func (p planner) ringNode(r ringengine.Shape) int64 {
 }
 
 // ring is the ring's memory under cfg.MaxSymmetricBytes: the FIFOs at
-// their default shape, their chunk shrunk (not below minRingChunk, and
+// their default shape, their chunk shrunk (not below ring.MinChunkBytes, and
 // only when the knobs leave it to the bound) until they take at most the
 // bound (with a rail: half of it, and no more than leaves a round of one
 // row), and the rail in rounds of as many rows as the rest holds. An error names the ring's minimum when even
@@ -267,15 +236,13 @@ func (p planner) ring() (Memory, error) {
 	}
 	minShape := shape
 	if p.knobs.RingChunkBytes == 0 {
-		minShape.ChunkBytes = minRingChunk
+		minShape.ChunkBytes = ringengine.MinChunkBytes
 		budget := bound
 		if p.place.Shape.Nodes > 1 { // half, leaving the rail one row at least
 			budget = min(bound/2, bound-p.railBytes(1))
 		}
-		per := int64(shape.Channels) * int64(max(p.place.Shape.LocalSize-1, 1)) * int64(shape.Slots)
 		fixed := p.ringNode(shape) - shape.FifoBytes(p.place.Shape.LocalSize)
-		chunk := (budget - fixed) / per / symm.Align * symm.Align
-		shape.ChunkBytes = max(minRingChunk, min(shape.ChunkBytes, chunk))
+		shape = shape.Fit(budget, fixed, p.place.Shape.LocalSize, symm.Align)
 	}
 	m.Ring, m.Node = shape, p.ringNode(shape)
 	if p.place.Shape.Nodes > 1 {

@@ -15,7 +15,6 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/device/sim"
 	"github.com/seed12530e24/hiercoll/dtype"
-	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
 )
@@ -31,8 +30,8 @@ var ringShapes = []bootstrap.Shape{
 // ringKnobs is a small ring whose credits are busy: two channels, slots
 // slots per peer, chunks of three elements (which divide neither a block
 // of 5 × 7 elements nor a channel's share of it).
-func ringKnobs(dt dtype.DType, slots int) tune.Knobs {
-	return tune.Knobs{RingChannels: 2, RingSlots: slots, RingChunkBytes: 3 * int64(dt.Size())}
+func ringKnobs(dt dtype.DType, slots int) rs2d.Tuning {
+	return rs2d.Tuning{RingChannels: 2, RingSlots: slots, RingChunkBytes: 3 * int64(dt.Size())}
 }
 
 func wantRing(slots int) func(*rs2d.Context) error {
@@ -64,10 +63,9 @@ func TestRingShapesDtypesAndSlots(t *testing.T) {
 // railBound is a MaxSymmetricBytes under which the ring's rail carries
 // rounds of two rows of n elements of dt (rows of 200 or 400 bytes: two
 // fill a 256-byte-aligned block that three would not).
-func railBound(t *testing.T, shape bootstrap.Shape, dt dtype.DType, m, n int, knobs tune.Knobs) int64 {
+func railBound(t *testing.T, shape bootstrap.Shape, dt dtype.DType, m, n int, knobs rs2d.Tuning) int64 {
 	t.Helper()
-	ctx := tune.With(context.Background(), knobs)
-	unbounded, err := rs2d.MemoryOf(ctx, rs2d.Config{MaxM: m, N: n, DType: dt, Engine: rs2d.EngineRing}, shape, 0)
+	unbounded, err := rs2d.MemoryOf(rs2d.Config{MaxM: m, N: n, DType: dt, Engine: rs2d.EngineRing, Tuning: knobs}, shape, 0)
 	require.NoError(t, err)
 	row := int64(n * dt.Size())
 	block := (2*row + 255) / 256 * 256
@@ -132,11 +130,10 @@ func TestRingHundredCalls(t *testing.T) {
 // GEMM overlap, and a bound below Auto's minimum (the smaller of the pull
 // engine's and the ring's), which the error names exactly.
 func TestMemoryBoundPicksThePath(t *testing.T) {
-	ctx := context.Background()
 	for _, shape := range []bootstrap.Shape{{Nodes: 1, LocalSize: 1}, {Nodes: 1, LocalSize: 4}, {Nodes: 2, LocalSize: 4}, {Nodes: 4, LocalSize: 1}} {
 		t.Run(shape.String(), func(t *testing.T) {
 			cfg := rs2d.Config{MaxM: 64 * shape.World(), N: 4096, DType: dtype.BF16}
-			direct, err := rs2d.MemoryOf(ctx, cfg, shape, 132)
+			direct, err := rs2d.MemoryOf(cfg, shape, 132)
 			require.NoError(t, err)
 			require.Equal(t, rs2d.EngineSM, direct.Engine)
 			if shape.World() == 1 {
@@ -148,12 +145,12 @@ func TestMemoryBoundPicksThePath(t *testing.T) {
 
 			at := cfg
 			at.MaxSymmetricBytes = direct.Total()
-			m, err := rs2d.MemoryOf(ctx, at, shape, 132)
+			m, err := rs2d.MemoryOf(at, shape, 132)
 			require.NoError(t, err)
 			require.Equal(t, direct, m, "a bound the direct path meets keeps it")
 
 			at.MaxSymmetricBytes = direct.Total() - 1
-			rounds, err := rs2d.MemoryOf(ctx, at, shape, 132)
+			rounds, err := rs2d.MemoryOf(at, shape, 132)
 			require.NoError(t, err)
 			require.Equal(t, rs2d.EnginePull, rounds.Engine, "Auto under a bound: the pull engine in rounds")
 			require.Positive(t, rounds.PullRows)
@@ -161,52 +158,52 @@ func TestMemoryBoundPicksThePath(t *testing.T) {
 			require.LessOrEqual(t, rounds.Total(), at.MaxSymmetricBytes)
 			asRing := at
 			asRing.Engine = rs2d.EngineRing
-			ring, err := rs2d.MemoryOf(ctx, asRing, shape, 132)
+			ring, err := rs2d.MemoryOf(asRing, shape, 132)
 			require.NoError(t, err)
 			require.Equal(t, rs2d.EngineRing, ring.Engine)
 			require.LessOrEqual(t, ring.Total(), at.MaxSymmetricBytes)
 
 			named := at
 			named.Engine = rs2d.EngineSM
-			_, err = rs2d.MemoryOf(ctx, named, shape, 132)
+			_, err = rs2d.MemoryOf(named, shape, 132)
 			require.ErrorIs(t, err, device.ErrInvalidArgument)
 			// With overlap the direct path is the copy engine's, whose pads
 			// differ: bound it just below its own.
 			overlap := cfg
 			overlap.OverlapWithGEMM = true
-			copyDirect, err := rs2d.MemoryOf(ctx, overlap, shape, 132)
+			copyDirect, err := rs2d.MemoryOf(overlap, shape, 132)
 			require.NoError(t, err)
 			overlap.MaxSymmetricBytes = copyDirect.Total() - 1
-			_, err = rs2d.MemoryOf(ctx, overlap, shape, 132)
+			_, err = rs2d.MemoryOf(overlap, shape, 132)
 			require.ErrorIs(t, err, device.ErrNotSupported)
 
 			at.MaxSymmetricBytes = 1
-			_, err = rs2d.MemoryOf(ctx, at, shape, 132)
+			_, err = rs2d.MemoryOf(at, shape, 132)
 			require.ErrorIs(t, err, device.ErrInvalidArgument)
 			found := regexp.MustCompile(`minimum of (\d+) bytes`).FindStringSubmatch(err.Error())
 			require.NotNil(t, found, "the error names the minimum: %v", err)
 			least, err := strconv.ParseInt(found[1], 10, 64)
 			require.NoError(t, err)
 			at.MaxSymmetricBytes = least
-			m, err = rs2d.MemoryOf(ctx, at, shape, 132)
+			m, err = rs2d.MemoryOf(at, shape, 132)
 			require.NoError(t, err, "the minimum itself fits")
 			require.LessOrEqual(t, m.Total(), least)
 			at.MaxSymmetricBytes = least - 1
-			_, err = rs2d.MemoryOf(ctx, at, shape, 132)
+			_, err = rs2d.MemoryOf(at, shape, 132)
 			require.ErrorIs(t, err, device.ErrInvalidArgument, "one byte less does not")
 		})
 	}
-	_, err := rs2d.MemoryOf(ctx, rs2d.Config{MaxM: 4, N: 4, DType: dtype.F32, Engine: rs2d.EngineRing, OverlapWithGEMM: true}, bootstrap.Shape{Nodes: 1, LocalSize: 2}, 0)
+	_, err := rs2d.MemoryOf(rs2d.Config{MaxM: 4, N: 4, DType: dtype.F32, Engine: rs2d.EngineRing, OverlapWithGEMM: true}, bootstrap.Shape{Nodes: 1, LocalSize: 2}, 0)
 	require.ErrorIs(t, err, device.ErrNotSupported, "the ring with GEMM overlap")
 	for _, e := range []rs2d.Engine{rs2d.EngineRing, rs2d.EngineNVLS} {
-		_, err = rs2d.MemoryOf(ctx, rs2d.Config{MaxM: 4, N: 4, DType: dtype.F32, Engine: e, Graphs: true}, bootstrap.Shape{Nodes: 1, LocalSize: 2}, 0)
+		_, err = rs2d.MemoryOf(rs2d.Config{MaxM: 4, N: 4, DType: dtype.F32, Engine: e, Graphs: true}, bootstrap.Shape{Nodes: 1, LocalSize: 2}, 0)
 		require.ErrorIs(t, err, device.ErrNotSupported, "the %v engine with CUDA graphs", e)
 	}
-	_, err = rs2d.MemoryOf(ctx, rs2d.Config{MaxM: 4, N: 4, DType: dtype.F32, MaxSymmetricBytes: -1}, bootstrap.Shape{Nodes: 1, LocalSize: 2}, 0)
+	_, err = rs2d.MemoryOf(rs2d.Config{MaxM: 4, N: 4, DType: dtype.F32, MaxSymmetricBytes: -1}, bootstrap.Shape{Nodes: 1, LocalSize: 2}, 0)
 	require.ErrorIs(t, err, device.ErrInvalidArgument, "a negative bound")
-	_, err = rs2d.MemoryOf(tune.With(ctx, tune.Knobs{RingSlots: -1}), rs2d.Config{MaxM: 4, N: 4, DType: dtype.F32, Engine: rs2d.EngineRing}, bootstrap.Shape{Nodes: 1, LocalSize: 2}, 0)
+	_, err = rs2d.MemoryOf(rs2d.Config{MaxM: 4, N: 4, DType: dtype.F32, Engine: rs2d.EngineRing, Tuning: rs2d.Tuning{RingSlots: -1}}, bootstrap.Shape{Nodes: 1, LocalSize: 2}, 0)
 	require.ErrorIs(t, err, device.ErrInvalidArgument, "negative ring slots")
-	_, err = rs2d.MemoryOf(tune.With(ctx, tune.Knobs{RingChunkBytes: 6}), rs2d.Config{MaxM: 4, N: 4, DType: dtype.F32, Engine: rs2d.EngineRing}, bootstrap.Shape{Nodes: 1, LocalSize: 2}, 0)
+	_, err = rs2d.MemoryOf(rs2d.Config{MaxM: 4, N: 4, DType: dtype.F32, Engine: rs2d.EngineRing, Tuning: rs2d.Tuning{RingChunkBytes: 6}}, bootstrap.Shape{Nodes: 1, LocalSize: 2}, 0)
 	require.ErrorIs(t, err, device.ErrInvalidArgument, "a chunk of a element and a half")
 }
 
@@ -221,17 +218,17 @@ func TestMemoryIsWhatNewAllocates(t *testing.T) {
 	defer cancel()
 	cfg := rs2d.Config{MaxM: 16 * shape.World(), N: 1000, DType: dtype.F32}
 	sms := w.Ranks[0].Dev.Info().SMs
-	direct, err := rs2d.MemoryOf(ctx, cfg, shape, sms)
+	direct, err := rs2d.MemoryOf(cfg, shape, sms)
 	require.NoError(t, err)
 	bounded := cfg
 	bounded.MaxSymmetricBytes = direct.Total() / 3
-	rounds, err := rs2d.MemoryOf(ctx, bounded, shape, sms)
+	rounds, err := rs2d.MemoryOf(bounded, shape, sms)
 	require.NoError(t, err)
 	require.Equal(t, rs2d.EnginePull, rounds.Engine)
 	require.Less(t, rounds.RailRows, 16, "the call goes in rounds")
 	asRing := bounded
 	asRing.Engine = rs2d.EngineRing
-	ring, err := rs2d.MemoryOf(ctx, asRing, shape, sms)
+	ring, err := rs2d.MemoryOf(asRing, shape, sms)
 	require.NoError(t, err)
 	require.Equal(t, rs2d.EngineRing, ring.Engine)
 	require.Less(t, ring.RailRows, 16, "the rail goes in rounds")
@@ -270,7 +267,6 @@ func TestMemoryIsWhatNewAllocates(t *testing.T) {
 // bytes past the buffers are the GEMM signals and the engine's own signal
 // pads (a context lays out only its engine's).
 func TestMemoryExample(t *testing.T) {
-	ctx := context.Background()
 	cfg := rs2d.Config{MaxM: 8192, N: 16384, DType: dtype.BF16}
 	const MiB = 1 << 20
 	for _, c := range []struct {
@@ -290,7 +286,7 @@ func TestMemoryExample(t *testing.T) {
 	} {
 		cfg := cfg
 		cfg.Engine, cfg.MaxSymmetricBytes = c.engine, c.bound
-		m, err := rs2d.MemoryOf(ctx, cfg, c.shape, 132)
+		m, err := rs2d.MemoryOf(cfg, c.shape, 132)
 		require.NoError(t, err, c.description)
 		t.Logf("%s: %v (%d bytes: node %d, rail %d)", c.description, m, m.Total(), m.Node, m.Rail)
 		require.Equal(t, c.node, m.Node, c.description)
@@ -311,7 +307,7 @@ func TestMemoryExample(t *testing.T) {
 	}{{bootstrap.Shape{Nodes: 1, LocalSize: 8}, 127}, {bootstrap.Shape{Nodes: 2, LocalSize: 4}, 93}} {
 		bounded := cfg
 		bounded.MaxSymmetricBytes = 64 * MiB
-		m, err := rs2d.MemoryOf(ctx, bounded, c.shape, 132)
+		m, err := rs2d.MemoryOf(bounded, c.shape, 132)
 		require.NoError(t, err)
 		t.Logf("%v auto under 64 MiB: %v", c.shape, m)
 		require.Equal(t, rs2d.EnginePull, m.Engine)
@@ -337,9 +333,9 @@ func TestRingMissingRankOnTwoNodes(t *testing.T) {
 	m := rowsPer * shape.World()
 	knobs := ringKnobs(dt, 1)
 	cfg := rs2d.Config{MaxM: m, N: n, DType: dt, Engine: rs2d.EngineRing, Timeout: 10 * time.Second,
-		MaxSymmetricBytes: railBound(t, shape, dt, m, n, knobs)}
+		MaxSymmetricBytes: railBound(t, shape, dt, m, n, knobs), Tuning: knobs}
 	errs := make([]error, shape.World())
-	err = w.Run(tune.With(ctx, knobs), func(ctx context.Context, r world.Rank) error {
+	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		rs, err := rs2d.New(ctx, r.Comm, r.Dev, cfg)
 		if err != nil {
 			return err

@@ -56,7 +56,6 @@ import (
 
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device"
-	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/internode"
 	"github.com/seed12530e24/hiercoll/intranode"
 	"github.com/seed12530e24/hiercoll/intranode/ce"
@@ -73,7 +72,7 @@ import (
 // at once.
 type Context struct {
 	cfg   Config
-	knobs tune.Knobs // the tuning in effect (ReductionSMs resolved)
+	knobs Tuning // the tuning in effect (ReductionSMs resolved)
 	comm  bootstrap.Comm
 	dev   device.Device
 	place symm.Place
@@ -108,12 +107,12 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 	if err != nil {
 		return nil, fmt.Errorf("rs2d: %w", err)
 	}
-	plan, mem, err := newPlanner(ctx, cfg, place, dev.Info().SMs)
+	plan, mem, err := newPlanner(cfg, place, dev.Info().SMs)
 	if err != nil {
 		return nil, err
 	}
 	cfg, knobs := plan.cfg, plan.knobs
-	knobs.ReductionSMs = plan.spec().ReductionSMs
+	knobs.ReductionSMs = knobs.ReductionSMsOf(cfg.Engine, dev.Info().SMs)
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cfg.Timeout)

@@ -16,7 +16,6 @@ import (
 	"github.com/seed12530e24/hiercoll/device/sim"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/internal/check"
-	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
 )
@@ -56,7 +55,7 @@ type runSpec struct {
 	n       int
 	calls   int
 	cfg     rs2d.Config // MaxM, N, DType filled in when zero
-	knobs   tune.Knobs
+	knobs   rs2d.Tuning
 	opts    world.SimOptions
 	inspect func(*rs2d.Context) error // checks a rank's context once made (nil: none)
 }
@@ -87,7 +86,8 @@ func runWorld(t *testing.T, spec runSpec) {
 	defer cancel()
 	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		rank := r.Comm.Rank()
-		rs, err := rs2d.New(tune.With(ctx, spec.knobs), r.Comm, r.Dev, cfg)
+		cfg.Tuning = spec.knobs
+		rs, err := rs2d.New(ctx, r.Comm, r.Dev, cfg)
 		if err != nil {
 			return err
 		}
@@ -186,7 +186,7 @@ func TestReduceScatterChunks(t *testing.T) {
 			t.Run(fmt.Sprintf("%v/chunks%d/rows%d", engine, c.chunks, c.rowsPer), func(t *testing.T) {
 				t.Parallel()
 				runWorld(t, runSpec{shape: bootstrap.Shape{Nodes: 2, LocalSize: 4}, dt: dtype.I32, rowsPer: c.rowsPer, n: c.n, calls: 3,
-					cfg: rs2d.Config{Engine: engine}, knobs: tune.Knobs{Chunks: c.chunks}})
+					cfg: rs2d.Config{Engine: engine}, knobs: rs2d.Tuning{Chunks: c.chunks}})
 			})
 		}
 	}

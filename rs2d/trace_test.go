@@ -14,7 +14,6 @@ import (
 	"github.com/seed12530e24/hiercoll/device/sim"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/internal/check"
-	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/intranode"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
@@ -235,9 +234,8 @@ func TestEarlyRowsGoAheadOfTheBlock(t *testing.T) {
 	defer cancel()
 	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		rank := r.Comm.Rank()
-		split := tune.With(ctx, tune.Knobs{SplitFirstBlock: tune.SplitOn})
-		tr, err := newTracedRank(split, t, r, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true,
-			Timeout: 2 * time.Minute}, ws)
+		tr, err := newTracedRank(ctx, t, r, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true,
+			Timeout: 2 * time.Minute, Tuning: rs2d.Tuning{SplitFirstBlock: true}}, ws)
 		if err != nil {
 			return err
 		}
@@ -331,9 +329,8 @@ func TestHelpPushesTheLastRows(t *testing.T) {
 			defer cancel()
 			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 				rank := r.Comm.Rank()
-				knobs := tune.With(ctx, tune.Knobs{Segments: tc.segments})
-				tr, err := newTracedRank(knobs, t, r, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true,
-					Timeout: 2 * time.Minute}, ws)
+				tr, err := newTracedRank(ctx, t, r, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true,
+					Timeout: 2 * time.Minute, Tuning: rs2d.Tuning{Segments: tc.segments}}, ws)
 				if err != nil {
 					return err
 				}

@@ -194,7 +194,7 @@ func (h *Heap) Word(rank int, p Pad, i int) device.Ptr {
 }
 
 // Mapped reports whether every rank of the team is mapped here.
-func (h *Heap) Mapped(t Team) bool {
+func (h *Heap) Mapped(t team) bool {
 	for _, r := range t.Ranks {
 		if _, ok := h.Peer(r); !ok {
 			return false

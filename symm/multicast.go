@@ -28,7 +28,7 @@ type Multicast struct {
 // the same size, after device.AllowMulticast gave it permit. Each step is
 // agreed on (bootstrap.Agree), so if any rank fails every rank returns an
 // error and nothing stays bound or mapped.
-func NewMulticast(ctx context.Context, comm bootstrap.Comm, dev device.Device, permit device.Permit, team Team, size int64) (*Multicast, error) {
+func NewMulticast(ctx context.Context, comm bootstrap.Comm, dev device.Device, permit device.Permit, team team, size int64) (*Multicast, error) {
 	m := &Multicast{}
 	leader := team.Ranks[0]
 	me := comm.Rank()

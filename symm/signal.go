@@ -13,8 +13,8 @@ import (
 // choice decides whether calls can be captured.
 //
 // Kernels keep their own counters on the device (their call state, see
-// kernels.PushReduce), whatever the protocol: a kernel reads what it
-// compares against from memory, so it replays correctly under both.
+// the push engine, intranode/push), whatever the protocol: a kernel reads
+// what it compares against from memory, so it replays correctly under both.
 type Protocol int
 
 const (

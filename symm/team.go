@@ -6,17 +6,17 @@ import (
 	"github.com/seed12530e24/hiercoll/bootstrap"
 )
 
-// Team is an ordered set of global ranks with this rank's position in it.
-type Team struct {
+// team is an ordered set of global ranks with this rank's position in it.
+type team struct {
 	Name  string
 	Ranks []int
 	Me    int // index of this rank in Ranks
 }
 
 // Size is the number of ranks in the team.
-func (t Team) Size() int { return len(t.Ranks) }
+func (t team) Size() int { return len(t.Ranks) }
 
-func (t Team) String() string {
+func (t team) String() string {
 	return fmt.Sprintf("%s team %v (me: %d)", t.Name, t.Ranks, t.Ranks[t.Me])
 }
 
@@ -46,28 +46,28 @@ func (p Place) NodePeer(lr int) int { return p.Node*p.Shape.LocalSize + lr }
 func (p Place) RailPeer(n int) int { return n*p.Shape.LocalSize + p.LocalRank }
 
 // World is every rank.
-func (p Place) World() Team {
+func (p Place) World() team {
 	ranks := make([]int, p.Shape.World())
 	for i := range ranks {
 		ranks[i] = i
 	}
-	return Team{Name: "world", Ranks: ranks, Me: p.Rank}
+	return team{Name: "world", Ranks: ranks, Me: p.Rank}
 }
 
 // NodeTeam is the ranks of this rank's node, indexed by local rank.
-func (p Place) NodeTeam() Team {
+func (p Place) NodeTeam() team {
 	ranks := make([]int, p.Shape.LocalSize)
 	for lr := range ranks {
 		ranks[lr] = p.NodePeer(lr)
 	}
-	return Team{Name: "node", Ranks: ranks, Me: p.LocalRank}
+	return team{Name: "node", Ranks: ranks, Me: p.LocalRank}
 }
 
 // RailTeam is the ranks with this rank's local rank, indexed by node.
-func (p Place) RailTeam() Team {
+func (p Place) RailTeam() team {
 	ranks := make([]int, p.Shape.Nodes)
 	for n := range ranks {
 		ranks[n] = p.RailPeer(n)
 	}
-	return Team{Name: "rail", Ranks: ranks, Me: p.Node}
+	return team{Name: "rail", Ranks: ranks, Me: p.Node}
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""torch's side of `hiercoll bench-gemm`, measured on the same machine in the same session.
+"""torch's side of `hiercoll bench-gemm`, measured on the same machine in the same job.
 
     torchrun --nproc-per-node 4 benchmarks/torch/gemm_baseline.py [--shapes 8192x8192x28672,...]
 

@@ -11,7 +11,7 @@ import (
 	"github.com/seed12530e24/hiercoll/benchmarks"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/gemmrs"
-	"github.com/seed12530e24/hiercoll/internal/tune"
+	"github.com/seed12530e24/hiercoll/rs2d"
 )
 
 // runBenchGemm is `hiercoll bench-gemm`: the row-parallel linear layer's
@@ -54,16 +54,16 @@ func runBenchGemm(ctx context.Context, args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	sp, err := tune.ParseSplit(*split)
+	sp, err := gemmrs.ParseSplit(*split)
 	if err != nil {
 		return usageError{err}
 	}
-	gm, err := tune.ParseGemm(*gemm)
+	gm, err := gemmrs.ParseGemm(*gemm)
 	if err != nil {
 		return usageError{err}
 	}
-	if *segments < 0 || *segments > tune.MaxSegments {
-		return usageError{fmt.Errorf("--segments %d: want 0 to %d", *segments, tune.MaxSegments)}
+	if *segments < 0 || *segments > rs2d.MaxSegments {
+		return usageError{fmt.Errorf("--segments %d: want 0 to %d", *segments, rs2d.MaxSegments)}
 	}
 	var list []benchmarks.GemmShape
 	if *shapes != "" {
@@ -71,16 +71,15 @@ func runBenchGemm(ctx context.Context, args []string) error {
 			return usageError{err}
 		}
 	}
-	ctx, cfg, err := w.setting(ctx)
+	cfg, err := w.setting()
 	if err != nil {
 		return err
 	}
-	knobs := tune.From(ctx)
 	if *pushShare < -1 || *pushShare > 100 {
 		return usageError{fmt.Errorf("--push-share %d: want -1 (none), 0 (estimated) or a percentage", *pushShare)}
 	}
-	knobs.SplitFirstBlock, knobs.Gemm, knobs.Segments, knobs.Help = sp, gm, *segments, *pushShare
-	ctx = tune.With(ctx, knobs)
+	tuning := gemmrs.Tuning{ReduceScatter: cfg.Tuning, SplitFirstBlock: sp, Gemm: gm, Help: *pushShare}
+	tuning.ReduceScatter.Segments = *segments
 	check := func(world int) error {
 		for _, sh := range list {
 			if sh.M%world != 0 || sh.K%world != 0 {
@@ -93,7 +92,7 @@ func runBenchGemm(ctx context.Context, args []string) error {
 		return func(ctx context.Context, r worldRank) error {
 			var rows []benchmarks.GemmRow
 			opts := benchmarks.GemmOptions{
-				Shapes: list, DType: d, Config: gemmrs.Config{Mode: m, Input: in, Transport: cfg.Transport, Timeout: cfg.Timeout},
+				Shapes: list, DType: d, Config: gemmrs.Config{Mode: m, Input: in, Transport: cfg.Transport, Timeout: cfg.Timeout, Tuning: tuning},
 				Iters: *iters, Reps: *reps, Samples: *samples,
 				Out: benchmarks.Printer{W: reportTo(*jsonOut)}, Status: cmdErr, Title: wh.title, Rows: &rows,
 			}

@@ -24,7 +24,7 @@ func runDemo(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, cfg, err := w.setting(ctx)
+	cfg, err := w.setting()
 	if err != nil {
 		return err
 	}

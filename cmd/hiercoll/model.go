@@ -330,7 +330,7 @@ func runValidate(out io.Writer, dir string, base model.Params, pngDir string) er
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "hiercoll model --validate %s: the model against every timed emulated run and the one-node runs of the same session\n", from)
+	fmt.Fprintf(out, "hiercoll model --validate %s: the model against every timed emulated run and the one-node runs beside them\n", from)
 	fmt.Fprintln(out, "  emulated links set from one point each (then used for every other point):")
 	for _, t := range rep.Terms {
 		fmt.Fprintf(out, "    %-56s %7.2f GB/s  from %s\n", t.Name, t.Value/1e9, t.From)

@@ -13,7 +13,6 @@ import (
 	"github.com/seed12530e24/hiercoll/benchmarks"
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device/sim"
-	"github.com/seed12530e24/hiercoll/internal/tune"
 	"github.com/seed12530e24/hiercoll/internode"
 	"github.com/seed12530e24/hiercoll/launch"
 	"github.com/seed12530e24/hiercoll/rs2d"
@@ -108,21 +107,21 @@ func (v durationValue) Set(s string) error {
 func (w *worldFlags) positive() []string { return []string{"nodes", "gpus", "timeout"} }
 
 // setting is the one variant of a command that runs a single setting: a
-// context's Config, and its tuning in the context the job runs in. A list
-// where one value is wanted is a usage error.
-func (w *worldFlags) setting(ctx context.Context) (context.Context, rs2d.Config, error) {
+// context's Config, tuning included. A list where one value is wanted is a
+// usage error.
+func (w *worldFlags) setting() (rs2d.Config, error) {
 	for _, f := range []struct{ name, value string }{
 		{"engine", w.engines}, {"graphs", w.graphs}, {"reduction-sms", w.reductionSMs}, {"chunks", w.chunks}, {"rail-lanes", w.railLanes},
 	} {
 		if strings.Contains(f.value, ",") {
-			return ctx, rs2d.Config{}, usageError{fmt.Errorf("--%s %s: this command runs one setting; give one value (bench measures lists)", f.name, f.value)}
+			return rs2d.Config{}, usageError{fmt.Errorf("--%s %s: this command runs one setting; give one value (bench measures lists)", f.name, f.value)}
 		}
 	}
 	vs, err := w.variants()
 	if err != nil {
-		return ctx, rs2d.Config{}, err
+		return rs2d.Config{}, err
 	}
-	return tune.With(ctx, vs[0].Knobs), vs[0].Config, nil
+	return vs[0].Config, nil
 }
 
 // variants is every combination of the list-valued flags.
@@ -169,8 +168,8 @@ func (w *worldFlags) variants() ([]benchmarks.Variant, error) {
 	}
 	// Every combination, the engine varying slowest.
 	out := []benchmarks.Variant{{
-		Config: rs2d.Config{Transport: kind, Timeout: w.timeout, MaxSymmetricBytes: maxSymm},
-		Knobs:  tune.Knobs{RingSlots: w.ringSlots, RingChannels: w.ringChannels, RingChunkBytes: ringChunk},
+		Config: rs2d.Config{Transport: kind, Timeout: w.timeout, MaxSymmetricBytes: maxSymm,
+			Tuning: rs2d.Tuning{RingSlots: w.ringSlots, RingChannels: w.ringChannels, RingChunkBytes: ringChunk}},
 	}}
 	vary := func(n int, set func(v *benchmarks.Variant, i int)) {
 		var next []benchmarks.Variant
@@ -184,9 +183,9 @@ func (w *worldFlags) variants() ([]benchmarks.Variant, error) {
 		out = next
 	}
 	vary(len(engines), func(v *benchmarks.Variant, i int) { v.Config.Engine = engines[i] })
-	vary(len(chunks), func(v *benchmarks.Variant, i int) { v.Knobs.Chunks = chunks[i] })
-	vary(len(sms), func(v *benchmarks.Variant, i int) { v.Knobs.ReductionSMs = sms[i] })
-	vary(len(lanes), func(v *benchmarks.Variant, i int) { v.Knobs.RailLanes = lanes[i] })
+	vary(len(chunks), func(v *benchmarks.Variant, i int) { v.Config.Tuning.Chunks = chunks[i] })
+	vary(len(sms), func(v *benchmarks.Variant, i int) { v.Config.Tuning.ReductionSMs = sms[i] })
+	vary(len(lanes), func(v *benchmarks.Variant, i int) { v.Config.Tuning.RailLanes = lanes[i] })
 	vary(len(graphs), func(v *benchmarks.Variant, i int) { v.Config.Graphs = graphs[i] })
 	return out, nil
 }

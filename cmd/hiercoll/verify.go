@@ -29,7 +29,7 @@ func runVerify(ctx context.Context, args []string) error {
 		}
 		list = append(list, d)
 	}
-	ctx, cfg, err := w.setting(ctx)
+	cfg, err := w.setting()
 	if err != nil {
 		return err
 	}

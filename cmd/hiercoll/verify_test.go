@@ -35,9 +35,9 @@ func TestWorldFlagsMaxSymmAndRing(t *testing.T) {
 	require.Len(t, vs, 2)
 	for _, v := range vs {
 		require.Equal(t, int64(64<<20), v.Config.MaxSymmetricBytes)
-		require.Equal(t, 1, v.Knobs.RingSlots)
-		require.Equal(t, int64(4<<10), v.Knobs.RingChunkBytes)
-		require.Equal(t, 8, v.Knobs.RingChannels)
+		require.Equal(t, 1, v.Config.Tuning.RingSlots)
+		require.Equal(t, int64(4<<10), v.Config.Tuning.RingChunkBytes)
+		require.Equal(t, 8, v.Config.Tuning.RingChannels)
 	}
 	w, err = parse()
 	require.NoError(t, err)

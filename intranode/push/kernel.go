@@ -167,99 +167,147 @@ func pushReduceArgs(args []any) (Params, int, error) {
 }
 
 func runPushReduce(mem device.HostMemory, dt dtype.DType, p Params, maxChunks int, epoch, target uint32) error {
-	es := int64(dt.Size())
-	table, err := mem.Bytes(p.Peers, int64(p.LWS)*8)
+	h, err := newHostPush(mem, dt, p, maxChunks)
 	if err != nil {
-		return fmt.Errorf("push-reduce peer table: %w", err)
+		return err
 	}
-	heap := make([]device.Ptr, p.LWS)
-	for i := range heap {
-		heap[i] = device.Ptr(binary.LittleEndian.Uint64(table[8*i:]))
+	if err := h.handshake(epoch); err != nil {
+		return err
 	}
-	ready := func(owner, src int) device.Ptr { return heap[owner].Add(p.ReadyOff + 4*int64(src)) }
-	counter := func(owner, src, c int) device.Ptr {
-		return heap[owner].Add(p.CountersOff + 4*int64(src*maxChunks+c))
-	}
-	slot := func(owner, src int) device.Ptr { return heap[owner].Add(p.ScatterOff + int64(src)*p.Count*es) }
-	abort := p.State.Add(4 * StateAbort)
-	chunk := func(c int) (int64, int64) {
-		per := (p.Count + int64(p.Chunks) - 1) / int64(p.Chunks)
-		lo := min(per*int64(c), p.Count)
-		return lo, min(lo+per, p.Count)
-	}
-
-	// Push role.
-	for q := 0; q < p.LWS; q++ {
-		if q != p.Rank {
-			if err := mem.Store32(ready(q, p.Rank), epoch); err != nil {
-				return err
-			}
-		}
-	}
-	for q := 0; q < p.LWS; q++ {
-		if q != p.Rank {
-			w := device.Word{Addr: ready(p.Rank, q), Label: fmt.Sprintf("ready word of local rank %d", q)}
-			if err := mem.Wait32Or(w, device.GEQ, epoch, abort); err != nil {
-				return err
-			}
-		}
-	}
-	push := func(q, c int) error {
-		if c < p.Chunks {
-			if lo, hi := chunk(c); hi > lo {
-				from, err := mem.Bytes(p.In.Add((int64(q)*p.Count+lo)*es), (hi-lo)*es)
-				if err != nil {
-					return fmt.Errorf("push-reduce input: %w", err)
-				}
-				to, err := mem.Bytes(slot(q, p.Rank).Add(lo*es), (hi-lo)*es)
-				if err != nil {
-					return fmt.Errorf("push-reduce peer scatter buffer: %w", err)
-				}
-				copy(to, from)
-			}
-		}
-		return mem.Add32(counter(q, p.Rank, c), uint32(p.PushBlocks))
-	}
-	// In the kernel's order: chunk by chunk, peer by peer; then the slots
-	// the call does not use.
+	// Push role, in the kernel's order: chunk by chunk, peer by peer; then
+	// the slots the call does not use.
 	for c := 0; c < maxChunks; c++ {
 		for i := 1; i < p.LWS; i++ {
-			if err := push((p.Rank+i)%p.LWS, c); err != nil {
+			if err := h.push((p.Rank+i)%p.LWS, c); err != nil {
 				return err
 			}
 		}
 	}
-
 	// Reduce role.
 	for c := 0; c < p.Chunks; c++ {
-		for q := 0; q < p.LWS; q++ {
-			if q == p.Rank {
-				continue
-			}
-			w := device.Word{Addr: counter(p.Rank, q, c), Label: fmt.Sprintf("arrival counter of local rank %d, chunk %d", q, c)}
-			if err := mem.Wait32Or(w, device.GEQ, target, abort); err != nil {
+		if err := h.reduce(c, target); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hostPush is one launch of the push-reduce kernel on the CPU backend.
+type hostPush struct {
+	mem       device.HostMemory
+	dt        dtype.DType
+	p         Params
+	maxChunks int
+	es        int64
+	heap      []device.Ptr // by local rank, from the peer table
+	abort     device.Ptr
+}
+
+func newHostPush(mem device.HostMemory, dt dtype.DType, p Params, maxChunks int) (*hostPush, error) {
+	table, err := mem.Bytes(p.Peers, int64(p.LWS)*8)
+	if err != nil {
+		return nil, fmt.Errorf("push-reduce peer table: %w", err)
+	}
+	h := &hostPush{mem: mem, dt: dt, p: p, maxChunks: maxChunks, es: int64(dt.Size()), heap: make([]device.Ptr, p.LWS),
+		abort: p.State.Add(4 * StateAbort)}
+	for i := range h.heap {
+		h.heap[i] = device.Ptr(binary.LittleEndian.Uint64(table[8*i:]))
+	}
+	return h, nil
+}
+
+func (h *hostPush) ready(owner, src int) device.Ptr {
+	return h.heap[owner].Add(h.p.ReadyOff + 4*int64(src))
+}
+
+func (h *hostPush) counter(owner, src, c int) device.Ptr {
+	return h.heap[owner].Add(h.p.CountersOff + 4*int64(src*h.maxChunks+c))
+}
+
+func (h *hostPush) slot(owner, src int) device.Ptr {
+	return h.heap[owner].Add(h.p.ScatterOff + int64(src)*h.p.Count*h.es)
+}
+
+// chunk is the element range [lo, hi) of chunk c.
+func (h *hostPush) chunk(c int) (int64, int64) {
+	per := (h.p.Count + int64(h.p.Chunks) - 1) / int64(h.p.Chunks)
+	lo := min(per*int64(c), h.p.Count)
+	return lo, min(lo+per, h.p.Count)
+}
+
+// handshake raises this rank's ready word in every peer's pad and waits
+// for every peer's in its own.
+func (h *hostPush) handshake(epoch uint32) error {
+	p := h.p
+	for q := 0; q < p.LWS; q++ {
+		if q != p.Rank {
+			if err := h.mem.Store32(h.ready(q, p.Rank), epoch); err != nil {
 				return err
 			}
 		}
-		lo, hi := chunk(c)
-		if hi == lo {
+	}
+	for q := 0; q < p.LWS; q++ {
+		if q != p.Rank {
+			w := device.Word{Addr: h.ready(p.Rank, q), Label: fmt.Sprintf("ready word of local rank %d", q)}
+			if err := h.mem.Wait32Or(w, device.GEQ, epoch, h.abort); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// push stores chunk c of the block for peer q into its scatter buffer (a
+// chunk the call uses) and counts it arrived there.
+func (h *hostPush) push(q, c int) error {
+	p, es := h.p, h.es
+	if c < p.Chunks {
+		if lo, hi := h.chunk(c); hi > lo {
+			from, err := h.mem.Bytes(p.In.Add((int64(q)*p.Count+lo)*es), (hi-lo)*es)
+			if err != nil {
+				return fmt.Errorf("push-reduce input: %w", err)
+			}
+			to, err := h.mem.Bytes(h.slot(q, p.Rank).Add(lo*es), (hi-lo)*es)
+			if err != nil {
+				return fmt.Errorf("push-reduce peer scatter buffer: %w", err)
+			}
+			copy(to, from)
+		}
+	}
+	return h.mem.Add32(h.counter(q, p.Rank, c), uint32(p.PushBlocks))
+}
+
+// reduce waits for every peer's chunk c to reach target and sums the
+// chunk's blocks (the own one from the input) into the output.
+func (h *hostPush) reduce(c int, target uint32) error {
+	p, es := h.p, h.es
+	for q := 0; q < p.LWS; q++ {
+		if q == p.Rank {
 			continue
 		}
-		dst, err := mem.Bytes(p.Out.Add(lo*es), (hi-lo)*es)
-		if err != nil {
-			return fmt.Errorf("push-reduce output: %w", err)
+		w := device.Word{Addr: h.counter(p.Rank, q, c), Label: fmt.Sprintf("arrival counter of local rank %d, chunk %d", q, c)}
+		if err := h.mem.Wait32Or(w, device.GEQ, target, h.abort); err != nil {
+			return err
 		}
-		views := make([][]byte, p.LWS)
-		for q := range views {
-			src := slot(p.Rank, q).Add(lo * es)
-			if q == p.Rank {
-				src = p.In.Add((int64(q)*p.Count + lo) * es)
-			}
-			if views[q], err = mem.Bytes(src, (hi-lo)*es); err != nil {
-				return fmt.Errorf("push-reduce block %d: %w", q, err)
-			}
-		}
-		kernels.ReduceRange(dt, dst, views, 0, hi-lo)
 	}
+	lo, hi := h.chunk(c)
+	if hi == lo {
+		return nil
+	}
+	dst, err := h.mem.Bytes(p.Out.Add(lo*es), (hi-lo)*es)
+	if err != nil {
+		return fmt.Errorf("push-reduce output: %w", err)
+	}
+	views := make([][]byte, p.LWS)
+	for q := range views {
+		src := h.slot(p.Rank, q).Add(lo * es)
+		if q == p.Rank {
+			src = p.In.Add((int64(q)*p.Count + lo) * es)
+		}
+		if views[q], err = h.mem.Bytes(src, (hi-lo)*es); err != nil {
+			return fmt.Errorf("push-reduce block %d: %w", q, err)
+		}
+	}
+	kernels.ReduceRange(h.dt, dst, views, 0, hi-lo)
 	return nil
 }

@@ -51,6 +51,45 @@ func (r Shape) Check(elemSize int) error {
 	return nil
 }
 
+// The ring's default shape, and the smallest chunk it shrinks to under a
+// bound.
+const (
+	defaultChannels = 16
+	defaultSlots    = 2
+	defaultChunk    = 128 << 10
+	MinChunkBytes   = 4 << 10
+)
+
+// ShapeOf is the ring's shape from the asked channels, slots and chunk
+// bytes (0: the default) on a device of sms SMs (0: unknown; channels are
+// capped by them).
+func ShapeOf(channels, slots int, chunkBytes int64, sms int) Shape {
+	r := Shape{Channels: channels, Slots: slots, ChunkBytes: chunkBytes}
+	if r.Channels == 0 {
+		r.Channels = defaultChannels
+		if sms > 0 {
+			r.Channels = min(r.Channels, sms)
+		}
+	}
+	if r.Slots == 0 {
+		r.Slots = defaultSlots
+	}
+	if r.ChunkBytes == 0 {
+		r.ChunkBytes = defaultChunk
+	}
+	return r
+}
+
+// Fit is r with its chunk shrunk, not below MinChunkBytes nor grown, so
+// that a node of lws ranks holds the FIFOs and fixed bytes of pads within
+// budget (chunks whole multiples of align bytes).
+func (r Shape) Fit(budget, fixed int64, lws int, align int64) Shape {
+	per := int64(r.Channels) * int64(max(lws-1, 1)) * int64(r.Slots)
+	chunk := (budget - fixed) / per / align * align
+	r.ChunkBytes = max(MinChunkBytes, min(r.ChunkBytes, chunk))
+	return r
+}
+
 // Maker lays out and makes the ring.
 type Maker struct {
 	spec            intranode.Spec

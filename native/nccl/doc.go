@@ -39,8 +39,8 @@
 // A Comm serialises its own calls (NCCL forbids concurrent calls on one
 // communicator); use one Comm per goroutine for concurrent streams of work.
 //
-// Streams are CUstream handles (device.Stream.Handle()); 0 is the legacy
-// default stream. Buffers are device addresses (device.Ptr).
+// Streams are CUstream handles (the device package's Stream.Handle()); 0 is the legacy
+// default stream. Buffers are device addresses (Ptr, the value of a device.Ptr).
 //
 // # Safety
 //

@@ -142,7 +142,6 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/internal/hcerr"
 	"github.com/seed12530e24/hiercoll/native/dl"
@@ -312,7 +311,7 @@ func (c *Comm) lock(op string) error {
 // ReduceScatter enqueues on stream the sum over all ranks of send (nranks ×
 // recvCount elements of dt), leaving block rank of the result in recv
 // (recvCount elements). In place when recv == send + rank*recvCount*size.
-func (c *Comm) ReduceScatter(send, recv device.Ptr, recvCount int64, dt dtype.DType, stream uintptr) error {
+func (c *Comm) ReduceScatter(send, recv Ptr, recvCount int64, dt dtype.DType, stream uintptr) error {
 	const op = "ncclReduceScatter"
 	t, err := checkBuffers(op, dt, recvCount, send, recv)
 	if err != nil {
@@ -330,7 +329,7 @@ func (c *Comm) ReduceScatter(send, recv device.Ptr, recvCount int64, dt dtype.DT
 
 // AllReduce enqueues on stream the sum over all ranks of send (count
 // elements of dt) into recv on every rank. In place when recv == send.
-func (c *Comm) AllReduce(send, recv device.Ptr, count int64, dt dtype.DType, stream uintptr) error {
+func (c *Comm) AllReduce(send, recv Ptr, count int64, dt dtype.DType, stream uintptr) error {
 	const op = "ncclAllReduce"
 	t, err := checkBuffers(op, dt, count, send, recv)
 	if err != nil {
@@ -349,16 +348,16 @@ func (c *Comm) AllReduce(send, recv device.Ptr, count int64, dt dtype.DType, str
 // Send enqueues sending count elements of dt at buf to rank peer, which must
 // post a matching Recv. Pair sends and receives of one step inside a group
 // (Group, or GroupStart/GroupEnd), or they may wait on each other.
-func (c *Comm) Send(buf device.Ptr, count int64, dt dtype.DType, peer int, stream uintptr) error {
+func (c *Comm) Send(buf Ptr, count int64, dt dtype.DType, peer int, stream uintptr) error {
 	return c.p2p("ncclSend", true, buf, count, dt, peer, stream)
 }
 
 // Recv enqueues receiving count elements of dt from rank peer into buf.
-func (c *Comm) Recv(buf device.Ptr, count int64, dt dtype.DType, peer int, stream uintptr) error {
+func (c *Comm) Recv(buf Ptr, count int64, dt dtype.DType, peer int, stream uintptr) error {
 	return c.p2p("ncclRecv", false, buf, count, dt, peer, stream)
 }
 
-func (c *Comm) p2p(op string, isSend bool, buf device.Ptr, count int64, dt dtype.DType, peer int, stream uintptr) error {
+func (c *Comm) p2p(op string, isSend bool, buf Ptr, count int64, dt dtype.DType, peer int, stream uintptr) error {
 	t, err := checkBuffers(op, dt, count, buf)
 	if err != nil {
 		return err
@@ -462,7 +461,7 @@ func (c *Comm) close(abort bool) error {
 }
 
 // checkBuffers validates what NCCL would otherwise fail on less clearly.
-func checkBuffers(op string, dt dtype.DType, count int64, bufs ...device.Ptr) (DataType, error) {
+func checkBuffers(op string, dt dtype.DType, count int64, bufs ...Ptr) (DataType, error) {
 	t, err := TypeOf(dt)
 	if err != nil {
 		return 0, fmt.Errorf("nccl: %s: element type %v: %w", op, dt, hcerr.ErrInvalidArgument)

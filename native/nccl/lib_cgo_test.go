@@ -113,14 +113,14 @@ func TestGPUSingleRankCollectives(t *testing.T) {
 				out := make([]byte, size)
 
 				// With one rank, reduce-scatter and all-reduce are copies.
-				require.NoError(t, comm.ReduceScatter(send, recv, int64(n), d, 0))
+				require.NoError(t, comm.ReduceScatter(Ptr(send), Ptr(recv), int64(n), d, 0))
 				require.NoError(t, mem.Sync())
 				require.NoError(t, mem.ToHost(out, recv))
 				require.True(t, bytes.Equal(in, out), "reduce-scatter of one rank equals its input")
 
 				clear(out)
 				require.NoError(t, mem.ToDevice(recv, out))
-				require.NoError(t, comm.AllReduce(send, recv, int64(n), d, 0))
+				require.NoError(t, comm.AllReduce(Ptr(send), Ptr(recv), int64(n), d, 0))
 				require.NoError(t, mem.Sync())
 				require.NoError(t, mem.ToHost(out, recv))
 				require.True(t, bytes.Equal(in, out), "all-reduce of one rank equals its input")
@@ -128,10 +128,10 @@ func TestGPUSingleRankCollectives(t *testing.T) {
 				clear(out)
 				require.NoError(t, mem.ToDevice(recv, out))
 				require.NoError(t, comm.Group(func() error {
-					if err := comm.Send(send, int64(n), d, 0, 0); err != nil {
+					if err := comm.Send(Ptr(send), int64(n), d, 0, 0); err != nil {
 						return err
 					}
-					return comm.Recv(recv, int64(n), d, 0, 0)
+					return comm.Recv(Ptr(recv), int64(n), d, 0, 0)
 				}))
 				require.NoError(t, mem.Sync())
 				require.NoError(t, mem.ToHost(out, recv))

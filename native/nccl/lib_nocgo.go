@@ -5,7 +5,6 @@ package nccl
 import (
 	"fmt"
 
-	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/internal/hcerr"
 )
@@ -53,22 +52,22 @@ func (c *Comm) Rank() int { return 0 }
 func (c *Comm) Ordinal() int { return 0 }
 
 // ReduceScatter fails without cgo.
-func (c *Comm) ReduceScatter(send, recv device.Ptr, recvCount int64, dt dtype.DType, stream uintptr) error {
+func (c *Comm) ReduceScatter(send, recv Ptr, recvCount int64, dt dtype.DType, stream uintptr) error {
 	return unsupported("ncclReduceScatter")
 }
 
 // AllReduce fails without cgo.
-func (c *Comm) AllReduce(send, recv device.Ptr, count int64, dt dtype.DType, stream uintptr) error {
+func (c *Comm) AllReduce(send, recv Ptr, count int64, dt dtype.DType, stream uintptr) error {
 	return unsupported("ncclAllReduce")
 }
 
 // Send fails without cgo.
-func (c *Comm) Send(buf device.Ptr, count int64, dt dtype.DType, peer int, stream uintptr) error {
+func (c *Comm) Send(buf Ptr, count int64, dt dtype.DType, peer int, stream uintptr) error {
 	return unsupported("ncclSend")
 }
 
 // Recv fails without cgo.
-func (c *Comm) Recv(buf device.Ptr, count int64, dt dtype.DType, peer int, stream uintptr) error {
+func (c *Comm) Recv(buf Ptr, count int64, dt dtype.DType, peer int, stream uintptr) error {
 	return unsupported("ncclRecv")
 }
 

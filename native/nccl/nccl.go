@@ -12,6 +12,10 @@ import (
 	"github.com/seed12530e24/hiercoll/native/dl"
 )
 
+// Ptr is a device address (a device.Ptr, which this package does not
+// import: native code sits below the backend seam).
+type Ptr uint64
+
 // UniqueIDSize is the size of an ncclUniqueId (NCCL_UNIQUE_ID_BYTES).
 const UniqueIDSize = 128
 

@@ -208,7 +208,6 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/internal/hcerr"
 	"github.com/seed12530e24/hiercoll/native/dl"
 )
@@ -234,7 +233,7 @@ type Lib struct {
 	dev     C.int
 	uid     unsafe.Pointer // C memory: the unique id attr points to
 	attr    unsafe.Pointer // C memory: the nvshmemx_init_attr_t
-	allocs  map[device.Ptr]int64
+	allocs  map[Ptr]int64
 }
 
 var (
@@ -397,7 +396,7 @@ func (l *Lib) Init(rank, nranks int, uid []byte, ordinal int) error {
 	}
 	l.ready, l.rank, l.nranks, l.ordinal = true, rank, nranks, ordinal
 	l.ctx, l.dev, l.uid, l.attr = ctx, dev, uidMem, attrMem
-	l.allocs = map[device.Ptr]int64{}
+	l.allocs = map[Ptr]int64{}
 	if status < statusInitialized {
 		return fmt.Errorf("nvshmem: PE %d of %d on device %d bootstrapped but did not initialise "+
 			"(nvshmemx_init_status %d; NVSHMEM_DEBUG=INFO shows why); call Finalize", rank, nranks, ordinal, int(status))
@@ -480,7 +479,7 @@ func (l *Lib) Live() int {
 // Malloc allocates size bytes of the symmetric heap. It is collective: every
 // PE calls it with the same size, in the same order, and gets memory at the
 // same offset of its heap.
-func (l *Lib) Malloc(size int64) (device.Ptr, error) {
+func (l *Lib) Malloc(size int64) (Ptr, error) {
 	if size <= 0 {
 		return 0, fmt.Errorf("nvshmem: Malloc(%d): %w", size, hcerr.ErrInvalidArgument)
 	}
@@ -500,12 +499,12 @@ func (l *Lib) Malloc(size int64) (device.Ptr, error) {
 			"(NVSHMEM_SYMMETRIC_SIZE=%q; %d bytes live in %d allocations)",
 			size, os.Getenv("NVSHMEM_SYMMETRIC_SIZE"), l.liveBytesLocked(), len(l.allocs))
 	}
-	l.allocs[device.Ptr(p)] = size
-	return device.Ptr(p), nil
+	l.allocs[Ptr(p)] = size
+	return Ptr(p), nil
 }
 
 // Free releases memory from Malloc (collective, like Malloc).
-func (l *Lib) Free(p device.Ptr) error {
+func (l *Lib) Free(p Ptr) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.readyLocked("nvshmem_free"); err != nil {
@@ -526,18 +525,18 @@ func (l *Lib) Free(p device.Ptr) error {
 // Ptr returns the address at which this PE can load and store pe's copy of
 // symmetric address p (over NVLink or locally), or 0 when pe's memory is not
 // directly addressable from here (another host) or p is not symmetric.
-func (l *Lib) Ptr(p device.Ptr, pe int) device.Ptr {
+func (l *Lib) Ptr(p Ptr, pe int) Ptr {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.ready || pe < 0 || pe >= l.nranks || !l.inHeapLocked(p, 1) {
 		return 0
 	}
-	return device.Ptr(C.hc_shmem_ptr(l.t, C.uint64_t(p), C.int(pe)))
+	return Ptr(C.hc_shmem_ptr(l.t, C.uint64_t(p), C.int(pe)))
 }
 
 // PutOnStream enqueues on stream a copy of bytes bytes from src (device
 // memory here) to symmetric address dst on PE pe.
-func (l *Lib) PutOnStream(dst, src device.Ptr, bytes int64, pe int, stream uintptr) error {
+func (l *Lib) PutOnStream(dst, src Ptr, bytes int64, pe int, stream uintptr) error {
 	const op = "nvshmemx_putmem_on_stream"
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -552,7 +551,7 @@ func (l *Lib) PutOnStream(dst, src device.Ptr, bytes int64, pe int, stream uintp
 // PutSignalOnStream enqueues on stream a put like PutOnStream followed by an
 // update of the 64-bit signal word at symmetric address sig on PE pe, by op
 // with sigVal; the signal is ordered after the data.
-func (l *Lib) PutSignalOnStream(dst, src device.Ptr, bytes int64, sig device.Ptr, sigVal uint64, op SignalOp, pe int, stream uintptr) error {
+func (l *Lib) PutSignalOnStream(dst, src Ptr, bytes int64, sig Ptr, sigVal uint64, op SignalOp, pe int, stream uintptr) error {
 	const call = "nvshmemx_putmem_signal_on_stream"
 	if op != SignalSet && op != SignalAdd {
 		return fmt.Errorf("nvshmem: %s: signal operation %v: %w", call, op, hcerr.ErrInvalidArgument)
@@ -574,8 +573,8 @@ func (l *Lib) PutSignalOnStream(dst, src device.Ptr, bytes int64, sig device.Ptr
 // SignalWaitUntilOnStream makes stream wait until the local signal word at
 // symmetric address sig satisfies "word cmp val". The wait is on the GPU and
 // unbounded: a PE that never signals stalls the stream, so the host bounds
-// its own wait for the stream (device.Stream.Synchronize with a deadline).
-func (l *Lib) SignalWaitUntilOnStream(sig device.Ptr, cmp Cmp, val uint64, stream uintptr) error {
+// its own wait for the stream (a stream synchronize with a deadline).
+func (l *Lib) SignalWaitUntilOnStream(sig Ptr, cmp Cmp, val uint64, stream uintptr) error {
 	const call = "nvshmemx_signal_wait_until_on_stream"
 	if cmp < CmpEQ || cmp > CmpGE {
 		return fmt.Errorf("nvshmem: %s: comparison %d: %w", call, int32(cmp), hcerr.ErrInvalidArgument)
@@ -615,7 +614,7 @@ func (l *Lib) readyLocked(call string) error {
 	return nil
 }
 
-func (l *Lib) checkPutLocked(call string, dst, src device.Ptr, bytes int64, pe int) error {
+func (l *Lib) checkPutLocked(call string, dst, src Ptr, bytes int64, pe int) error {
 	if err := l.readyLocked(call); err != nil {
 		return err
 	}
@@ -635,7 +634,7 @@ func (l *Lib) checkPutLocked(call string, dst, src device.Ptr, bytes int64, pe i
 	return nil
 }
 
-func (l *Lib) checkSignalLocked(call string, sig device.Ptr) error {
+func (l *Lib) checkSignalLocked(call string, sig Ptr) error {
 	if sig%8 != 0 || !l.inHeapLocked(sig, 8) {
 		return fmt.Errorf("nvshmem: %s: signal %v is not an aligned 64-bit word of a symmetric allocation: %w",
 			call, sig, hcerr.ErrInvalidArgument)
@@ -644,7 +643,7 @@ func (l *Lib) checkSignalLocked(call string, sig device.Ptr) error {
 }
 
 // inHeapLocked reports whether [p, p+n) lies inside one live allocation.
-func (l *Lib) inHeapLocked(p device.Ptr, n int64) bool {
+func (l *Lib) inHeapLocked(p Ptr, n int64) bool {
 	for base, size := range l.allocs {
 		if p >= base && int64(p-base)+n <= size {
 			return true

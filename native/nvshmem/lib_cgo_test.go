@@ -10,9 +10,10 @@ import (
 	"os"
 	"testing"
 
+	"github.com/seed12530e24/hiercoll/device"
+
 	"github.com/stretchr/testify/require"
 
-	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/internal/gputest"
 	"github.com/seed12530e24/hiercoll/internal/hcerr"
 	"github.com/seed12530e24/hiercoll/native/dl"
@@ -68,7 +69,7 @@ func TestCallsBeforeInit(t *testing.T) {
 	require.Equal(t, -1, l.MyPE())
 	require.Equal(t, 0, l.NPEs())
 	require.Equal(t, -1, l.TeamMyPE(TeamNode))
-	require.Equal(t, device.Ptr(0), l.Ptr(0x1000, 0))
+	require.Equal(t, Ptr(0), l.Ptr(0x1000, 0))
 	require.NoError(t, l.Finalize())
 
 	_, err = l.Malloc(0)
@@ -82,7 +83,7 @@ func TestCallsBeforeInit(t *testing.T) {
 
 // Puts and signals are checked against the symmetric allocations.
 func TestHeapChecks(t *testing.T) {
-	l := &Lib{ready: true, nranks: 2, allocs: map[device.Ptr]int64{0x10000: 4096, 0x20000: 64}}
+	l := &Lib{ready: true, nranks: 2, allocs: map[Ptr]int64{0x10000: 4096, 0x20000: 64}}
 	const put = "put"
 	require.NoError(t, l.checkPutLocked(put, 0x10000, 0x90000, 4096, 1))
 	require.NoError(t, l.checkPutLocked(put, 0x10800, 0x90000, 2048, 0))
@@ -149,27 +150,27 @@ func TestGPUSinglePE(t *testing.T) {
 	for i := range in {
 		in[i] = byte(i*7 + 3)
 	}
-	require.NoError(t, mem.ToDevice(src, in))
-	require.NoError(t, mem.ToDevice(dst, make([]byte, n)))
-	require.NoError(t, mem.ToDevice(sig, make([]byte, 16)))
+	require.NoError(t, mem.ToDevice(device.Ptr(src), in))
+	require.NoError(t, mem.ToDevice(device.Ptr(dst), make([]byte, n)))
+	require.NoError(t, mem.ToDevice(device.Ptr(sig), make([]byte, 16)))
 
 	require.NoError(t, lib.PutSignalOnStream(dst, src, n/2, sig, 1, SignalSet, 0, 0))
 	require.NoError(t, lib.SignalWaitUntilOnStream(sig, CmpEQ, 1, 0))
-	require.NoError(t, lib.PutOnStream(dst.Add(n/2), src.Add(n/2), n/2, 0, 0))
-	require.NoError(t, lib.PutSignalOnStream(dst, src, 0, sig.Add(8), 5, SignalAdd, 0, 0))
-	require.NoError(t, lib.SignalWaitUntilOnStream(sig.Add(8), CmpGE, 5, 0))
+	require.NoError(t, lib.PutOnStream(dst+n/2, src+n/2, n/2, 0, 0))
+	require.NoError(t, lib.PutSignalOnStream(dst, src, 0, sig+8, 5, SignalAdd, 0, 0))
+	require.NoError(t, lib.SignalWaitUntilOnStream(sig+8, CmpGE, 5, 0))
 	require.NoError(t, lib.BarrierAllOnStream(0))
 	require.NoError(t, mem.Sync())
 
 	out := make([]byte, n)
-	require.NoError(t, mem.ToHost(out, dst))
+	require.NoError(t, mem.ToHost(out, device.Ptr(dst)))
 	require.True(t, bytes.Equal(in, out), "the puts arrived")
 	words := make([]byte, 16)
-	require.NoError(t, mem.ToHost(words, sig))
+	require.NoError(t, mem.ToHost(words, device.Ptr(sig)))
 	require.Equal(t, uint64(1), binary.LittleEndian.Uint64(words[0:]))
 	require.Equal(t, uint64(5), binary.LittleEndian.Uint64(words[8:]))
 
-	for _, p := range []device.Ptr{src, dst, sig} {
+	for _, p := range []Ptr{src, dst, sig} {
 		require.NoError(t, lib.Free(p))
 	}
 	require.Equal(t, 0, lib.Live())

@@ -5,7 +5,6 @@ package nvshmem
 import (
 	"fmt"
 
-	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/internal/hcerr"
 )
 
@@ -61,26 +60,26 @@ func (l *Lib) TeamNPEs(team Team) int { return 0 }
 func (l *Lib) Live() int { return 0 }
 
 // Malloc fails without cgo.
-func (l *Lib) Malloc(size int64) (device.Ptr, error) { return 0, unsupported("nvshmem_malloc") }
+func (l *Lib) Malloc(size int64) (Ptr, error) { return 0, unsupported("nvshmem_malloc") }
 
 // Free fails without cgo.
-func (l *Lib) Free(p device.Ptr) error { return unsupported("nvshmem_free") }
+func (l *Lib) Free(p Ptr) error { return unsupported("nvshmem_free") }
 
 // Ptr is 0 without cgo.
-func (l *Lib) Ptr(p device.Ptr, pe int) device.Ptr { return 0 }
+func (l *Lib) Ptr(p Ptr, pe int) Ptr { return 0 }
 
 // PutOnStream fails without cgo.
-func (l *Lib) PutOnStream(dst, src device.Ptr, bytes int64, pe int, stream uintptr) error {
+func (l *Lib) PutOnStream(dst, src Ptr, bytes int64, pe int, stream uintptr) error {
 	return unsupported("nvshmemx_putmem_on_stream")
 }
 
 // PutSignalOnStream fails without cgo.
-func (l *Lib) PutSignalOnStream(dst, src device.Ptr, bytes int64, sig device.Ptr, sigVal uint64, op SignalOp, pe int, stream uintptr) error {
+func (l *Lib) PutSignalOnStream(dst, src Ptr, bytes int64, sig Ptr, sigVal uint64, op SignalOp, pe int, stream uintptr) error {
 	return unsupported("nvshmemx_putmem_signal_on_stream")
 }
 
 // SignalWaitUntilOnStream fails without cgo.
-func (l *Lib) SignalWaitUntilOnStream(sig device.Ptr, cmp Cmp, val uint64, stream uintptr) error {
+func (l *Lib) SignalWaitUntilOnStream(sig Ptr, cmp Cmp, val uint64, stream uintptr) error {
 	return unsupported("nvshmemx_signal_wait_until_on_stream")
 }
 

@@ -12,6 +12,10 @@ import (
 	"github.com/seed12530e24/hiercoll/native/dl"
 )
 
+// Ptr is a device address (a device.Ptr, which this package does not
+// import: native code sits below the backend seam).
+type Ptr uint64
+
 // SignalOp is how a put-with-signal updates the signal word
 // (nvshmemx_signal_op_t).
 type SignalOp int32

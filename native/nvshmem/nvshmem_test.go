@@ -7,8 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/seed12530e24/hiercoll/internal/hcerr"
 	"github.com/stretchr/testify/require"
+
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 )
 
 // The constants are NVSHMEM's (nvshmem_types.h, nvshmem_constants.h,

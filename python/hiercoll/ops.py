@@ -18,6 +18,11 @@ below are plain Python, testable without torch.
 
 _registered = False
 
+# The live contexts by handle: what the operators find a context by, as an
+# operator takes only tensors and plain values (ReduceScatter2D adds itself
+# here when made and leaves when closed).
+contexts = {}
+
 
 def scattered_shape(rows, cols, world):
     """The output shape of a reduce-scatter of a [rows, cols] input over world
@@ -32,7 +37,6 @@ def matmul_scattered_shape(a_shape, b_shape, world):
 
 
 def _context(ctx):
-    from .rs2d import contexts
     rs = contexts.get(int(ctx))
     if rs is None:
         from ._lib import HC_ERR_CLOSED, ClosedError

@@ -3,7 +3,7 @@
 import ctypes
 import sys
 
-from . import _lib
+from . import _lib, ops
 from ._lib import check, lib
 from .world import init
 
@@ -20,11 +20,6 @@ _torch = None
 _raw_stream = None
 _compiling = None
 
-# The live contexts by handle: what the torch.library operators (ops.py)
-# find a context by, as an operator takes only tensors and plain values.
-contexts = {}
-
-
 def _import_torch():
     """torch, imported on first need (the package works without it), with the
     operators of ops.py registered."""
@@ -37,7 +32,6 @@ def _import_torch():
         _raw_stream = raw if raw is not None else (lambda i: torch.cuda.current_stream(i).cuda_stream)
         compiler = getattr(torch, "compiler", None)
         _compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
-        from . import ops
         ops.register(torch)
         _torch = torch
     return _torch
@@ -105,7 +99,7 @@ class ReduceScatter2D:
         check(lib().hc_rs2d_create(self._world._handle(), self.max_m, self.n, code,
                                    flags, _int("reduction_sms", reduction_sms), ctypes.byref(h)))
         self._h = h.value
-        contexts[self._h] = self
+        ops.contexts[self._h] = self
         if "torch" in sys.modules and self._world.backend == "cuda":
             _import_torch()  # before any torch.compile trace reaches a call
         self._rs = lib().hc_rs2d_reduce_scatter
@@ -436,7 +430,7 @@ class ReduceScatter2D:
         (collective). Idempotent."""
         if self._h:
             h, self._h = self._h, 0
-            contexts.pop(h, None)
+            ops.contexts.pop(h, None)
             check(lib().hc_rs2d_destroy(h))
 
     def __enter__(self):

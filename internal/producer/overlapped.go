@@ -1,4 +1,4 @@
-package gemmrs
+package producer
 
 import (
 	"context"
@@ -46,6 +46,20 @@ func NewOverlapped(dev device.Device, world int) (*Overlapped, error) {
 		return nil, errors.Join(err, o.Close())
 	}
 	return o, nil
+}
+
+// Stream is the GEMM stream, which a caller may also use for GEMMs of its
+// own between calls (the block-by-block producer).
+func (o *Overlapped) Stream() device.Stream { return o.stream }
+
+// Producer is the own GEMM's producer.
+func (o *Overlapped) Producer() *Producer { return o.producer }
+
+// Events are the events the calls record: ready (on the caller's stream,
+// joined into the GEMM stream), done (on the GEMM stream, joined back),
+// and the timed start and end of the GEMM.
+func (o *Overlapped) Events() (ready, done, start, end device.Event) {
+	return o.ready, o.done, o.start, o.end
 }
 
 // Enqueue enqueues one overlapped GEMM + reduce-scatter: the GEMM stream

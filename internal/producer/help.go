@@ -1,4 +1,4 @@
-package gemmrs
+package producer
 
 import (
 	"github.com/seed12530e24/hiercoll/dtype"
@@ -13,19 +13,14 @@ import (
 // the producer's SMs then push the last part of that block (at about
 // pushRate, beside the copy engine), so that both end together.
 //
-// The estimate uses rates measured on H200s (RESULTS.md, 2026-11-26): the
-// own GEMM at about 700 TFLOP/s in bf16 / fp16 and 1300 in fp8 at the
-// overlap shapes, a 32 MiB copy beside it in 140–156 µs (~215 GB/s), SM
-// stores to a peer at 352–364 GB/s. It predicted the measured traces: the
-// last block landing ~520 µs into a 8192³ bf16 call on 4 GPUs (measured
-// 535), about half of that block to push there (of 0, 50 and 100%, 50 was
-// fastest), all of it in fp8, none at the other shapes, where pushing
-// after the GEMM only delayed calls whose copies had landed.
+// The estimate's rates, measured on 4× H200 at the overlap shapes
+// (benchmarks/RESULTS.md, 2026-11-26 GEMM + RS traces); other GPUs scale
+// them roughly together:
 const (
-	helpCopyRate = 215e9  // bytes/s of the copy engine into a peer beside the GEMM
-	helpPushRate = 350e9  // bytes/s of SM stores into a peer
-	helpGemmRate = 700e12 // FLOP/s of the own GEMM, 16-bit inputs
-	helpFP8Rate  = 1300e12
+	helpCopyRate = 215e9   // bytes/s of the copy engine into a peer beside the GEMM
+	helpPushRate = 350e9   // bytes/s of SM stores into a peer
+	helpGemmRate = 700e12  // FLOP/s of the own GEMM, bf16 / fp16 inputs
+	helpFP8Rate  = 1300e12 // FLOP/s of the own GEMM, e4m3 inputs
 )
 
 // HelpRows is how many rows at the end of the last peer's block the

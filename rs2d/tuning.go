@@ -1,0 +1,57 @@
+package rs2d
+
+// Tuning are the settings benchmarks sweep and most users leave alone; the
+// zero Tuning is every default. Every rank passes the same.
+type Tuning struct {
+	// ReductionSMs bounds the SMs of the intra-node reduce while it runs
+	// beside other work: the copy engine's reduce kernels beside a GEMM
+	// (default 16), the SM engine's reduce blocks beside its push blocks
+	// (default 32); and the pull engine's whole node step (default 32).
+	ReductionSMs int
+	// Chunks cuts each node step so that its reduction overlaps its
+	// scatter (0: by size; 1 with GEMM overlap).
+	Chunks int
+	// RailLanes is, with the NCCL rail transport, how many communicators
+	// per rail carry each block in parallel.
+	RailLanes int
+	// SplitFirstBlock, with GEMM overlap, has the producer raise an early
+	// signal after the first half of the first block in consumption order
+	// (Signals.EarlyRows), so the copy engine starts half a block sooner.
+	SplitFirstBlock bool
+	// Segments is, with GEMM overlap, how many signals each destination's
+	// rows come in (0: one; at most MaxSegments), for a producer that
+	// finishes rows finer than a block (gemmrs's own GEMM).
+	Segments int
+	// RingSlots, RingChunkBytes and RingChannels shape the bounded-memory
+	// ring's FIFOs: slots per node peer, bytes per slot (one chunk), and
+	// independent rings (one thread block each). A chunk size left at 0
+	// shrinks to fit Config.MaxSymmetricBytes.
+	RingSlots      int
+	RingChunkBytes int64
+	RingChannels   int
+}
+
+// MaxSegments bounds Tuning.Segments.
+const MaxSegments = 64
+
+// defaultReductionSMs is ReductionSMs's default beside a GEMM (the copy
+// engine); beside the SM engine's pushes the reduce takes twice as many,
+// which keeps up with them, and so does the pull engine (on 4 and 2 H200s
+// more SMs read no faster: benchmarks/RESULTS.md).
+const defaultReductionSMs = 16
+
+// ReductionSMsOf is the reduce's SM budget t gives on a device of sms SMs
+// (0: unknown) with engine e.
+func (t Tuning) ReductionSMsOf(e Engine, sms int) int {
+	n := t.ReductionSMs
+	if n <= 0 {
+		n = defaultReductionSMs
+		if e == EngineSM || e == EnginePull {
+			n *= 2
+		}
+	}
+	if sms > 0 {
+		n = min(n, sms)
+	}
+	return n
+}
