@@ -12,7 +12,9 @@ import (
 
 	"github.com/seed12530e24/hiercoll/benchmarks"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 	"github.com/seed12530e24/hiercoll/internal/plot"
+	"github.com/seed12530e24/hiercoll/internal/sizes"
 )
 
 func runBench(ctx context.Context, args []string) error {
@@ -131,11 +133,13 @@ func writeBenchFiles(rows []benchmarks.BenchRow, world int, d dtype.DType, csvPa
 	return errors.Join(errs...)
 }
 
-// parseSizes reads "1M,32M,2G".
+// parseSizes reads "1M,32M,2G". Each size is at most sizes.Max (1 PiB): a
+// number whose product with its suffix would pass that is refused rather than
+// wrapped around to 0, a small or a negative size.
 func parseSizes(s string) ([]int64, error) {
 	var out []int64
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(strings.ToUpper(f))
+	for _, field := range strings.Split(s, ",") {
+		f := strings.TrimSpace(strings.ToUpper(field))
 		mult := int64(1)
 		switch {
 		case strings.HasSuffix(f, "K"):
@@ -147,9 +151,13 @@ func parseSizes(s string) ([]int64, error) {
 		}
 		v, err := strconv.ParseInt(f, 10, 64)
 		if err != nil || v <= 0 {
-			return nil, fmt.Errorf("size %q: want a positive number with an optional K, M or G suffix", f)
+			return nil, fmt.Errorf("size %s: want a positive number with an optional K, M or G suffix", hcerr.Quote(field))
 		}
-		out = append(out, v*mult)
+		n, ok := sizes.Product(v, mult)
+		if !ok {
+			return nil, fmt.Errorf("size %s: more than 2^50 bytes (1 PiB)", hcerr.Quote(field))
+		}
+		out = append(out, n)
 	}
 	return out, nil
 }
