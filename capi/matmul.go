@@ -38,14 +38,25 @@ type matmulState struct {
 	gemm     device.Stream
 	ready    device.Event // the caller's stream: A, B and C may be used
 	done     device.Event // the GEMM stream: the GEMM finished
+	calls    uint64       // calls whose GEMM was enqueued; done marks the last one's
 }
 
 // matmul returns the context's matmul state, making it at the first call
 // (the own GEMM's kernels loaded, which fails where the device cannot run
 // them); a failure is kept and returned again.
+//
+// A GEMM that failed on the GEMM stream (whose errors are sticky) is this
+// call's error, naming the failed call: the stream is replaced, so that the
+// next call runs, or, where it cannot be, the context is broken and every
+// later call says so.
 func (c *rs2dObj) matmul() (*matmulState, error) {
 	c.mmMu.Lock()
 	defer c.mmMu.Unlock()
+	if c.mm != nil {
+		if err := c.mm.recover(c.owner.rank.Dev); err != nil {
+			return nil, err
+		}
+	}
 	if c.mm != nil || c.mmErr != nil {
 		return c.mm, c.mmErr
 	}
@@ -70,6 +81,39 @@ func (c *rs2dObj) matmul() (*matmulState, error) {
 	}
 	c.mm = st
 	return st, nil
+}
+
+// recover checks whether the last call's GEMM failed; if it did, it
+// replaces the GEMM stream and returns an error naming that call and why.
+// A GEMM stream that cannot be replaced leaves the context broken: matmul
+// then returns the error at every later call.
+func (st *matmulState) recover(dev device.Device) error {
+	if st.gemm == nil {
+		return fmt.Errorf("hiercoll: the own GEMM's stream is gone after an earlier failure; destroy the context: %w", device.ErrClosed)
+	}
+	finished, failed := st.done.Done()
+	if !finished || failed == nil {
+		return nil
+	}
+	cause := fmt.Errorf("hiercoll: the own GEMM of matmul + reduce-scatter call %d on this context failed on its stream (that call's output is not valid): %w", st.calls, failed)
+	err := st.gemm.Close()
+	st.gemm = nil
+	var fresh device.Stream
+	if err == nil {
+		fresh, err = dev.NewStream(device.Normal)
+	}
+	if err == nil {
+		// A record on the new stream clears the failure that done carries.
+		err = st.done.Record(fresh)
+	}
+	if err != nil {
+		if fresh != nil {
+			err = errors.Join(err, fresh.Close())
+		}
+		return errors.Join(cause, fmt.Errorf("hiercoll: the GEMM stream could not be replaced, so the context is broken: %w", err))
+	}
+	st.gemm = fresh
+	return fmt.Errorf("%w; the GEMM stream is replaced and the next call may proceed", cause)
 }
 
 // close releases what matmul made; the context's work must be done.
@@ -131,6 +175,9 @@ func matmulReduceScatter(h int64, x matmulArgs, stream uint64) error {
 	if err := spec.Check(); err != nil {
 		return fmt.Errorf("hiercoll: %w", err)
 	}
+	if err := spec.CheckMemory(c.owner.rank.Dev); err != nil {
+		return fmt.Errorf("hiercoll: %w", err)
+	}
 	st, err := c.matmul()
 	if err != nil {
 		return err
@@ -162,6 +209,7 @@ func (st *matmulState) enqueueGemm(s device.Stream, spec kernels.Gemm, order []i
 	if err := st.gemm.WaitEvent(st.ready); err != nil {
 		return err
 	}
+	st.calls++
 	err := st.producer.Enqueue(st.gemm, spec, order, sig)
 	return errors.Join(err, st.done.Record(st.gemm))
 }

@@ -319,9 +319,63 @@ func (g Gemm) Check() error {
 	return nil
 }
 
-// LaunchGemm enqueues g on s (checked first; see Gemm.Check).
+// CheckMemory reports whether every operand g names lies, whole, in one
+// allocation on dev (own memory or a peer view, as the driver reports it):
+// A, B and C with their leading dimensions, the scales, the tables and
+// counters, and a workspace of the size its launch may use. Each operand is
+// checked before anything is enqueued, so that a pointer to too little
+// memory is this call's ErrInvalidArgument and not a fault on the stream.
+// g must pass Check.
+func (g Gemm) CheckMemory(dev device.Device) error {
+	g = g.dense()
+	in, out := int64(g.DType.Size()), int64(g.Out.Size())
+	bRows, bCols := int64(g.K), int64(g.N)
+	if g.Layout == BNK {
+		bRows, bCols = bCols, bRows
+	}
+	grid := g.Grid
+	if grid == 0 {
+		grid = dev.Info().SMs
+	}
+	grid = max(1, min(grid, GemmRowTiles(g.M)*GemmColTiles(g.N), gemmMaxStreamKGrid))
+	for _, op := range []struct {
+		what  string
+		p     device.Ptr
+		bytes int64
+	}{
+		{"A", g.A, matrixBytes(int64(g.M), int64(g.K), int64(g.LDA), in)},
+		{"B", g.B, matrixBytes(bRows, bCols, int64(g.LDB), in)},
+		{"C", g.C, matrixBytes(int64(g.M), int64(g.N), int64(g.LDC), out)},
+		{"scale of A", g.ScaleA, 4},
+		{"scale of B", g.ScaleB, 4},
+		{"row-tile order", g.Order, 4 * int64(GemmRowTiles(g.M))},
+		{"segment records", g.Segments, gemmSegmentRecord * int64(g.NSegs)},
+		{"segment counters", g.Counters, 4 * int64(g.NSegs)},
+		{"workspace", g.Workspace, GemmWorkspaceBytes(grid)},
+	} {
+		if op.p == 0 {
+			continue // absent (A, B and C are not: Check)
+		}
+		if err := device.CheckRange(dev, op.p, op.bytes); err != nil {
+			return fmt.Errorf("kernels: gemm %dx%dx%d: %s: %w", g.M, g.N, g.K, op.what, err)
+		}
+	}
+	return nil
+}
+
+// matrixBytes is the extent of a row-major rows × cols matrix whose rows
+// are ld elements apart: the last row need not be padded.
+func matrixBytes(rows, cols, ld, es int64) int64 {
+	return ((rows-1)*ld + cols) * es
+}
+
+// LaunchGemm enqueues g on s (checked first; see Gemm.Check and
+// Gemm.CheckMemory).
 func LaunchGemm(dev device.Device, s device.Stream, g Gemm) error {
 	if err := g.Check(); err != nil {
+		return err
+	}
+	if err := g.CheckMemory(dev); err != nil {
 		return err
 	}
 	g = g.dense()
@@ -344,14 +398,7 @@ func LaunchGemm(dev device.Device, s device.Stream, g Gemm) error {
 	kt := (g.K + GemmTileKOf(g.DType) - 1) / GemmTileKOf(g.DType)
 	if g.Workspace != 0 && tiles%grid != 0 && tiles > grid && grid <= gemmMaxStreamKGrid &&
 		int64(tiles%grid)*int64(kt) >= gemmStreamKMin*int64(grid) {
-		base, size, err := dev.AddressRange(g.Workspace)
-		if err != nil {
-			return fmt.Errorf("kernels: gemm workspace %v: %w", g.Workspace, err)
-		}
-		if avail := int64(base) + size - int64(g.Workspace); avail < GemmWorkspaceBytes(grid) {
-			return fmt.Errorf("kernels: gemm workspace %v has %d bytes; %d CTAs need %d: %w", g.Workspace, avail, grid,
-				GemmWorkspaceBytes(grid), device.ErrInvalidArgument)
-		}
+		// CheckMemory checked the workspace for this grid.
 		sk, flags, partials = tiles%grid, g.Workspace, g.Workspace.Add(gemmFlagsBytes)
 	}
 	return dev.Launch(s, k, grid, a, b, c, g.C, int32(g.M), int32(g.N), int32(g.K), int64(g.LDC), g.Order,

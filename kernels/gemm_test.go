@@ -170,7 +170,8 @@ func TestGemmE4M3TwinMatchesReference(t *testing.T) {
 // stream-K pieces (here even for shallow shares): still within the bound
 // everywhere, the flags left down, and a workspace too small for the grid
 // refused before anything runs. Shares shallower than the threshold take
-// whole tiles and need no workspace.
+// whole tiles; a workspace given is still checked whole (its size is the
+// grid's, whether or not this launch goes stream-K).
 func TestGemmStreamKTwin(t *testing.T) {
 	t.Run("shallow", func(t *testing.T) {
 		r := newGemmRig(t, dtype.BF16, kernels.BNK, 300, 520, 640)
@@ -179,6 +180,12 @@ func TestGemmStreamKTwin(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, r.dev.Free(small)) })
 		r.g.Workspace = small
+		require.ErrorIs(t, kernels.LaunchGemm(r.dev, r.s, r.g), device.ErrInvalidArgument)
+		ws, err := r.dev.Alloc(kernels.GemmWorkspaceBytes(r.g.Grid))
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, r.dev.Free(ws)) })
+		require.NoError(t, r.dev.CopyToDevice(ws, make([]byte, kernels.GemmWorkspaceBytes(r.g.Grid))))
+		r.g.Workspace = ws
 		require.NoError(t, kernels.LaunchGemm(r.dev, r.s, r.g))
 		require.NoError(t, r.s.Synchronize(context.Background()))
 		r.check(t)
