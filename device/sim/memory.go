@@ -93,6 +93,7 @@ func (h *Host) alloc(owner *Device, size int64) (device.Ptr, error) {
 	r := &region{base: base, data: data, owner: owner, handle: uint64(base)}
 	h.regions = append(h.regions, r) // addresses only grow: stays sorted
 	live.allocs.Add(1)
+	owner.inUse.Add(size)
 	return base, nil
 }
 
@@ -257,6 +258,7 @@ func (h *Host) free(p device.Ptr, owner *Device) error {
 		if r.base == p && r.owner == owner && !r.freed {
 			r.freed = true
 			live.allocs.Add(-1)
+			owner.inUse.Add(-int64(len(r.data)))
 			if r.views == 0 {
 				h.regions = append(h.regions[:i], h.regions[i+1:]...)
 				unreserve(int64(len(r.data)))
