@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"time"
 
@@ -67,7 +66,7 @@ func parseStoreAddr(v []byte) (storeAddr, error) {
 	if rest == storeClosed {
 		return storeAddr{nonce: nonce, closed: true}, nil
 	}
-	if _, _, err := net.SplitHostPort(rest); err != nil {
+	if err := checkAddr(rest, false); err != nil {
 		return storeAddr{}, err
 	}
 	return storeAddr{nonce: nonce, addr: rest}, nil
