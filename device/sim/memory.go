@@ -30,6 +30,11 @@ type Host struct {
 	chMu    sync.Mutex
 	changed chan struct{}
 
+	// The waits on this host's words that are blocked, or timed out of
+	// late, so that a timeout can name the waits stuck beside it (stuck.go).
+	stuckMu sync.Mutex
+	stuck   map[*stuckWait]struct{}
+
 	// Simulated multicast objects and their mappings (multicast.go).
 	mcMu      sync.Mutex
 	mcObjects map[uint64]*mcObject
@@ -183,16 +188,22 @@ func (h *Host) waitOr(stream string, timeout time.Duration, w device.Word, cmp d
 	}
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
+	var me *stuckWait // registered once the wait blocks
 	for {
 		changed := h.changes() // before the check: no lost wake-up
 		got := atomic.LoadUint32(word)
 		if cmp.Holds(got, v) || aborted() {
+			h.unstick(me)
 			return nil
+		}
+		if me == nil {
+			me = h.stick(stream, w, timeout)
 		}
 		select {
 		case <-changed:
 		case <-deadline.C:
-			return &device.TimeoutError{Stream: stream, Word: w, Cmp: cmp, Want: v, Got: atomic.LoadUint32(word), After: timeout}
+			return &device.TimeoutError{Stream: stream, Word: w, Cmp: cmp, Want: v, Got: atomic.LoadUint32(word), After: timeout,
+				Beside: h.timedOut(me)}
 		}
 	}
 }
