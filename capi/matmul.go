@@ -209,8 +209,10 @@ func (st *matmulState) enqueueGemm(s device.Stream, spec kernels.Gemm, order []i
 	if err := st.gemm.WaitEvent(st.ready); err != nil {
 		return err
 	}
-	st.calls++
 	err := st.producer.Enqueue(st.gemm, spec, order, sig)
+	if err == nil {
+		st.calls++
+	}
 	return errors.Join(err, st.done.Record(st.gemm))
 }
 
