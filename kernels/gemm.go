@@ -9,6 +9,7 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internal/sizes"
 )
 
 //go:embed cuda/gemm.cu
@@ -338,14 +339,26 @@ func (g Gemm) CheckMemory(dev device.Device) error {
 		grid = dev.Info().SMs
 	}
 	grid = max(1, min(grid, GemmRowTiles(g.M)*GemmColTiles(g.N), gemmMaxStreamKGrid))
+	matrices := []struct {
+		what                  string
+		rows, cols, ld, bytes int64
+	}{{"A", int64(g.M), int64(g.K), int64(g.LDA), in}, {"B", bRows, bCols, int64(g.LDB), in}, {"C", int64(g.M), int64(g.N), int64(g.LDC), out}}
+	extent := make([]int64, len(matrices))
+	for i, m := range matrices {
+		var ok bool
+		if extent[i], ok = matrixBytes(m.rows, m.cols, m.ld, m.bytes); !ok {
+			return fmt.Errorf("kernels: gemm %dx%dx%d: %s of %d rows %d elements apart spans more than 2^50 bytes: %w",
+				g.M, g.N, g.K, m.what, m.rows, m.ld, device.ErrInvalidArgument)
+		}
+	}
 	for _, op := range []struct {
 		what  string
 		p     device.Ptr
 		bytes int64
 	}{
-		{"A", g.A, matrixBytes(int64(g.M), int64(g.K), int64(g.LDA), in)},
-		{"B", g.B, matrixBytes(bRows, bCols, int64(g.LDB), in)},
-		{"C", g.C, matrixBytes(int64(g.M), int64(g.N), int64(g.LDC), out)},
+		{"A", g.A, extent[0]},
+		{"B", g.B, extent[1]},
+		{"C", g.C, extent[2]},
 		{"scale of A", g.ScaleA, 4},
 		{"scale of B", g.ScaleB, 4},
 		{"row-tile order", g.Order, 4 * int64(GemmRowTiles(g.M))},
@@ -363,10 +376,19 @@ func (g Gemm) CheckMemory(dev device.Device) error {
 	return nil
 }
 
-// matrixBytes is the extent of a row-major rows × cols matrix whose rows
-// are ld elements apart: the last row need not be padded.
-func matrixBytes(rows, cols, ld, es int64) int64 {
-	return ((rows-1)*ld + cols) * es
+// matrixBytes is the extent of a row-major rows × cols matrix of es-byte
+// elements whose rows are ld elements apart (the last row need not be
+// padded), and whether it is at most sizes.Max.
+func matrixBytes(rows, cols, ld, es int64) (int64, bool) {
+	body, ok := sizes.Product(rows-1, ld)
+	if !ok {
+		return 0, false
+	}
+	elems, ok := sizes.Sum(body, cols)
+	if !ok {
+		return 0, false
+	}
+	return sizes.Product(elems, es)
 }
 
 // LaunchGemm enqueues g on s (checked first; see Gemm.Check and

@@ -379,3 +379,25 @@ func TestGemmCheck(t *testing.T) {
 		require.ErrorIs(t, c.g.Check(), c.want, name)
 	}
 }
+
+// CheckMemory checks each operand's extent against its allocation, with
+// leading dimensions, before anything is enqueued; an extent too large to
+// count (2^30 rows 2^40 elements apart) is refused, not wrapped around.
+func TestGemmCheckMemory(t *testing.T) {
+	r := newGemmRig(t, dtype.BF16, kernels.BKN, 40, 24, 32)
+	require.NoError(t, r.g.CheckMemory(r.dev))
+	for name, g := range map[string]kernels.Gemm{
+		"A's rows further apart than its allocation holds": func() kernels.Gemm { g := r.g; g.LDA = 2 * g.K; return g }(),
+		"B one element into its allocation":                func() kernels.Gemm { g := r.g; g.B = g.B.Add(2); return g }(),
+		"C's rows wider than its allocation":               func() kernels.Gemm { g := r.g; g.LDC = g.N + 8; return g }(),
+		"a scale that is not device memory":                func() kernels.Gemm { g := r.g; g.ScaleA = 0x1000; return g }(),
+		"a workspace that is not device memory":            func() kernels.Gemm { g := r.g; g.Workspace = 0x1000; return g }(),
+		"an extent past 2^50 bytes": func() kernels.Gemm {
+			g := r.g
+			g.M, g.LDA = 1<<30, 1<<40
+			return g
+		}(),
+	} {
+		require.ErrorIs(t, g.CheckMemory(r.dev), device.ErrInvalidArgument, name)
+	}
+}
