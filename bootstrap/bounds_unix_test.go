@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -32,18 +33,34 @@ const floodFDs = 128
 // floodFDs descriptors. It prints its rendezvous address, waits for "go" and
 // then runs.
 func TestHelperFloodedJob(t *testing.T) {
-	if os.Getenv(floodEnv) != "1" {
+	v := os.Getenv(floodEnv)
+	if v == "" {
 		t.Skip("the job of TestTCPSilentConnectionsWithFewDescriptors; runs only when re-executed by it")
 	}
-	if err := floodedJob(); err != nil {
+	limit := uint64(floodFDs)
+	if spare, ok := strings.CutPrefix(v, "spare "); ok {
+		// The limit leaves this many descriptors beyond those open now.
+		n, err := strconv.Atoi(spare)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "flooded job:", err)
+			os.Exit(1)
+		}
+		open, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "flooded job:", err)
+			os.Exit(1)
+		}
+		limit = uint64(len(open) - 1 + n)
+	}
+	if err := floodedJob(limit); err != nil {
 		fmt.Fprintln(os.Stderr, "flooded job:", err)
 		os.Exit(1)
 	}
 	os.Exit(0)
 }
 
-func floodedJob() error {
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: floodFDs, Max: floodFDs}); err != nil {
+func floodedJob(limit uint64) error {
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: limit, Max: limit}); err != nil {
 		return err
 	}
 	const size = 4
@@ -99,9 +116,25 @@ func floodedJob() error {
 // descriptors. Without a cap on connections in their handshake, they took
 // every descriptor and the job timed out; with it, the job completes.
 func TestTCPSilentConnectionsWithFewDescriptors(t *testing.T) {
+	floodJob(t, "1")
+}
+
+// The same with only 64 descriptors to spare, fewer than maxPending
+// strangers would take: the cap on connections in their handshake follows
+// the descriptors left, and accept, finding none, drops a stranger.
+func TestTCPSilentConnectionsWith64SpareDescriptors(t *testing.T) {
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("no /proc/self/fd to count the open descriptors")
+	}
+	floodJob(t, "spare 64")
+}
+
+// floodJob runs TestHelperFloodedJob (floodEnv set to mode) under 300
+// silent connections and requires it to complete.
+func floodJob(t *testing.T, mode string) {
 	const strangers = 300
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperFloodedJob$", "-test.timeout=60s")
-	cmd.Env = append(os.Environ(), floodEnv+"=1")
+	cmd.Env = append(os.Environ(), floodEnv+"="+mode)
 	var stderr lockedBuffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()

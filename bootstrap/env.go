@@ -88,9 +88,9 @@ func insecureToken(lookup func(string) (string, bool)) bool {
 }
 
 // EnvPlace reads this process's place in the job from the torchrun
-// variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE) into a config
-// with nothing else set: for a rendezvous that learns the rest elsewhere
-// (DialStore).
+// variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE), and the
+// timeout from HIERCOLL_TIMEOUT, into a config with nothing else set: for a
+// rendezvous that learns the rest elsewhere (DialStore).
 func EnvPlace() (TCPConfig, error) {
 	cfg, _, err := placeFrom(os.LookupEnv)
 	return cfg, err
@@ -118,7 +118,7 @@ func placeFrom(lookup func(string) (string, bool)) (TCPConfig, envGetters, error
 		}
 		n, err := strconv.Atoi(v)
 		if err != nil || n < lo || n > hi {
-			return 0, fmt.Errorf("bootstrap: environment variable %s=%q is not an integer in [%d, %d]: %w", name, v, lo, hi, hcerr.ErrInvalidArgument)
+			return 0, fmt.Errorf("bootstrap: environment variable %s=%s is not an integer in [%d, %d]: %w", name, hcerr.Quote(v), lo, hi, hcerr.ErrInvalidArgument)
 		}
 		return n, nil
 	}
@@ -135,6 +135,13 @@ func placeFrom(lookup func(string) (string, bool)) (TCPConfig, envGetters, error
 	}
 	if cfg.LocalRank, err = getInt(EnvLocalRank, 0, cfg.LocalSize-1); err != nil {
 		return TCPConfig{}, envGetters{}, err
+	}
+	if v, ok := lookup(EnvTimeout); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return TCPConfig{}, envGetters{}, fmt.Errorf("bootstrap: environment variable %s=%s is not a positive duration such as 90s: %w", EnvTimeout, hcerr.Quote(v), hcerr.ErrInvalidArgument)
+		}
+		cfg.Timeout = d
 	}
 	return cfg, envGetters{get, getInt}, nil
 }
@@ -169,17 +176,10 @@ func configFrom(lookup func(string) (string, bool)) (TCPConfig, error) {
 		return TCPConfig{}, fmt.Errorf("bootstrap: environment variable %s is set but empty: %w", EnvToken, hcerr.ErrInvalidArgument)
 	}
 	if v, ok := lookup(EnvInsecureToken); ok && v != "" && v != "0" && v != "1" {
-		return TCPConfig{}, fmt.Errorf("bootstrap: environment variable %s=%q: set it to 1 to accept a guessable token, or leave it unset: %w",
-			EnvInsecureToken, v, hcerr.ErrInvalidArgument)
+		return TCPConfig{}, fmt.Errorf("bootstrap: environment variable %s=%s: set it to 1 to accept a guessable token, or leave it unset: %w",
+			EnvInsecureToken, hcerr.Quote(v), hcerr.ErrInvalidArgument)
 	}
 
-	if v, ok := lookup(EnvTimeout); ok {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return TCPConfig{}, fmt.Errorf("bootstrap: environment variable %s=%q is not a positive duration such as 90s: %w", EnvTimeout, v, hcerr.ErrInvalidArgument)
-		}
-		cfg.Timeout = d
-	}
 	// Node-major numbering is the launcher's promise; check it here, where
 	// the message can name the variables.
 	if cfg.Size%cfg.LocalSize != 0 || cfg.LocalRank != cfg.Rank%cfg.LocalSize {

@@ -3,6 +3,7 @@ package bootstrap_test
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/seed12530e24/hiercoll/bootstrap"
 )
@@ -46,9 +47,16 @@ func ExampleListen() {
 		}
 		cfg.Token, cfg.Listener = bootstrap.NewSecret(), ln
 		publish("hiercoll/1/secret", cfg.Token)
-		publish("hiercoll/1/addr", ln.Addr())
+		publish("hiercoll/1/addr", bootstrap.JobNonce(cfg.Token)+" "+ln.Addr())
 	} else {
-		cfg.Addr, cfg.Token = lookup("hiercoll/1/addr"), lookup("hiercoll/1/secret")
+		// An address whose nonce is not the secret's belongs to another
+		// rendezvous: read both again until they agree.
+		nonce, addr, _ := strings.Cut(lookup("hiercoll/1/addr"), " ")
+		cfg.Addr, cfg.Token = addr, lookup("hiercoll/1/secret")
+		if nonce != bootstrap.JobNonce(cfg.Token) {
+			fmt.Println("values of another rendezvous")
+			return
+		}
 	}
 	comm, err := bootstrap.DialTCP(ctx, cfg)
 	if err != nil {

@@ -30,6 +30,9 @@ type server struct {
 	handshake       time.Duration // bound on a connection's handshake
 	limits          limits
 	ln              net.Listener
+	// pendingLimit bounds the connections in their handshake: maxPending,
+	// or fewer where the process has few descriptors to spare (pendingCap).
+	pendingLimit int
 
 	mu        sync.Mutex
 	members   []*member // by rank: the admitted connection, nil while that rank is missing
@@ -84,8 +87,9 @@ const (
 	// answer, a failure); a member whose queue overflows is not reading and
 	// is cut off.
 	memberQueue = 16
-	// maxPending bounds the connections in their handshake. When one more
-	// arrives, the oldest is dropped: a real rank answers its challenge
+	// maxPending bounds the connections in their handshake (fewer where
+	// descriptors are short: pendingCap). When one more arrives, or accept
+	// finds no descriptor left, the oldest is dropped: a real rank answers its challenge
 	// within a round trip, so a crowd of silent connections ages out while
 	// every newcomer gets its chance at once.
 	maxPending = 64
@@ -133,7 +137,7 @@ type usage struct {
 func startServer(ln net.Listener, size, localSize int, token string, timeout time.Duration) *server {
 	s := &server{
 		size: size, localSize: localSize, token: token, timeout: timeout,
-		handshake: min(handshakeTimeout, timeout), limits: limitsFor(size), ln: ln,
+		handshake: min(handshakeTimeout, timeout), limits: limitsFor(size), ln: ln, pendingLimit: pendingCap(size),
 		members: make([]*member, size),
 		rounds:  map[uint64]*pendingRound{},
 		pending: map[net.Conn]uint64{},
@@ -152,7 +156,11 @@ func (s *server) acceptLoop() {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			// Out of file descriptors and the like: wait, and keep serving.
+			if outOfDescriptors(err) && s.dropOldestIfPending() {
+				continue // a stranger's descriptor is free for the next connection
+			}
+			// Out of file descriptors with none to free, and the like:
+			// wait, and keep serving.
 			time.Sleep(backoff)
 			backoff = min(2*backoff, time.Second)
 			continue
@@ -164,7 +172,7 @@ func (s *server) acceptLoop() {
 			conn.Close()
 			return
 		}
-		if len(s.pending) >= maxPending {
+		if len(s.pending) >= s.pendingLimit {
 			s.dropOldestPending()
 		}
 		s.pending[conn] = s.arrivals
@@ -175,6 +183,31 @@ func (s *server) acceptLoop() {
 		s.mu.Unlock()
 		go s.serveConn(conn)
 	}
+}
+
+// pendingCap is how many connections of a world of size ranks may be in
+// their handshake at once: maxPending, or, where the process has fewer
+// descriptors to spare, half of what is left of them once each rank's
+// connection has one here and one at its own end (ranks may share this
+// process), so that strangers cannot take the descriptors the ranks need.
+func pendingCap(size int) int {
+	spare, ok := spareDescriptors()
+	if !ok {
+		return maxPending
+	}
+	return max(1, min(maxPending, (spare-2*size)/2))
+}
+
+// dropOldestIfPending drops the connection longest in its handshake, if
+// there is one, and reports whether there was.
+func (s *server) dropOldestIfPending() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.pending) == 0 {
+		return false
+	}
+	s.dropOldestPending()
+	return true
 }
 
 // dropOldestPending closes the connection that has been in its handshake

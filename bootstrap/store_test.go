@@ -24,16 +24,27 @@ import (
 type memStore struct {
 	mu      sync.Mutex
 	values  map[string][]byte
-	changed chan struct{} // closed and replaced on every Set
+	firsts  map[string][]byte // each key's first value
+	changed chan struct{}     // closed and replaced on every Set
 }
 
 func newMemStore() *memStore {
-	return &memStore{values: map[string][]byte{}, changed: make(chan struct{})}
+	return &memStore{values: map[string][]byte{}, firsts: map[string][]byte{}, changed: make(chan struct{})}
+}
+
+// first is the first value set under key.
+func (s *memStore) first(key string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.firsts[key])
 }
 
 func (s *memStore) Set(ctx context.Context, key string, value []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, ok := s.firsts[key]; !ok {
+		s.firsts[key] = bytes.Clone(value)
+	}
 	s.values[key] = bytes.Clone(value)
 	close(s.changed)
 	s.changed = make(chan struct{})
@@ -124,15 +135,21 @@ func TestDialStore(t *testing.T) {
 	for i, err := range errs {
 		require.NoError(t, err, "rank %d", 3-i)
 	}
-	addr, err := store.Get(context.Background(), "hiercoll/1/"+StoreKeyAddr)
-	require.NoError(t, err)
-	host, port, err := net.SplitHostPort(string(addr))
-	require.NoError(t, err)
-	require.Equal(t, "127.0.0.1", host)
-	require.NotEqual(t, "0", port, "the real port, picked by the kernel")
 	secret, err := store.Get(context.Background(), "hiercoll/1/"+StoreKeySecret)
 	require.NoError(t, err)
 	require.Regexp(t, `^[0-9a-f]{64}$`, string(secret))
+	// Once every rank has joined, rank 0 marks its address closed.
+	addr, err := store.Get(context.Background(), "hiercoll/1/"+StoreKeyAddr)
+	require.NoError(t, err)
+	require.Equal(t, JobNonce(string(secret))+" closed", string(addr))
+	seen := store.first("hiercoll/1/" + StoreKeyAddr)
+	nonce, hostPort, ok := strings.Cut(seen, " ")
+	require.True(t, ok, seen)
+	require.Equal(t, JobNonce(string(secret)), nonce)
+	host, port, err := net.SplitHostPort(hostPort)
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1", host)
+	require.NotEqual(t, "0", port, "the real port, picked by the kernel")
 
 	// A second rendezvous through the same store, under its own prefix.
 	errs = onRanks(allRanks(2), func(r int) error {
@@ -245,4 +262,66 @@ func TestListenerOnEphemeralPort(t *testing.T) {
 
 	_, err = Listen("127.0.0.1:-1")
 	require.ErrorIs(t, err, hcerr.ErrInvalidArgument)
+}
+
+// watchedStore tells, on reads, which key was read.
+type watchedStore struct {
+	Store
+	reads chan string
+}
+
+func (s watchedStore) Get(ctx context.Context, key string) ([]byte, error) {
+	select {
+	case s.reads <- key:
+	default:
+	}
+	return s.Store.Get(ctx, key)
+}
+
+// A job's rank 1 that starts before its rank 0, under a prefix an earlier
+// job used, finds that job's values: it does not dial the earlier job's
+// server (gone: its retries would run to the deadline) but waits for its own
+// rank 0's values, and joins its own job.
+func TestDialStoreWaitsOutAnEarlierJobsValues(t *testing.T) {
+	checkGoroutines(t)
+	store := newMemStore()
+	require.NoError(t, errors.Join(onRanks(allRanks(2), func(r int) error {
+		return storeRank(context.Background(), store, "job/", r, 2, 2)
+	})...), "the earlier job")
+	earlier, err := store.Get(context.Background(), "job/"+StoreKeySecret)
+	require.NoError(t, err)
+
+	watched := watchedStore{store, make(chan string, 1)}
+	rank1 := make(chan error, 1)
+	go func() { rank1 <- storeRank(context.Background(), watched, "job/", 1, 2, 2) }()
+	require.Equal(t, "job/"+StoreKeyAddr, <-watched.reads, "rank 1 reads the earlier job's address first")
+	require.NoError(t, storeRank(context.Background(), store, "job/", 0, 2, 2))
+	require.NoError(t, <-rank1)
+	now, err := store.Get(context.Background(), "job/"+StoreKeySecret)
+	require.NoError(t, err)
+	require.NotEqual(t, string(earlier), string(now))
+}
+
+// An address and a secret of two different rendezvous (an earlier job's and
+// a later one's) are recognised by their nonces and not joined; at the
+// deadline the error says what the store held.
+func TestDialStoreRefusesValuesOfTwoRendezvous(t *testing.T) {
+	checkGoroutines(t)
+	ln, err := Listen("127.0.0.1:0") // a server that must never be dialled
+	require.NoError(t, err)
+	defer ln.Close()
+	store := newMemStore()
+	older, newer := NewSecret(), NewSecret()
+	require.NoError(t, store.Set(context.Background(), "p/"+StoreKeyAddr, []byte(JobNonce(older)+" "+ln.Addr())))
+	require.NoError(t, store.Set(context.Background(), "p/"+StoreKeySecret, []byte(newer)))
+	_, err = DialStore(context.Background(), store, "p/", TCPConfig{Rank: 1, Size: 2, LocalRank: 1, LocalSize: 2, Timeout: 300 * time.Millisecond})
+	require.ErrorIs(t, err, hcerr.ErrTimeout)
+	require.ErrorContains(t, err, "an address of job "+JobNonce(older)+" and a secret of job "+JobNonce(newer)+", values of two different rendezvous")
+	require.ErrorContains(t, err, "give each rendezvous a prefix of its own")
+
+	// A value that is not this library's address is quoted, cut short.
+	require.NoError(t, store.Set(context.Background(), "p/"+StoreKeyAddr, bytes.Repeat([]byte("x"), 64<<20)))
+	_, err = DialStore(context.Background(), store, "p/", TCPConfig{Rank: 1, Size: 2, LocalRank: 1, LocalSize: 2, Timeout: 300 * time.Millisecond})
+	require.ErrorIs(t, err, hcerr.ErrInvalidArgument)
+	require.Less(t, len(err.Error()), 1024)
 }

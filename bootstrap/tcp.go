@@ -77,8 +77,8 @@ func (cfg TCPConfig) check() (TCPConfig, error) {
 		return bad("only rank 0 serves the rendezvous, on a Listener")
 	}
 	if cfg.Listener == nil {
-		if _, _, err := net.SplitHostPort(cfg.Addr); err != nil {
-			return bad("server address %q: %v", cfg.Addr, err)
+		if err := checkAddr(cfg.Addr, cfg.Rank == 0); err != nil {
+			return bad("server %v", err)
 		}
 	}
 	if cfg.Timeout == 0 {
@@ -202,6 +202,35 @@ func dialTCP(ctx context.Context, cfg TCPConfig, ln net.Listener) (*tcpComm, err
 	}
 	c.srv = srv
 	return c, nil
+}
+
+// maxHost is the longest host an address may name: a DNS name's most.
+const maxHost = 253
+
+// checkAddr checks host:port before it is listened on or dialled: a port
+// number in [1, 65535] (to listen on, [0, 65535]: 0 lets the kernel pick)
+// and a host of at most maxHost bytes, so that an address that cannot work
+// is refused at once instead of retried until the timeout.
+func checkAddr(addr string, listen bool) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		reason := err.Error()
+		if ae := (*net.AddrError)(nil); errors.As(err, &ae) {
+			reason = ae.Err // without the address, which is quoted cut short
+		}
+		return fmt.Errorf("address %s: %s", hcerr.Quote(addr), reason)
+	}
+	if len(host) > maxHost {
+		return fmt.Errorf("address %s: a host name of %d bytes (at most %d)", hcerr.Quote(addr), len(host), maxHost)
+	}
+	lo := 1
+	if listen {
+		lo = 0
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < lo || n > 65535 {
+		return fmt.Errorf("address %s: port %s is not a number in [%d, 65535]", hcerr.Quote(addr), hcerr.Quote(port), lo)
+	}
+	return nil
 }
 
 // dialable turns a listener's address into one this host can connect to.
@@ -690,6 +719,9 @@ type Listener struct {
 // Pass the Listener as TCPConfig.Listener to rank 0's DialTCP, which serves
 // on it and owns it from then on; Close it only if it is never passed.
 func Listen(addr string) (*Listener, error) {
+	if err := checkAddr(addr, true); err != nil {
+		return nil, &Error{Rank: 0, Op: "rendezvous", Err: hcerr.ErrInvalidArgument, Reason: fmt.Sprintf("cannot serve the rendezvous: %v", err)}
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, &Error{Rank: 0, Op: "rendezvous", Err: hcerr.ErrInvalidArgument, Cause: err,

@@ -291,7 +291,7 @@ func checkVersion(d *decoder, what string) error {
 		return d.err
 	}
 	if string(magic) != wireMagic {
-		return fmt.Errorf("%w: not a hiercoll %s (magic %q)", errMalformed, what, magic)
+		return fmt.Errorf("%w: not a hiercoll %s (magic %s)", errMalformed, what, hcerr.QuoteBytes(magic))
 	}
 	if version != wireVersion {
 		return fmt.Errorf("%w: a %s of protocol version %d, this side speaks %d (mixed hiercoll versions?)", errMalformed, what, version, wireVersion)

@@ -77,6 +77,7 @@ const maxSimRanks = 256
 // initSim makes an in-process world of simulated GPUs and returns one
 // handle per rank, in rank order.
 func initSim(nodes, gpus int) ([]int64, error) {
+	syncEnviron() // HIERCOLL_SIM_MEMORY and the like
 	if nodes < 1 || gpus < 1 || nodes*gpus > maxSimRanks {
 		return nil, fmt.Errorf("hiercoll: a simulated world of %d node(s) x %d GPU(s): both must be positive and the product at most %d: %w",
 			nodes, gpus, maxSimRanks, device.ErrInvalidArgument)
@@ -175,6 +176,7 @@ const maxDim = 1 << 40
 
 // createRS2D makes a ReduceScatter2D context on rank h (collective).
 func createRS2D(h int64, maxM, n int64, dt int, overlap int, reductionSMs int) (int64, error) {
+	syncEnviron() // the multicast gate's variables, the transports' libraries
 	d, ok := dtypes[dt]
 	ok = ok && d.Valid() // a reduce-scatter's type: not e4m3
 	switch {
@@ -450,6 +452,7 @@ func destroyStream(h int64, stream uint64) error {
 }
 
 func allocMem(h int64, size int64) (uint64, error) {
+	syncEnviron() // HIERCOLL_SIM_MEMORY
 	r, err := lookup[*rankObj](h, kindWorld)
 	if err != nil {
 		return 0, err

@@ -133,9 +133,11 @@ typedef int (*hc_store_get_fn)(void* user, const char* key, int64_t timeout_ms, 
  * HIERCOLL_DEVICE, else LOCAL_RANK), but rendezvouses through the store:
  * rank 0 listens on host (a name or address the other ranks reach it at)
  * with a port the kernel picks, and sets prefix+"secret" to a fresh random
- * secret and then prefix+"addr" to its address; the other ranks get both
- * and connect. No port needs agreeing on. Use a prefix of its own for each
- * rendezvous of a job. host matters on rank 0 only. Collective over the
+ * secret and then prefix+"addr" to a nonce naming this rendezvous (16 hex
+ * digits), a space and its address, which it marks "<nonce> closed" once
+ * the rendezvous has ended; the other ranks get both and connect, waiting
+ * out values of another rendezvous. No port needs agreeing on. Use a
+ * prefix of its own for each rendezvous of a job. host matters on rank 0 only. Collective over the
  * job; once per process, sharing hc_init_from_env's handle. (ABI version 3.)
  */
 int hc_init_store(hc_store_set_fn set, hc_store_get_fn get, void* user, const char* prefix, const char* host,

@@ -33,9 +33,19 @@ func bLayout(l int) (owngemm.BLayout, error) {
 // hc_rs2d_matmul_reduce_scatter adds to an overlap context), making it at
 // the first call (the own GEMM's kernels loaded, which fails where the
 // device cannot run them); a failure is kept and returned again.
+//
+// A GEMM that failed on the GEMM stream (whose errors are sticky) is this
+// call's error, naming the failed call (producer.Overlapped.Recover): the
+// stream is replaced, so that the next call runs, or, where it cannot be,
+// every later call says the context is broken.
 func (c *rs2dObj) matmul() (*producer.Overlapped, error) {
 	c.mmMu.Lock()
 	defer c.mmMu.Unlock()
+	if c.mm != nil {
+		if err := c.mm.Recover(); err != nil {
+			return nil, err
+		}
+	}
 	if c.mm != nil || c.mmErr != nil {
 		return c.mm, c.mmErr
 	}
@@ -93,6 +103,9 @@ func matmulReduceScatter(h int64, x matmulArgs, stream uint64) error {
 		LDA: int(x.lda), LDB: int(x.ldb), DType: in, BT: layout == owngemm.BNK}, Out: c.dt,
 		ScaleA: device.Ptr(x.scaleA), ScaleB: device.Ptr(x.scaleB)}
 	if err := spec.Check(); err != nil {
+		return fmt.Errorf("hiercoll: %w", err)
+	}
+	if err := spec.CheckMemory(c.owner.rank.Dev); err != nil {
 		return fmt.Errorf("hiercoll: %w", err)
 	}
 	st, err := c.matmul()

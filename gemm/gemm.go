@@ -9,6 +9,7 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internal/sizes"
 )
 
 //go:embed gemm.cu
@@ -314,9 +315,84 @@ func (g Params) Check() error {
 	return nil
 }
 
-// Launch enqueues g on s (checked first; see Params.Check).
+// CheckMemory reports whether every operand g names lies, whole, in one
+// allocation on dev (own memory or a peer view, as the driver reports it):
+// A, B and C with their leading dimensions, the scales, the tables and
+// counters, and a workspace of the size its launch may use. Each operand is
+// checked before anything is enqueued, so that a pointer to too little
+// memory is this call's ErrInvalidArgument and not a fault on the stream.
+// g must pass Check.
+func (g Params) CheckMemory(dev device.Device) error {
+	g = g.dense()
+	in, out := int64(g.DType.Size()), int64(g.Out.Size())
+	bRows, bCols := int64(g.K), int64(g.N)
+	if g.BT {
+		bRows, bCols = bCols, bRows
+	}
+	grid := g.Grid
+	if grid == 0 {
+		grid = dev.Info().SMs
+	}
+	grid = max(1, min(grid, rowTilesOf(g.M)*colTilesOf(g.N), gemmMaxStreamKGrid))
+	matrices := []struct {
+		what                  string
+		rows, cols, ld, bytes int64
+	}{{"A", int64(g.M), int64(g.K), int64(g.LDA), in}, {"B", bRows, bCols, int64(g.LDB), in}, {"C", int64(g.M), int64(g.N), int64(g.LDC), out}}
+	extent := make([]int64, len(matrices))
+	for i, m := range matrices {
+		var ok bool
+		if extent[i], ok = matrixBytes(m.rows, m.cols, m.ld, m.bytes); !ok {
+			return fmt.Errorf("gemm: %dx%dx%d: %s of %d rows %d elements apart spans more than 2^50 bytes: %w",
+				g.M, g.N, g.K, m.what, m.rows, m.ld, device.ErrInvalidArgument)
+		}
+	}
+	for _, op := range []struct {
+		what  string
+		p     device.Ptr
+		bytes int64
+	}{
+		{"A", g.A, extent[0]},
+		{"B", g.B, extent[1]},
+		{"C", g.C, extent[2]},
+		{"scale of A", g.ScaleA, 4},
+		{"scale of B", g.ScaleB, 4},
+		{"row-tile order", g.Order, 4 * int64(rowTilesOf(g.M))},
+		{"segment records", g.Segments, gemmSegmentRecord * int64(g.NSegs)},
+		{"segment counters", g.Counters, 4 * int64(g.NSegs)},
+		{"workspace", g.Workspace, WorkspaceBytes(grid)},
+	} {
+		if op.p == 0 {
+			continue // absent (A, B and C are not: Check)
+		}
+		if err := device.CheckRange(dev, op.p, op.bytes); err != nil {
+			return fmt.Errorf("gemm: %dx%dx%d: %s: %w", g.M, g.N, g.K, op.what, err)
+		}
+	}
+	return nil
+}
+
+// matrixBytes is the extent of a row-major rows × cols matrix of es-byte
+// elements whose rows are ld elements apart (the last row need not be
+// padded), and whether it is at most sizes.Max.
+func matrixBytes(rows, cols, ld, es int64) (int64, bool) {
+	body, ok := sizes.Product(rows-1, ld)
+	if !ok {
+		return 0, false
+	}
+	elems, ok := sizes.Sum(body, cols)
+	if !ok {
+		return 0, false
+	}
+	return sizes.Product(elems, es)
+}
+
+// Launch enqueues g on s (checked first; see Params.Check and
+// Params.CheckMemory).
 func Launch(dev device.Device, s device.Stream, g Params) error {
 	if err := g.Check(); err != nil {
+		return err
+	}
+	if err := g.CheckMemory(dev); err != nil {
 		return err
 	}
 	g = g.dense()
@@ -339,14 +415,7 @@ func Launch(dev device.Device, s device.Stream, g Params) error {
 	kt := (g.K + tileKOf(g.DType) - 1) / tileKOf(g.DType)
 	if g.Workspace != 0 && tiles%grid != 0 && tiles > grid && grid <= gemmMaxStreamKGrid &&
 		int64(tiles%grid)*int64(kt) >= gemmStreamKMin*int64(grid) {
-		base, size, err := dev.AddressRange(g.Workspace)
-		if err != nil {
-			return fmt.Errorf("gemm: gemm workspace %v: %w", g.Workspace, err)
-		}
-		if avail := int64(base) + size - int64(g.Workspace); avail < WorkspaceBytes(grid) {
-			return fmt.Errorf("gemm: gemm workspace %v has %d bytes; %d CTAs need %d: %w", g.Workspace, avail, grid,
-				WorkspaceBytes(grid), device.ErrInvalidArgument)
-		}
+		// CheckMemory checked the workspace for this grid.
 		sk, flags, partials = tiles%grid, g.Workspace, g.Workspace.Add(gemmFlagsBytes)
 	}
 	return dev.Launch(s, k, grid, a, b, c, g.C, int32(g.M), int32(g.N), int32(g.K), int64(g.LDC), g.Order,

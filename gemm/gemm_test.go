@@ -170,7 +170,8 @@ func TestGemmE4M3TwinMatchesReference(t *testing.T) {
 // stream-K pieces (here even for shallow shares): still within the bound
 // everywhere, the flags left down, and a workspace too small for the grid
 // refused before anything runs. Shares shallower than the threshold take
-// whole tiles and need no workspace.
+// whole tiles; a workspace given is still checked whole (its size is the
+// grid's, whether or not this launch goes stream-K).
 func TestGemmStreamKTwin(t *testing.T) {
 	t.Run("shallow", func(t *testing.T) {
 		r := newGemmRig(t, dtype.BF16, gemm.BNK, 130, 264, 640)
@@ -179,6 +180,12 @@ func TestGemmStreamKTwin(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, r.dev.Free(small)) })
 		r.g.Workspace = small
+		require.ErrorIs(t, gemm.Launch(r.dev, r.s, r.g), device.ErrInvalidArgument)
+		ws, err := r.dev.Alloc(gemm.WorkspaceBytes(r.g.Grid))
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, r.dev.Free(ws)) })
+		require.NoError(t, r.dev.CopyToDevice(ws, make([]byte, gemm.WorkspaceBytes(r.g.Grid))))
+		r.g.Workspace = ws
 		require.NoError(t, gemm.Launch(r.dev, r.s, r.g))
 		require.NoError(t, r.s.Synchronize(context.Background()))
 		r.check(t)
@@ -370,5 +377,27 @@ func TestGemmCheck(t *testing.T) {
 		"bf16 to fp16":           {func() gemm.Params { g := ok; g.Out = dtype.F16; return g }(), device.ErrNotSupported},
 	} {
 		require.ErrorIs(t, c.g.Check(), c.want, name)
+	}
+}
+
+// CheckMemory checks each operand's extent against its allocation, with
+// leading dimensions, before anything is enqueued; an extent too large to
+// count (2^30 rows 2^40 elements apart) is refused, not wrapped around.
+func TestGemmCheckMemory(t *testing.T) {
+	r := newGemmRig(t, dtype.BF16, gemm.BKN, 40, 24, 32)
+	require.NoError(t, r.g.CheckMemory(r.dev))
+	for name, g := range map[string]gemm.Params{
+		"A's rows further apart than its allocation holds": func() gemm.Params { g := r.g; g.LDA = 2 * g.K; return g }(),
+		"B one element into its allocation":                func() gemm.Params { g := r.g; g.B = g.B.Add(2); return g }(),
+		"C's rows wider than its allocation":               func() gemm.Params { g := r.g; g.LDC = g.N + 8; return g }(),
+		"a scale that is not device memory":                func() gemm.Params { g := r.g; g.ScaleA = 0x1000; return g }(),
+		"a workspace that is not device memory":            func() gemm.Params { g := r.g; g.Workspace = 0x1000; return g }(),
+		"an extent past 2^50 bytes": func() gemm.Params {
+			g := r.g
+			g.M, g.LDA = 1<<30, 1<<40
+			return g
+		}(),
+	} {
+		require.ErrorIs(t, g.CheckMemory(r.dev), device.ErrInvalidArgument, name)
 	}
 }

@@ -2,6 +2,7 @@ package gemm
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 
@@ -127,7 +128,7 @@ func gemmHost(in, out dtype.DType, layout BLayout) device.HostFunc {
 				gemmTileHook(rt, ct)
 			}
 			if err := g.tile(mem, in, out, layout, scale, rt, ct, gemmStreamK(t, grid, tiles, g.sk, kt)); err != nil {
-				return err
+				return errors.Join(err, g.abandon(mem, segs))
 			}
 			if err := g.signal(mem, segs, rt); err != nil {
 				return err
@@ -228,6 +229,21 @@ func (g gemmArgs) segmentTables(mem device.HostMemory) ([]byte, error) {
 
 // signal counts row tile rt in every segment it meets (the tables' list for
 // rt) and raises the segments it completes, resetting their counters.
+// abandon ends a launch that failed part-way: every segment's counter is
+// zeroed, as a complete launch leaves it, and every segment's signal
+// raised, so that no consumer waits out its timeout for tiles that will
+// not come; the launch's error then reaches it through the stream's events.
+// (A kernel that faults on a GPU ends its whole context instead.)
+func (g gemmArgs) abandon(mem device.HostMemory, segs []byte) error {
+	var errs []error
+	for s := 0; s < g.nsegs; s++ {
+		errs = append(errs, mem.Store32(g.counters.Add(int64(4*s)), 0))
+		rec := segs[gemmSegmentRecord*s:]
+		errs = append(errs, mem.Store32(device.Ptr(binary.LittleEndian.Uint64(rec[16:])), g.value))
+	}
+	return errors.Join(errs...)
+}
+
 func (g gemmArgs) signal(mem device.HostMemory, segs []byte, rt int) error {
 	if g.nsegs == 0 {
 		return nil

@@ -949,6 +949,17 @@ func TestFP8Operands(t *testing.T) {
 							return fmt.Errorf("%s: got %v, want ErrInvalidArgument", name, err)
 						}
 					}
+					// A scale that is not device memory is refused before
+					// anything is enqueued: the GEMM stream stays usable.
+					if err := g.RunScaled(ctx, a, b, gemmrs.Scales{A: 0x1000, B: sc.B}, out, s); !errors.Is(err, device.ErrInvalidArgument) {
+						return fmt.Errorf("a scale that is not device memory: got %v, want ErrInvalidArgument", err)
+					}
+					if err := g.RunScaled(ctx, a, b, sc, out, s); err != nil {
+						return fmt.Errorf("the valid call after a bad scale: %w", err)
+					}
+					if err := s.Synchronize(ctx); err != nil {
+						return fmt.Errorf("the valid call after a bad scale: %w", err)
+					}
 					return nil
 				})
 				require.NoError(t, err)

@@ -385,7 +385,11 @@ func (g *GemmRS) checkGemm(a, b Tensor, sc Scales, out Tensor) error {
 		return bad("nil A or B pointer")
 	}
 	if g.fp8() { // no other GEMM to fall back to
-		if err := g.ownSpec(a, b, sc).Check(); err != nil {
+		spec := g.ownSpec(a, b, sc)
+		if err := spec.Check(); err != nil {
+			return fmt.Errorf("gemmrs: %w", err)
+		}
+		if err := spec.CheckMemory(g.dev); err != nil { // the scales too
 			return fmt.Errorf("gemmrs: %w", err)
 		}
 	}

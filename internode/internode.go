@@ -53,6 +53,7 @@ import (
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 	"github.com/seed12530e24/hiercoll/symm"
 )
 
@@ -89,7 +90,7 @@ func ParseKind(s string) (Kind, error) {
 			return k, nil
 		}
 	}
-	return Auto, fmt.Errorf("internode: unknown transport %q (want auto, ipc, nccl or nvshmem): %w", s, device.ErrInvalidArgument)
+	return Auto, fmt.Errorf("internode: unknown transport %s (want auto, ipc, nccl or nvshmem): %w", hcerr.Quote(s), device.ErrInvalidArgument)
 }
 
 // Transport moves node-reduced blocks between rail peers.

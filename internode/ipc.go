@@ -25,16 +25,23 @@ type ipc struct {
 	credits symm.SignalPad // nnodes words, by receiving node (symm.Replayable)
 }
 
-func newIPC(ctx context.Context, ep Endpoint) (*ipc, error) {
-	nodes := ep.Place.Shape.Nodes
-	var l symm.Layout
-	t := &ipc{ep: ep}
-	arrived := l.AddPad("rail arrivals", nodes)
-	credits := l.AddPad("rail credits", nodes)
-	for i := range t.recv {
-		t.recv[i] = l.Add(fmt.Sprintf("rail receive %d", i), int64(nodes)*ep.BlockBytes)
+// ipcLayout is the transport's symmetric heap for nodes blocks of block
+// bytes: two signal pads and two receive sets (by call parity).
+func ipcLayout(nodes int, block int64) (l *symm.Layout, arrived, credits symm.Pad, recv [2]symm.Region) {
+	l = &symm.Layout{}
+	arrived = l.AddPad("rail arrivals", nodes)
+	credits = l.AddPad("rail credits", nodes)
+	for i := range recv {
+		recv[i] = l.Add(fmt.Sprintf("rail receive %d", i), int64(nodes)*block)
 	}
-	heap, err := symm.New(ctx, ep.Comm, ep.Dev, &l)
+	return l, arrived, credits, recv
+}
+
+func newIPC(ctx context.Context, ep Endpoint) (*ipc, error) {
+	t := &ipc{ep: ep}
+	l, arrived, credits, recv := ipcLayout(ep.Place.Shape.Nodes, ep.BlockBytes)
+	t.recv = recv
+	heap, err := symm.New(ctx, ep.Comm, ep.Dev, l)
 	if err != nil {
 		return nil, fmt.Errorf("internode: ipc: %w", err)
 	}

@@ -88,7 +88,7 @@ func (s Spec) check() (Spec, error) {
 	}
 	for _, kv := range s.Env {
 		if !strings.Contains(kv, "=") {
-			return bad("environment entry %q is not NAME=value", kv)
+			return bad("environment entry %s is not NAME=value", hcerr.Quote(kv))
 		}
 	}
 	if s.Grace == 0 {

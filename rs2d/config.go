@@ -7,6 +7,7 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 	"github.com/seed12530e24/hiercoll/internal/sizes"
 	"github.com/seed12530e24/hiercoll/internode"
 )
@@ -106,7 +107,7 @@ func ParseEngine(s string) (Engine, error) {
 	case "pull":
 		return EnginePull, nil
 	}
-	return EngineAuto, fmt.Errorf("rs2d: unknown engine %q (want auto, copy, sm, pull, ring or nvls): %w", s, device.ErrInvalidArgument)
+	return EngineAuto, fmt.Errorf("rs2d: unknown engine %s (want auto, copy, sm, pull, ring or nvls): %w", hcerr.Quote(s), device.ErrInvalidArgument)
 }
 
 // known reports whether e is one of the engines (unknown ones print as

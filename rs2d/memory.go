@@ -6,6 +6,7 @@ import (
 
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/internode"
 	"github.com/seed12530e24/hiercoll/intranode"
 	"github.com/seed12530e24/hiercoll/intranode/ce"
 	"github.com/seed12530e24/hiercoll/intranode/nvls"
@@ -21,25 +22,32 @@ import (
 //
 //	direct path: Node = MaxM × N × e (the scatter buffer, or the pull
 //	             engine's symmetric input) + pads
-//	             Rail = 3 × nnodes × B(MaxM/world)          (nnodes > 1)
+//	             Rail = 3 or 4 × nnodes × B(MaxM/world) + pads   (nnodes > 1)
 //	ring:        Node = channels × (lws−1) × slots × chunk + pads
-//	             Rail = 3 × nnodes × B(RailRows)            (nnodes > 1)
+//	             Rail = 3 or 4 × nnodes × B(RailRows) + pads     (nnodes > 1)
 //	pull, bound: Node = 2 × world × PullRows × N × e + pads
-//	             Rail = 3 × nnodes × B(PullRows)            (nnodes > 1)
+//	             Rail = 3 or 4 × nnodes × B(PullRows) + pads     (nnodes > 1)
 //
 // The pads are a few KiB of signal words. The rail's three sets are a
 // staging block per node and two receive sets (by call parity); the IPC
-// transport adds one 256-byte pad, and NVSHMEM, when it stages its puts,
-// one more set. Under a bound the ring's rail moves each call in rounds of
-// RailRows rows per destination block, so that its buffers stay bounded
-// too; the pull engine goes in rounds of PullRows rows (= RailRows) on one
-// node as across nodes.
+// transport adds two 256-byte pads, NVSHMEM a 256-byte pad and, when it
+// stages its puts, one more set. Rail counts all of it for the transport
+// configured, and for Auto the most any transport it may pick takes
+// (internode.RailBytes). Under a bound the ring's rail moves each call in
+// rounds of RailRows rows per destination block, so that its buffers stay
+// bounded too; the pull engine goes in rounds of PullRows rows (= RailRows)
+// on one node as across nodes.
 type Memory struct {
 	Engine Engine // the path: EngineRing, or the direct path's engine
 	// Node is the node stage's symmetric heap: the engine's buffers (the
-	// scatter buffer or the ring's FIFOs) and signal pads.
+	// scatter buffer, the pull engine's symmetric input or staging sets,
+	// the ring's FIFOs) and signal pads; with the NVLS engine, also the
+	// buffer bound to its multicast object (in whole 2 MiB granules).
 	Node int64
-	// Rail is the rail stage's buffers (0 on one node).
+	// Rail is the rail stage's buffers (0 on one node): with Transport
+	// Auto, the most that any transport Auto may pick takes (NVSHMEM
+	// across hosts stages its puts in a fourth set), so that a bound holds
+	// whichever it picks.
 	Rail int64
 	// RailRows is the rows of each destination's block that one rail
 	// round carries: MaxM/world (one round per call) unless the ring
@@ -191,11 +199,33 @@ func (p planner) nodeLayout(ring *ringengine.Shape) (*symm.Layout, intranode.Mak
 // rows rows.
 func (p planner) railBlock(rows int) int64 { return alignUp(int64(rows)*p.rowBytes(), symm.Align) }
 
+// railBytes is the rail stage's memory for rounds of rows rows: the
+// staging set and the transport's (internode.RailBytes; for Auto, the most
+// any transport it may pick takes).
 func (p planner) railBytes(rows int) int64 {
 	if n := p.place.Shape.Nodes; n > 1 {
-		return 3 * int64(n) * p.railBlock(rows)
+		proto := symm.Growing
+		if p.cfg.Graphs {
+			proto = symm.Replayable
+		}
+		return internode.RailBytes(p.cfg.Transport, proto, n, p.railBlock(rows))
 	}
 	return 0
+}
+
+// railRowsWithin is the most rows, up to rows, whose rail rounds take at
+// most budget bytes (0 when not even an empty round fits).
+func (p planner) railRowsWithin(rows int, budget int64) int {
+	lo, hi := 0, rows // p.railBytes(lo) <= budget is kept, once lo > 0
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if p.railBytes(mid) <= budget {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
 }
 
 func (p planner) rowsPerRank() int { return p.cfg.MaxM / p.place.Shape.World() }
@@ -204,7 +234,23 @@ func (p planner) rowsPerRank() int { return p.cfg.MaxM / p.place.Shape.World() }
 func (p planner) direct() Memory {
 	l, _, _, _ := p.nodeLayout(nil)
 	rows := p.rowsPerRank()
-	return Memory{Engine: p.cfg.Engine, Node: l.Size(), Rail: p.railBytes(rows), RailRows: rows}
+	node := l.Size()
+	if p.cfg.Engine == EngineNVLS {
+		node += p.nvlsBound()
+	}
+	return Memory{Engine: p.cfg.Engine, Node: node, Rail: p.railBytes(rows), RailRows: rows}
+}
+
+// nvlsGranularity is the multicast granularity the plan assumes: the
+// driver's minimum on Hopper (2 MiB; the CPU backend's is smaller).
+const nvlsGranularity = 2 << 20
+
+// nvlsBound is the NVLS engine's buffer bound to the multicast object:
+// world blocks of MaxM/world rows at the engine's stride (intranode), whole
+// multicast granules.
+func (p planner) nvlsBound() int64 {
+	stride := alignUp(int64(p.rowsPerRank())*p.rowBytes(), nvls.Vector)
+	return alignUp(int64(p.place.Shape.World())*stride, nvlsGranularity)
 }
 
 // ringShape is the ring's shape from the knobs and defaults, before any
@@ -246,8 +292,7 @@ func (p planner) ring() (Memory, error) {
 	}
 	m.Ring, m.Node = shape, p.ringNode(shape)
 	if p.place.Shape.Nodes > 1 {
-		block := (bound - m.Node) / (3 * int64(p.place.Shape.Nodes)) / symm.Align * symm.Align
-		m.RailRows = int(min(int64(rows), block/p.rowBytes()))
+		m.RailRows = p.railRowsWithin(rows, bound-m.Node)
 		m.Rail = p.railBytes(m.RailRows)
 	}
 	if m.RailRows < 1 || m.Total() > bound {

@@ -86,12 +86,18 @@ func runWorld(t *testing.T, spec runSpec) {
 	defer cancel()
 	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		rank := r.Comm.Rank()
+		before := r.Dev.(*sim.Device).MemoryInUse()
 		cfg.Tuning = spec.knobs
 		rs, err := rs2d.New(ctx, r.Comm, r.Dev, cfg)
 		if err != nil {
 			return err
 		}
 		defer rs.Close()
+		// The planner counts every byte New allocates, and a bound holds.
+		if made := r.Dev.(*sim.Device).MemoryInUse() - before; made > rs.Memory().Total() ||
+			(cfg.MaxSymmetricBytes > 0 && made > cfg.MaxSymmetricBytes) {
+			return fmt.Errorf("rank %d: New allocated %d bytes; the plan is %v, the bound %d", rank, made, rs.Memory(), cfg.MaxSymmetricBytes)
+		}
 		if spec.inspect != nil {
 			if err := spec.inspect(rs); err != nil {
 				return err

@@ -16,7 +16,10 @@ import (
 // a timeout naming the word it waited on, which is raised by the next rank
 // along, not necessarily by the one that stalled: on 2 × 2, rank 1 waits
 // for its rail peer, rank 3, while rank 3 waits for rank 2, which never
-// called. Close, which every rank calls, finds the rank that stalled first:
+// called. The CPU backend's timeout also names the waits stuck beside it
+// (rank 3's for rank 2 among them); a GPU's stream synchronize that runs
+// out names no word. Close, which every rank calls, finds the rank that
+// stalled first:
 // its barrier is an all-gather of how many calls each rank made, and a rank
 // that made fewer than the others, or never came, is named with its node
 // and local rank.

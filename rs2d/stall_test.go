@@ -19,9 +19,10 @@ import (
 
 // On 2 × 2, rank 2 (node 1, local rank 0) never calls. The device timeouts
 // name the word each rank waited on (rank 1's is its rail peer's, rank 3's
-// block, though rank 3 is alive and itself waits for rank 2); at Close the
-// ranks compare their call counts and every rank's Close names rank 2, with
-// its node and local rank.
+// block, though rank 3 is alive and itself waits for rank 2) and the waits
+// stuck beside it, among them those for rank 2, so that the first error a
+// user reads names the missing rank; at Close the ranks compare their call
+// counts and every rank's Close names rank 2, with its node and local rank.
 func TestCloseNamesTheRankThatNeverCalled(t *testing.T) {
 	for _, engine := range engines {
 		t.Run(engine.String(), func(t *testing.T) {
@@ -59,6 +60,9 @@ func TestCloseNamesTheRankThatNeverCalled(t *testing.T) {
 				require.ErrorIs(t, syncErrs[rank], device.ErrTimeout, "rank %d", rank)
 			}
 			require.ErrorContains(t, syncErrs[1], "rail block from rank 3 (node 1, local rank 1), sent once every rank of node 1")
+			for _, rank := range []int{0, 1, 3} {
+				require.ErrorContains(t, syncErrs[rank], "rank 2 (node 1, local rank 0)", "rank %d", rank)
+			}
 			for rank, err := range closeErrs {
 				var se *rs2d.StallError
 				require.ErrorAs(t, err, &se, "rank %d: %v", rank, err)

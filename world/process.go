@@ -10,6 +10,7 @@ import (
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/device/cuda"
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 )
 
 // EnvDevice overrides the GPU a process rank uses (default LOCAL_RANK).
@@ -48,7 +49,7 @@ func openRankGPU(comm bootstrap.Comm) (device.Device, error) {
 	if v := os.Getenv(EnvDevice); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			return nil, fmt.Errorf("world: %s=%q is not a GPU ordinal: %w", EnvDevice, v, device.ErrInvalidArgument)
+			return nil, fmt.Errorf("world: %s=%s is not a GPU ordinal: %w", EnvDevice, hcerr.Quote(v), device.ErrInvalidArgument)
 		}
 		ordinal = n
 	}

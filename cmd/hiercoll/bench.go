@@ -12,7 +12,9 @@ import (
 
 	"github.com/seed12530e24/hiercoll/benchmarks"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 	"github.com/seed12530e24/hiercoll/internal/plot"
+	"github.com/seed12530e24/hiercoll/internal/sizes"
 )
 
 func runBench(ctx context.Context, args []string) error {
@@ -151,7 +153,9 @@ func benchChart(rows []benchmarks.BenchRow, world int, d dtype.DType) plot.Chart
 	return chart
 }
 
-// parseSizes reads "1M,32M,2G".
+// parseSizes reads "1M,32M,2G". Each size is at most sizes.Max (1 PiB): a
+// number whose product with its suffix would pass that is refused rather than
+// wrapped around to 0, a small or a negative size.
 func parseSizes(s string) ([]int64, error) {
 	var out []int64
 	for _, typed := range strings.Split(s, ",") {
@@ -167,9 +171,13 @@ func parseSizes(s string) ([]int64, error) {
 		}
 		v, err := strconv.ParseInt(f, 10, 64)
 		if err != nil || v <= 0 {
-			return nil, fmt.Errorf("size %q: want a positive number with an optional K, M or G suffix", strings.TrimSpace(typed))
+			return nil, fmt.Errorf("size %s: want a positive number with an optional K, M or G suffix", hcerr.Quote(strings.TrimSpace(typed)))
 		}
-		out = append(out, v*mult)
+		n, ok := sizes.Product(v, mult)
+		if !ok {
+			return nil, fmt.Errorf("size %s: more than 2^50 bytes (1 PiB)", hcerr.Quote(strings.TrimSpace(typed)))
+		}
+		out = append(out, n)
 	}
 	return out, nil
 }

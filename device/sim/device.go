@@ -50,7 +50,12 @@ type Device struct {
 	mu      sync.Mutex
 	closed  bool
 	streams atomic.Int64 // serial for stream names
+	inUse   atomic.Int64 // bytes of its own allocations not yet freed
 }
+
+// MemoryInUse reports the bytes this device's own allocations hold (peer
+// views not counted): what a memory bound on one rank limits.
+func (d *Device) MemoryInUse() int64 { return d.inUse.Load() }
 
 var _ device.Device = (*Device)(nil)
 

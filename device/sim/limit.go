@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/internal/hcerr"
 )
 
 // EnvMemory caps the bytes that all simulated GPUs of a process hold at once
@@ -51,7 +52,7 @@ func memoryLimit() (int64, error) {
 	if v := os.Getenv(EnvMemory); v != "" {
 		n, err := parseBytes(v)
 		if err != nil {
-			return 0, fmt.Errorf("sim: %s=%q: %v: %w", EnvMemory, v, err, device.ErrInvalidArgument)
+			return 0, fmt.Errorf("sim: %s=%s: %v: %w", EnvMemory, hcerr.Quote(v), err, device.ErrInvalidArgument)
 		}
 		return n, nil
 	}

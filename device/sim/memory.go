@@ -30,6 +30,11 @@ type Host struct {
 	chMu    sync.Mutex
 	changed chan struct{}
 
+	// The waits on this host's words that are blocked, or timed out of
+	// late, so that a timeout can name the waits stuck beside it (stuck.go).
+	stuckMu sync.Mutex
+	stuck   map[*stuckWait]struct{}
+
 	// Simulated multicast objects and their mappings (multicast.go).
 	mcMu      sync.Mutex
 	mcObjects map[uint64]*mcObject
@@ -93,6 +98,7 @@ func (h *Host) alloc(owner *Device, size int64) (device.Ptr, error) {
 	r := &region{base: base, data: data, owner: owner, handle: uint64(base)}
 	h.regions = append(h.regions, r) // addresses only grow: stays sorted
 	live.allocs.Add(1)
+	owner.inUse.Add(size)
 	return base, nil
 }
 
@@ -182,16 +188,22 @@ func (h *Host) waitOr(stream string, timeout time.Duration, w device.Word, cmp d
 	}
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
+	var me *stuckWait // registered once the wait blocks
 	for {
 		changed := h.changes() // before the check: no lost wake-up
 		got := atomic.LoadUint32(word)
 		if cmp.Holds(got, v) || aborted() {
+			h.unstick(me)
 			return nil
+		}
+		if me == nil {
+			me = h.stick(stream, w, timeout)
 		}
 		select {
 		case <-changed:
 		case <-deadline.C:
-			return &device.TimeoutError{Stream: stream, Word: w, Cmp: cmp, Want: v, Got: atomic.LoadUint32(word), After: timeout}
+			return &device.TimeoutError{Stream: stream, Word: w, Cmp: cmp, Want: v, Got: atomic.LoadUint32(word), After: timeout,
+				Beside: h.timedOut(me)}
 		}
 	}
 }
@@ -257,6 +269,7 @@ func (h *Host) free(p device.Ptr, owner *Device) error {
 		if r.base == p && r.owner == owner && !r.freed {
 			r.freed = true
 			live.allocs.Add(-1)
+			owner.inUse.Add(-int64(len(r.data)))
 			if r.views == 0 {
 				h.regions = append(h.regions[:i], h.regions[i+1:]...)
 				unreserve(int64(len(r.data)))

@@ -8,6 +8,7 @@ package hcerr
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -41,14 +42,22 @@ type TimeoutError struct {
 	Got   uint32
 	After time.Duration
 	What  string // for other waits: "event", "stream synchronize"
+	// Beside names other waits that were stuck when this one ran out
+	// ("stream waits for word"), where the backend knows them: the rank a
+	// wait was for may itself wait for the one that stalled.
+	Beside []string
 }
 
 func (e *TimeoutError) Error() string {
 	if e.What != "" {
 		return fmt.Sprintf("%s: %s did not complete within %v", e.Stream, e.What, e.After)
 	}
-	return fmt.Sprintf("%s: waited %v for %v to become %v %d; it holds %d",
+	s := fmt.Sprintf("%s: waited %v for %v to become %v %d; it holds %d",
 		e.Stream, e.After, e.Word, e.Cmp, e.Want, e.Got)
+	if len(e.Beside) > 0 {
+		s += "; stuck beside it: " + strings.Join(e.Beside, "; ")
+	}
+	return s
 }
 
 // Is makes errors.Is(err, ErrTimeout) true.

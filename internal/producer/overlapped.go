@@ -22,6 +22,7 @@ type Overlapped struct {
 	// ready); done joins the GEMM stream back; start and end time the GEMM
 	// of the last call.
 	ready, done, start, end device.Event
+	calls                   uint64 // calls whose GEMM was enqueued: done marks the last one's
 }
 
 // NewOverlapped makes the producer, the GEMM stream and the events of
@@ -99,10 +100,45 @@ func (o *Overlapped) enqueueGemm(s device.Stream, spec gemm.Params, order []int,
 	if err := o.producer.Enqueue(o.stream, spec, order, sig); err != nil {
 		return true, fmt.Errorf("the own GEMM: %w", err)
 	}
+	o.calls++
 	if err := o.end.Record(o.stream); err != nil {
 		return true, err
 	}
 	return true, o.done.Record(o.stream)
+}
+
+// Recover checks whether the last call's GEMM failed on the GEMM stream
+// (whose errors are sticky); if it did, it replaces the stream and returns
+// an error naming that call and why, after which the next call may run.
+// Where the stream cannot be replaced, it and every later call return an
+// error saying the producer is broken.
+func (o *Overlapped) Recover() error {
+	if o.stream == nil {
+		return fmt.Errorf("the own GEMM's stream is gone after an earlier failure; make a new context: %w", device.ErrClosed)
+	}
+	finished, failed := o.done.Done()
+	if !finished || failed == nil {
+		return nil
+	}
+	cause := fmt.Errorf("the own GEMM of overlapped call %d on this context failed on its stream (that call's output is not valid): %w", o.calls, failed)
+	err := o.stream.Close()
+	o.stream = nil
+	var fresh device.Stream
+	if err == nil {
+		fresh, err = o.dev.NewStream(device.Normal)
+	}
+	if err == nil {
+		// A record on the new stream clears the failure that done carries.
+		err = o.done.Record(fresh)
+	}
+	if err != nil {
+		if fresh != nil {
+			err = errors.Join(err, fresh.Close())
+		}
+		return errors.Join(cause, fmt.Errorf("the GEMM stream could not be replaced, so the producer is broken: %w", err))
+	}
+	o.stream = fresh
+	return fmt.Errorf("%w; the GEMM stream is replaced and the next call may proceed", cause)
 }
 
 // joinBack makes s wait for all work queued so far on the GEMM stream.
