@@ -18,8 +18,9 @@ var gemmSource string
 // TMA, setmaxnreg), so it is compiled for sm_90a.
 //
 // Inputs and outputs: bf16 or fp16 in and out (B [K, N] or [N, K]), or fp8
-// e4m3 in with per-tensor scales and bf16 or fp16 out (B [N, K] only: the
-// tensor cores read 8-bit operands K-major, as cuBLASLt's fp8 GEMMs do).
+// e4m3 in with per-tensor, row-wise or block-wise scales (Scaling) and bf16
+// or fp16 out (B [N, K] only: the tensor cores read 8-bit operands K-major,
+// as cuBLASLt's fp8 GEMMs do).
 var module = &device.Module{Name: "hiercoll_gemm", Source: gemmSource, Arch: "sm_90a"}
 
 // The GEMM's tile: TileM × tileN outputs per CTA step, tileK
@@ -77,36 +78,44 @@ func tileKOf(dt dtype.DType) int {
 	return tileK
 }
 
-// gemmKey picks a kernel: the input and output dtypes, B's layout, and tma:
+// gemmKey picks a kernel: the input and output dtypes, B's layout, tma:
 // whether C is stored with TMA (16-byte aligned rows), else straight from
-// registers.
+// registers, and the scaling of e4m3 inputs (PerTensor for the others).
 type gemmKey struct {
 	in, out dtype.DType
 	layout  BLayout
 	tma     bool
+	scaling Scaling
 }
 
 var gemmKernels = map[gemmKey]*device.Kernel{}
 
 func init() {
-	add := func(in, out dtype.DType, layout BLayout) {
+	// Kernel names: hc_gemm_<in>[_<out>]_<layout>[_row|_block][_odd], as
+	// gemm.cu instantiates them.
+	add := func(in, out dtype.DType, layout BLayout, scaling Scaling) {
 		for _, tma := range []bool{true, false} {
 			name := fmt.Sprintf("hc_gemm_%v_%v", in, layout)
 			if in != out {
 				name = fmt.Sprintf("hc_gemm_%v_%v_%v", in, out, layout)
 			}
+			if scaling != PerTensor {
+				name += "_" + scaling.String()
+			}
 			if !tma {
 				name += "_odd"
 			}
-			gemmKernels[gemmKey{in, out, layout, tma}] = &device.Kernel{
-				Module: module, Name: name, Block: gemmThreads, Shared: gemmShared, Host: gemmHost(in, out, layout),
+			gemmKernels[gemmKey{in, out, layout, tma, scaling}] = &device.Kernel{
+				Module: module, Name: name, Block: gemmThreads, Shared: gemmShared, Host: gemmHost(in, out, layout, scaling),
 			}
 		}
 	}
 	for _, dt := range []dtype.DType{dtype.BF16, dtype.F16} {
-		add(dt, dt, BKN)
-		add(dt, dt, BNK)
-		add(dtype.E4M3, dt, BNK)
+		add(dt, dt, BKN, PerTensor)
+		add(dt, dt, BNK, PerTensor)
+		for _, sc := range []Scaling{PerTensor, RowWise, BlockWise} {
+			add(dtype.E4M3, dt, BNK, sc)
+		}
 	}
 }
 
@@ -128,8 +137,13 @@ type Params struct {
 	// Out is C's element type: bf16 or fp16, DType's where 0 (e4m3 needs
 	// one).
 	Out dtype.DType
-	// ScaleA and ScaleB, for e4m3 inputs, are each a device fp32 (0: 1):
-	// C = ScaleA·ScaleB·(A·B), as torch._scaled_mm's per-tensor scales.
+	// Scaling is how ScaleA and ScaleB apply to e4m3 inputs (PerTensor
+	// for the others).
+	Scaling Scaling
+	// ScaleA and ScaleB, for e4m3 inputs, are device fp32 scales laid out
+	// as Scaling says: per tensor each one fp32 (0: 1), C =
+	// ScaleA·ScaleB·(A·B), as torch._scaled_mm's per-tensor scales; row-
+	// and block-wise arrays (both needed).
 	ScaleA, ScaleB device.Ptr
 	// Grid is the CTAs (0: one per SM, at most one per tile).
 	Grid int
@@ -298,10 +312,14 @@ func (g Params) Check() error {
 		return bad("e4m3 inputs need an output dtype (bf16 or fp16)")
 	case g.DType != dtype.E4M3 && (g.ScaleA != 0 || g.ScaleB != 0):
 		return bad("scales are for e4m3 inputs, not %v", g.DType)
-	case g.DType == dtype.E4M3 && !g.BT:
+	}
+	if err := g.checkScales(); err != nil {
+		return err
+	}
+	if g.DType == dtype.E4M3 && !g.BT {
 		return fmt.Errorf("gemm: gemm of e4m3: B must be [N, K] (K-major; the tensor cores read 8-bit operands so): %w", device.ErrNotSupported)
 	}
-	if _, ok := gemmKernels[gemmKey{g.DType, g.Out, g.layout(), true}]; !ok {
+	if _, ok := gemmKernels[gemmKey{g.DType, g.Out, g.layout(), true, g.Scaling}]; !ok {
 		return fmt.Errorf("gemm: gemm of %v to %v: only bf16 and fp16 in and out, or e4m3 to either: %w", g.DType, g.Out, device.ErrNotSupported)
 	}
 	a, b := g.maps()
@@ -320,13 +338,16 @@ func Launch(dev device.Device, s device.Stream, g Params) error {
 		return err
 	}
 	g = g.dense()
+	if err := g.checkScaleRanges(dev); err != nil {
+		return err
+	}
 	a, b := g.maps()
 	c := g.cMap()
 	tma := c.Check() == nil
 	if !tma {
 		c = a // unused by the kernel that stores from registers
 	}
-	k := gemmKernels[gemmKey{g.DType, g.Out, g.layout(), tma}]
+	k := gemmKernels[gemmKey{g.DType, g.Out, g.layout(), tma, g.Scaling}]
 	tiles := rowTilesOf(g.M) * colTilesOf(g.N)
 	grid := g.Grid
 	if grid == 0 {
