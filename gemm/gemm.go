@@ -332,15 +332,22 @@ func (g Params) Check() error {
 	return nil
 }
 
-// Launch enqueues g on s (checked first; see Params.Check).
-func Launch(dev device.Device, s device.Stream, g Params) error {
+// CheckOn is Check, and, for row-wise and block-wise scales, that the
+// scale arrays lie inside their allocations on dev (the kernel reads them
+// without bounds).
+func (g Params) CheckOn(dev device.Device) error {
 	if err := g.Check(); err != nil {
 		return err
 	}
-	g = g.dense()
-	if err := g.checkScaleRanges(dev); err != nil {
+	return g.dense().checkScaleRanges(dev)
+}
+
+// Launch enqueues g on s (checked first; see Params.CheckOn).
+func Launch(dev device.Device, s device.Stream, g Params) error {
+	if err := g.CheckOn(dev); err != nil {
 		return err
 	}
+	g = g.dense()
 	a, b := g.maps()
 	c := g.cMap()
 	tma := c.Check() == nil
