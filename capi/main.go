@@ -42,4 +42,7 @@ const (
 	_ = uint(layoutKN-C.HC_B_KN) + uint(C.HC_B_KN-layoutKN)
 	_ = uint(layoutNK-C.HC_B_NK) + uint(C.HC_B_NK-layoutNK)
 	_ = uint(graphs-C.HC_GRAPHS) + uint(C.HC_GRAPHS-graphs)
+	_ = uint(scaleTensor-C.HC_SCALE_TENSOR) + uint(C.HC_SCALE_TENSOR-scaleTensor)
+	_ = uint(scaleRow-C.HC_SCALE_ROW) + uint(C.HC_SCALE_ROW-scaleRow)
+	_ = uint(scaleBlock-C.HC_SCALE_BLOCK) + uint(C.HC_SCALE_BLOCK-scaleBlock)
 )
