@@ -42,8 +42,11 @@ func TestGemmCompilesAndLoadsOnGPU(t *testing.T) {
 // looser than the twin's: Hopper's tensor cores add fp8 products with
 // fewer bits than fp32 (2^-9 of the magnitudes' sum per 128-deep k tile
 // here, far below what a misplaced scale costs: of the order of the value).
+// First every kernel of the module loads without spills (as the test
+// above, but from the default cache, $HIERCOLL_CACHE_DIR, so that later
+// runs of the library find them compiled).
 func TestGemmScalingsOnGPU(t *testing.T) {
-	d, err := cuda.Open(0, cuda.Options{KernelCacheDir: t.TempDir()})
+	d, err := cuda.Open(0, cuda.Options{})
 	if errors.Is(err, device.ErrNotSupported) {
 		t.Skipf("no CUDA device: %v", err)
 	}
@@ -51,6 +54,15 @@ func TestGemmScalingsOnGPU(t *testing.T) {
 	defer func() { require.NoError(t, d.Close()) }()
 	if d.Arch() != "sm_90" {
 		t.Skipf("the GEMM is for sm_90 (Hopper); this device is %s", d.Arch())
+	}
+	// Every instantiation compiles and loads from this cache (the Python
+	// and CLI runs after this test find them there), accumulators in
+	// registers.
+	for _, k := range gemm.Kernels() {
+		res, err := d.Resources(k)
+		require.NoError(t, err, k.Name)
+		t.Logf("%s: %d registers, %d bytes of local memory", k.Name, res.Registers, res.LocalBytes)
+		require.Zero(t, res.LocalBytes, "%s spills to local memory", k.Name)
 	}
 	gpuTolerance := func(c scaledCase) func(exact, abs float64) float64 {
 		kb := float64((c.k + gemm.ScaleBlock - 1) / gemm.ScaleBlock)
