@@ -467,13 +467,24 @@ __device__ __forceinline__ void gm_gather(float* d, const float* partials, u32* 
   }
 }
 
+// gm_fence_operands pins n registers of r in place in the instruction
+// order: reads of them after it cannot move above it, writes before it
+// cannot sink below it (wgmma writes its accumulators asynchronously: the
+// compiler, which does not know that, must not read them before the wait).
+template <int N>
+__device__ __forceinline__ void gm_fence_operands(float* r) {
+#pragma unroll
+  for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
+}
+
 // gm_mainloop_block is a consumer's mainloop with block-wise scales, over k
 // tiles [kb, ke) of tile (rt, ct), the stages counted by it: per k tile
 // (128 deep: one block of A's and of B's scales) and per 128-column half h
 // of the tile (one 128 x 128 block of B), the half's product goes into tmp
-// (4 wgmma m64n128k32, the first with scale-d 0: overwriting tmp), is waited for, and is
-// promoted into the fp32 accumulators:
-//   d[64·h + j] += tmp[j] · (sa[k, row(j)] · sb[2·ct + h, k]).
+// (4 wgmma m64n128k32, the first with scale-d 0: overwriting tmp), is
+// waited for, and is promoted into the fp32 accumulators:
+//   d[64·h + j] += tmp[j] · (sa[k, row(j)] · sb[2·ct + h, k])
+// (one fused multiply-add per accumulator per k tile).
 // Splitting the tile's columns in halves answers both constraints at once:
 // tmp holds 64 fp32, not 128 (128 accumulators + 128 temporaries would not
 // fit setmaxnreg's 232 registers; 128 + 64 + addressing does), and each
@@ -511,7 +522,8 @@ __device__ __forceinline__ void gm_mainloop_block(float* d, int kb, int ke, int&
     gm_bar_wait(bars + 8 * s, (it / GM_STAGES) & 1);
 #pragma unroll
     for (int h = 0; h < 2; h++) {
-      gm_wgmma_fence();  // tmp was read by the last promotion
+      gm_fence_operands<64>(tmp);  // the last promotion's reads of tmp stay before these wgmmas
+      gm_wgmma_fence();             // tmp was read by other instructions
 #pragma unroll
       for (int ks = 0; ks < GM_BK_BYTES / 32; ks++) {
         const u64 da = gm_desc(sa + s * GM_A_STAGE + cw * (64 * 128) + ks * 32, 16, 1024);
@@ -522,6 +534,7 @@ __device__ __forceinline__ void gm_mainloop_block(float* d, int kb, int ke, int&
       }
       gm_wgmma_commit();
       gm_wgmma_wait<0>();
+      gm_fence_operands<64>(tmp);  // tmp is read only after the wait
       if (h == 1 && lane == 0) gm_bar_arrive(bars + 8 * (GM_STAGES + s));
       const float bs = h == 0 ? b0 : b1;
       const float s0 = a0 * bs, s1 = a1 * bs;  // row and row + 8
