@@ -5,11 +5,13 @@
 # needs build/gemm.test, build/hiercoll and build/libhiercoll.so); logs go to
 # $OUT (default ./gpu-out), one file per step, a summary in $OUT/summary.txt.
 # About 4-5 minutes; each step is bounded (STEP_TIMEOUT, default 150 s).
-#   1-2. every GEMM kernel (the 8 new ones among them) compiles with NVRTC
-#      for sm_90a into the kernel cache, loads, and keeps its accumulators in
+#   1. every GEMM kernel (the 8 new ones among them) compiles with NVRTC for
+#      sm_90a into the kernel cache, loads, and keeps its accumulators in
 #      registers (no local memory; registers per kernel in the log); then
 #      the fp8 kernels of each scaling against fp64 at every tail, stream-K
 #      included (gemm.test TestGemmScalingsOnGPU);
+#   2. the Python tests of fp8 (test_hiercoll.py -k fp8: each scaling in
+#      torch's layouts, exact results, the shape errors);
 #   3. hiercoll.gemm beside torch._scaled_mm with the same scaling at the
 #      issue's four shapes (gemm_fp8.py, checked against fp64 first);
 #   4. ReduceScatter2D.scaled_matmul_reduce_scatter on 2 ranks sharing the
@@ -25,6 +27,7 @@ SHAPES=8192x8192x7168,16384x4096x3584,4096x8192x2048,8192x8192x14336
 date -u +"run at %Y-%m-%dT%H:%M:%SZ" | tee "$OUT/when.txt"
 nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv >>"$OUT/when.txt" 2>&1
 step gemm-scalings timeout "$T" build/gemm.test -test.v -test.count=1 -test.run TestGemmScalingsOnGPU
+step py-fp8 timeout "$T" python3 -m pytest -q python/tests/test_hiercoll.py -k fp8
 for sc in tensor row block; do
 	step "fp8-gemm-$sc" timeout "$T" torchrun --nproc-per-node 1 benchmarks/torch/gemm_fp8.py --scaling "$sc" \
 		--shapes "$SHAPES" --rounds 3 --iters 10
@@ -40,6 +43,7 @@ done
 {
 	grep -h "registers" "$OUT/gemm-scalings.txt"
 	grep -hE "^(--- |ok|FAIL|PASS)" "$OUT/gemm-scalings.txt"
+	tail -n 3 "$OUT/py-fp8.txt"
 	grep -hE "x[0-9]+ .*(ok|FAILED)|FAILED|n/a|Error" "$OUT"/fp8-*.txt
 	grep -hE "^[0-9]+x[0-9]+x[0-9]+ |error" "$OUT"/bench-gemm-*.txt
 } >"$OUT/summary.txt" 2>&1
