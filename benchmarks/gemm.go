@@ -2,6 +2,7 @@ package benchmarks
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -67,8 +68,13 @@ type GemmOptions struct {
 	// per shape. Its Mode is the path Run takes (the "picks" column); both
 	// paths are timed whatever it is. Its Tuning is the knobs.
 	Config gemmrs.Config
-	Iters  int // calls per timed measurement (0: 20 on GPUs, 2 on the CPU)
-	Reps   int // measurements of each path, alternating; the best is kept
+	// Scaling is how e4m3 operands (Config.Input) are scaled: per tensor
+	// by unit scales, row-wise or block-wise by powers of two from 2^-2 to
+	// 2^2 drawn per row, column or block (so the fp64 reference stays
+	// exact).
+	Scaling gemm.Scaling
+	Iters   int // calls per timed measurement (0: 20 on GPUs, 2 on the CPU)
+	Reps    int // measurements of each path, alternating; the best is kept
 	// Samples is how many output elements per rank are checked against
 	// the exact fp64 sum (0: 64 on GPUs, every element of small outputs).
 	Samples int
@@ -217,8 +223,10 @@ func gemmBench(ctx context.Context, r world.Rank, o GemmOptions) (err error) {
 	}
 
 	types := o.DType.String()
-	if o.Config.Input == dtype.E4M3 {
+	if o.Config.Input == dtype.E4M3 && o.Scaling == gemm.PerTensor {
 		types = fmt.Sprintf("e4m3 operands (unit scales, B as [N, K/world]) to %v", o.DType)
+	} else if o.Config.Input == dtype.E4M3 {
+		types = fmt.Sprintf("e4m3 operands (%v-wise scales of 2^-2..2^2, B as [N, K/world]) to %v", o.Scaling, o.DType)
 	}
 	p.Printf("hiercoll bench-gemm: GEMM + ReduceScatter2D over %s, %s, K split over %d ranks\n", o.Title, types, r.Comm.Size())
 	if !gpu {
@@ -291,13 +299,56 @@ func usOrDash(d time.Duration) string {
 // element, so that any rank can compute any element of the reference
 // without holding the other ranks' matrices: uniform in [-1, 1), rounded
 // to the dtype dt; out is the product's dtype (dt's unless dt is e4m3).
+// With a row-wise or block-wise scaling (e4m3), each rank's scales too.
 type gemmInputs struct {
 	seed      uint64
 	dt, out   dtype.DType
 	world     int
 	n, kLocal int
 	rowsPer   int
+	scaling   gemm.Scaling
 	scratch   [4]byte // for value's rounding
+}
+
+// scale is element idx of rank q's scales of which (0: A, 1: B), as
+// gemm.Scaling lays them out: a power of two from 2^-2 to 2^2 (products of
+// scales and elements stay exact in fp64).
+func (in *gemmInputs) scale(q, which int, idx int64) float64 {
+	h := mix64(mix64(in.seed^uint64(q)<<40^uint64(which+2)<<56) + uint64(idx))
+	return math.Ldexp(1, int(h%5)-2)
+}
+
+// scales is rank q's product of the scales of A's element (row, k) and
+// B's element (k, j) (1 per tensor: the benchmark's unit scales).
+func (in *gemmInputs) scales(q, row, j, k int) float64 {
+	switch in.scaling {
+	case gemm.RowWise:
+		return in.scale(q, 0, int64(row)) * in.scale(q, 1, int64(j))
+	case gemm.BlockWise:
+		m, kb := int64(in.rowsPer*in.world), int64((in.kLocal+gemm.ScaleBlock-1)/gemm.ScaleBlock)
+		return in.scale(q, 0, int64(k/gemm.ScaleBlock)*m+int64(row)) * in.scale(q, 1, int64(j/gemm.ScaleBlock)*kb+int64(k/gemm.ScaleBlock))
+	}
+	return 1
+}
+
+// uploadScales writes rank q's scale arrays (gemm.ScaleCounts of them) to
+// a and b.
+func (in *gemmInputs) uploadScales(dev device.Device, a, b device.Ptr, q int) error {
+	na, nb := gemm.ScaleCounts(in.scaling, in.rowsPer*in.world, in.n, in.kLocal)
+	for _, x := range []struct {
+		p     device.Ptr
+		which int
+		n     int
+	}{{a, 0, na}, {b, 1, nb}} {
+		host := make([]byte, 4*x.n)
+		for i := 0; i < x.n; i++ {
+			binary.LittleEndian.PutUint32(host[4*i:], math.Float32bits(float32(in.scale(q, x.which, int64(i)))))
+		}
+		if err := dev.CopyToDevice(x.p, host); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func mix64(x uint64) uint64 { // splitmix64's finaliser
@@ -345,6 +396,9 @@ func (in *gemmInputs) expected(q, i, j int) (exact, absSum float64) {
 	for r := 0; r < in.world; r++ {
 		for k := 0; k < in.kLocal; k++ {
 			prod := in.value(r, 0, row*int64(in.kLocal)+int64(k)) * in.value(r, 1, int64(k)*int64(in.n)+int64(j))
+			if in.scaling != gemm.PerTensor {
+				prod *= in.scales(r, int(row), j, k)
+			}
 			exact += prod
 			absSum += math.Abs(prod)
 		}
@@ -366,7 +420,8 @@ type gemmCase struct {
 	g         *gemmrs.GemmRS
 	in        *gemmInputs
 	a, b, out gemmrs.Tensor
-	refOut    device.Ptr // NCCL's output, with a reference
+	sc        gemmrs.Scales // e4m3's (unit per tensor: none)
+	refOut    device.Ptr    // NCCL's output, with a reference
 }
 
 func gemmShape(ctx context.Context, r world.Rank, o GemmOptions, shape GemmShape, seed uint64, ref *Reference,
@@ -452,20 +507,31 @@ func (c *gemmCase) allocate(seed uint64) (free func() error, err error) {
 	if c.ref != nil {
 		c.refOut = alloc(int64(rpr) * int64(shape.N) * es)
 	}
+	scaling := gemm.PerTensor
+	if in == dtype.E4M3 && c.o.Scaling != gemm.PerTensor {
+		scaling = c.o.Scaling
+		na, nb := gemm.ScaleCounts(scaling, shape.M, shape.N, kl)
+		c.sc = gemmrs.Scales{Scaling: scaling, A: alloc(4 * int64(na)), B: alloc(4 * int64(nb))}
+	}
 	if err != nil {
 		return free, err
 	}
 	c.in = &gemmInputs{seed: seed ^ mix64(uint64(shape.M)<<42^uint64(shape.N)<<21^uint64(shape.K)), dt: in, out: dt, world: ws,
-		n: shape.N, kLocal: kl, rowsPer: rpr}
+		n: shape.N, kLocal: kl, rowsPer: rpr, scaling: scaling}
 	if err := c.in.upload(r.Dev, c.a.Ptr, rank, 0, shape.M, kl); err != nil {
 		return free, err
+	}
+	if scaling != gemm.PerTensor {
+		if err := c.in.uploadScales(r.Dev, c.sc.A, c.sc.B, rank); err != nil {
+			return free, err
+		}
 	}
 	return free, c.in.uploadB(r.Dev, c.b.Ptr, rank, layout)
 }
 
 // The paths the benchmark times, each one call.
 func (c *gemmCase) runGemm(ctx context.Context) error {
-	_, err := c.g.Gemm(ctx, c.a, c.b, c.s)
+	_, err := c.g.GemmScaled(ctx, c.a, c.b, c.sc, c.s)
 	return err
 }
 func (c *gemmCase) runRS(ctx context.Context) error {
@@ -478,10 +544,10 @@ func (c *gemmCase) runNCCL(ctx context.Context) error {
 	return c.ref.ReduceScatter(c.g.CBuffer().Ptr, c.refOut, int64(c.out.Rows*c.out.Cols), c.o.DType, c.s)
 }
 func (c *gemmCase) runSeq(ctx context.Context) error {
-	return c.g.RunMode(ctx, gemmrs.Sequential, c.a, c.b, c.out, c.s)
+	return c.g.RunModeScaled(ctx, gemmrs.Sequential, c.a, c.b, c.sc, c.out, c.s)
 }
 func (c *gemmCase) runOverlap(ctx context.Context) error {
-	return c.g.RunMode(ctx, gemmrs.Overlap, c.a, c.b, c.out, c.s)
+	return c.g.RunModeScaled(ctx, gemmrs.Overlap, c.a, c.b, c.sc, c.out, c.s)
 }
 
 // check runs the checked overlapped call, C poisoned first so that a block

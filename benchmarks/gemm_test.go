@@ -20,6 +20,42 @@ import (
 
 // TestGemmBenchOnSim runs the GEMM + reduce-scatter benchmark job end to end
 // on simulated worlds: every path runs, the overlapped output passes its
+
+// The benchmark with fp8 operands and each scaling, on a simulated 1×2
+// world: every path runs and the overlapped output passes its check
+// against the fp64 sum of the scaled products (K per rank over two
+// 128-deep blocks, N over two 128-column ones, M off the 128-row tile).
+func TestGemmBenchFP8ScalingsOnSim(t *testing.T) {
+	for _, scaling := range []gemm.Scaling{gemm.PerTensor, gemm.RowWise, gemm.BlockWise} {
+		t.Run(scaling.String(), func(t *testing.T) {
+			w, err := world.Sim(bootstrap.Shape{Nodes: 1, LocalSize: 2}, world.SimOptions{Device: sim.Options{WaitTimeout: 10 * time.Second}})
+			require.NoError(t, err)
+			var out, status bytes.Buffer
+			var rows []benchmarks.GemmRow
+			opts := benchmarks.GemmOptions{
+				Shapes: []benchmarks.GemmShape{{M: 132, N: 136, K: 288}}, DType: dtype.BF16, Iters: 1, Reps: 1,
+				Config:  gemmrs.Config{Input: dtype.E4M3, Mode: gemmrs.Overlap, Timeout: 20 * time.Second},
+				Scaling: scaling, Out: benchmarks.Printer{W: &out}, Status: &status, Title: "test world", Rows: &rows,
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			require.NoError(t, w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+				return benchmarks.GemmBench(opts)(ctx, r)
+			}))
+			require.NoError(t, w.Close())
+			require.Len(t, rows, 1)
+			require.Equal(t, gemmrs.GemmOwn, rows[0].Choice, rows[0].Why)
+			require.Greater(t, rows[0].BoundUse, 0.0)
+			require.LessOrEqual(t, rows[0].BoundUse, 1.0)
+			text := out.String()
+			require.Contains(t, text, "ok ")
+			if scaling != gemm.PerTensor {
+				require.Contains(t, text, scaling.String()+"-wise scales")
+			}
+		})
+	}
+}
+
 // checks, the table and CSV come out, and nothing is left behind.
 func TestGemmBenchOnSim(t *testing.T) {
 	for _, shape := range []bootstrap.Shape{{Nodes: 1, LocalSize: 2}, {Nodes: 2, LocalSize: 2}} {

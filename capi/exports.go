@@ -262,6 +262,16 @@ func hc_rs2d_scaled_matmul_reduce_scatter(ctx C.int64_t, a C.uint64_t, lda C.int
 	return result(matmulReduceScatter(int64(ctx), x, uint64(stream)))
 }
 
+//export hc_rs2d_scaled_matmul_reduce_scatter_ex
+func hc_rs2d_scaled_matmul_reduce_scatter_ex(ctx C.int64_t, a C.uint64_t, lda C.int64_t, b C.uint64_t, ldb C.int64_t,
+	scaling C.int, scaleA, scaleB C.uint64_t, m, k C.int64_t, c C.uint64_t, out C.uint64_t, stream C.uint64_t) (rc C.int) {
+	defer guard(&rc)
+	x := matmulArgs{a: uint64(a), b: uint64(b), c: uint64(c), out: uint64(out), lda: int64(lda), ldb: int64(ldb),
+		m: int64(m), k: int64(k), layout: layoutNK, in: dtype.E4M3, scaling: int(scaling), scaleA: uint64(scaleA),
+		scaleB: uint64(scaleB)}
+	return result(matmulReduceScatter(int64(ctx), x, uint64(stream)))
+}
+
 //export hc_gemm_workspace_bytes
 func hc_gemm_workspace_bytes(world C.int64_t, bytes *C.int64_t) (rc C.int) {
 	defer guard(&rc)
@@ -282,6 +292,17 @@ func hc_gemm(world C.int64_t, aType C.int, a C.uint64_t, lda C.int64_t, b C.uint
 	defer guard(&rc)
 	x := gemmArgs{in: int(aType), out: int(cType), layout: int(bLayout), a: uint64(a), b: uint64(b), c: uint64(c),
 		scaleA: uint64(scaleA), scaleB: uint64(scaleB), workspace: uint64(workspace),
+		lda: int64(lda), ldb: int64(ldb), ldc: int64(ldc), m: int64(m), n: int64(n), k: int64(k)}
+	return result(gemm(int64(world), x, uint64(stream)))
+}
+
+//export hc_gemm_ex
+func hc_gemm_ex(world C.int64_t, aType C.int, a C.uint64_t, lda C.int64_t, b C.uint64_t, ldb C.int64_t, bLayout C.int,
+	scaling C.int, scaleA, scaleB C.uint64_t, cType C.int, c C.uint64_t, ldc C.int64_t, m, n, k C.int64_t,
+	workspace C.uint64_t, stream C.uint64_t) (rc C.int) {
+	defer guard(&rc)
+	x := gemmArgs{in: int(aType), out: int(cType), layout: int(bLayout), scaling: int(scaling), a: uint64(a), b: uint64(b),
+		c: uint64(c), scaleA: uint64(scaleA), scaleB: uint64(scaleB), workspace: uint64(workspace),
 		lda: int64(lda), ldb: int64(ldb), ldc: int64(ldc), m: int64(m), n: int64(n), k: int64(k)}
 	return result(gemm(int64(world), x, uint64(stream)))
 }

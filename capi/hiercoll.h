@@ -61,9 +61,11 @@ extern "C" {
  * Version 3 added HC_GRAPHS, hc_rs2d_clear_signals, hc_init_store and
  * hc_rs2d_matmul_reduce_scatter; version 4 HC_E4M3, hc_gemm,
  * hc_gemm_workspace_bytes and hc_rs2d_scaled_matmul_reduce_scatter; version 5
- * HC_PULL and hc_rs2d_input; no earlier signature changed.
+ * HC_PULL and hc_rs2d_input; version 6 HC_SCALE_TENSOR, HC_SCALE_ROW,
+ * HC_SCALE_BLOCK, hc_gemm_ex and hc_rs2d_scaled_matmul_reduce_scatter_ex
+ * (row-wise and block-wise fp8 scales); no earlier signature changed.
  */
-#define HC_ABI_VERSION 5
+#define HC_ABI_VERSION 6
 
 /* Return codes. */
 #define HC_OK 0
@@ -306,6 +308,42 @@ int hc_rs2d_scaled_matmul_reduce_scatter(int64_t ctx, uint64_t a, int64_t lda, u
                                          uint64_t scale_a, uint64_t scale_b, int64_t m, int64_t k, uint64_t c,
                                          uint64_t out, uint64_t stream);
 
+/*
+ * The scalings of fp8 operands (ABI version 6): how hc_gemm_ex's and
+ * hc_rs2d_scaled_matmul_reduce_scatter_ex's scale_a and scale_b (device
+ * addresses of fp32, a [m, k], b [n, k]) apply; the product of each pair
+ * of elements is weighted by their scales, summed in fp32 and rounded once.
+ *   HC_SCALE_TENSOR  one fp32 each (0: 1): c = scale_a * scale_b * (a . b^T).
+ *   HC_SCALE_ROW     scale_a [m] (per row of a), scale_b [n] (per row of b,
+ *                    i.e. per column of c): c[i, j] = scale_a[i] * scale_b[j] *
+ *                    (a . b^T)[i, j] (torch's row-wise scale_a [m, 1],
+ *                    scale_b [1, n]).
+ *   HC_SCALE_BLOCK   scale_a per 1 x 128 block of a, scale_b per 128 x 128
+ *                    block of b; kb = ceil(k / 128), nb = ceil(n / 128):
+ *                    scale_a laid out [kb, m] (block (i, q) at q * m + i:
+ *                    the memory of torch's M-major [m, kb] scale_a, the
+ *                    transpose of a contiguous [kb, m]), scale_b [nb, kb]
+ *                    row-major (torch's scale_b, the transpose of a
+ *                    contiguous [nb, kb]); each 128-deep k block's fp32
+ *                    sum is multiplied by its two scales and added to the
+ *                    fp32 accumulator.
+ * Row-wise and block-wise need both arrays, 4-byte aligned, inside device
+ * allocations of at least the sizes above (checked: HC_ERR_INVALID).
+ */
+#define HC_SCALE_TENSOR 0
+#define HC_SCALE_ROW 1
+#define HC_SCALE_BLOCK 2
+
+/*
+ * hc_rs2d_scaled_matmul_reduce_scatter with the scaling of scale_a and
+ * scale_b given (HC_SCALE_*; ABI version 6): each rank's c[0 .. m-1] is its
+ * scaled product of a [m, k] and b [n, k] (HC_E4M3), then reduce-scattered
+ * into out as above. Every rank calls it with the same m and scaling.
+ */
+int hc_rs2d_scaled_matmul_reduce_scatter_ex(int64_t ctx, uint64_t a, int64_t lda, uint64_t b, int64_t ldb,
+                                            int scaling, uint64_t scale_a, uint64_t scale_b, int64_t m, int64_t k,
+                                            uint64_t c, uint64_t out, uint64_t stream);
+
 /* ---- GEMM --------------------------------------------------------------- */
 
 /*
@@ -332,6 +370,15 @@ int hc_gemm(int64_t world, int a_dtype, uint64_t a, int64_t lda, uint64_t b, int
 
 /* The size in bytes of an hc_gemm workspace on the rank's device (ABI version 4). */
 int hc_gemm_workspace_bytes(int64_t world, int64_t* bytes);
+
+/*
+ * hc_gemm with the scaling of scale_a and scale_b given (HC_SCALE_*, see
+ * above; ABI version 6): HC_SCALE_ROW and HC_SCALE_BLOCK take HC_E4M3
+ * operands (b HC_B_NK) and both scale arrays; HC_SCALE_TENSOR is hc_gemm.
+ */
+int hc_gemm_ex(int64_t world, int a_dtype, uint64_t a, int64_t lda, uint64_t b, int64_t ldb, int b_layout,
+               int scaling, uint64_t scale_a, uint64_t scale_b, int c_dtype, uint64_t c, int64_t ldc, int64_t m,
+               int64_t n, int64_t k, uint64_t workspace, uint64_t stream);
 
 /* ---- Streams ----------------------------------------------------------- */
 

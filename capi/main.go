@@ -43,4 +43,7 @@ const (
 	_ = uint(layoutNK-C.HC_B_NK) + uint(C.HC_B_NK-layoutNK)
 	_ = uint(graphs-C.HC_GRAPHS) + uint(C.HC_GRAPHS-graphs)
 	_ = uint(pullEngine-C.HC_PULL) + uint(C.HC_PULL-pullEngine)
+	_ = uint(scaleTensor-C.HC_SCALE_TENSOR) + uint(C.HC_SCALE_TENSOR-scaleTensor)
+	_ = uint(scaleRow-C.HC_SCALE_ROW) + uint(C.HC_SCALE_ROW-scaleRow)
+	_ = uint(scaleBlock-C.HC_SCALE_BLOCK) + uint(C.HC_SCALE_BLOCK-scaleBlock)
 )

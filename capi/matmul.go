@@ -18,6 +18,27 @@ const (
 	layoutNK = 1
 )
 
+// The scalings as hiercoll.h defines them (HC_SCALE_TENSOR, HC_SCALE_ROW,
+// HC_SCALE_BLOCK; main.go checks them against the header).
+const (
+	scaleTensor = 0
+	scaleRow    = 1
+	scaleBlock  = 2
+)
+
+// scalingOf is the own GEMM's scaling of an HC_SCALE_* code.
+func scalingOf(s int) (owngemm.Scaling, error) {
+	switch s {
+	case scaleTensor:
+		return owngemm.PerTensor, nil
+	case scaleRow:
+		return owngemm.RowWise, nil
+	case scaleBlock:
+		return owngemm.BlockWise, nil
+	}
+	return 0, fmt.Errorf("hiercoll: scaling %d is not HC_SCALE_TENSOR (0), HC_SCALE_ROW (1) or HC_SCALE_BLOCK (2): %w", s, device.ErrInvalidArgument)
+}
+
 // bLayout is the own GEMM's layout of HC_B_KN or HC_B_NK.
 func bLayout(l int) (owngemm.BLayout, error) {
 	switch l {
@@ -64,13 +85,15 @@ func (c *rs2dObj) matmul() (*producer.Overlapped, error) {
 }
 
 // matmulArgs are hc_rs2d_matmul_reduce_scatter's operands, and
-// hc_rs2d_scaled_matmul_reduce_scatter's: in is a's and b's dtype (0: the
-// context's), scaleA and scaleB their fp32 scales (e4m3).
+// hc_rs2d_scaled_matmul_reduce_scatter's (and _ex's): in is a's and b's
+// dtype (0: the context's), scaleA and scaleB their fp32 scales (e4m3) as
+// scaling (HC_SCALE_*) lays them out.
 type matmulArgs struct {
 	a, b, c, out   uint64
 	lda, ldb, m, k int64
 	layout         int
 	in             dtype.DType
+	scaling        int
 	scaleA, scaleB uint64
 }
 
@@ -95,14 +118,18 @@ func matmulReduceScatter(h int64, x matmulArgs, stream uint64) error {
 	if err != nil {
 		return err
 	}
+	scaling, err := scalingOf(x.scaling)
+	if err != nil {
+		return err
+	}
 	in := x.in
 	if in == dtype.Invalid {
 		in = c.dt
 	}
 	spec := owngemm.Params{GemmSpec: device.GemmSpec{M: int(x.m), N: c.n, K: int(x.k), A: device.Ptr(x.a), B: device.Ptr(x.b), C: device.Ptr(x.c),
 		LDA: int(x.lda), LDB: int(x.ldb), DType: in, BT: layout == owngemm.BNK}, Out: c.dt,
-		ScaleA: device.Ptr(x.scaleA), ScaleB: device.Ptr(x.scaleB)}
-	if err := spec.Check(); err != nil {
+		Scaling: scaling, ScaleA: device.Ptr(x.scaleA), ScaleB: device.Ptr(x.scaleB)}
+	if err := spec.CheckOn(c.owner.rank.Dev); err != nil {
 		return fmt.Errorf("hiercoll: %w", err)
 	}
 	if err := spec.CheckMemory(c.owner.rank.Dev); err != nil {
@@ -122,9 +149,10 @@ func matmulReduceScatter(h int64, x matmulArgs, stream uint64) error {
 	return err
 }
 
-// gemmArgs are hc_gemm's operands (in and out as HC_* codes).
+// gemmArgs are hc_gemm's and hc_gemm_ex's operands (in, out and scaling
+// as HC_* codes).
 type gemmArgs struct {
-	in, out, layout           int
+	in, out, layout, scaling  int
 	a, b, c                   uint64
 	scaleA, scaleB, workspace uint64
 	lda, ldb, ldc, m, n, k    int64
@@ -151,13 +179,17 @@ func gemm(h int64, x gemmArgs, stream uint64) error {
 	if err != nil {
 		return err
 	}
+	scaling, err := scalingOf(x.scaling)
+	if err != nil {
+		return err
+	}
 	r, s, err := rankStream(h, stream)
 	if err != nil {
 		return err
 	}
 	spec := owngemm.Params{GemmSpec: device.GemmSpec{M: int(x.m), N: int(x.n), K: int(x.k), A: device.Ptr(x.a), B: device.Ptr(x.b), C: device.Ptr(x.c),
 		LDA: int(x.lda), LDB: int(x.ldb), LDC: int(x.ldc), DType: in, BT: layout == owngemm.BNK}, Out: out,
-		ScaleA: device.Ptr(x.scaleA), ScaleB: device.Ptr(x.scaleB), Workspace: device.Ptr(x.workspace)}
+		Scaling: scaling, ScaleA: device.Ptr(x.scaleA), ScaleB: device.Ptr(x.scaleB), Workspace: device.Ptr(x.workspace)}
 	if err := owngemm.Launch(r.rank.Dev, s, spec); err != nil {
 		return fmt.Errorf("hiercoll: %w", err)
 	}

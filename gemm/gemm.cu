@@ -2,8 +2,18 @@
 // [N, K] row-major (a torch Linear weight: "nk", K-major) or [K, N]
 // row-major ("kn", N-major), C [M, N] row-major; bf16 or fp16 in and out,
 // or fp8 e4m3 in (B [N, K] only: wgmma reads 8-bit operands K-major) with
-// per-tensor scales and bf16 or fp16 out, C = scale_a·scale_b·(A·B); fp32
-// accumulation, C rounded once.
+// bf16 or fp16 out and fp32 scales of one of three scalings (SCALING):
+//   per-tensor  scale_a, scale_b one fp32 each (0: 1): C = sa·sb·(A·B),
+//               applied once in the epilogue;
+//   row-wise    scale_a [M], scale_b [N] (per row of A, per row of B, i.e.
+//               per column of C): C[m, n] = sa[m]·sb[n]·(A·B)[m, n], in the
+//               epilogue (no mainloop change);
+//   block-wise  scale_a per 1 x 128 block of A, laid [ceil(K/128), M]
+//               (element (kb, m) at kb·M + m: torch's M-major [M, K/128]),
+//               scale_b per 128 x 128 block of B [N, K], laid
+//               [ceil(N/128), ceil(K/128)] row-major; promoted into the
+//               accumulators per 128-deep k tile (gm_mainloop_block).
+// fp32 accumulation, C rounded once.
 //
 // Persistent and warp-specialised: one CTA per SM walks the output tiles
 // (128 x 256) in the order the host gives (row tiles in the reduce-scatter's
@@ -162,6 +172,29 @@ __device__ __forceinline__ void gm_wgmma_wait() {
       : "l"(da), "l"(db), "r"(scale_d), "n"(TNSP_B) \
       : "memory")
 
+// wgmma m64n128k32 with fp8 e4m3 operands and fp32 accumulators d[64]
+// (this thread's share of a 64 x 128 tile); the accumulators are added to
+// unless scale_d is 0 (then d = A·B).
+#define HC_WGMMA_128_E4M3(d, da, db, scale_d) \
+  asm volatile( \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n" \
+      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {" \
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" \
+      "}, %64, %65, p, 1, 1;\n}\n" \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) \
+      : "l"(da), "l"(db), "r"(scale_d) \
+      : "memory")
+
 // Each input dtype's wgmma of one 32-byte k step (KT elements per k tile,
 // SCALED: the product is multiplied by the tensors' scales); each output
 // dtype's rounding of two fp32 values to a packed pair (lo first in memory).
@@ -196,7 +229,17 @@ struct GmE4M3 {
   static __device__ __forceinline__ void mma(float* d, u64 da, u64 db) {
     HC_WGMMA_256("k32.f32.e4m3.e4m3", "", d, da, db, 1, 0);
   }
+  // One 128-column half of the tile (block-wise scaling): accumulate 0
+  // starts a sum (d = A·B), 1 adds to it.
+  static __device__ __forceinline__ void mma128(float* d, u64 da, u64 db, int accumulate) {
+    HC_WGMMA_128_E4M3(d, da, db, accumulate);
+  }
 };
+
+// The scalings of fp8 inputs (the kernels' SCALING; gemm.Scaling in Go).
+#define GM_SCALE_TENSOR 0
+#define GM_SCALE_ROW 1
+#define GM_SCALE_BLOCK 2
 
 // gm_tile maps the t-th tile of the walk to its row tile and column tile:
 // row tiles come in order[] (the consumption order), taken group at a time;
@@ -424,9 +467,114 @@ __device__ __forceinline__ void gm_gather(float* d, const float* partials, u32* 
   }
 }
 
+// gm_fence_operands pins n registers of r in place in the instruction
+// order: reads of them after it cannot move above it, writes before it
+// cannot sink below it (wgmma writes its accumulators asynchronously: the
+// compiler, which does not know that, must not read them before the wait).
+template <int N>
+__device__ __forceinline__ void gm_fence_operands(float* r) {
+#pragma unroll
+  for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
+}
+
+// gm_mainloop_block is a consumer's mainloop with block-wise scales, over k
+// tiles [kb, ke) of tile (rt, ct), the stages counted by it: per k tile
+// (128 deep: one block of A's and of B's scales) and per 128-column half h
+// of the tile (one 128 x 128 block of B), the half's product goes into tmp
+// (4 wgmma m64n128k32, the first with scale-d 0: overwriting tmp), is
+// waited for, and is promoted into the fp32 accumulators:
+//   d[64·h + j] += tmp[j] · (sa[k, row(j)] · sb[2·ct + h, k])
+// (one fused multiply-add per accumulator per k tile).
+// Splitting the tile's columns in halves answers both constraints at once:
+// tmp holds 64 fp32, not 128 (128 accumulators + 128 temporaries would not
+// fit setmaxnreg's 232 registers; 128 + 64 + addressing does), and each
+// half's columns lie in one block of B, so its scale is one value for the
+// whole warpgroup. A thread's accumulators of half h are d[64·h .. 64·h+63]
+// with the same layout as a m64n128 tile, so the epilogue, the stream-K
+// parking and gathering are those of the other scalings. Costs: A is read
+// from shared memory twice per k step (once per half); each half waits for
+// its wgmmas before promoting (128 FMAs per k tile per thread), so a
+// warpgroup's tensor work and promotion do not overlap — the other
+// consumer warpgroup's wgmmas keep the tensor cores busy meanwhile; four
+// scale loads per k tile per thread (A's for its two rows, B's for the two
+// halves, the same for the whole warpgroup), issued before the stage's
+// wait so that their latency hides behind it. The stage is released once
+// both halves' wgmmas are done.
+template <class In>
+__device__ __forceinline__ void gm_mainloop_block(float* d, int kb, int ke, int& it, u32 sa, u32 sb, u32 bars, int cw,
+                                                  int lane, const float* scale_a, const float* scale_b, int M, int N,
+                                                  int k_tiles, int row, int ct) {
+  // tmp is an operand of every wgmma ("+f", the first with scale-d 0, so
+  // its value is not used): defined once, so that the compiler keeps it in
+  // the same registers throughout.
+  float tmp[64];
+#pragma unroll
+  for (int j = 0; j < 64; j++) tmp[j] = 0.f;
+  const int nb = 2 * ct;  // the tile's first 128-column block of B
+  for (int k = kb; k < ke; k++, it++) {
+    const int s = it % GM_STAGES;
+    // Rows past M and blocks past N have nothing to scale (their operands
+    // are TMA's zeros): 0 there, and no read past the scales.
+    const float a0 = row < M ? scale_a[(long long)k * M + row] : 0.f;
+    const float a1 = row + 8 < M ? scale_a[(long long)k * M + row + 8] : 0.f;
+    const float b0 = nb * 128 < N ? scale_b[(long long)nb * k_tiles + k] : 0.f;
+    const float b1 = (nb + 1) * 128 < N ? scale_b[(long long)(nb + 1) * k_tiles + k] : 0.f;
+    gm_bar_wait(bars + 8 * s, (it / GM_STAGES) & 1);
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      gm_fence_operands<64>(tmp);  // the last promotion's reads of tmp stay before these wgmmas
+      gm_wgmma_fence();             // tmp was read by other instructions
+#pragma unroll
+      for (int ks = 0; ks < GM_BK_BYTES / 32; ks++) {
+        const u64 da = gm_desc(sa + s * GM_A_STAGE + cw * (64 * 128) + ks * 32, 16, 1024);
+        // Half h: B's rows [128·h, 128·h + 128) of the stage, 16 KiB in
+        // (a multiple of the swizzle's 1 KiB period).
+        const u64 db = gm_desc(sb + s * GM_B_STAGE + h * (128 * GM_BK_BYTES) + ks * 32, 16, 1024);
+        In::mma128(tmp, da, db, ks > 0);
+      }
+      gm_wgmma_commit();
+      gm_wgmma_wait<0>();
+      gm_fence_operands<64>(tmp);  // tmp is read only after the wait
+      if (h == 1 && lane == 0) gm_bar_arrive(bars + 8 * (GM_STAGES + s));
+      const float bs = h == 0 ? b0 : b1;
+      const float s0 = a0 * bs, s1 = a1 * bs;  // row and row + 8
+#pragma unroll
+      for (int j = 0; j < 16; j++) {
+        d[64 * h + 4 * j] = fmaf(tmp[4 * j], s0, d[64 * h + 4 * j]);
+        d[64 * h + 4 * j + 1] = fmaf(tmp[4 * j + 1], s0, d[64 * h + 4 * j + 1]);
+        d[64 * h + 4 * j + 2] = fmaf(tmp[4 * j + 2], s1, d[64 * h + 4 * j + 2]);
+        d[64 * h + 4 * j + 3] = fmaf(tmp[4 * j + 3], s1, d[64 * h + 4 * j + 3]);
+      }
+    }
+  }
+}
+
+// gm_scale_rows multiplies this thread's share of a consumer's 64 x 256
+// rows (rows row and row + 8, columns col + 8·i and col + 8·i + 1) by the
+// row-wise scales: d *= sa[row]·sb[col] (the scales' product first, as the
+// per-tensor path multiplies by sa·sb). 2 + 64 scale loads per thread per
+// tile, in the epilogue only; rows past M and columns past N (never
+// stored) read nothing.
+__device__ __forceinline__ void gm_scale_rows(float* d, const float* scale_a, const float* scale_b, int M, int N, int row,
+                                              int col) {
+  const float a0 = row < M ? scale_a[row] : 0.f;
+  const float a1 = row + 8 < M ? scale_a[row + 8] : 0.f;
+#pragma unroll
+  for (int i = 0; i < 32; i++) {
+    const int c = col + 8 * i;
+    const float b0 = c < N ? scale_b[c] : 0.f;
+    const float b1 = c + 1 < N ? scale_b[c + 1] : 0.f;
+    d[4 * i] *= a0 * b0;
+    d[4 * i + 1] *= a0 * b1;
+    d[4 * i + 2] *= a1 * b0;
+    d[4 * i + 3] *= a1 * b1;
+  }
+}
+
 // gm_gemm is the kernel: In the input dtype (its wgmma), Out the output's
-// (its rounding), KN B's layout, TMA how C is stored.
-template <class In, class Out, int KN, int TMA>
+// (its rounding), KN B's layout, TMA how C is stored, SCALING how fp8
+// inputs' scales apply (GM_SCALE_*; GM_SCALE_TENSOR for 16-bit inputs).
+template <class In, class Out, int KN, int TMA, int SCALING>
 __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tensor_map* tmb, const hc_tensor_map* tmc,
                                         u16* C, int M, int N, int K, long long ldc, const int* order, int row_tiles,
                                         int group, const hc_gemm_segment* segs, int nsegs, u32* counters, u32 value,
@@ -495,7 +643,9 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
   const int cw = wg - 1;
   const int wt = threadIdx.x % 128, warp = wt / 32, lane = wt % 32;
   float scale = 1.f;
-  if (In::SCALED) scale = (scale_a != 0 ? *scale_a : 1.f) * (scale_b != 0 ? *scale_b : 1.f);
+  if (In::SCALED && SCALING == GM_SCALE_TENSOR) {
+    scale = (scale_a != 0 ? *scale_a : 1.f) * (scale_b != 0 ? *scale_b : 1.f);
+  }
   float d[128];
   int it = 0, n = 0;
   gm_item w;
@@ -504,33 +654,42 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
     gm_tile(w.t, order, row_tiles, col_tiles, group, &rt, &ct);
 #pragma unroll
     for (int i = 0; i < 128; i++) d[i] = 0.f;
-    int prev = -1;
-    for (int k = w.kb; k < w.ke; k++, it++) {
-      const int s = it % GM_STAGES;
-      gm_bar_wait(bars + 8 * s, (it / GM_STAGES) & 1);
-      gm_wgmma_fence();
+    if constexpr (SCALING == GM_SCALE_BLOCK) {  // only GmE4M3 has mma128
+      gm_mainloop_block<In>(d, w.kb, w.ke, it, sa, sb, bars, cw, lane, scale_a, scale_b, M, N, k_tiles,
+                            rt * GM_BM + cw * 64 + warp * 16 + lane / 4, ct);
+    } else {
+      int prev = -1;
+      for (int k = w.kb; k < w.ke; k++, it++) {
+        const int s = it % GM_STAGES;
+        gm_bar_wait(bars + 8 * s, (it / GM_STAGES) & 1);
+        gm_wgmma_fence();
 #pragma unroll
-      for (int ks = 0; ks < GM_BK_BYTES / 32; ks++) {
-        const u64 da = gm_desc(sa + s * GM_A_STAGE + cw * (64 * 128) + ks * 32, 16, 1024);
-        const u64 db = KN ? gm_desc(sb + s * GM_B_STAGE + ks * (16 * 128), 64 * GM_BK_BYTES, 1024)
-                          : gm_desc(sb + s * GM_B_STAGE + ks * 32, 16, 1024);
-        In::template mma<KN>(d, da, db);
+        for (int ks = 0; ks < GM_BK_BYTES / 32; ks++) {
+          const u64 da = gm_desc(sa + s * GM_A_STAGE + cw * (64 * 128) + ks * 32, 16, 1024);
+          const u64 db = KN ? gm_desc(sb + s * GM_B_STAGE + ks * (16 * 128), 64 * GM_BK_BYTES, 1024)
+                            : gm_desc(sb + s * GM_B_STAGE + ks * 32, 16, 1024);
+          In::template mma<KN>(d, da, db);
+        }
+        gm_wgmma_commit();
+        gm_wgmma_wait<1>();
+        if (prev >= 0 && lane == 0) gm_bar_arrive(bars + 8 * (GM_STAGES + prev));
+        prev = s;
       }
-      gm_wgmma_commit();
-      gm_wgmma_wait<1>();
+      gm_wgmma_wait<0>();
       if (prev >= 0 && lane == 0) gm_bar_arrive(bars + 8 * (GM_STAGES + prev));
-      prev = s;
     }
-    gm_wgmma_wait<0>();
-    if (prev >= 0 && lane == 0) gm_bar_arrive(bars + 8 * (GM_STAGES + prev));
     if (!w.final) {
       gm_park(d, partials, flags, cw, wt);
       continue;
     }
     if (w.kb > 0) gm_gather(d, partials, flags, w.t, tiles, sk, k_tiles, cw, wt);
-    if (In::SCALED) {
+    if (In::SCALED && SCALING == GM_SCALE_TENSOR) {
 #pragma unroll
       for (int i = 0; i < 128; i++) d[i] *= scale;
+    }
+    if constexpr (SCALING == GM_SCALE_ROW) {
+      gm_scale_rows(d, scale_a, scale_b, M, N, rt * GM_BM + cw * 64 + warp * 16 + lane / 4,
+                    ct * GM_BN + 2 * (lane % 4));
     }
 
     // The halves go through the staging buffer in turn, consumer 0's
@@ -550,25 +709,33 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
   }
 }
 
-#define HC_GEMM(name, In, Out, KN, TMA)                                                                           \
+#define HC_GEMM(name, In, Out, KN, TMA, SCALING)                                                                  \
   extern "C" __global__ void __launch_bounds__(GM_THREADS, 1)                                                     \
       name(const __grid_constant__ hc_tensor_map tma, const __grid_constant__ hc_tensor_map tmb,                  \
            const __grid_constant__ hc_tensor_map tmc, u16* C, int M, int N, int K, long long ldc, const int* order, \
            int row_tiles, int group, const hc_gemm_segment* segs, int nsegs, u32* counters, u32 value, int sk,      \
            u32* flags, float* partials, const float* scale_a, const float* scale_b) {                              \
-    gm_gemm<In, Out, KN, TMA>(&tma, &tmb, &tmc, C, M, N, K, ldc, order, row_tiles, group, segs, nsegs, counters,   \
-                              value, sk, flags, partials, scale_a, scale_b);                                       \
+    gm_gemm<In, Out, KN, TMA, SCALING>(&tma, &tmb, &tmc, C, M, N, K, ldc, order, row_tiles, group, segs, nsegs,    \
+                                       counters, value, sk, flags, partials, scale_a, scale_b);                   \
   }
 
-HC_GEMM(hc_gemm_bf16_nk, GmBF16, GmBF16, 0, 1)
-HC_GEMM(hc_gemm_bf16_kn, GmBF16, GmBF16, 1, 1)
-HC_GEMM(hc_gemm_fp16_nk, GmF16, GmF16, 0, 1)
-HC_GEMM(hc_gemm_fp16_kn, GmF16, GmF16, 1, 1)
-HC_GEMM(hc_gemm_bf16_nk_odd, GmBF16, GmBF16, 0, 0)
-HC_GEMM(hc_gemm_bf16_kn_odd, GmBF16, GmBF16, 1, 0)
-HC_GEMM(hc_gemm_fp16_nk_odd, GmF16, GmF16, 0, 0)
-HC_GEMM(hc_gemm_fp16_kn_odd, GmF16, GmF16, 1, 0)
-HC_GEMM(hc_gemm_e4m3_bf16_nk, GmE4M3, GmBF16, 0, 1)
-HC_GEMM(hc_gemm_e4m3_fp16_nk, GmE4M3, GmF16, 0, 1)
-HC_GEMM(hc_gemm_e4m3_bf16_nk_odd, GmE4M3, GmBF16, 0, 0)
-HC_GEMM(hc_gemm_e4m3_fp16_nk_odd, GmE4M3, GmF16, 0, 0)
+HC_GEMM(hc_gemm_bf16_nk, GmBF16, GmBF16, 0, 1, GM_SCALE_TENSOR)
+HC_GEMM(hc_gemm_bf16_kn, GmBF16, GmBF16, 1, 1, GM_SCALE_TENSOR)
+HC_GEMM(hc_gemm_fp16_nk, GmF16, GmF16, 0, 1, GM_SCALE_TENSOR)
+HC_GEMM(hc_gemm_fp16_kn, GmF16, GmF16, 1, 1, GM_SCALE_TENSOR)
+HC_GEMM(hc_gemm_bf16_nk_odd, GmBF16, GmBF16, 0, 0, GM_SCALE_TENSOR)
+HC_GEMM(hc_gemm_bf16_kn_odd, GmBF16, GmBF16, 1, 0, GM_SCALE_TENSOR)
+HC_GEMM(hc_gemm_fp16_nk_odd, GmF16, GmF16, 0, 0, GM_SCALE_TENSOR)
+HC_GEMM(hc_gemm_fp16_kn_odd, GmF16, GmF16, 1, 0, GM_SCALE_TENSOR)
+HC_GEMM(hc_gemm_e4m3_bf16_nk, GmE4M3, GmBF16, 0, 1, GM_SCALE_TENSOR)
+HC_GEMM(hc_gemm_e4m3_fp16_nk, GmE4M3, GmF16, 0, 1, GM_SCALE_TENSOR)
+HC_GEMM(hc_gemm_e4m3_bf16_nk_odd, GmE4M3, GmBF16, 0, 0, GM_SCALE_TENSOR)
+HC_GEMM(hc_gemm_e4m3_fp16_nk_odd, GmE4M3, GmF16, 0, 0, GM_SCALE_TENSOR)
+HC_GEMM(hc_gemm_e4m3_bf16_nk_row, GmE4M3, GmBF16, 0, 1, GM_SCALE_ROW)
+HC_GEMM(hc_gemm_e4m3_fp16_nk_row, GmE4M3, GmF16, 0, 1, GM_SCALE_ROW)
+HC_GEMM(hc_gemm_e4m3_bf16_nk_row_odd, GmE4M3, GmBF16, 0, 0, GM_SCALE_ROW)
+HC_GEMM(hc_gemm_e4m3_fp16_nk_row_odd, GmE4M3, GmF16, 0, 0, GM_SCALE_ROW)
+HC_GEMM(hc_gemm_e4m3_bf16_nk_block, GmE4M3, GmBF16, 0, 1, GM_SCALE_BLOCK)
+HC_GEMM(hc_gemm_e4m3_fp16_nk_block, GmE4M3, GmF16, 0, 1, GM_SCALE_BLOCK)
+HC_GEMM(hc_gemm_e4m3_bf16_nk_block_odd, GmE4M3, GmBF16, 0, 0, GM_SCALE_BLOCK)
+HC_GEMM(hc_gemm_e4m3_fp16_nk_block_odd, GmE4M3, GmF16, 0, 0, GM_SCALE_BLOCK)

@@ -19,8 +19,9 @@ var gemmSource string
 // TMA, setmaxnreg), so it is compiled for sm_90a.
 //
 // Inputs and outputs: bf16 or fp16 in and out (B [K, N] or [N, K]), or fp8
-// e4m3 in with per-tensor scales and bf16 or fp16 out (B [N, K] only: the
-// tensor cores read 8-bit operands K-major, as cuBLASLt's fp8 GEMMs do).
+// e4m3 in with per-tensor, row-wise or block-wise scales (Scaling) and bf16
+// or fp16 out (B [N, K] only: the tensor cores read 8-bit operands K-major,
+// as cuBLASLt's fp8 GEMMs do).
 var module = &device.Module{Name: "hiercoll_gemm", Source: gemmSource, Arch: "sm_90a"}
 
 // The GEMM's tile: TileM × tileN outputs per CTA step, tileK
@@ -78,36 +79,44 @@ func tileKOf(dt dtype.DType) int {
 	return tileK
 }
 
-// gemmKey picks a kernel: the input and output dtypes, B's layout, and tma:
+// gemmKey picks a kernel: the input and output dtypes, B's layout, tma:
 // whether C is stored with TMA (16-byte aligned rows), else straight from
-// registers.
+// registers, and the scaling of e4m3 inputs (PerTensor for the others).
 type gemmKey struct {
 	in, out dtype.DType
 	layout  BLayout
 	tma     bool
+	scaling Scaling
 }
 
 var gemmKernels = map[gemmKey]*device.Kernel{}
 
 func init() {
-	add := func(in, out dtype.DType, layout BLayout) {
+	// Kernel names: hc_gemm_<in>[_<out>]_<layout>[_row|_block][_odd], as
+	// gemm.cu instantiates them.
+	add := func(in, out dtype.DType, layout BLayout, scaling Scaling) {
 		for _, tma := range []bool{true, false} {
 			name := fmt.Sprintf("hc_gemm_%v_%v", in, layout)
 			if in != out {
 				name = fmt.Sprintf("hc_gemm_%v_%v_%v", in, out, layout)
 			}
+			if scaling != PerTensor {
+				name += "_" + scaling.String()
+			}
 			if !tma {
 				name += "_odd"
 			}
-			gemmKernels[gemmKey{in, out, layout, tma}] = &device.Kernel{
-				Module: module, Name: name, Block: gemmThreads, Shared: gemmShared, Host: gemmHost(in, out, layout),
+			gemmKernels[gemmKey{in, out, layout, tma, scaling}] = &device.Kernel{
+				Module: module, Name: name, Block: gemmThreads, Shared: gemmShared, Host: gemmHost(in, out, layout, scaling),
 			}
 		}
 	}
 	for _, dt := range []dtype.DType{dtype.BF16, dtype.F16} {
-		add(dt, dt, BKN)
-		add(dt, dt, BNK)
-		add(dtype.E4M3, dt, BNK)
+		add(dt, dt, BKN, PerTensor)
+		add(dt, dt, BNK, PerTensor)
+		for _, sc := range []Scaling{PerTensor, RowWise, BlockWise} {
+			add(dtype.E4M3, dt, BNK, sc)
+		}
 	}
 }
 
@@ -129,8 +138,13 @@ type Params struct {
 	// Out is C's element type: bf16 or fp16, DType's where 0 (e4m3 needs
 	// one).
 	Out dtype.DType
-	// ScaleA and ScaleB, for e4m3 inputs, are each a device fp32 (0: 1):
-	// C = ScaleA·ScaleB·(A·B), as torch._scaled_mm's per-tensor scales.
+	// Scaling is how ScaleA and ScaleB apply to e4m3 inputs (PerTensor
+	// for the others).
+	Scaling Scaling
+	// ScaleA and ScaleB, for e4m3 inputs, are device fp32 scales laid out
+	// as Scaling says: per tensor each one fp32 (0: 1), C =
+	// ScaleA·ScaleB·(A·B), as torch._scaled_mm's per-tensor scales; row-
+	// and block-wise arrays (both needed).
 	ScaleA, ScaleB device.Ptr
 	// Grid is the CTAs (0: one per SM, at most one per tile).
 	Grid int
@@ -299,10 +313,14 @@ func (g Params) Check() error {
 		return bad("e4m3 inputs need an output dtype (bf16 or fp16)")
 	case g.DType != dtype.E4M3 && (g.ScaleA != 0 || g.ScaleB != 0):
 		return bad("scales are for e4m3 inputs, not %v", g.DType)
-	case g.DType == dtype.E4M3 && !g.BT:
+	}
+	if err := g.checkScales(); err != nil {
+		return err
+	}
+	if g.DType == dtype.E4M3 && !g.BT {
 		return fmt.Errorf("gemm: gemm of e4m3: B must be [N, K] (K-major; the tensor cores read 8-bit operands so): %w", device.ErrNotSupported)
 	}
-	if _, ok := gemmKernels[gemmKey{g.DType, g.Out, g.layout(), true}]; !ok {
+	if _, ok := gemmKernels[gemmKey{g.DType, g.Out, g.layout(), true, g.Scaling}]; !ok {
 		return fmt.Errorf("gemm: gemm of %v to %v: only bf16 and fp16 in and out, or e4m3 to either: %w", g.DType, g.Out, device.ErrNotSupported)
 	}
 	a, b := g.maps()
@@ -317,7 +335,8 @@ func (g Params) Check() error {
 
 // CheckMemory reports whether every operand g names lies, whole, in one
 // allocation on dev (own memory or a peer view, as the driver reports it):
-// A, B and C with their leading dimensions, the scales, the tables and
+// A, B and C with their leading dimensions, the scales (one fp32 each per
+// tensor, the arrays ScaleCounts says row-wise and block-wise), the tables and
 // counters, and a workspace of the size its launch may use. Each operand is
 // checked before anything is enqueued, so that a pointer to too little
 // memory is this call's ErrInvalidArgument and not a fault on the stream.
@@ -334,6 +353,10 @@ func (g Params) CheckMemory(dev device.Device) error {
 		grid = dev.Info().SMs
 	}
 	grid = max(1, min(grid, rowTilesOf(g.M)*colTilesOf(g.N), gemmMaxStreamKGrid))
+	scalesA, scalesB := 1, 1 // per tensor: one fp32 each
+	if g.Scaling != PerTensor {
+		scalesA, scalesB = ScaleCounts(g.Scaling, g.M, g.N, g.K)
+	}
 	matrices := []struct {
 		what                  string
 		rows, cols, ld, bytes int64
@@ -354,8 +377,8 @@ func (g Params) CheckMemory(dev device.Device) error {
 		{"A", g.A, extent[0]},
 		{"B", g.B, extent[1]},
 		{"C", g.C, extent[2]},
-		{"scale of A", g.ScaleA, 4},
-		{"scale of B", g.ScaleB, 4},
+		{"scales of A", g.ScaleA, 4 * int64(scalesA)},
+		{"scales of B", g.ScaleB, 4 * int64(scalesB)},
 		{"row-tile order", g.Order, 4 * int64(rowTilesOf(g.M))},
 		{"segment records", g.Segments, gemmSegmentRecord * int64(g.NSegs)},
 		{"segment counters", g.Counters, 4 * int64(g.NSegs)},
@@ -386,13 +409,18 @@ func matrixBytes(rows, cols, ld, es int64) (int64, bool) {
 	return sizes.Product(elems, es)
 }
 
-// Launch enqueues g on s (checked first; see Params.Check and
-// Params.CheckMemory).
-func Launch(dev device.Device, s device.Stream, g Params) error {
+// CheckOn is Check, then CheckMemory on dev: every check a launch makes
+// before anything is enqueued.
+func (g Params) CheckOn(dev device.Device) error {
 	if err := g.Check(); err != nil {
 		return err
 	}
-	if err := g.CheckMemory(dev); err != nil {
+	return g.CheckMemory(dev)
+}
+
+// Launch enqueues g on s (checked first; see Params.CheckOn).
+func Launch(dev device.Device, s device.Stream, g Params) error {
+	if err := g.CheckOn(dev); err != nil {
 		return err
 	}
 	g = g.dense()
@@ -402,7 +430,7 @@ func Launch(dev device.Device, s device.Stream, g Params) error {
 	if !tma {
 		c = a // unused by the kernel that stores from registers
 	}
-	k := gemmKernels[gemmKey{g.DType, g.Out, g.layout(), tma}]
+	k := gemmKernels[gemmKey{g.DType, g.Out, g.layout(), tma, g.Scaling}]
 	tiles := rowTilesOf(g.M) * colTilesOf(g.N)
 	grid := g.Grid
 	if grid == 0 {

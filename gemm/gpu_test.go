@@ -2,12 +2,14 @@ package gemm_test
 
 import (
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/device/cuda"
+	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/gemm"
 )
 
@@ -30,5 +32,58 @@ func TestGemmCompilesAndLoadsOnGPU(t *testing.T) {
 		require.NoError(t, err, k.Name)
 		t.Logf("%s: %d registers, %d bytes of local memory, %d bytes of dynamic shared memory", k.Name, res.Registers, res.LocalBytes, k.Shared)
 		require.Zero(t, res.LocalBytes, "%s spills to local memory", k.Name)
+	}
+}
+
+// On a Hopper GPU, the fp8 kernels with each scaling (per-tensor, row-wise,
+// block-wise; bf16 and fp16 out; C's rows 16-byte aligned and not, so both
+// stores; whole tiles and a stream-K last wave) against the fp64 product of
+// the dequantised operands at every tail of scaledCases. The bound is
+// looser than the twin's: Hopper's tensor cores add fp8 products with
+// fewer bits than fp32 (2^-9 of the magnitudes' sum per 128-deep k tile
+// here, far below what a misplaced scale costs: of the order of the value).
+// First every kernel of the module loads without spills (as the test
+// above, but from the default cache, $HIERCOLL_CACHE_DIR, so that later
+// runs of the library find them compiled).
+func TestGemmScalingsOnGPU(t *testing.T) {
+	d, err := cuda.Open(0, cuda.Options{})
+	if errors.Is(err, device.ErrNotSupported) {
+		t.Skipf("no CUDA device: %v", err)
+	}
+	require.NoError(t, err)
+	defer func() { require.NoError(t, d.Close()) }()
+	if d.Arch() != "sm_90" {
+		t.Skipf("the GEMM is for sm_90 (Hopper); this device is %s", d.Arch())
+	}
+	// Every instantiation compiles and loads from this cache (the Python
+	// and CLI runs after this test find them there), accumulators in
+	// registers.
+	for _, k := range gemm.Kernels() {
+		res, err := d.Resources(k)
+		require.NoError(t, err, k.Name)
+		t.Logf("%s: %d registers, %d bytes of local memory", k.Name, res.Registers, res.LocalBytes)
+		require.Zero(t, res.LocalBytes, "%s spills to local memory", k.Name)
+	}
+	gpuTolerance := func(c scaledCase) func(exact, abs float64) float64 {
+		kb := float64((c.k + gemm.ScaleBlock - 1) / gemm.ScaleBlock)
+		return func(exact, abs float64) float64 {
+			return c.out.UnitRoundoff()*math.Abs(exact) + kb*0x1p-9*abs + tinyOf(c.out)
+		}
+	}
+	for _, scaling := range []gemm.Scaling{gemm.PerTensor, gemm.RowWise, gemm.BlockWise} {
+		cases := scaledCases(scaling)
+		cases = append(cases,
+			scaledCase{m: 136, n: 264, k: 640, out: dtype.BF16, scaling: scaling, lo: -20, hi: 20, grid: 3},
+			scaledCase{m: 300, n: 520, k: 1024, out: dtype.BF16, scaling: scaling, lo: -3, hi: 3, grid: 5},
+			scaledCase{m: 300, n: 520, k: 1024, out: dtype.F16, scaling: scaling, lo: -8, hi: -2})
+		for _, c := range cases {
+			t.Run(c.String(), func(t *testing.T) {
+				if c.grid > 0 {
+					defer gemm.SetStreamKMin(gemm.SetStreamKMin(1))
+				}
+				r := runScaled(t, d, c)
+				r.requireNear(t, gpuTolerance(c))
+			})
+		}
 	}
 }

@@ -75,16 +75,21 @@ var gemmTileHook func(rt, ct int)
 
 // gemmHost is the GEMM's Go twin: the tiles in the kernel's walk, each
 // accumulated in fp32 (the last wave's in the kernel's stream-K pieces),
-// scaled (e4m3 inputs) and rounded once, each followed by its segments'
-// counting and signals, as one CTA would do them.
-func gemmHost(in, out dtype.DType, layout BLayout) device.HostFunc {
+// scaled (e4m3 inputs, as scaling says) and rounded once, each followed by
+// its segments' counting and signals, as one CTA would do them.
+func gemmHost(in, out dtype.DType, layout BLayout, scaling Scaling) device.HostFunc {
 	return func(mem device.HostMemory, grid int, args []any) error {
 		g, err := decodeGemmArgs(args)
 		if err != nil {
 			return err
 		}
 		scale := float32(1)
-		if in == dtype.E4M3 {
+		var arrays scaleArrays
+		if scaling != PerTensor {
+			if arrays, err = g.scaleArrays(mem, scaling); err != nil {
+				return err
+			}
+		} else if in == dtype.E4M3 {
 			for _, p := range []device.Ptr{g.scaleA, g.scaleB} {
 				if p == 0 {
 					continue
@@ -127,7 +132,7 @@ func gemmHost(in, out dtype.DType, layout BLayout) device.HostFunc {
 			if gemmTileHook != nil {
 				gemmTileHook(rt, ct)
 			}
-			if err := g.tile(mem, in, out, layout, scale, rt, ct, gemmStreamK(t, grid, tiles, g.sk, kt)); err != nil {
+			if err := g.tile(mem, in, out, layout, scale, arrays, rt, ct, gemmStreamK(t, grid, tiles, g.sk, kt)); err != nil {
 				return errors.Join(err, g.abandon(mem, segs))
 			}
 			if err := g.signal(mem, segs, rt); err != nil {
@@ -152,10 +157,41 @@ func gemmTile(t int, order []byte, rowTiles, colTiles, group int) (rt, ct int) {
 	return rt, ct
 }
 
+// scaleArrays are a row-wise or block-wise product's scales (fp32, as
+// Scaling lays them out); scaling PerTensor when there are none.
+type scaleArrays struct {
+	scaling Scaling
+	a, b    []byte
+	kb      int // k tiles: block-wise scales per row of A and per block row of B
+}
+
+func (s scaleArrays) at(b []byte, i int) float32 {
+	return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+}
+
+// scaleArrays reads the scale arrays of a row-wise or block-wise product.
+func (g gemmArgs) scaleArrays(mem device.HostMemory, scaling Scaling) (scaleArrays, error) {
+	s := scaleArrays{scaling: scaling, kb: (g.k + ScaleBlock - 1) / ScaleBlock}
+	na, nb := ScaleCounts(scaling, g.m, g.n, g.k)
+	var err error
+	if s.a, err = mem.Bytes(g.scaleA, 4*int64(na)); err != nil {
+		return s, fmt.Errorf("gemm %v scales of A: %w", scaling, err)
+	}
+	if s.b, err = mem.Bytes(g.scaleB, 4*int64(nb)); err != nil {
+		return s, fmt.Errorf("gemm %v scales of B: %w", scaling, err)
+	}
+	return s, nil
+}
+
 // tile computes output tile (rt, ct), summing its k tiles in pieces: the
 // first piece's sum, then each other piece's sum added to it; the sum
-// times scale is rounded to out.
-func (g gemmArgs) tile(mem device.HostMemory, dt, out dtype.DType, layout BLayout, scale float32, rt, ct int, pieces [][2]int) error {
+// times scale (per tensor), or times the row's and column's scales (row-
+// wise), is rounded to out. Block-wise, each piece's sum is built as the
+// kernel's gm_mainloop_block does: per 128-deep k tile, the tile's fp32
+// sum times its scales (sa·sb, then times the sum, added in one fused
+// multiply-add; through float64, which rounds once more only in rare
+// ties) into the piece's accumulator.
+func (g gemmArgs) tile(mem device.HostMemory, dt, out dtype.DType, layout BLayout, scale float32, sc scaleArrays, rt, ct int, pieces [][2]int) error {
 	es, tk, os := int64(dt.Size()), tileKOf(dt), int64(out.Size())
 	r0, r1 := rt*TileM, min((rt+1)*TileM, g.m)
 	c0, c1 := ct*tileN, min((ct+1)*tileN, g.n)
@@ -184,8 +220,12 @@ func (g gemmArgs) tile(mem device.HostMemory, dt, out dtype.DType, layout BLayou
 			var acc float32
 			for p, piece := range pieces {
 				var sum float32
-				for kk := piece[0] * tk; kk < min(piece[1]*tk, g.k); kk++ {
-					sum += float32(dt.Get(a, i*aStride+kk)) * bAt(kk, j)
+				if sc.scaling == BlockWise {
+					sum = g.blockSum(dt, a, i*aStride, r0+i, j, bAt, sc, piece)
+				} else {
+					for kk := piece[0] * tk; kk < min(piece[1]*tk, g.k); kk++ {
+						sum += float32(dt.Get(a, i*aStride+kk)) * bAt(kk, j)
+					}
 				}
 				if p == 0 {
 					acc = sum
@@ -193,10 +233,31 @@ func (g gemmArgs) tile(mem device.HostMemory, dt, out dtype.DType, layout BLayou
 					acc += sum
 				}
 			}
-			out.Put(c, i*int(g.ldc)+j, float64(acc*scale))
+			switch sc.scaling {
+			case RowWise:
+				acc *= sc.at(sc.a, r0+i) * sc.at(sc.b, j)
+			case PerTensor:
+				acc *= scale
+			}
+			out.Put(c, i*int(g.ldc)+j, float64(acc))
 		}
 	}
 	return nil
+}
+
+// blockSum is element (row, j)'s block-wise sum over the k tiles of piece,
+// each tile's sum promoted with its scales (A's row starting at aRow in a).
+func (g gemmArgs) blockSum(dt dtype.DType, a []byte, aRow, row, j int, bAt func(kk, j int) float32, sc scaleArrays, piece [2]int) float32 {
+	var acc float32
+	for kt := piece[0]; kt < piece[1]; kt++ {
+		var sum float32
+		for kk := kt * ScaleBlock; kk < min((kt+1)*ScaleBlock, g.k); kk++ {
+			sum += float32(dt.Get(a, aRow+kk)) * bAt(kk, j)
+		}
+		s := sc.at(sc.a, kt*g.m+row) * sc.at(sc.b, j/ScaleBlock*sc.kb+kt)
+		acc = float32(math.FMA(float64(sum), float64(s), float64(acc)))
+	}
+	return acc
 }
 
 // segmentTables reads the segment records and, after them, the segments

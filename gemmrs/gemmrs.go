@@ -45,7 +45,8 @@
 //
 // fp8: with Config.Input dtype.E4M3, A [M, KLocal] and B, a Linear weight
 // [N, KLocal] (the tensor cores read fp8 operands K-major), are e4m3 and the
-// output DType (bf16 or fp16); RunScaled passes their per-tensor scales.
+// output DType (bf16 or fp16); RunScaled passes their scales: per tensor,
+// row-wise or block-wise (Scales, gemm.Scaling).
 // Only the own GEMM computes fp8 (Hopper; the CPU backend's twin), so New
 // fails with ErrNotSupported where it cannot run.
 package gemmrs

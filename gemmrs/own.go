@@ -24,7 +24,8 @@ import (
 func (g *GemmRS) ownSpec(a, b Tensor, sc Scales) gemm.Params {
 	spec := gemm.Params{GemmSpec: device.GemmSpec{M: a.Rows, N: g.cfg.N, K: g.cfg.KLocal, A: a.Ptr, B: b.Ptr, C: g.cBuf, DType: g.cfg.DType}}
 	if g.fp8() {
-		spec.DType, spec.Out, spec.BT, spec.ScaleA, spec.ScaleB = dtype.E4M3, g.cfg.DType, true, sc.A, sc.B
+		spec.DType, spec.Out, spec.BT = dtype.E4M3, g.cfg.DType, true
+		spec.Scaling, spec.ScaleA, spec.ScaleB = sc.Scaling, sc.A, sc.B
 	}
 	return spec
 }
@@ -32,9 +33,15 @@ func (g *GemmRS) ownSpec(a, b Tensor, sc Scales) gemm.Params {
 // fp8 reports whether A and B are e4m3 (Config.Input).
 func (g *GemmRS) fp8() bool { return g.cfg.Input == dtype.E4M3 }
 
-// Scales are the per-tensor scales of fp8 operands (RunScaled): device
-// addresses of one float32 each; 0 is 1.
-type Scales struct{ A, B device.Ptr }
+// Scales are the scales of fp8 operands (RunScaled): device addresses of
+// fp32 laid out as Scaling says (gemm.Scaling: per tensor one value each,
+// 0 being 1; row-wise A's [M] and B's [N]; block-wise A's per 1 × 128
+// block, [ceil(KLocal/128), M], and B's per 128 × 128 block of the
+// [N, KLocal] weight, [ceil(N/128), ceil(KLocal/128)]).
+type Scales struct {
+	Scaling gemm.Scaling
+	A, B    device.Ptr
+}
 
 // GemmChoice reports which GEMM the GemmRS computes with: GemmOwn or
 // GemmCuBLAS (the device's matmul), as every rank agreed in New, and

@@ -26,11 +26,18 @@ func (g *GemmRS) Run(ctx context.Context, a, b, out Tensor, s device.Stream) err
 	return g.run(ctx, g.cfg.Mode, a, b, Scales{}, out, s)
 }
 
-// RunScaled is Run with fp8 operands' per-tensor scales (Config.Input
-// E4M3): out = (Σ over ranks of sc.A·sc.B·(A·Bᵀ))[this rank's rows], B
-// being [N, KLocal]. The scales are read on the device when the GEMM runs.
+// RunScaled is Run with fp8 operands' scales (Config.Input E4M3): out =
+// (Σ over ranks of each rank's scaled product)[this rank's rows], B being
+// [N, KLocal]; per tensor sc.A·sc.B·(A·Bᵀ), row-wise or block-wise as
+// sc.Scaling says (Scales). The scales are read on the device when the
+// GEMM runs.
 func (g *GemmRS) RunScaled(ctx context.Context, a, b Tensor, sc Scales, out Tensor, s device.Stream) error {
 	return g.run(ctx, g.cfg.Mode, a, b, sc, out, s)
+}
+
+// RunModeScaled is RunScaled in the given mode (see RunMode).
+func (g *GemmRS) RunModeScaled(ctx context.Context, mode Mode, a, b Tensor, sc Scales, out Tensor, s device.Stream) error {
+	return g.run(ctx, mode, a, b, sc, out, s)
 }
 
 // RunMode is Run in the given mode (Auto: ModeFor(M)). Both modes raise the
@@ -88,15 +95,20 @@ func (g *GemmRS) joinBack(s device.Stream) error {
 // callers that reduce-scatter C themselves (ReduceScatter, or another
 // library). LastGemmTime then times it.
 func (g *GemmRS) Gemm(ctx context.Context, a, b Tensor, s device.Stream) (Tensor, error) {
+	return g.GemmScaled(ctx, a, b, Scales{}, s)
+}
+
+// GemmScaled is Gemm with fp8 operands' scales (see RunScaled).
+func (g *GemmRS) GemmScaled(ctx context.Context, a, b Tensor, sc Scales, s device.Stream) (Tensor, error) {
 	if err := g.lockUsable(ctx); err != nil {
 		return Tensor{}, err
 	}
 	defer g.mu.Unlock()
-	if err := g.checkGemm(a, b, Scales{}, Tensor{}); err != nil {
+	if err := g.checkGemm(a, b, sc, Tensor{}); err != nil {
 		return Tensor{}, err
 	}
 	c := g.cTensor(a.Rows)
-	if err := g.gemmWhole(a, b, Scales{}, c, s); err != nil {
+	if err := g.gemmWhole(a, b, sc, c, s); err != nil {
 		return Tensor{}, fmt.Errorf("gemmrs: gemm: %w", err)
 	}
 	return c, nil
@@ -373,7 +385,7 @@ func (g *GemmRS) checkGemm(a, b Tensor, sc Scales, out Tensor) error {
 		return bad("A has %d columns and B's K is %d; the GemmRS was made for KLocal=%d", a.Cols, bk, cfg.KLocal)
 	case bn != cfg.N:
 		return bad("B's N is %d; the GemmRS was made for N=%d", bn, cfg.N)
-	case !g.fp8() && (sc.A != 0 || sc.B != 0):
+	case !g.fp8() && (sc.A != 0 || sc.B != 0 || sc.Scaling != gemm.PerTensor):
 		return bad("scales are for e4m3 inputs (Config.Input)")
 	case a.Rows <= 0:
 		return bad("M=%d must be positive", a.Rows)
@@ -385,11 +397,7 @@ func (g *GemmRS) checkGemm(a, b Tensor, sc Scales, out Tensor) error {
 		return bad("nil A or B pointer")
 	}
 	if g.fp8() { // no other GEMM to fall back to
-		spec := g.ownSpec(a, b, sc)
-		if err := spec.Check(); err != nil {
-			return fmt.Errorf("gemmrs: %w", err)
-		}
-		if err := spec.CheckMemory(g.dev); err != nil { // the scales too
+		if err := g.ownSpec(a, b, sc).CheckOn(g.dev); err != nil { // the scales too
 			return fmt.Errorf("gemmrs: %w", err)
 		}
 	}

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p build
 go build -trimpath -ldflags='-s -w' -o build/hiercoll ./cmd/hiercoll
-for pkg in device/cuda native/nccl native/nvshmem rs2d internode kernels; do
+for pkg in device/cuda native/nccl native/nvshmem rs2d internode kernels gemm; do
 	go test -c -trimpath -ldflags='-s -w' -o "build/$(echo "$pkg" | tr / _).test" "./$pkg"
 done
 ls -l build

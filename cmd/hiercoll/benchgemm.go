@@ -10,6 +10,7 @@ import (
 
 	"github.com/seed12530e24/hiercoll/benchmarks"
 	"github.com/seed12530e24/hiercoll/dtype"
+	owngemm "github.com/seed12530e24/hiercoll/gemm"
 	"github.com/seed12530e24/hiercoll/gemmrs"
 	"github.com/seed12530e24/hiercoll/rs2d"
 )
@@ -31,6 +32,8 @@ func runBenchGemm(ctx context.Context, args []string) error {
 		"or auto (own where every rank can run it and measured it at least as fast as cuBLAS)")
 	segments := fs.Int("segments", 0, "tuning, own GEMM: signals per destination's rows (0: about one per 1024 rows, at most 8)")
 	input := fs.String("input", "", "the operands' dtype when not --dtype's: e4m3 (fp8 into --dtype bf16 or fp16; B as [N, K/world], unit scales)")
+	scaling := fs.String("scaling", "tensor", "with --input e4m3: the scales, tensor (unit per-tensor scales), row (per row of A and of B) or block "+
+		"(per 1x128 block of A and 128x128 block of B), the row and block ones powers of two from 2^-2 to 2^2")
 	pushShare := fs.Int("push-share", 0, "tuning, own GEMM on one node: percent of the last peer's block the SMs push after the GEMM, beside the copy engine (0: estimated, -1: none)")
 	iters := fs.Int("iters", 0, "calls per timed measurement (0: 20 on GPUs, 2 on the CPU)")
 	reps := fs.Int("reps", 3, "measurements of each path, in turn; the median is reported with the spread")
@@ -49,6 +52,13 @@ func runBenchGemm(ctx context.Context, args []string) error {
 		if in, err = parseDType("input", *input, dtype.E4M3); err != nil {
 			return err
 		}
+	}
+	sc, err := owngemm.ParseScaling(*scaling)
+	if err != nil {
+		return usageError{err}
+	}
+	if sc != owngemm.PerTensor && in != dtype.E4M3 {
+		return usageError{fmt.Errorf("--scaling %v: scales are for --input e4m3", sc)}
 	}
 	m, err := gemmrs.ParseMode(*mode)
 	if err != nil {
@@ -93,7 +103,8 @@ func runBenchGemm(ctx context.Context, args []string) error {
 			var rows []benchmarks.GemmRow
 			opts := benchmarks.GemmOptions{
 				Shapes: list, DType: d, Config: gemmrs.Config{Mode: m, Input: in, Transport: cfg.Transport, Timeout: cfg.Timeout, Tuning: tuning},
-				Iters: *iters, Reps: *reps, Samples: *samples,
+				Scaling: sc,
+				Iters:   *iters, Reps: *reps, Samples: *samples,
 				Out: benchmarks.Printer{W: reportTo(*jsonOut)}, Status: cmdErr, Title: wh.title, Rows: &rows,
 			}
 			if err := benchmarks.GemmBench(opts)(ctx, r); err != nil {

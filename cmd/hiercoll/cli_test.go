@@ -55,6 +55,8 @@ func TestCommandLineMistakes(t *testing.T) {
 		{[]string{"bench", "--backend", "sim", "--reps", "0"}, "--reps 0: want a positive number"},
 		{[]string{"floors", "--backend", "sim", "--bytes", "-5"}, "--bytes -5: want a positive number"},
 		{[]string{"bench-gemm", "--backend", "sim", "--shapes", "13x8x8"}, "--shapes 13x8x8: 13x8x8: M and K must be multiples of the world size 8"},
+		{[]string{"bench-gemm", "--backend", "sim", "--scaling", "row"}, "--scaling row: scales are for --input e4m3"},
+		{[]string{"bench-gemm", "--backend", "sim", "--input", "e4m3", "--scaling", "column"}, `unknown scaling "column" (want tensor, row or block)`},
 		{[]string{"launch", "--nproc", "0", "--", "true"}, "--nproc 0: want a positive number"},
 		{[]string{"nosuch"}, `unknown command "nosuch"`},
 	} {

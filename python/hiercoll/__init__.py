@@ -27,6 +27,7 @@ from ._lib import (
     PeerError,
     library_path,
 )
+from . import scaling
 from .gemm import gemm
 from .rs2d import ReduceScatter2D, dtype_code
 from .world import World, current, finalize, init, sim_world
@@ -49,5 +50,6 @@ __all__ = [
     "gemm",
     "init",
     "library_path",
+    "scaling",
     "sim_world",
 ]

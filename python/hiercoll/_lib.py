@@ -5,7 +5,7 @@ import os
 import pathlib
 import threading
 
-ABI_VERSION = 5  # HC_ABI_VERSION of capi/hiercoll.h
+ABI_VERSION = 6  # HC_ABI_VERSION of capi/hiercoll.h
 
 # Return codes (hiercoll.h).
 HC_OK = 0
@@ -30,6 +30,11 @@ HC_OVERLAP_WITH_GEMM = 1
 HC_SPLIT_FIRST_BLOCK = 2
 HC_GRAPHS = 4
 HC_PULL = 8
+
+# The scalings of fp8 operands (hc_gemm_ex, hc_rs2d_scaled_matmul_reduce_scatter_ex).
+HC_SCALE_TENSOR = 0
+HC_SCALE_ROW = 1
+HC_SCALE_BLOCK = 2
 
 # Backends.
 HC_BACKEND_SIM = 1
@@ -114,6 +119,10 @@ _PROTOTYPES = {
     "hc_rs2d_scaled_matmul_reduce_scatter": (_i64, _u64, _i64, _u64, _i64, _u64, _u64, _i64, _i64, _u64, _u64, _u64),
     "hc_gemm": (_i64, _int, _u64, _i64, _u64, _i64, _int, _u64, _u64, _int, _u64, _i64, _i64, _i64, _i64, _u64, _u64),
     "hc_gemm_workspace_bytes": (_i64, _P(_i64)),
+    "hc_gemm_ex": (_i64, _int, _u64, _i64, _u64, _i64, _int, _int, _u64, _u64, _int, _u64, _i64, _i64, _i64, _i64, _u64,
+                   _u64),
+    "hc_rs2d_scaled_matmul_reduce_scatter_ex": (_i64, _u64, _i64, _u64, _i64, _int, _u64, _u64, _i64, _i64, _u64, _u64,
+                                                _u64),
     "hc_stream_create": (_i64, _P(_u64)),
     "hc_stream_synchronize": (_i64, _u64, _i64),
     "hc_stream_destroy": (_i64, _u64),

@@ -1,5 +1,5 @@
-"""hiercoll's own GEMM on torch tensors (hc_gemm): bf16 and fp16, and fp8
-e4m3 with per-tensor scales, on Hopper GPUs."""
+"""hiercoll's own GEMM on torch tensors (hc_gemm, hc_gemm_ex): bf16 and fp16,
+and fp8 e4m3 with per-tensor, row-wise or block-wise scales, on Hopper GPUs."""
 
 import ctypes
 
@@ -20,19 +20,23 @@ def gemm(a, b, scale_a=None, scale_b=None, out_dtype=None, out=None, world=None)
     bfloat16 / float16: a [M, K] with unit stride along K; b [K, N] of the
     same dtype, row-major or the transpose of a row-major [N, K] weight;
     out in that dtype. fp8: a and b torch.float8_e4m3fn, b the transpose of a
-    row-major [N, K] weight (w.t()), scale_a and scale_b float32 tensors of
-    one element (None: 1), out = scale_a * scale_b * (a @ b) in out_dtype
-    (bfloat16 by default, or float16) — torch._scaled_mm's convention. Rows
-    must be 16-byte aligned; on a GPU that is not Hopper it raises
-    NotSupportedError."""
+    row-major [N, K] weight (w.t()), out the scaled product in out_dtype
+    (bfloat16 by default, or float16) — torch._scaled_mm's convention, its
+    scale shapes saying the scaling (hiercoll.scaling): scale_a and scale_b
+    float32 of one element each (None: 1), out = scale_a * scale_b * (a @ b);
+    [M, 1] and [1, N]: row-wise; [M, ceil(K/128)] and [ceil(K/128),
+    ceil(N/128)]: block-wise (1 x 128 blocks of a, 128 x 128 blocks of the
+    weight). Rows must be 16-byte aligned; on a GPU that is not Hopper it
+    raises NotSupportedError."""
     from .rs2d import _b_layout, _check_fp8_operands, _import_torch, dtype_code
     torch = _import_torch()
     w = world if world is not None else init()
     if w.backend != "cuda":
         raise ValueError("hiercoll: gemm takes torch tensors, which need a CUDA rank")
     dev = w.device_index
+    code = _lib.HC_SCALE_TENSOR
     if a.dtype == torch.float8_e4m3fn:
-        _check_fp8_operands(a, b, scale_a, scale_b, dev, scales_optional=True)
+        code, scale_a, scale_b = _check_fp8_operands(a, b, scale_a, scale_b, dev, scales_optional=True)
         in_code, layout, ldb = _lib.HC_E4M3, _lib.HC_B_NK, b.stride(1)
         out_dtype = out_dtype if out_dtype is not None else torch.bfloat16
         if out_dtype not in (torch.bfloat16, torch.float16):
@@ -68,6 +72,10 @@ def gemm(a, b, scale_a=None, scale_b=None, out_dtype=None, out=None, world=None)
         ws = _workspaces[(dev, stream)] = torch.zeros(size.value, dtype=torch.uint8, device=a.device)
     sa = scale_a.data_ptr() if scale_a is not None else 0
     sb = scale_b.data_ptr() if scale_b is not None else 0
-    check(lib().hc_gemm(w._handle(), in_code, a.data_ptr(), a.stride(0), b.data_ptr(), ldb, layout, sa, sb,
-                        dtype_code(out_dtype), out.data_ptr(), out.stride(0), m, n, k, ws.data_ptr(), stream))
+    if code == _lib.HC_SCALE_TENSOR:
+        check(lib().hc_gemm(w._handle(), in_code, a.data_ptr(), a.stride(0), b.data_ptr(), ldb, layout, sa, sb,
+                            dtype_code(out_dtype), out.data_ptr(), out.stride(0), m, n, k, ws.data_ptr(), stream))
+    else:  # row- or block-wise scales, in the kernels' layout (copies made on this stream)
+        check(lib().hc_gemm_ex(w._handle(), in_code, a.data_ptr(), a.stride(0), b.data_ptr(), ldb, layout, code, sa, sb,
+                               dtype_code(out_dtype), out.data_ptr(), out.stride(0), m, n, k, ws.data_ptr(), stream))
     return out

@@ -3,6 +3,7 @@
     hiercoll::reduce_scatter(Tensor input, int ctx) -> Tensor
     hiercoll::matmul_reduce_scatter(Tensor a, Tensor b, int ctx) -> Tensor
     hiercoll::scaled_matmul_reduce_scatter(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, int ctx) -> Tensor
+        (per-tensor, row-wise or block-wise scales, told apart by their shapes: scaling.py)
 
 ctx is a ReduceScatter2D's handle (operators take only tensors and plain
 values; the context is found by it). Each has a fake implementation that

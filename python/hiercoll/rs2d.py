@@ -4,6 +4,7 @@ import ctypes
 import sys
 
 from . import _lib, ops
+from . import scaling as _scaling
 from ._lib import check, lib
 from .world import init
 
@@ -333,12 +334,17 @@ class ReduceScatter2D:
 
     def scaled_matmul_reduce_scatter(self, a, b, scale_a, scale_b, output=None):
         """matmul_reduce_scatter with fp8 operands: output = (sum over ranks of
-        scale_a * scale_b * (a @ b))[this rank's rows], in the context's dtype
-        (bfloat16 or float16), enqueued on the current CUDA stream; output
-        ([M/world, n]) is allocated when None. a is [M, K] and b [K, n], both
+        the scaled a @ b)[this rank's rows], in the context's dtype (bfloat16 or
+        float16), enqueued on the current CUDA stream; output ([M/world, n]) is
+        allocated when None. a is [M, K] and b [K, n], both
         torch.float8_e4m3fn, b the transpose of an [n, K] row-major weight
         (w.t(), as torch._scaled_mm takes it); scale_a and scale_b are float32
-        tensors of one element on the rank's GPU. hiercoll's own GEMM computes
+        tensors on the rank's GPU in torch._scaled_mm's shapes, which say the
+        scaling (hiercoll.scaling): one element each (per-tensor: scale_a *
+        scale_b * (a @ b)), [M, 1] and [1, n] (row-wise), or [M, ceil(K/128)]
+        and [ceil(K/128), ceil(n/128)] (block-wise: 1 x 128 blocks of a,
+        128 x 128 blocks of the weight, each 128-deep k block's sum scaled in
+        fp32). hiercoll's own GEMM computes
         it (Hopper GPUs; rows of a and w 16-byte aligned): elsewhere it raises
         NotSupportedError. Under torch.compile it is the operator
         hiercoll::scaled_matmul_reduce_scatter. Every rank calls it with the
@@ -352,14 +358,23 @@ class ReduceScatter2D:
         torch = _torch
         if self._torch_dtype not in (torch.bfloat16, torch.float16):
             raise TypeError(f"hiercoll: fp8 products go to bfloat16 or float16; the context is {self.dtype}")
-        _check_fp8_operands(a, b, scale_a, scale_b, self._device_index)
+        if b.dim() == 2 and b.shape[1] != self.n:
+            raise ValueError(f"hiercoll: b is {list(b.shape)}; want [K, {self.n}]")
+        # Row- and block-wise scales in the kernels' layout: copies (where
+        # torch's layout differs) are made on the current stream, which the
+        # call joins after the GEMM has read them.
+        code, sa, sb = _check_fp8_operands(a, b, scale_a, scale_b, self._device_index)
         m, k = a.shape
-        if b.shape[1] != self.n:
-            raise ValueError(f"hiercoll: b is {list(b.shape)}; want [{k}, {self.n}]")
         output, _ = self._product_output(m, output, a.device)
-        check(lib().hc_rs2d_scaled_matmul_reduce_scatter(
-            h, a.data_ptr(), a.stride(0), b.data_ptr(), b.stride(1), scale_a.data_ptr(), scale_b.data_ptr(),
-            m, k, self._c.data_ptr(), output.data_ptr(), torch.cuda.current_stream().cuda_stream))
+        stream = torch.cuda.current_stream().cuda_stream
+        if code == _lib.HC_SCALE_TENSOR:
+            check(lib().hc_rs2d_scaled_matmul_reduce_scatter(
+                h, a.data_ptr(), a.stride(0), b.data_ptr(), b.stride(1), sa.data_ptr(), sb.data_ptr(),
+                m, k, self._c.data_ptr(), output.data_ptr(), stream))
+        else:
+            check(lib().hc_rs2d_scaled_matmul_reduce_scatter_ex(
+                h, a.data_ptr(), a.stride(0), b.data_ptr(), b.stride(1), code, sa.data_ptr(), sb.data_ptr(),
+                m, k, self._c.data_ptr(), output.data_ptr(), stream))
         return output
 
     def reduce_scatter_ptr(self, in_ptr, m, out_ptr, stream=0):
@@ -459,8 +474,10 @@ def _b_layout(b):
 
 def _check_fp8_operands(a, b, scale_a, scale_b, device_index, scales_optional=False):
     """a [M, K] and b [K, N] fp8 e4m3 with unit stride along K (b the transpose
-    of a row-major [N, K] weight), per-tensor fp32 scales (None allowed when
-    scales_optional), all on the GPU."""
+    of a row-major [N, K] weight), float32 scales of one of the scalings in
+    torch's shapes (scaling.py; None allowed for per-tensor ones when
+    scales_optional), all on the GPU. Returns the scaling's HC_SCALE_* code
+    and the scales laid out as the kernels read them."""
     torch = _torch
     scales = tuple((what, t) for what, t in (("scale_a", scale_a), ("scale_b", scale_b))
                    if t is not None or not scales_optional)
@@ -476,13 +493,20 @@ def _check_fp8_operands(a, b, scale_a, scale_b, device_index, scales_optional=Fa
         if t.dim() != 2:
             raise ValueError(f"hiercoll: {what} has shape {list(t.shape)}; want a matrix")
     for what, t in scales:
-        if t.dtype != torch.float32 or t.numel() != 1:
-            raise ValueError(f"hiercoll: {what} must be one float32 (a per-tensor scale), not {t.dtype} {list(t.shape)}")
+        if t.dtype != torch.float32:
+            raise ValueError(f"hiercoll: {what} must be float32 scales, not {t.dtype} {list(t.shape)}")
     if b.shape[0] != a.shape[1]:
         raise ValueError(f"hiercoll: a is {list(a.shape)} and b {list(b.shape)}; want a [M, K] and b [K, N]")
     if a.stride(1) != 1 or b.stride(0) != 1:
         raise ValueError("hiercoll: fp8 operands must be K-contiguous: a row-major, b the transpose of a "
                          "row-major [N, K] weight (w.t()), as torch._scaled_mm takes them")
+    (m, k), n = a.shape, b.shape[1]
+    shapes = [tuple(t.shape) if t is not None else (1,) for t in (scale_a, scale_b)]
+    kind = _scaling.infer(m, n, k, *shapes)
+    if kind != _scaling.TENSOR and (scale_a is None or scale_b is None):
+        raise ValueError(f"hiercoll: {kind}-wise scaling needs both scale_a and scale_b")
+    sa, sb = _scaling.kernel_layout(kind, scale_a, scale_b)
+    return _scaling.CODES[kind], sa, sb
 
 
 class _CudaArray:

@@ -108,6 +108,53 @@ class CtypesSimTest(unittest.TestCase):
         finally:
             w.close()
 
+    def test_gemm_ex_scalings(self):
+        """hc_gemm_ex with fp8 operands into bf16 on a simulated rank, row-wise and block-wise scales
+        (powers of two, K over two 128-deep blocks, N over two 128-column blocks) in the kernels' layout:
+        every fp32 sum is exact, so each element is the exact scaled product rounded once to bf16."""
+        import struct
+        (w,) = hiercoll.sim_world(1, 1)
+        try:
+            e4m3 = {-1: 0xB8, 0: 0x00, 1: 0x38}
+            m, n, k = 3, 136, 160
+            kb, nb = 2, 2
+            a = [[(i * 5 + kk * 3) % 3 - 1 for kk in range(k)] for i in range(m)]
+            wt = [[(j * 7 + kk) % 3 - 1 for kk in range(k)] for j in range(n)]  # b = wt^T, [n, k] row-major
+            for code, sa, sb, scale in (
+                (_lib.HC_SCALE_ROW, [2.0 ** (i - 1) for i in range(m)], [2.0 ** (j % 5 - 2) for j in range(n)],
+                 lambda i, j, kk, sa, sb: sa[i] * sb[j]),
+                # block-wise: scale_a [kb, m] (block (i, q) at q*m + i), scale_b [nb, kb]
+                (_lib.HC_SCALE_BLOCK, [2.0 ** ((q * 3 + i) % 4 - 2) for q in range(kb) for i in range(m)],
+                 [2.0 ** (p - q) for p in range(nb) for q in range(kb)],
+                 lambda i, j, kk, sa, sb: sa[kk // 128 * m + i] * sb[j // 128 * kb + kk // 128]),
+            ):
+                pa, pb, pc = w.alloc(m * k), w.alloc(n * k), w.alloc(m * n * 2)
+                ps, pt = w.alloc(4 * len(sa)), w.alloc(4 * len(sb))
+                w.copy_to_device(pa, bytes(e4m3[v] for row in a for v in row))
+                w.copy_to_device(pb, bytes(e4m3[v] for row in wt for v in row))
+                w.copy_to_device(pc, b"\xff" * (m * n * 2))  # NaN poison
+                w.copy_to_device(ps, struct.pack(f"<{len(sa)}f", *sa))
+                w.copy_to_device(pt, struct.pack(f"<{len(sb)}f", *sb))
+                _lib.check(_lib.lib().hc_gemm_ex(w.handle, _lib.HC_E4M3, pa, 0, pb, 0, _lib.HC_B_NK, code, ps, pt,
+                                                 _lib.HC_BF16, pc, 0, m, n, k, 0, 0))
+                w.stream_synchronize(0, timeout=20)
+                got = bytes(w.copy_to_host(pc, m * n * 2))
+                for i in range(m):
+                    for j in range(n):
+                        want = sum(a[i][kk] * wt[j][kk] * scale(i, j, kk, sa, sb) for kk in range(k))
+                        v = struct.unpack("<f", b"\x00\x00" + got[2 * (i * n + j):2 * (i * n + j) + 2])[0]
+                        self.assertLessEqual(abs(v - want), abs(want) * 2.0 ** -8, (code, i, j, v, want))
+                with self.assertRaises(hiercoll.InvalidArgumentError):  # one fp32 short of b's scales
+                    _lib.check(_lib.lib().hc_gemm_ex(w.handle, _lib.HC_E4M3, pa, 0, pb, 0, _lib.HC_B_NK, code, ps,
+                                                     pt + 4, _lib.HC_BF16, pc, 0, m, n, k, 0, 0))
+                for p in (pa, pb, pc, ps, pt):
+                    w.free(p)
+            with self.assertRaises(hiercoll.InvalidArgumentError):
+                _lib.check(_lib.lib().hc_gemm_ex(w.handle, _lib.HC_E4M3, 4096, 0, 8192, 0, _lib.HC_B_NK, 3, 0, 0,
+                                                 _lib.HC_BF16, 16384, 0, m, n, k, 0, 0))
+        finally:
+            w.close()
+
     def test_2x2_threads(self):
         """A 2 x 2 world, one Python thread per rank (ctypes releases the GIL)."""
         ranks = hiercoll.sim_world(2, 2)

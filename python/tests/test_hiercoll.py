@@ -192,6 +192,20 @@ class TorchGPUTest(unittest.TestCase):
                     torch.cuda.synchronize()
                     self.assertIs(got, out)
                     self.assertTrue(torch.equal(out, want.to(out_dtype)), f"{(out.double() - want).abs().max()}")
+        # Row-wise and block-wise scales in torch._scaled_mm's shapes and layouts (block-wise scale_a
+        # M-major, scale_b the transpose of a contiguous [N/128, K/128]), powers of two: the fp32 sums stay
+        # exact, so the output is the exact product rounded once.
+        for scaling in ("row", "block"):
+            for m, n, k in ((3, 12, 32), (130, 264, 144), (257, 520, 400)):
+                with self.subTest(scaling=scaling, m=m, n=n, k=k):
+                    a, w, scale_a, scale_b, want = self._scaled_operands(scaling, m, n, k, m * 7 + k)
+                    out = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device=self.dev)
+                    hiercoll.gemm(a, w.t(), scale_a, scale_b, out=out)
+                    torch.cuda.synchronize()
+                    self.assertTrue(torch.equal(out, want.to(torch.bfloat16)), f"{(out.double() - want).abs().max()}")
+        with self.assertRaisesRegex(ValueError, "fit no scaling"):
+            a, w, scale_a, scale_b, _ = self._scaled_operands("block", 130, 264, 144, 1)
+            hiercoll.gemm(a, w.t(), scale_a.t(), scale_b)
         rows_per, n, k = 5, 136, 48
         m = rows_per * self.world
         with hiercoll.ReduceScatter2D(m, n, torch.bfloat16, overlap_with_gemm=True) as rs:
@@ -212,11 +226,51 @@ class TorchGPUTest(unittest.TestCase):
             a8 = a_all[self.w.rank]
             for exc, text, fn in (
                 (ValueError, "K-contiguous", lambda: rs.scaled_matmul_reduce_scatter(a8, w_all[0].t().contiguous(), sa, sb)),
-                (ValueError, "one float32", lambda: rs.scaled_matmul_reduce_scatter(a8, w_all[0].t(), sa.double(), sb)),
+                (ValueError, "float32", lambda: rs.scaled_matmul_reduce_scatter(a8, w_all[0].t(), sa.double(), sb)),
+                (ValueError, "fit no scaling", lambda: rs.scaled_matmul_reduce_scatter(a8, w_all[0].t(), sa, sb[:0])),
                 (TypeError, "float8_e4m3fn", lambda: rs.scaled_matmul_reduce_scatter(a8.float(), w_all[0].t(), sa, sb)),
             ):
                 with self.subTest(text=text), self.assertRaisesRegex(exc, text):
                     fn()
+        # Row- and block-wise scales through the GEMM + reduce-scatter: each rank's own scales; each rank's
+        # product is exact in fp32 and rounded once to bf16, then summed over the ranks in bf16: within
+        # (world + 1) bf16 roundings of the sum of the ranks' magnitudes.
+        rows_per, n, k = 68, 264, 160
+        m = rows_per * self.world
+        with hiercoll.ReduceScatter2D(m, n, torch.bfloat16, overlap_with_gemm=True) as rs:
+            for scaling in ("row", "block"):
+                with self.subTest(scaling=scaling):
+                    ops = [self._scaled_operands(scaling, m, n, k, 77 * r + 5, lo=-1, hi=1) for r in range(self.world)]
+                    a, w, scale_a, scale_b, _ = ops[self.w.rank]
+                    mine = slice(self.w.rank * rows_per, (self.w.rank + 1) * rows_per)
+                    want = sum(o[4] for o in ops)[mine]
+                    bound = (self.world + 1) * 2.0 ** -8 * sum(o[4].abs() for o in ops)[mine]
+                    out = torch.full((rows_per, n), float("nan"), dtype=torch.bfloat16, device=self.dev)
+                    rs.scaled_matmul_reduce_scatter(a, w.t(), scale_a, scale_b, out)
+                    torch.cuda.synchronize()
+                    err = (out.double() - want).abs()
+                    self.assertFalse(bool(torch.isnan(out).any()), "output elements never written")
+                    self.assertTrue(bool((err <= bound).all()), f"max error {err.max()}, bound there {bound.flatten()[err.argmax()]}")
+
+    def _scaled_operands(self, scaling, m, n, k, seed, lo=-3, hi=3):
+        """a [m, k] and w [n, k] float8_e4m3fn of -1, 0, 1; scale_a and scale_b (for a @ w.t()) of the scaling
+        in torch._scaled_mm's shapes, powers of two from 2^lo to 2^hi; and the fp64 product."""
+        g = torch.Generator(device=self.dev)
+        g.manual_seed(seed)
+        a = torch.randint(-1, 2, (m, k), device=self.dev, generator=g).float().to(torch.float8_e4m3fn)
+        w = torch.randint(-1, 2, (n, k), device=self.dev, generator=g).float().to(torch.float8_e4m3fn)
+        pow2 = lambda *shape: 2.0 ** torch.randint(lo, hi + 1, shape, device=self.dev, generator=g).float()  # noqa: E731
+        kb, nb = -(-k // 128), -(-n // 128)
+        if scaling == "row":
+            sa, sw = pow2(m, 1), pow2(n, 1)
+            scale_a, scale_b = sa, sw.t()
+            ea, ew = sa.double(), sw.double()
+        else:
+            sa, sw = pow2(m, kb), pow2(nb, kb)
+            scale_a, scale_b = sa.t().contiguous().t(), sw.t()
+            ea = sa.double().repeat_interleave(128, dim=1)[:, :k]
+            ew = sw.double().repeat_interleave(128, dim=0).repeat_interleave(128, dim=1)[:n, :k]
+        return a, w, scale_a, scale_b, (a.double() * ea) @ (w.double() * ew).t()
 
     def test_bad_arguments(self):
         w = self.world
