@@ -467,6 +467,14 @@ __device__ __forceinline__ void gm_gather(float* d, const float* partials, u32* 
   }
 }
 
+// gm_fma is a·b + c rounded once (fma.rn.f32), in PTX as the rest of the
+// kernel (no header needed).
+__device__ __forceinline__ float gm_fma(float a, float b, float c) {
+  float d;
+  asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(d) : "f"(a), "f"(b), "f"(c));
+  return d;
+}
+
 // gm_fence_operands pins n registers of r in place in the instruction
 // order: reads of them after it cannot move above it, writes before it
 // cannot sink below it (wgmma writes its accumulators asynchronously: the
@@ -540,10 +548,10 @@ __device__ __forceinline__ void gm_mainloop_block(float* d, int kb, int ke, int&
       const float s0 = a0 * bs, s1 = a1 * bs;  // row and row + 8
 #pragma unroll
       for (int j = 0; j < 16; j++) {
-        d[64 * h + 4 * j] = fmaf(tmp[4 * j], s0, d[64 * h + 4 * j]);
-        d[64 * h + 4 * j + 1] = fmaf(tmp[4 * j + 1], s0, d[64 * h + 4 * j + 1]);
-        d[64 * h + 4 * j + 2] = fmaf(tmp[4 * j + 2], s1, d[64 * h + 4 * j + 2]);
-        d[64 * h + 4 * j + 3] = fmaf(tmp[4 * j + 3], s1, d[64 * h + 4 * j + 3]);
+        d[64 * h + 4 * j] = gm_fma(tmp[4 * j], s0, d[64 * h + 4 * j]);
+        d[64 * h + 4 * j + 1] = gm_fma(tmp[4 * j + 1], s0, d[64 * h + 4 * j + 1]);
+        d[64 * h + 4 * j + 2] = gm_fma(tmp[4 * j + 2], s1, d[64 * h + 4 * j + 2]);
+        d[64 * h + 4 * j + 3] = gm_fma(tmp[4 * j + 3], s1, d[64 * h + 4 * j + 3]);
       }
     }
   }
