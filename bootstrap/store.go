@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -88,10 +89,13 @@ func parseStoreAddr(v []byte) (storeAddr, error) {
 // cfg.Addr matters on rank 0 only: a host the others reach it at, with port
 // 0 ("10.1.2.3:0", MASTER_ADDR's host). cfg.Token, TokenFile and Listener
 // must be empty. Use a prefix of its own for each rendezvous of the job
-// ("hiercoll/1/", "hiercoll/2/", ...): the nonce tells a rendezvous that has
-// ended from this one, but not one whose rank 0 still waits for its ranks
-// (a job that was never completed) from this job's own rank 0. The wait for
-// rank 0 and the rendezvous share ctx's deadline, or cfg.Timeout.
+// ("hiercoll/1/", "hiercoll/2/", ...). Under a prefix that another job
+// used, a rank other than 0 waits out a rendezvous that has ended, and
+// redials when the server it read is gone and this job's rank 0 has
+// published; rank 0 refuses the prefix while another job's rendezvous there
+// still answers (a rank that started before it cannot tell that one from
+// its own, and may have joined it). The wait for rank 0 and the rendezvous
+// share ctx's deadline, or cfg.Timeout.
 //
 // A caller whose store lives in another language does the same in its own
 // words: rank 0 calls NewSecret and Listen, publishes the secret and
@@ -122,6 +126,9 @@ func DialStore(ctx context.Context, store Store, prefix string, cfg TCPConfig) (
 		if cfg.Size < 1 {
 			return DialTCP(ctx, cfg) // refused there, with the reason
 		}
+		if err := refuseLiveRendezvous(ctx, store, keyAddr); err != nil {
+			return nil, err
+		}
 		ln, err := Listen(cfg.Addr)
 		if err != nil {
 			return nil, err
@@ -149,7 +156,70 @@ func DialStore(ctx context.Context, store Store, prefix string, cfg TCPConfig) (
 		return nil, err
 	}
 	cfg.Addr, cfg.Token = addr, secret
+	cfg.reread = func(ctx context.Context) (string, string, bool) { return rereadStore(ctx, store, keyAddr, keySecret) }
 	return DialTCP(ctx, cfg)
+}
+
+// rereadStore reads the store's values again, once: the address and the
+// secret if they belong together and their rendezvous is open.
+func rereadStore(ctx context.Context, store Store, keyAddr, keySecret string) (string, string, bool) {
+	v, err := store.Get(ctx, keyAddr)
+	if err != nil {
+		return "", "", false
+	}
+	at, err := parseStoreAddr(v)
+	if err != nil || at.closed {
+		return "", "", false
+	}
+	secret, err := store.Get(ctx, keySecret)
+	if err != nil || JobNonce(string(secret)) != at.nonce {
+		return "", "", false
+	}
+	return at.addr, string(secret), true
+}
+
+// storePeek bounds rank 0's look for an address already under its prefix,
+// and storeProbe its probe of that address's server.
+const (
+	storePeek  = 50 * time.Millisecond
+	storeProbe = time.Second
+)
+
+// refuseLiveRendezvous is rank 0's check, before it publishes, that its
+// prefix does not name another job's rendezvous that is still open: an
+// address not marked closed whose server still answers with a challenge.
+// The other job's ranks may be joining it, and this job's could, before
+// this rank's values replace it: the job is refused with an error saying
+// so. An address whose server is gone (a job that was killed) is stale, and
+// replaced.
+func refuseLiveRendezvous(ctx context.Context, store Store, keyAddr string) error {
+	peek, cancel := context.WithTimeout(ctx, storePeek)
+	v, err := store.Get(peek, keyAddr)
+	cancel()
+	if err != nil {
+		return nil // nothing there (a store that fails fails the sets that follow)
+	}
+	at, err := parseStoreAddr(v)
+	if err != nil || at.closed || !serverAnswers(ctx, at.addr) {
+		return nil
+	}
+	return &Error{Rank: 0, Op: "rendezvous", Err: hcerr.ErrInvalidArgument,
+		Reason: fmt.Sprintf("the store's %s names another job's rendezvous (job %s) whose server at %s still answers: its ranks may be joining it; give each rendezvous a prefix of its own",
+			keyAddr, at.nonce, hcerr.Quote(at.addr))}
+}
+
+// serverAnswers reports whether a rendezvous server answers at addr: it
+// sends a challenge within storeProbe.
+func serverAnswers(ctx context.Context, addr string) bool {
+	d := net.Dialer{Timeout: storeProbe}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(storeProbe))
+	t, _, err := readFrame(conn, maxHandshakeFrame)
+	return err == nil && t == frameChallenge
 }
 
 // storePoll is how often a rank that found another rendezvous's values

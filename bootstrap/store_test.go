@@ -325,3 +325,64 @@ func TestDialStoreRefusesValuesOfTwoRendezvous(t *testing.T) {
 	require.ErrorIs(t, err, hcerr.ErrInvalidArgument)
 	require.Less(t, len(err.Error()), 1024)
 }
+
+// Rank 0 of a job refuses a prefix whose address names another job's
+// rendezvous that is still open (its server answers): that job's ranks, or
+// this one's, could be joining it. Once it has ended, the prefix is free.
+func TestDialStoreRefusesAnotherJobsOpenRendezvous(t *testing.T) {
+	checkGoroutines(t)
+	store := newMemStore()
+	ctx, cancel := context.WithCancel(context.Background())
+	other := make(chan error, 1)
+	go func() { // the other job's rank 0, waiting for a rank 1 that never comes
+		_, err := DialStore(ctx, store, "job/", TCPConfig{Rank: 0, Size: 2, LocalRank: 0, LocalSize: 2, Addr: "127.0.0.1:0", Timeout: time.Minute})
+		other <- err
+	}()
+	v, err := store.Get(context.Background(), "job/"+StoreKeyAddr)
+	require.NoError(t, err)
+	at, err := parseStoreAddr(v)
+	require.NoError(t, err)
+	conn, err := net.Dial("tcp", at.addr) // serving: it sends its challenge
+	require.NoError(t, err)
+	typ, _, err := readFrame(conn, maxHandshakeFrame)
+	require.NoError(t, err)
+	require.Equal(t, frameChallenge, typ)
+	require.NoError(t, conn.Close())
+	_, err = DialStore(context.Background(), store, "job/", TCPConfig{Rank: 0, Size: 2, LocalRank: 0, LocalSize: 2, Addr: "127.0.0.1:0", Timeout: time.Minute})
+	require.ErrorIs(t, err, hcerr.ErrInvalidArgument)
+	require.ErrorContains(t, err, "names another job's rendezvous")
+	require.ErrorContains(t, err, "give each rendezvous a prefix of its own")
+
+	cancel()
+	require.ErrorIs(t, <-other, context.Canceled)
+	require.NoError(t, errors.Join(onRanks(allRanks(2), func(r int) error {
+		return storeRank(context.Background(), store, "job/", r, 2, 2)
+	})...), "the prefix is free once the other rendezvous has ended")
+}
+
+// A job that was killed leaves its values open, naming a server that is
+// gone. This job's rank 1, started before its rank 0, dials that address;
+// once rank 0 (which finds the server gone and replaces the values) has
+// published, rank 1 reads the store again and joins.
+func TestDialStoreRedialsPastAKilledJobsValues(t *testing.T) {
+	checkGoroutines(t)
+	ln, err := Listen("127.0.0.1:0")
+	require.NoError(t, err)
+	gone := ln.Addr()
+	require.NoError(t, ln.Close())
+	store := newMemStore()
+	killed := NewSecret()
+	require.NoError(t, store.Set(context.Background(), "job/"+StoreKeySecret, []byte(killed)))
+	require.NoError(t, store.Set(context.Background(), "job/"+StoreKeyAddr, []byte(JobNonce(killed)+" "+gone)))
+
+	watched := watchedStore{store, make(chan string, 16)}
+	rank1 := make(chan error, 1)
+	go func() { rank1 <- storeRank(context.Background(), watched, "job/", 1, 2, 2) }()
+	for key := range watched.reads { // rank 1 has read both values: it dials the killed job's address
+		if key == "job/"+StoreKeySecret {
+			break
+		}
+	}
+	require.NoError(t, storeRank(context.Background(), store, "job/", 0, 2, 2))
+	require.NoError(t, <-rank1)
+}

@@ -52,6 +52,12 @@ type TCPConfig struct {
 	// Timeout bounds connecting and each collective when ctx has no
 	// deadline; 0 means DefaultTimeout.
 	Timeout time.Duration
+
+	// reread, where set (DialStore), gives the address and the secret as
+	// they are now, when a dial failed: values read from a store may be
+	// those of a job whose server is gone, until this job's rank 0
+	// replaces them.
+	reread func(ctx context.Context) (addr, token string, ok bool)
 }
 
 func (cfg TCPConfig) check() (TCPConfig, error) {
@@ -272,8 +278,9 @@ type tcpComm struct {
 	rank, size, localRank, localSize int
 	timeout                          time.Duration
 	addr                             string
-	token, tokenFile                 string // the job's secret, or where to read it
-	secretRead                       bool   // the secret file was there at some attempt
+	token, tokenFile                 string                                                  // the job's secret, or where to read it
+	secretRead                       bool                                                    // the secret file was there at some attempt
+	reread                           func(ctx context.Context) (addr, token string, ok bool) // TCPConfig.reread
 
 	conn       net.Conn
 	sess       *session // tags what it sends (under writeMu) and checks what it reads (in readLoop)
@@ -304,7 +311,7 @@ func (c *tcpComm) LocalSize() int { return c.localSize }
 func join(ctx context.Context, cfg TCPConfig, addr string, deadline time.Time, budget time.Duration) (*tcpComm, error) {
 	c := &tcpComm{
 		rank: cfg.Rank, size: cfg.Size, localRank: cfg.LocalRank, localSize: cfg.LocalSize,
-		timeout: cfg.Timeout, addr: addr, token: cfg.Token, tokenFile: cfg.TokenFile,
+		timeout: cfg.Timeout, addr: addr, token: cfg.Token, tokenFile: cfg.TokenFile, reread: cfg.reread,
 		frames: make(chan inbound, 4), stop: make(chan struct{}), readerDone: make(chan struct{}),
 	}
 	conn, sess, err := c.connect(ctx, deadline, budget)
@@ -346,6 +353,11 @@ func (c *tcpComm) connect(ctx context.Context, deadline time.Time, budget time.D
 		lastErr = err
 		if errors.Is(err, fs.ErrNotExist) {
 			noFile = err
+		}
+		if c.reread != nil {
+			if addr, token, ok := c.reread(ctx); ok && checkAddr(addr, false) == nil {
+				c.addr, c.token = addr, token // this job's rank 0 has replaced stale values
+			}
 		}
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, nil, &Error{Rank: c.rank, Op: op, Err: ctx.Err(),

@@ -138,8 +138,9 @@ typedef int (*hc_store_get_fn)(void* user, const char* key, int64_t timeout_ms, 
  * secret and then prefix+"addr" to a nonce naming this rendezvous (16 hex
  * digits), a space and its address, which it marks "<nonce> closed" once
  * the rendezvous has ended; the other ranks get both and connect, waiting
- * out values of another rendezvous. No port needs agreeing on. Use a
- * prefix of its own for each rendezvous of a job. host matters on rank 0 only. Collective over the
+ * out values of another rendezvous (rank 0 refuses a prefix whose address
+ * names another job's rendezvous that still answers). No port needs
+ * agreeing on. Use a prefix of its own for each rendezvous of a job. host matters on rank 0 only. Collective over the
  * job; once per process, sharing hc_init_from_env's handle. (ABI version 3.)
  */
 int hc_init_store(hc_store_set_fn set, hc_store_get_fn get, void* user, const char* prefix, const char* host,
