@@ -108,7 +108,7 @@ var commands = map[string]func(context.Context, []string) error{
 
 // run runs command cmd and returns the exit status: 0, 1 for a failure, 2
 // for a mistake on the command line. The error is printed once: under a
-// launcher (RANK set) a usage error, the same on every rank, by rank 0. The
+// launcher (RANK and WORLD_SIZE set) a usage error, the same on every rank, by rank 0. The
 // other ranks wait for the launcher to stop them (ctx ends) before they
 // exit, so that rank 0 fails first: a launcher names the first rank that
 // failed and stops the rest, and were another rank first, rank 0 could be
@@ -141,7 +141,7 @@ func run(ctx context.Context, cmd string, args []string, stdout, stderr io.Write
 	case err == nil, errors.Is(err, errHelp):
 		return 0
 	case errors.As(err, &ue):
-		if rank := os.Getenv(bootstrap.EnvRank); rank != "" && rank != "0" && stoppedWithin(ctx, usageWait) {
+		if bootstrap.EnvPresent() && os.Getenv(bootstrap.EnvRank) != "0" && stoppedWithin(ctx, usageWait) {
 			return 2 // the launcher stopped this rank once rank 0 had reported the mistake
 		}
 		fmt.Fprintf(stderr, "hiercoll %s: %v\n", cmd, ue.error)
