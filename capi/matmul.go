@@ -58,12 +58,18 @@ func bLayout(l int) (owngemm.BLayout, error) {
 // A GEMM that failed on the GEMM stream (whose errors are sticky) is this
 // call's error, naming the failed call (producer.Overlapped.Recover): the
 // stream is replaced, so that the next call runs, or, where it cannot be,
-// every later call says the context is broken.
-func (c *rs2dObj) matmul() (*producer.Overlapped, error) {
+// every later call says the context is broken. The check queries an event,
+// which a stream capture forbids: a call on a stream s being captured skips
+// it (the next call outside the capture makes it).
+func (c *rs2dObj) matmul(s device.Stream) (*producer.Overlapped, error) {
 	c.mmMu.Lock()
 	defer c.mmMu.Unlock()
 	if c.mm != nil {
-		if err := c.mm.Recover(); err != nil {
+		capturing, err := device.Capturing(s)
+		if err == nil && !capturing {
+			err = c.mm.Recover()
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -135,7 +141,7 @@ func matmulReduceScatter(h int64, x matmulArgs, stream uint64) error {
 	if err := spec.CheckMemory(c.owner.rank.Dev); err != nil {
 		return fmt.Errorf("hiercoll: %w", err)
 	}
-	st, err := c.matmul()
+	st, err := c.matmul(s)
 	if err != nil {
 		return err
 	}

@@ -352,6 +352,37 @@ __device__ __forceinline__ void gm_store(const float* d, u16* C, long long ldc, 
   }
 }
 
+// gm_store_rows is gm_store with the row-wise scales applied on the way
+// (the same products as gm_scale_rows, so the same bits): the kernels that
+// store from registers apply them here, one column pair at a time, so that
+// the scale loads are not all live at once beside the store's addresses (the
+// compiler barrier ends each pair's live range).
+template <class P>
+__device__ __forceinline__ void gm_store_rows(const float* d, u16* C, long long ldc, int M, int N, int row, int col0,
+                                              const float* scale_a, const float* scale_b) {
+  const float a0 = row < M ? scale_a[row] : 0.f;
+  const float a1 = row + 8 < M ? scale_a[row + 8] : 0.f;
+#pragma unroll
+  for (int i = 0; i < 32; i++) {
+    const int col = col0 + 8 * i;
+    if (col < N) {
+      const float b0 = scale_b[col];
+      const float b1 = col + 1 < N ? scale_b[col + 1] : 0.f;
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        const int r = row + 8 * h;
+        if (r >= M) continue;
+        const float a = h ? a1 : a0;
+        const u32 v = P::pack(d[4 * i + 2 * h] * (a * b0), d[4 * i + 2 * h + 1] * (a * b1));
+        u16* p = C + (long long)r * ldc + col;
+        p[0] = (u16)(v & 0xffff);
+        if (col + 1 < N) p[1] = (u16)(v >> 16);
+      }
+    }
+    asm volatile("" ::: "memory");
+  }
+}
+
 // gm_stage writes this thread's share of a consumer's 64 x 256 rows into
 // the staging buffer at stage: four 64 x 64 boxes of 8 KiB, each row 128
 // bytes with its 16-byte chunks swizzled by the row (chunk ^ row % 8), the
@@ -695,7 +726,7 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
 #pragma unroll
       for (int i = 0; i < 128; i++) d[i] *= scale;
     }
-    if constexpr (SCALING == GM_SCALE_ROW) {
+    if constexpr (SCALING == GM_SCALE_ROW && TMA) {
       gm_scale_rows(d, scale_a, scale_b, M, N, rt * GM_BM + cw * 64 + warp * 16 + lane / 4,
                     ct * GM_BN + 2 * (lane % 4));
     }
@@ -709,6 +740,9 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
     if (TMA) {
       gm_stage<Out>(d, cstage, warp * 16 + lane / 4, lane);
       asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    } else if constexpr (SCALING == GM_SCALE_ROW) {
+      gm_store_rows<Out>(d, C, ldc, M, N, rt * GM_BM + cw * 64 + warp * 16 + lane / 4, ct * GM_BN + 2 * (lane % 4),
+                         scale_a, scale_b);
     } else {
       gm_store<Out>(d, C, ldc, M, N, rt * GM_BM + cw * 64 + warp * 16 + lane / 4, ct * GM_BN + 2 * (lane % 4));
     }
