@@ -27,11 +27,14 @@ type Config struct {
 	// for the caller's stream alone.
 	OverlapWithGEMM bool
 	// Engine moves the rows inside a node. Auto picks the copy engine with
-	// OverlapWithGEMM (the GEMM holds the SMs) and SM stores otherwise, or
-	// the ring where MaxSymmetricBytes leaves the direct path no room, and
-	// never NVLS. It is in Config because an engine is a user's choice by
-	// name: engines that touch special hardware run only when named (NVLS:
-	// and only through device.AllowMulticast's gate).
+	// OverlapWithGEMM (the GEMM holds the SMs) and SM stores otherwise;
+	// where MaxSymmetricBytes leaves the direct path no room, the pull
+	// engine in rounds, or the ring where those do not fit either; never
+	// NVLS. The pull engine, named, reads the rows in place from the
+	// peers' symmetric inputs (Context.Input: the fastest path where the
+	// caller writes its rows there). It is in Config because an engine is a
+	// user's choice by name: engines that touch special hardware run only
+	// when named (NVLS: and only through device.AllowMulticast's gate).
 	Engine Engine
 	// Transport selects the inter-node transport (Auto by default).
 	Transport internode.Kind

@@ -20,9 +20,15 @@
 //     to the peers, each after the destination's GEMM signal, then a reduce
 //     kernel on a bounded SM budget; on one node the producer's SMs may push
 //     the end of the last peer's block once the GEMM is done (Call.Help);
-//   - ring (intranode/ring, under Config.MaxSymmetricBytes): FIFO slots with
-//     head/tail credits, memory that does not grow with M; the call goes in
-//     rail rounds of the rows the bound leaves room for (memory.go);
+//   - pull engine (intranode/pull, when named; Auto under
+//     Config.MaxSymmetricBytes): one pull-reduce kernel per step, each rank
+//     reading its block from every node peer's symmetric input (Input: zero
+//     copy where the caller writes its rows there; else one copy in); under
+//     a bound the call goes in rounds through two staging sets;
+//   - ring (intranode/ring, named, or under a bound the pull engine's
+//     rounds do not fit): FIFO slots with head/tail credits, memory that
+//     does not grow with M; the call goes in rail rounds of the rows the
+//     bound leaves room for (memory.go);
 //   - NVLS (intranode/nvls, only when named): each block load-reduced
 //     through the node's NVLink multicast object.
 //
