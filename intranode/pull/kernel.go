@@ -16,10 +16,10 @@ var source string
 var module = &device.Module{Name: "hiercoll_pull", Source: kernels.PeerSource + source}
 
 const (
-	// Block is the CUDA block size of the pull kernel.
-	Block = 512
-	// MaxBlocks bounds a launch's grid.
-	MaxBlocks = 1024
+	// block is the CUDA block size of the pull kernel.
+	block = 512
+	// maxBlocks bounds a launch's grid.
+	maxBlocks = 1024
 	// MaxLocalSize is the most GPUs per node the kernel serves.
 	MaxLocalSize = 8
 )
@@ -52,7 +52,7 @@ func init() {
 			pullKernels[dt][l] = &device.Kernel{
 				Module: module,
 				Name:   fmt.Sprintf("hc_pull_%v_l%d", dt, l),
-				Block:  Block,
+				Block:  block,
 				Host:   host(dt),
 			}
 		}
@@ -131,7 +131,7 @@ func run(dev device.Device, s device.Stream, dt dtype.DType, grid int, p launch)
 	if err != nil {
 		return err
 	}
-	if grid < 1 || grid > p.MaxGrid || p.MaxGrid > MaxBlocks || p.Me < 0 || p.Me >= p.LWS || p.State == 0 {
+	if grid < 1 || grid > p.MaxGrid || p.MaxGrid > maxBlocks || p.Me < 0 || p.Me >= p.LWS || p.State == 0 {
 		return fmt.Errorf("pull: launch of %d blocks on local rank %d of %d: %w", grid, p.Me, p.LWS, device.ErrInvalidArgument)
 	}
 	return dev.Launch(s, k, grid, p.args()...)

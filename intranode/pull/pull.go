@@ -57,7 +57,7 @@ var _ intranode.Maker = (*Maker)(nil)
 func NewMaker(spec intranode.Spec, rows int) *Maker { return &Maker{spec: spec, rows: rows} }
 
 // maxGrid is the most blocks a launch has: one per SM of the budget.
-func (m *Maker) maxGrid() int { return max(1, min(m.spec.ReductionSMs, MaxBlocks)) }
+func (m *Maker) maxGrid() int { return max(1, min(m.spec.ReductionSMs, maxBlocks)) }
 
 // setBytes is one staging set: world blocks of m.rows rows.
 func (m *Maker) setBytes() int64 {
@@ -124,12 +124,12 @@ type Engine struct {
 
 var _ intranode.Engine = (*Engine)(nil)
 
-// Grid is the kernel's blocks for count elements on a budget of sms SMs
-// (one block each): no more than there are vectors for.
-func Grid(rowBytes int64, rows, sms int) int {
+// grid is the kernel's blocks for rows rows of rowBytes bytes on a budget
+// of sms SMs (one block each): no more than there are 16-byte vectors for.
+func grid(rowBytes int64, rows, sms int) int {
 	vectors := rowBytes * int64(rows) / 16
-	need := int(max(1, (vectors+Block-1)/Block))
-	return max(1, min(sms, need, MaxBlocks))
+	need := int(max(1, (vectors+block-1)/block))
+	return max(1, min(sms, need, maxBlocks))
 }
 
 // Begin copies the call's rows into the symmetric input, unless the caller
@@ -186,8 +186,8 @@ func (e *Engine) pull(s device.Stream, step intranode.Step, off int64, arrive, d
 	if done {
 		p.Phases |= phaseDone
 	}
-	grid := Grid(rowBytes, step.Rows, e.m.maxGrid())
-	if err := run(e.env.Dev, s, e.env.DType, grid, p); err != nil {
+	blocks := grid(rowBytes, step.Rows, e.m.maxGrid())
+	if err := run(e.env.Dev, s, e.env.DType, blocks, p); err != nil {
 		return intranode.Done{}, fmt.Errorf("pull: node step %d: %w", step.Node, err)
 	}
 	return intranode.Done{Landed: s, Reduced: s}, nil
