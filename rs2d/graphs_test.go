@@ -51,12 +51,12 @@ func graphRanks(t *testing.T, w *world.World, spec graphSpec, seed uint64) error
 	m, dt := spec.rowsPer*ws, dtype.I32
 	cfg := spec.cfg
 	cfg.MaxM, cfg.N, cfg.DType, cfg.Graphs, cfg.Timeout = m, spec.n, dt, true, 20*time.Second
+	cfg.Tuning = spec.knobs
 	in := &inputs{calls: map[int][][]byte{}, seed: seed, world: ws, dt: dt, count: m * spec.n}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	return w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		rank := r.Comm.Rank()
-		cfg.Tuning = spec.knobs
 		rs, err := rs2d.New(ctx, r.Comm, r.Dev, cfg)
 		if err != nil {
 			return err

@@ -70,7 +70,7 @@ func runWorld(t *testing.T, spec runSpec) {
 	if cfg.MaxM == 0 {
 		cfg.MaxM = m
 	}
-	cfg.N, cfg.DType = spec.n, spec.dt
+	cfg.N, cfg.DType, cfg.Tuning = spec.n, spec.dt, spec.knobs
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 20 * time.Second
 	}
@@ -87,7 +87,6 @@ func runWorld(t *testing.T, spec runSpec) {
 	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		rank := r.Comm.Rank()
 		before := r.Dev.(*sim.Device).MemoryInUse()
-		cfg.Tuning = spec.knobs
 		rs, err := rs2d.New(ctx, r.Comm, r.Dev, cfg)
 		if err != nil {
 			return err
