@@ -178,9 +178,11 @@ int hc_world_close(int64_t world);
  * signal (see hc_rs2d_raise_signal), optionally | HC_SPLIT_FIRST_BLOCK: the
  * first block in consumption order then goes in two parts, its first
  * hc_rs2d_early_rows rows after the early signal (hc_rs2d_raise_early), the
- * rest after its GEMM signal; other bits fail with HC_ERR_INVALID;
- * reduction_sms: the SM budget of the intra-node reduce kernels (0: default
- * 16). With HC_GRAPHS (ABI version 3) calls may be captured in CUDA graphs
+ * rest after its GEMM signal; or HC_PULL (without HC_OVERLAP_WITH_GEMM): the
+ * pull engine, whose symmetric input hc_rs2d_input gives; other bits fail
+ * with HC_ERR_INVALID; reduction_sms: the SM budget of the intra-node reduce
+ * (0: the default: 16 beside a GEMM, 32 for the SM engine's reduce blocks
+ * and for the pull engine's whole step). With HC_GRAPHS (ABI version 3) calls may be captured in CUDA graphs
  * (cuStreamBeginCapture, torch.cuda.graph) and replayed, mixed freely with
  * calls made directly: every call's signal words carry the same value
  * (hc_rs2d_signal_value is then always 1) and are reset on the GPU. A GEMM
