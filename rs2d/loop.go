@@ -32,10 +32,7 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch symm.Epoch) err
 	if err := c.engine.Begin(s, call); err != nil {
 		return err
 	}
-	per := rpr
-	if c.rail != nil || c.mem.PullRows > 0 {
-		per = c.mem.RailRows
-	}
+	per := min(rpr, c.mem.RailRows) // whole blocks but where a bound rounds the call
 	for r0 := 0; r0 < rpr; r0 += per {
 		rows := min(per, rpr-r0)
 		seq := epoch

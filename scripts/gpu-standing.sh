@@ -2,10 +2,13 @@
 # The standing figures and the GPU check at one commit, on a machine of 4
 # GPUs (after scripts/gpu-build.sh and scripts/build-capi.sh here; an older
 # build for before/after in build/old-hiercoll, optional). Logs under $OUT.
-#   scripts/gpu-standing.sh [sections...]   sections: rs checks gemm fp8
+#   scripts/gpu-standing.sh [sections...]   sections: rs rounds checks gemm fp8
 #   rs:     the reduce-scatter beside NCCL on 4 and 2 GPUs (SM and pull
 #           engines), and the SM engine of the older build in turn
-#   checks: verify, the GPU tests (dying rank, graph replays), the torch tests
+#   rounds: under --max-symm 64M the pull engine in rounds and the ring,
+#           beside the direct pull engine
+#   checks: verify (the pull engine whole and in rounds, on emulated nodes
+#           too), the GPU tests (dying rank, graph replays), the torch tests
 #   gemm:   GEMM + RS beside torch (bench-gemm; gemm_baseline.py: async-TP),
 #           the older build's bench-gemm in turn
 #   fp8:    scripts/gpu-fp8.sh, when present
@@ -27,9 +30,18 @@ if has rs; then
 		step sm-new $H bench --sizes 32M,128M,512M,2G --engine sm --reps 5
 	fi
 fi
+if has rounds; then
+	step rounds $H bench --sizes 128M,512M,2G --engine pull,ring --max-symm 64M --csv "$OUT/rounds-1x$ngpu.csv"
+	step rounds-direct $H bench --sizes 128M,512M,2G --engine pull --csv "$OUT/rounds-direct-1x$ngpu.csv"
+fi
 if has checks; then
 	step verify $H verify --repeat 200
 	step verify-pull $H verify --engine pull --repeat 100
+	step verify-pull-rounds $H verify --engine pull --max-symm 64M --repeat 50
+	if [ "$ngpu" -ge 4 ]; then
+		step verify-pull-2x2 $H verify --engine pull --nodes 2 --max-symm 16M --repeat 50
+		step verify-pull-4x1 $H verify --engine pull --nodes 4 --repeat 50
+	fi
 	step rs2d-gpu build/rs2d.test -test.count=1 -test.v -test.run 'TestGPU'
 	step check-rs-pull torchrun --nproc-per-node "$ngpu" benchmarks/torch/check_rs.py --engine pull --dtypes bf16,int32 --shapes 4096x4096,8192x8192,16384x16384
 	step pytest python3 -m pytest -q python/tests --ignore=python/tests/test_torch_graphs.py
