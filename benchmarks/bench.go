@@ -228,22 +228,7 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, 
 	defer func() { err = errors.Join(err, rs.Close()) }()
 	v.Config = rs.Config()
 	name := v.Name(r.Dev.Info().SMs)
-	if plan := rs.PlanFor(ms[len(ms)-1]); plan.InterNodeBytes > 0 {
-		p.Printf("  bytes per rank to other nodes: hiercoll %.3f x size ((nnodes-1)/world); a flat ring sends %.3f x size ((world-1)/world) to its neighbour, across the node boundary on the boundary ranks\n",
-			float64(plan.InterNodeBytes)/float64(int64(ms[len(ms)-1])*rowBytes), float64(plan.FlatRingBytes)/float64(int64(ms[len(ms)-1])*rowBytes))
-	}
-	p.Printf("variant %q: engine %v, reduction SMs %d, chunks %d (0: by size), transport %s\n",
-		name, v.Config.Engine, rs.ReductionSMs(), v.Config.Tuning.Chunks, rs.Transport())
-	p.Printf("  symmetric memory: %v\n", rs.Memory())
-	if _, err := rs.Input(maxM); err == nil {
-		if o.CopyIn {
-			p.Printf("  input: the plain buffer NCCL reads too, copied into the context's symmetric input by each call (--copy-in)\n")
-		} else {
-			p.Printf("  input: written once into the context's symmetric input (zero copy); NCCL reads the same rows from a plain buffer\n")
-		}
-	}
-	p.Printf("%12s %12s %6s %10s %8s %8s %10s %8s %8s %7s %9s  %s\n",
-		"size(B)", "count", "type", "time(us)", "algbw", "busbw", "nccl(us)", "algbw", "busbw", "speedup", "maxerr", "spread (us)")
+	printVariant(p, rs, name, ms[len(ms)-1], o.CopyIn)
 	for _, m := range ms {
 		rowsPer := m / ws
 		row := BenchRow{Variant: name, Bytes: int64(m) * rowBytes, Count: int64(m) * int64(o.N), M: m, N: o.N, Simulated: !gpu}
@@ -292,27 +277,13 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, 
 		if ref != nil {
 			paths = append(paths, runN)
 		}
-		var hs, ns []time.Duration
-		for rep := 0; rep < max(o.Reps, 1); rep++ {
-			ds := make([]time.Duration, len(paths))
-			for i := range paths {
-				j := (rep + i) % len(paths) // which goes first alternates
-				if ds[j], err = timeCalls(ctx, r, s, t0, t1, iters, paths[j]); err != nil {
-					return nil, err
-				}
-			}
-			slowest, err := mostOverRanks(ctx, r, []uint64{uint64(ds[0]), uint64(ds[len(ds)-1])})
-			if err != nil {
-				return nil, err
-			}
-			hs = append(hs, time.Duration(slowest[0]))
-			if ref != nil {
-				ns = append(ns, time.Duration(slowest[1]))
-			}
+		times, err := measureInTurn(ctx, r, s, t0, t1, iters, max(o.Reps, 1), paths)
+		if err != nil {
+			return nil, err
 		}
-		row.Time, row.TimeMin, row.TimeMax = medianOf(hs)
+		row.Time, row.TimeMin, row.TimeMax = medianOf(times[0])
 		if ref != nil {
-			row.NCCLTime, row.NCCLMin, row.NCCLMax = medianOf(ns)
+			row.NCCLTime, row.NCCLMin, row.NCCLMax = medianOf(times[1])
 		}
 		if row.Checked {
 			worst, err := mostOverRanks(ctx, r, []uint64{math.Float64bits(row.MaxErr)})
@@ -322,26 +293,81 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, 
 			row.MaxErr = math.Float64frombits(worst[0])
 		}
 		rows = append(rows, row)
-		speedup := "-"
-		if row.NCCLTime > 0 {
-			speedup = fmt.Sprintf("%.2fx", row.NCCLTime.Seconds()/row.Time.Seconds())
-		}
-		maxErr := "-"
-		if row.Checked {
-			maxErr = fmt.Sprintf("%.3g", row.MaxErr)
-		}
-		nccl := fmt.Sprintf(" %10s %8s %8s", "-", "-", "-")
-		if row.NCCLTime > 0 {
-			nccl = fmt.Sprintf(" %10.1f %8.1f %8.1f", us(row.NCCLTime), row.AlgBW(row.NCCLTime), row.BusBW(row.NCCLTime, ws))
-		}
-		spread := fmt.Sprintf("[%.1f..%.1f]", us(row.TimeMin), us(row.TimeMax))
-		if row.NCCLTime > 0 {
-			spread += fmt.Sprintf(" nccl [%.1f..%.1f]", us(row.NCCLMin), us(row.NCCLMax))
-		}
-		p.Printf(" %10.1f %8.1f %8.1f%s %7s %9s  %s\n",
-			us(row.Time), row.AlgBW(row.Time), row.BusBW(row.Time, ws), nccl, speedup, maxErr, spread)
+		printRowEnd(p, row, ws)
 	}
 	return rows, nil
+}
+
+// printVariant prints a variant's heading: what it sends between nodes at
+// the largest size (m rows), its settings in effect, its memory, where its
+// input lies, and the table's column names.
+func printVariant(p Printer, rs *rs2d.Context, name string, m int, copyIn bool) {
+	cfg := rs.Config()
+	bytes := int64(m) * int64(cfg.N) * int64(cfg.DType.Size())
+	if plan := rs.PlanFor(m); plan.InterNodeBytes > 0 {
+		p.Printf("  bytes per rank to other nodes: hiercoll %.3f x size ((nnodes-1)/world); a flat ring sends %.3f x size ((world-1)/world) to its neighbour, across the node boundary on the boundary ranks\n",
+			float64(plan.InterNodeBytes)/float64(bytes), float64(plan.FlatRingBytes)/float64(bytes))
+	}
+	p.Printf("variant %q: engine %v, reduction SMs %d, chunks %d (0: by size), transport %s\n",
+		name, cfg.Engine, rs.ReductionSMs(), cfg.Tuning.Chunks, rs.Transport())
+	p.Printf("  symmetric memory: %v\n", rs.Memory())
+	if _, err := rs.Input(cfg.MaxM); err == nil {
+		if copyIn {
+			p.Printf("  input: the plain buffer NCCL reads too, copied into the context's symmetric input by each call (--copy-in)\n")
+		} else {
+			p.Printf("  input: written once into the context's symmetric input (zero copy); NCCL reads the same rows from a plain buffer\n")
+		}
+	}
+	p.Printf("%12s %12s %6s %10s %8s %8s %10s %8s %8s %7s %9s  %s\n",
+		"size(B)", "count", "type", "time(us)", "algbw", "busbw", "nccl(us)", "algbw", "busbw", "speedup", "maxerr", "spread (us)")
+}
+
+// measureInTurn times each of paths reps times (iters calls each), the paths
+// in turn with which goes first alternating, and returns per path the
+// slowest rank's time of each measurement.
+func measureInTurn(ctx context.Context, r world.Rank, s device.Stream, t0, t1 device.Event, iters, reps int,
+	paths []func() error) ([][]time.Duration, error) {
+	times := make([][]time.Duration, len(paths))
+	for rep := 0; rep < reps; rep++ {
+		ds := make([]uint64, len(paths))
+		for i := range paths {
+			j := (rep + i) % len(paths)
+			d, err := timeCalls(ctx, r, s, t0, t1, iters, paths[j])
+			if err != nil {
+				return nil, err
+			}
+			ds[j] = uint64(d)
+		}
+		slowest, err := mostOverRanks(ctx, r, ds)
+		if err != nil {
+			return nil, err
+		}
+		for j := range paths {
+			times[j] = append(times[j], time.Duration(slowest[j]))
+		}
+	}
+	return times, nil
+}
+
+// printRowEnd prints the measured columns of row, after the size columns
+// printed when its measurement began.
+func printRowEnd(p Printer, row BenchRow, ws int) {
+	speedup := "-"
+	if row.NCCLTime > 0 {
+		speedup = fmt.Sprintf("%.2fx", row.NCCLTime.Seconds()/row.Time.Seconds())
+	}
+	maxErr := "-"
+	if row.Checked {
+		maxErr = fmt.Sprintf("%.3g", row.MaxErr)
+	}
+	nccl := fmt.Sprintf(" %10s %8s %8s", "-", "-", "-")
+	spread := fmt.Sprintf("[%.1f..%.1f]", us(row.TimeMin), us(row.TimeMax))
+	if row.NCCLTime > 0 {
+		nccl = fmt.Sprintf(" %10.1f %8.1f %8.1f", us(row.NCCLTime), row.AlgBW(row.NCCLTime), row.BusBW(row.NCCLTime, ws))
+		spread += fmt.Sprintf(" nccl [%.1f..%.1f]", us(row.NCCLMin), us(row.NCCLMax))
+	}
+	p.Printf(" %10.1f %8.1f %8.1f%s %7s %9s  %s\n",
+		us(row.Time), row.AlgBW(row.Time), row.BusBW(row.Time, ws), nccl, speedup, maxErr, spread)
 }
 
 // defaultIters is the number of timed calls per measurement of size bytes:
