@@ -204,11 +204,7 @@ func (p planner) railBlock(rows int) int64 { return alignUp(int64(rows)*p.rowByt
 // any transport it may pick takes).
 func (p planner) railBytes(rows int) int64 {
 	if n := p.place.Shape.Nodes; n > 1 {
-		proto := symm.Growing
-		if p.cfg.Graphs {
-			proto = symm.Replayable
-		}
-		return internode.RailBytes(p.cfg.Transport, proto, n, p.railBlock(rows))
+		return internode.RailBytes(p.cfg.Transport, p.proto(), n, p.railBlock(rows))
 	}
 	return 0
 }
@@ -216,10 +212,17 @@ func (p planner) railBytes(rows int) int64 {
 // railRowsWithin is the most rows, up to rows, whose rail rounds take at
 // most budget bytes (0 when not even an empty round fits).
 func (p planner) railRowsWithin(rows int, budget int64) int {
-	lo, hi := 0, rows // p.railBytes(lo) <= budget is kept, once lo > 0
+	return mostRows(rows, func(r int) bool { return p.railBytes(r) <= budget })
+}
+
+// mostRows is the largest r in [0, rows] for which fits(r) holds, fits
+// holding for every r below one that it holds for (0 when it holds for
+// none above 0).
+func mostRows(rows int, fits func(int) bool) int {
+	lo, hi := 0, rows
 	for lo < hi {
 		mid := lo + (hi-lo+1)/2
-		if p.railBytes(mid) <= budget {
+		if fits(mid) {
 			lo = mid
 		} else {
 			hi = mid - 1
@@ -323,16 +326,8 @@ func (p planner) pullBounded() (Memory, error) {
 		return Memory{}, &belowMinimum{least: total(1), err: fmt.Errorf("rs2d: MaxSymmetricBytes=%d is below the pull engine's minimum of %d bytes per rank (rounds of one row): %w",
 			bound, total(1), device.ErrInvalidArgument)}
 	}
-	lo, hi := 1, most // the most rows that fit: total grows with rows
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
-		if total(mid) <= bound {
-			lo = mid
-		} else {
-			hi = mid - 1
-		}
-	}
-	return Memory{Engine: EnginePull, Node: node(lo), Rail: p.railBytes(lo), RailRows: lo, PullRows: lo}, nil
+	rows := mostRows(most, func(r int) bool { return total(r) <= bound }) // at least 1: total(1) fits
+	return Memory{Engine: EnginePull, Node: node(rows), Rail: p.railBytes(rows), RailRows: rows, PullRows: rows}, nil
 }
 
 // choose picks the path of a context: the direct path with the configured
