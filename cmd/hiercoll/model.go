@@ -24,41 +24,58 @@ func runModel(ctx context.Context, args []string) error {
 	return runModelTo(ctx, args, cmdOut)
 }
 
-// runModelTo is `hiercoll model`, printing to out.
-func runModelTo(_ context.Context, args []string, out io.Writer) error {
+// modelFlags are the values of `hiercoll model`'s flags.
+type modelFlags struct {
+	fs                                                 *flag.FlagSet
+	nodes, sizes, floors                               *string
+	gpus, nics, lanes, ringNICs                        *int
+	pushBW, pushAllBW, localBW, nodeLat, nodePeerLat   *float64
+	nicBW, nicLat, laneBW, reduceBW, reduceLat, ringNV *float64
+	csv, png, ratioPNG, pngDir                         *string
+	validate                                           validateFlag
+}
+
+// newModelFlags defines `hiercoll model`'s flags, printing usage to out.
+func newModelFlags(out io.Writer) *modelFlags {
 	def := model.Defaults(1, 8)
 	fs := flag.NewFlagSet("model", flag.ContinueOnError)
 	fs.SetOutput(out)
-	nodesFlag := fs.String("nodes", "2,4,8,16,32,64,128", "node counts, comma-separated")
-	gpus := fs.Int("gpus", def.GPUs, "GPUs per node")
-	sizesFlag := fs.String("sizes", "1M,4M,16M,64M,256M,1G,4G", "input bytes per rank, comma-separated, with K/M/G suffixes")
-	floorsFlag := fs.String("floors", "", "`hiercoll floors` log(s), comma-separated: set the NVLink push, local copy, final reduce and ring ceiling terms")
-	pushBW := fs.Float64("push-bw", shown(def.Node.PushBW/1e9), "GB/s a GPU stores into one node peer (node steps on 2 GPUs)")
-	pushAllBW := fs.Float64("push-all-bw", shown(def.Node.PushAllBW/1e9), "GB/s a GPU stores into all node peers at once (node steps on 3+ GPUs)")
-	localBW := fs.Float64("local-bw", shown(def.Node.LocalBW/1e9), "GB/s of the local copy a node step makes with one GPU per node")
-	nodeLat := fs.Float64("node-lat", shown(def.Node.Lat*1e6), "µs: fixed cost of one node step")
-	nodePeerLat := fs.Float64("node-peer-lat", shown(def.Node.PeerLat*1e6), "µs added to a node step per node peer")
-	nics := fs.Int("nics", def.Rail.NICs, "NICs per node")
-	nicBW := fs.Float64("nic-bw", shown(def.Rail.NICBW/1e9), "GB/s one NIC carries per direction (49: 400 Gb/s at 98%)")
-	nicLat := fs.Float64("nic-lat", shown(def.Rail.Lat*1e6), "µs: latency of one rail message")
-	lanes := fs.Int("lanes", def.Rail.Lanes, "communicators per rail sharing each message (NCCL transport)")
-	laneBW := fs.Float64("lane-bw", 0, "GB/s one lane carries at most (0: no cap per lane)")
-	reduceBW := fs.Float64("reduce-bw", shown(def.Final.BW/1e9), "GB/s read+written by the final reduce")
-	reduceLat := fs.Float64("reduce-lat", shown(def.Final.Lat*1e6), "µs: launch of the final reduce")
-	ringNVLink := fs.Float64("ring-nvlink-bw", shown(def.Ring.NVLinkBW/1e9), "GB/s: NVLink ceiling of NCCL's ring inside a node")
-	ringNICs := fs.Int("ring-nics", 0, "NICs per node NCCL's ring channels cross on (0: all)")
-	csvPath := fs.String("csv", "", "write the predictions as CSV to this file")
-	pngPath := fs.String("png", "", "write bus bandwidth against size (2D and ring, per node count) to this PNG file")
-	ratioPNG := fs.String("ratio-png", "", "write NCCL's time (ring, or PAT where faster) over ReduceScatter2D's against size, per node count, to this PNG file")
-	var validate validateFlag
-	fs.Var(&validate, "validate", "compare the model with the recorded bench runs and with NCCL's published scaling, instead of predicting; "+
+	m := &modelFlags{fs: fs}
+	m.nodes = fs.String("nodes", "2,4,8,16,32,64,128", "node counts, comma-separated")
+	m.gpus = fs.Int("gpus", def.GPUs, "GPUs per node")
+	m.sizes = fs.String("sizes", "1M,4M,16M,64M,256M,1G,4G", "input bytes per rank, comma-separated, with K/M/G suffixes")
+	m.floors = fs.String("floors", "", "`hiercoll floors` log(s), comma-separated: set the NVLink push, local copy, final reduce and ring ceiling terms")
+	m.pushBW = fs.Float64("push-bw", shown(def.Node.PushBW/1e9), "GB/s a GPU stores into one node peer (node steps on 2 GPUs)")
+	m.pushAllBW = fs.Float64("push-all-bw", shown(def.Node.PushAllBW/1e9), "GB/s a GPU stores into all node peers at once (node steps on 3+ GPUs)")
+	m.localBW = fs.Float64("local-bw", shown(def.Node.LocalBW/1e9), "GB/s of the local copy a node step makes with one GPU per node")
+	m.nodeLat = fs.Float64("node-lat", shown(def.Node.Lat*1e6), "µs: fixed cost of one node step")
+	m.nodePeerLat = fs.Float64("node-peer-lat", shown(def.Node.PeerLat*1e6), "µs added to a node step per node peer")
+	m.nics = fs.Int("nics", def.Rail.NICs, "NICs per node")
+	m.nicBW = fs.Float64("nic-bw", shown(def.Rail.NICBW/1e9), "GB/s one NIC carries per direction (49: 400 Gb/s at 98%)")
+	m.nicLat = fs.Float64("nic-lat", shown(def.Rail.Lat*1e6), "µs: latency of one rail message")
+	m.lanes = fs.Int("lanes", def.Rail.Lanes, "communicators per rail sharing each message (NCCL transport)")
+	m.laneBW = fs.Float64("lane-bw", 0, "GB/s one lane carries at most (0: no cap per lane)")
+	m.reduceBW = fs.Float64("reduce-bw", shown(def.Final.BW/1e9), "GB/s read+written by the final reduce")
+	m.reduceLat = fs.Float64("reduce-lat", shown(def.Final.Lat*1e6), "µs: launch of the final reduce")
+	m.ringNV = fs.Float64("ring-nvlink-bw", shown(def.Ring.NVLinkBW/1e9), "GB/s: NVLink ceiling of NCCL's ring inside a node")
+	m.ringNICs = fs.Int("ring-nics", 0, "NICs per node NCCL's ring channels cross on (0: all)")
+	m.csv = fs.String("csv", "", "write the predictions as CSV to this file")
+	m.png = fs.String("png", "", "write bus bandwidth against size (2D and ring, per node count) to this PNG file")
+	m.ratioPNG = fs.String("ratio-png", "", "write NCCL's time (ring, or PAT where faster) over ReduceScatter2D's against size, per node count, to this PNG file")
+	fs.Var(&m.validate, "validate", "compare the model with the recorded bench runs and with NCCL's published scaling, instead of predicting; "+
 		"--validate alone reads the runs built into the command (benchmarks/results), --validate DIR those of a copy of that folder")
-	pngDir := fs.String("png-dir", "", "with --validate: write anchor.png, one-node.png, emulated-nvlink.png and emulated-sockets.png into this folder")
+	m.pngDir = fs.String("png-dir", "", "with --validate: write anchor.png, one-node.png, emulated-nvlink.png and emulated-sockets.png into this folder")
+	return m
+}
+
+// parse parses args, taking --validate DIR's folder and the flags after it.
+func (m *modelFlags) parse(args []string) error {
+	fs := m.fs
 	if err := parseFlags(fs, args, true, "gpus", "nics", "lanes"); err != nil {
 		return err
 	}
-	if validate.set && validate.dir == "" && fs.NArg() > 0 { // --validate DIR: the flags after DIR too
-		validate.dir = fs.Arg(0)
+	if m.validate.set && m.validate.dir == "" && fs.NArg() > 0 { // --validate DIR: the flags after DIR too
+		m.validate.dir = fs.Arg(0)
 		if err := parseFlags(fs, fs.Args()[1:], true, "gpus", "nics", "lanes"); err != nil {
 			return err
 		}
@@ -66,27 +83,22 @@ func runModelTo(_ context.Context, args []string, out io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q (hiercoll model -h lists the flags)", fs.Arg(0))}
 	}
-	nodeList, err := intList("nodes", *nodesFlag)
-	if err != nil {
-		return usageError{err}
-	}
-	sizes, err := parseSizes(*sizesFlag)
-	if err != nil {
-		return usageError{err}
-	}
+	return nil
+}
 
-	// Terms: the defaults, then the floors, then the flags given.
-	p := model.Defaults(1, *gpus)
+// terms are the model's terms: the defaults, then the floors, then the flags given.
+func (m *modelFlags) terms() (model.Params, []string, error) {
+	p := model.Defaults(1, *m.gpus)
 	var notes []string
-	if *floorsFlag != "" {
-		f, err := readFloors(strings.Split(*floorsFlag, ","))
+	if *m.floors != "" {
+		f, err := readFloors(strings.Split(*m.floors, ","))
 		if err != nil {
-			return err
+			return p, nil, err
 		}
 		notes = f.Apply(&p)
 	}
 	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	m.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var bad []error
 	gb := func(name string, v float64, dst *float64) {
 		// A rate must be a positive number (--lane-bw 0: no cap per lane).
@@ -103,34 +115,59 @@ func runModelTo(_ context.Context, args []string, out io.Writer) error {
 			*dst = v * 1e-6
 		}
 	}
-	gb("push-bw", *pushBW, &p.Node.PushBW)
-	gb("push-all-bw", *pushAllBW, &p.Node.PushAllBW)
-	gb("local-bw", *localBW, &p.Node.LocalBW)
-	us("node-lat", *nodeLat, &p.Node.Lat)
-	us("node-peer-lat", *nodePeerLat, &p.Node.PeerLat)
-	gb("nic-bw", *nicBW, &p.Rail.NICBW)
-	us("nic-lat", *nicLat, &p.Rail.Lat)
-	gb("lane-bw", *laneBW, &p.Rail.LaneBW)
-	gb("reduce-bw", *reduceBW, &p.Final.BW)
-	us("reduce-lat", *reduceLat, &p.Final.Lat)
-	gb("ring-nvlink-bw", *ringNVLink, &p.Ring.NVLinkBW)
-	p.Rail.NICs, p.Rail.Lanes, p.Ring.NICs = *nics, *lanes, *ringNICs
-	if *ringNICs < 0 {
-		bad = append(bad, fmt.Errorf("--ring-nics %d: want 0 (all) or a count of NICs", *ringNICs))
+	gb("push-bw", *m.pushBW, &p.Node.PushBW)
+	gb("push-all-bw", *m.pushAllBW, &p.Node.PushAllBW)
+	gb("local-bw", *m.localBW, &p.Node.LocalBW)
+	us("node-lat", *m.nodeLat, &p.Node.Lat)
+	us("node-peer-lat", *m.nodePeerLat, &p.Node.PeerLat)
+	gb("nic-bw", *m.nicBW, &p.Rail.NICBW)
+	us("nic-lat", *m.nicLat, &p.Rail.Lat)
+	gb("lane-bw", *m.laneBW, &p.Rail.LaneBW)
+	gb("reduce-bw", *m.reduceBW, &p.Final.BW)
+	us("reduce-lat", *m.reduceLat, &p.Final.Lat)
+	gb("ring-nvlink-bw", *m.ringNV, &p.Ring.NVLinkBW)
+	p.Rail.NICs, p.Rail.Lanes, p.Ring.NICs = *m.nics, *m.lanes, *m.ringNICs
+	if *m.ringNICs < 0 {
+		bad = append(bad, fmt.Errorf("--ring-nics %d: want 0 (all) or a count of NICs", *m.ringNICs))
 	}
 	if len(bad) > 0 {
-		return usageError{joinLine(bad)}
+		return p, nil, usageError{joinLine(bad)}
 	}
+	return p, notes, nil
+}
 
-	if validate.set {
-		return runValidate(out, validate.dir, p, *pngDir)
+// runModelTo is `hiercoll model`, printing to out.
+func runModelTo(_ context.Context, args []string, out io.Writer) error {
+	m := newModelFlags(out)
+	if err := m.parse(args); err != nil {
+		return err
 	}
-	if *pngDir != "" {
+	nodeList, err := intList("nodes", *m.nodes)
+	if err != nil {
+		return usageError{err}
+	}
+	sizes, err := parseSizes(*m.sizes)
+	if err != nil {
+		return usageError{err}
+	}
+	p, notes, err := m.terms()
+	if err != nil {
+		return err
+	}
+	if m.validate.set {
+		return runValidate(out, m.validate.dir, p, *m.pngDir)
+	}
+	if *m.pngDir != "" {
 		return usageError{errors.New("--png-dir goes with --validate")}
 	}
+	return m.predictAll(out, p, notes, nodeList, sizes)
+}
+
+// predictAll predicts every node count and size, prints them and writes the files asked for.
+func (m *modelFlags) predictAll(out io.Writer, p model.Params, notes []string, nodeList []int, sizes []int64) error {
 	for _, n := range nodeList {
 		if n < 1 {
-			return usageError{fmt.Errorf("--nodes %q: want node counts of at least 1", *nodesFlag)}
+			return usageError{fmt.Errorf("--nodes %q: want node counts of at least 1", *m.nodes)}
 		}
 	}
 	var rows []modelRow
@@ -147,14 +184,14 @@ func runModelTo(_ context.Context, args []string, out io.Writer) error {
 	}
 	printPredictions(out, p, notes, rows)
 	var errs []error
-	if *csvPath != "" {
-		errs = append(errs, writeFile(*csvPath, func(w io.Writer) error { return writeModelCSV(w, rows) }))
+	if *m.csv != "" {
+		errs = append(errs, writeFile(*m.csv, func(w io.Writer) error { return writeModelCSV(w, rows) }))
 	}
-	if *pngPath != "" {
-		errs = append(errs, writeFile(*pngPath, func(w io.Writer) error { return busBWChart(p, rows).PNG(w) }))
+	if *m.png != "" {
+		errs = append(errs, writeFile(*m.png, func(w io.Writer) error { return busBWChart(p, rows).PNG(w) }))
 	}
-	if *ratioPNG != "" {
-		errs = append(errs, writeFile(*ratioPNG, func(w io.Writer) error { return ratioChart(p, rows).PNG(w) }))
+	if *m.ratioPNG != "" {
+		errs = append(errs, writeFile(*m.ratioPNG, func(w io.Writer) error { return ratioChart(p, rows).PNG(w) }))
 	}
 	return errors.Join(errs...)
 }
@@ -411,6 +448,14 @@ func errorSummary(points []model.Point) []errorGroup {
 // validationCharts are the measured points (the mean of the runs at each
 // size) beside the model's curves, and the anchor beside the ring model.
 func validationCharts(rep model.Report) map[string]plot.Chart {
+	charts := measuredCharts(rep)
+	charts["anchor.png"] = anchorChart(rep)
+	return charts
+}
+
+// validationChartMaker returns a builder of bus bandwidth charts whose lines,
+// each {config, "measured" or "model", legend label}, come from rep's points.
+func validationChartMaker(rep model.Report) func(title string, lines ...[3]string) plot.Chart {
 	type key struct {
 		config string
 		bytes  int64
@@ -445,13 +490,18 @@ func validationCharts(rep model.Report) map[string]plot.Chart {
 		return s
 	}
 	// A line is {config, "measured" or "model", legend label}.
-	chart := func(title string, lines ...[3]string) plot.Chart {
+	return func(title string, lines ...[3]string) plot.Chart {
 		c := plot.Chart{Title: title, XLabel: "input bytes per rank", YLabel: "bus bandwidth (GB/s)", LogX: true, Width: 1000, Height: 600}
 		for _, l := range lines {
 			c.Series = append(c.Series, series(l[0], l[2], l[1] == "measured"))
 		}
 		return c
 	}
+}
+
+// measuredCharts are the emulated-node and one-node charts: measured beside model.
+func measuredCharts(rep model.Report) map[string]plot.Chart {
+	chart := validationChartMaker(rep)
 	const (
 		ipc     = "2×2 hiercoll, IPC rail over NVLink"
 		nvshmem = "2×2 hiercoll, NVSHMEM rail over NVLink"
@@ -464,7 +514,7 @@ func validationCharts(rep model.Report) map[string]plot.Chart {
 		}
 		return shape + " NCCL ring"
 	}
-	charts := map[string]plot.Chart{
+	return map[string]plot.Chart{
 		"emulated-nvlink.png": chart("2 emulated nodes x 2 H200, rail over NVLink (mean of runs)",
 			[3]string{ipc, "measured", "IPC rail, measured"}, [3]string{nvshmem, "measured", "NVSHMEM rail, measured"},
 			[3]string{ipc, "model", "IPC/NVSHMEM rail, model"}),
@@ -479,6 +529,10 @@ func validationCharts(rep model.Report) map[string]plot.Chart {
 			[3]string{one("1×2", "hiercoll"), "measured", "1x2 hiercoll, measured"}, [3]string{one("1×2", "hiercoll"), "model", "1x2 hiercoll, model"},
 			[3]string{one("1×2", "nccl"), "measured", "1x2 NCCL, measured"}, [3]string{one("1×2", "nccl"), "model", "1x2 NCCL ring, model"}),
 	}
+}
+
+// anchorChart is NCCL's published ring scaling beside the ring and 2D models.
+func anchorChart(rep model.Report) plot.Chart {
 	a := plot.Chart{
 		Title:  "NCCL ring reduce-scatter on 8 x H100 nodes, 8 x 400 Gb/s: published and model",
 		XLabel: "nodes", YLabel: "bus bandwidth (GB/s)", LogX: true, Width: 1000, Height: 600,
@@ -505,8 +559,7 @@ func validationCharts(rep model.Report) map[string]plot.Chart {
 		}
 		a.Series = append(a.Series, two)
 	}
-	charts["anchor.png"] = a
-	return charts
+	return a
 }
 
 func writeFile(path string, write func(io.Writer) error) error {
