@@ -73,6 +73,20 @@ func demo(ctx context.Context, r world.Rank, o DemoOptions, result *DemoResult) 
 	defer func() { err = errors.Join(err, s.Close()) }()
 
 	plan := rs.PlanFor(o.M)
+	printDemoHeader(p, r, o, rs, plan)
+	rep, firstStages, err := demoCheckedCall(ctx, r, o, rs, buf, s, plan, progress)
+	if err != nil {
+		return err
+	}
+	calls, err := demoTimedCalls(ctx, o, rs, buf, s, firstStages, progress)
+	if err != nil {
+		return err
+	}
+	return demoReport(ctx, r, p, plan, rep, calls, result)
+}
+
+// printDemoHeader prints what the demo runs: shapes, chunks, transport and buffers.
+func printDemoHeader(p Printer, r world.Rank, o DemoOptions, rs *rs2d.Context, plan rs2d.Plan) {
 	es := int64(o.DType.Size())
 	p.Printf("hiercoll demo: ReduceScatter2D over %s\n", o.Title)
 	p.Printf("  input per rank  [%d, %d] %v (%s); output per rank [%d, %d]; %d chunk(s) per node step; transport between nodes: %s\n",
@@ -81,57 +95,74 @@ func demo(ctx context.Context, r world.Rank, o DemoOptions, result *DemoResult) 
 	if r.Dev.Info().Backend != "cuda" {
 		p.Printf("  simulated       the CPU backend runs Go code in place of GPU kernels: the times below are of this CPU, not of a GPU\n")
 	}
+}
 
-	// One checked call on fresh random data, with the output poisoned first.
+// demoCheckedCall runs one call on fresh random data, with the output
+// poisoned first, and compares its output with the fp64 reference.
+func demoCheckedCall(ctx context.Context, r world.Rank, o DemoOptions, rs *rs2d.Context, buf *buffers, s device.Stream,
+	plan rs2d.Plan, progress func(string, ...any)) (check.Report, rs2d.Stages, error) {
 	seed, err := agreeSeed(ctx, r)
 	if err != nil {
-		return err
+		return check.Report{}, rs2d.Stages{}, err
 	}
-	in := Inputs{Seed: seed, DType: o.DType, World: ws, RowsPer: plan.RowsPerRank, Cols: o.N}
+	in := Inputs{Seed: seed, DType: o.DType, World: r.Comm.Size(), RowsPer: plan.RowsPerRank, Cols: o.N}
 	if err := r.Dev.CopyToDevice(buf.in, in.Rank(r.Comm.Rank())); err != nil {
-		return err
+		return check.Report{}, rs2d.Stages{}, err
 	}
 	if err := r.Dev.CopyToDevice(buf.out, check.Poison(o.DType, plan.RowsPerRank*o.N)); err != nil {
-		return err
+		return check.Report{}, rs2d.Stages{}, err
 	}
 	progress("checked call: running")
 	if err := rs.ReduceScatter(ctx, buf.inTensor(), buf.outTensor(), s); err != nil {
-		return err
+		return check.Report{}, rs2d.Stages{}, err
 	}
 	if err := s.Synchronize(ctx); err != nil {
-		return err
+		return check.Report{}, rs2d.Stages{}, err
 	}
 	firstStages, err := rs.LastStages()
 	if err != nil {
-		return err
+		return check.Report{}, rs2d.Stages{}, err
 	}
 	got := make([]byte, buf.outBytes())
 	if err := r.Dev.CopyToHost(got, buf.out); err != nil {
-		return err
+		return check.Report{}, rs2d.Stages{}, err
 	}
-	rep := in.Expected(r.Comm.Rank()).Compare(got, rs.Roundings())
+	return in.Expected(r.Comm.Rank()).Compare(got, rs.Roundings()), firstStages, nil
+}
 
-	// Timed calls (the first call above paid for kernel compilation).
+// demoTimedCalls runs the timed calls (the checked call paid for kernel
+// compilation) and returns their stages sorted by time; with none, the
+// checked call's.
+func demoTimedCalls(ctx context.Context, o DemoOptions, rs *rs2d.Context, buf *buffers, s device.Stream,
+	firstStages rs2d.Stages, progress func(string, ...any)) ([]rs2d.Stages, error) {
 	var calls []rs2d.Stages
 	for i := 0; i < o.Calls; i++ {
 		progress("timed call %d of %d", i+1, o.Calls)
 		if err := rs.ReduceScatter(ctx, buf.inTensor(), buf.outTensor(), s); err != nil {
-			return err
+			return nil, err
 		}
 		if err := s.Synchronize(ctx); err != nil {
-			return err
+			return nil, err
 		}
 		st, err := rs.LastStages()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		calls = append(calls, st)
 	}
 	if o.Calls == 0 {
 		calls = []rs2d.Stages{firstStages}
 	}
-	// The median call, whose stage ends are reported beside its time.
 	slices.SortFunc(calls, func(a, b rs2d.Stages) int { return cmp.Compare(a.Total, b.Total) })
+	return calls, nil
+}
+
+// demoReport gathers every rank's verdict and prints the median call's
+// time and stages, the bytes sent and the verdicts, then PASS or FAIL.
+func demoReport(ctx context.Context, r world.Rank, p Printer, plan rs2d.Plan, rep check.Report,
+	calls []rs2d.Stages, result *DemoResult) error {
+	ws := r.Comm.Size()
+	// The median call, whose stage ends are reported beside its time.
 	stages := calls[len(calls)/2]
 
 	verdict := "ok  " + rep.String()
