@@ -576,17 +576,46 @@ func loadCUDA() (*cuDriver, error) {
 	if p, err := lib.Sym("cuGetProcAddress_v2"); err == nil {
 		c.gpa = p
 	}
+	if err := c.initDriver(); err != nil {
+		return nil, err
+	}
+	if err := c.resolveCore(); err != nil {
+		return nil, err
+	}
+	if err := c.resolveElapsedTime(); err != nil {
+		return nil, err
+	}
+	// Tensor maps (TMA) came with CUDA 12.0; without them only the kernels
+	// that take one are unavailable.
+	c.fn.tensorMapEncodeTiled, _ = c.resolve("cuTensorMapEncodeTiled", abiTensorMap, "cuTensorMapEncodeTiled")
+	// Virtual memory management and multicast: without them only the NVLS
+	// engine is unavailable. Resolving an entry point calls nothing.
+	c.resolveVMM()
+	c.resolveGraphs()
+	C.hc_setContextCalls(c.fn.ctxGetCurrent, c.fn.ctxSetCurrent)
+	return c, nil
+}
+
+// initDriver resolves and runs cuInit, naming its failure where it can.
+func (c *cuDriver) initDriver() error {
+	var err error
 	// cuInit has a single version; it must run before anything else.
 	if c.fn.init, err = c.resolve("cuInit", abiBase, "cuInit"); err != nil {
-		return nil, err
+		return err
 	}
 	if r := result(C.call_init(c.fn.init, 0)); r != cudaSuccess {
 		// cuGetErrorName may still be resolvable to name the failure.
 		c.fn.getErrorName, _ = c.resolve("cuGetErrorName", abiErrors, "cuGetErrorName")
 		c.fn.getErrorString, _ = c.resolve("cuGetErrorString", abiErrors, "cuGetErrorString")
 		ierr := newError(c, r, "cuInit(0)")
-		return nil, &unusable{msg: "cuda: no usable CUDA driver: " + strings.TrimPrefix(ierr.Error(), "cuda: "), err: ierr}
+		return &unusable{msg: "cuda: no usable CUDA driver: " + strings.TrimPrefix(ierr.Error(), "cuda: "), err: ierr}
 	}
+	return nil
+}
+
+// resolveCore resolves the entry points every device needs: devices,
+// contexts, memory, IPC, streams, events, modules and launches.
+func (c *cuDriver) resolveCore() error {
 	entries := []entry{
 		{&c.fn.driverGetVersion, "cuDriverGetVersion", 2020, "cuDriverGetVersion"},
 		{&c.fn.getErrorName, "cuGetErrorName", abiErrors, "cuGetErrorName"},
@@ -634,10 +663,15 @@ func loadCUDA() (*cuDriver, error) {
 	for _, e := range entries {
 		p, err := c.resolve(e.base, e.version, e.export)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		*e.dst = p
 	}
+	return nil
+}
+
+// resolveElapsedTime resolves cuEventElapsedTime, the newer version first.
+func (c *cuDriver) resolveElapsedTime() error {
 	// cuEventElapsedTime_v2 (12.8+) has the signature of the original, which
 	// older drivers have instead.
 	if p, err := c.resolve("cuEventElapsedTime", abiElapsedV2, "cuEventElapsedTime_v2"); err == nil {
@@ -645,13 +679,14 @@ func loadCUDA() (*cuDriver, error) {
 	} else if p, err2 := c.resolve("cuEventElapsedTime", abiBase, "cuEventElapsedTime"); err2 == nil {
 		c.fn.eventElapsedTime = p
 	} else {
-		return nil, err
+		return err
 	}
-	// Tensor maps (TMA) came with CUDA 12.0; without them only the kernels
-	// that take one are unavailable.
-	c.fn.tensorMapEncodeTiled, _ = c.resolve("cuTensorMapEncodeTiled", abiTensorMap, "cuTensorMapEncodeTiled")
-	// Virtual memory management and multicast: without them only the NVLS
-	// engine is unavailable. Resolving an entry point calls nothing.
+	return nil
+}
+
+// resolveVMM resolves the virtual memory and multicast entry points that
+// the driver has; those it lacks stay nil.
+func (c *cuDriver) resolveVMM() {
 	v := &c.fn.vmm
 	for _, e := range []entry{
 		{&v.memGetAllocationGranularity, "cuMemGetAllocationGranularity", abiVMM, "cuMemGetAllocationGranularity"},
@@ -672,9 +707,6 @@ func loadCUDA() (*cuDriver, error) {
 	} {
 		*e.dst, _ = c.resolve(e.base, e.version, e.export)
 	}
-	c.resolveGraphs()
-	C.hc_setContextCalls(c.fn.ctxGetCurrent, c.fn.ctxSetCurrent)
-	return c, nil
 }
 
 // resolveGraphs finds the graph entry points, all or none: without them
