@@ -196,16 +196,7 @@ func GemmBench(o GemmOptions) Job {
 func gemmBench(ctx context.Context, r world.Rank, o GemmOptions) (err error) {
 	p := Printer{W: o.Out.W, Rank: r.Comm.Rank()}
 	gpu := r.Dev.Info().Backend == "cuda"
-	if len(o.Shapes) == 0 {
-		o.Shapes = DefaultGemmShapes(gpu, r.Comm.Size())
-	}
-	if o.Iters <= 0 {
-		o.Iters = 2
-		if gpu {
-			o.Iters = 20
-		}
-	}
-	o.Reps = max(o.Reps, 1)
+	o = withGemmDefaults(o, gpu, r.Comm.Size())
 	ref, why, err := NewReference(ctx, r)
 	if err != nil {
 		return err
@@ -222,6 +213,46 @@ func gemmBench(ctx context.Context, r world.Rank, o GemmOptions) (err error) {
 		return err
 	}
 
+	printGemmHeader(p, r, o, gpu, ref, why)
+	var rows []GemmRow
+	for _, shape := range o.Shapes {
+		row, err := gemmShape(ctx, r, o, shape, seed, ref, s, t0, t1)
+		if err != nil {
+			return fmt.Errorf("benchmarks: shape %v: %w", shape, err)
+		}
+		row.Simulated = !gpu
+		rows = append(rows, row)
+		if row.Skipped != "" {
+			p.Printf("%-18s skipped: %s\n", shape, row.Skipped)
+			continue
+		}
+		printGemmRow(p, shape, row)
+	}
+	p.Printf("  vs nccl = (gemm+nccl)/overlap, vs seq = (gemm+rs)/overlap, slow = gemm@ovl/gemm1; picks = the path Run takes (--mode %v)\n", o.Config.Mode)
+	if o.Rows != nil && r.Comm.Rank() == 0 {
+		*o.Rows = rows
+	}
+	return nil
+}
+
+// withGemmDefaults fills in the shapes and calls per measurement left
+// unset, and at least one measurement.
+func withGemmDefaults(o GemmOptions, gpu bool, world int) GemmOptions {
+	if len(o.Shapes) == 0 {
+		o.Shapes = DefaultGemmShapes(gpu, world)
+	}
+	if o.Iters <= 0 {
+		o.Iters = 2
+		if gpu {
+			o.Iters = 20
+		}
+	}
+	o.Reps = max(o.Reps, 1)
+	return o
+}
+
+// printGemmHeader prints what bench-gemm runs and the table's heading.
+func printGemmHeader(p Printer, r world.Rank, o GemmOptions, gpu bool, ref *Reference, why string) {
 	types := o.DType.String()
 	if o.Config.Input == dtype.E4M3 && o.Scaling == gemm.PerTensor {
 		types = fmt.Sprintf("e4m3 operands (unit scales, B as [N, K/world]) to %v", o.DType)
@@ -247,45 +278,32 @@ func gemmBench(ctx context.Context, r world.Rank, o GemmOptions) (err error) {
 		Count(o.Reps, "measurement"), Count(o.Iters, "call"))
 	p.Printf("%-18s %6s %10s %7s %9s %10s %9s %9s %8s %8s %9s %9s %6s %-10s %s\n",
 		"shape(MxNxK)", "kloc", "gemm", "TFLOP/s", "rs", "gemm+nccl", "gemm+rs", "overlap", "vs nccl", "vs seq", "gemm1", "gemm@ovl", "slow", "picks", "check")
-	var rows []GemmRow
-	for _, shape := range o.Shapes {
-		row, err := gemmShape(ctx, r, o, shape, seed, ref, s, t0, t1)
-		if err != nil {
-			return fmt.Errorf("benchmarks: shape %v: %w", shape, err)
+}
+
+// printGemmRow prints a measured shape's table row, its spread, its GEMM's
+// choice and its trace.
+func printGemmRow(p Printer, shape GemmShape, row GemmRow) {
+	vs := func(base, t time.Duration) string {
+		if base <= 0 || t <= 0 {
+			return "-"
 		}
-		row.Simulated = !gpu
-		rows = append(rows, row)
-		if row.Skipped != "" {
-			p.Printf("%-18s skipped: %s\n", shape, row.Skipped)
-			continue
-		}
-		vs := func(base, t time.Duration) string {
-			if base <= 0 || t <= 0 {
-				return "-"
-			}
-			return fmt.Sprintf("%.2fx", base.Seconds()/t.Seconds())
-		}
-		checkText := fmt.Sprintf("ok %.0f%% of bound", 100*row.BoundUse)
-		if row.NCCLChecked {
-			checkText += fmt.Sprintf(", |ovl-nccl| <= %.3g", row.NCCLMaxDiff)
-		}
-		p.Printf("%-18s %6d %10.1f %7.1f %9.1f %10s %9.1f %9.1f %8s %8s %9.1f %9.1f %6.2f %-10s %s\n",
-			shape, row.KLocal, us(row.Gemm), row.TFLOPS(), us(row.RS), usOrDash(row.GemmNCCL), us(row.Sequential), us(row.Overlap),
-			vs(row.GemmNCCL, row.Overlap), vs(row.Sequential, row.Overlap), us(row.GemmAlone), us(row.GemmInOverlap), row.Slowdown(),
-			row.Picks, checkText)
-		spread := fmt.Sprintf("spread (us): gemm %v rs %v gemm+rs %v overlap %v", row.GemmSpread, row.RSSpread, row.SequentialSpread, row.OverlapSpread)
-		if row.GemmNCCL > 0 {
-			spread += fmt.Sprintf(" gemm+nccl %v", row.GemmNCCLSpread)
-		}
-		p.Printf("%-18s %s\n", "", spread)
-		p.Printf("%-18s GEMM: %v (%s)\n", "", row.Choice, row.Why)
-		p.Printf("%-18s %s\n", "", row.TraceLine())
+		return fmt.Sprintf("%.2fx", base.Seconds()/t.Seconds())
 	}
-	p.Printf("  vs nccl = (gemm+nccl)/overlap, vs seq = (gemm+rs)/overlap, slow = gemm@ovl/gemm1; picks = the path Run takes (--mode %v)\n", o.Config.Mode)
-	if o.Rows != nil && r.Comm.Rank() == 0 {
-		*o.Rows = rows
+	checkText := fmt.Sprintf("ok %.0f%% of bound", 100*row.BoundUse)
+	if row.NCCLChecked {
+		checkText += fmt.Sprintf(", |ovl-nccl| <= %.3g", row.NCCLMaxDiff)
 	}
-	return nil
+	p.Printf("%-18s %6d %10.1f %7.1f %9.1f %10s %9.1f %9.1f %8s %8s %9.1f %9.1f %6.2f %-10s %s\n",
+		shape, row.KLocal, us(row.Gemm), row.TFLOPS(), us(row.RS), usOrDash(row.GemmNCCL), us(row.Sequential), us(row.Overlap),
+		vs(row.GemmNCCL, row.Overlap), vs(row.Sequential, row.Overlap), us(row.GemmAlone), us(row.GemmInOverlap), row.Slowdown(),
+		row.Picks, checkText)
+	spread := fmt.Sprintf("spread (us): gemm %v rs %v gemm+rs %v overlap %v", row.GemmSpread, row.RSSpread, row.SequentialSpread, row.OverlapSpread)
+	if row.GemmNCCL > 0 {
+		spread += fmt.Sprintf(" gemm+nccl %v", row.GemmNCCLSpread)
+	}
+	p.Printf("%-18s %s\n", "", spread)
+	p.Printf("%-18s GEMM: %v (%s)\n", "", row.Choice, row.Why)
+	p.Printf("%-18s %s\n", "", row.TraceLine())
 }
 
 func usOrDash(d time.Duration) string {
