@@ -92,34 +92,9 @@ func verify(ctx context.Context, r world.Rank, o VerifyOptions) (err error) {
 	}
 	defer func() { err = errors.Join(err, s.Close()) }()
 
-	failed := 0
-	total := len(o.DTypes) * len(o.Cases)
-	i := 0
-	last := ""
-	for _, dt := range o.DTypes {
-		for _, c := range o.Cases {
-			i++
-			start := time.Now()
-			msg, desc, err := verifyCase(ctx, r, o, ref, s, dt, c)
-			if desc != last { // the engine a bound picks can change with the shape
-				p.Printf("  %s\n", desc)
-				last = desc
-			}
-			if err != nil {
-				return fmt.Errorf("%v rows/rank %d N %d: %w", dt, c.RowsPer, c.N, err)
-			}
-			ok, report, err := gather(ctx, r, msg)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				failed++
-			}
-			p.Printf("  [%2d/%d] %-5s rows/rank %-4d N %-5d %s  %s  (%v)\n%s", i, total, dt, c.RowsPer, c.N, Count(o.Calls, "call"),
-				verdict(ok), time.Since(start).Round(time.Millisecond), report)
-			result(VerifyResult{Check: "case", DType: dt.String(), RowsPerRank: c.RowsPer, N: c.N, Calls: o.Calls, OK: ok,
-				Seconds: time.Since(start).Seconds()}, report)
-		}
+	failed, err := verifyCases(ctx, r, o, p, ref, s, result)
+	if err != nil {
+		return err
 	}
 	if o.Repeat > 0 {
 		msg, err := verifyRepeat(ctx, r, o, s)
@@ -152,6 +127,43 @@ func verify(ctx context.Context, r world.Rank, o VerifyOptions) (err error) {
 	}
 	p.Printf("PASS\n")
 	return nil
+}
+
+// verifyCases checks every dtype and case in turn, printing a line for
+// each and the engine's description where it changes, and counts those
+// that failed.
+func verifyCases(ctx context.Context, r world.Rank, o VerifyOptions, p Printer, ref *Reference, s device.Stream,
+	result func(VerifyResult, string)) (int, error) {
+	failed := 0
+	total := len(o.DTypes) * len(o.Cases)
+	i := 0
+	last := ""
+	for _, dt := range o.DTypes {
+		for _, c := range o.Cases {
+			i++
+			start := time.Now()
+			msg, desc, err := verifyCase(ctx, r, o, ref, s, dt, c)
+			if desc != last { // the engine a bound picks can change with the shape
+				p.Printf("  %s\n", desc)
+				last = desc
+			}
+			if err != nil {
+				return failed, fmt.Errorf("%v rows/rank %d N %d: %w", dt, c.RowsPer, c.N, err)
+			}
+			ok, report, err := gather(ctx, r, msg)
+			if err != nil {
+				return failed, err
+			}
+			if !ok {
+				failed++
+			}
+			p.Printf("  [%2d/%d] %-5s rows/rank %-4d N %-5d %s  %s  (%v)\n%s", i, total, dt, c.RowsPer, c.N, Count(o.Calls, "call"),
+				verdict(ok), time.Since(start).Round(time.Millisecond), report)
+			result(VerifyResult{Check: "case", DType: dt.String(), RowsPerRank: c.RowsPer, N: c.N, Calls: o.Calls, OK: ok,
+				Seconds: time.Since(start).Seconds()}, report)
+		}
+	}
+	return failed, nil
 }
 
 func verdict(ok bool) string {
