@@ -128,31 +128,10 @@ func open(drv api, ordinal int, opts Options) (*Device, error) {
 	if err := check(drv, r, "cuDeviceGetName(%d)", dev); err != nil {
 		return nil, err
 	}
-	attr := func(id int, what string) (int, error) {
-		v, r := drv.deviceAttribute(dev, id)
-		return v, check(drv, r, "cuDeviceGetAttribute(%s=%d, device %d)", what, id, dev)
-	}
-	var errs []error
-	get := func(id int, what string) int {
-		v, err := attr(id, what)
-		errs = append(errs, err)
-		return v
-	}
-	sms := get(attrMultiprocessorCount, "MULTIPROCESSOR_COUNT")
-	engines := get(attrAsyncEngineCount, "ASYNC_ENGINE_COUNT")
-	major := get(attrComputeCapabilityMajor, "COMPUTE_CAPABILITY_MAJOR")
-	minor := get(attrComputeCapabilityMinor, "COMPUTE_CAPABILITY_MINOR")
-	uva := get(attrUnifiedAddressing, "UNIFIED_ADDRESSING")
-	if err := errors.Join(errs...); err != nil {
+	at, err := readAttributes(drv, dev, ordinal, model)
+	if err != nil {
 		return nil, err
 	}
-	if uva != 1 {
-		return nil, fmt.Errorf("cuda: device %d (%s) has no unified addressing, which peer views and copies rely on: %w",
-			ordinal, model, device.ErrNotSupported)
-	}
-	// Multicast is reported, never used here; an older driver that does not
-	// know the attribute simply reports none.
-	multicast, _ := attr(attrMulticastSupported, "MULTICAST_SUPPORTED")
 	host, err := os.Hostname()
 	if err != nil {
 		host = "unknown-host"
@@ -171,7 +150,7 @@ func open(drv api, ordinal int, opts Options) (*Device, error) {
 		dev:     dev,
 		ctx:     ctx,
 		name:    fmt.Sprintf("cuda:%d (%s)", ordinal, model),
-		arch:    fmt.Sprintf("sm_%d%d", major, minor),
+		arch:    fmt.Sprintf("sm_%d%d", at.major, at.minor),
 		cache:   diskCache{dir: opts.KernelCacheDir},
 		allocs:  make(map[device.Ptr]int64),
 		views:   make(map[device.Ptr]int),
@@ -179,28 +158,70 @@ func open(drv api, ordinal int, opts Options) (*Device, error) {
 			Backend:     "cuda",
 			Ordinal:     ordinal,
 			Model:       model,
-			SMs:         sms,
-			CopyEngines: engines,
+			SMs:         at.sms,
+			CopyEngines: at.engines,
 			HostID:      host,
-			Multicast:   multicast == 1,
+			Multicast:   at.multicast == 1,
 		},
 	}
 	d.mods.init()
-	fail := func(err error) (*Device, error) {
+	if err := d.initStreams(); err != nil {
 		drv.primaryCtxRelease(dev)
 		return nil, err
 	}
-	least, greatest, r := drv.streamPriorityRange(ctx)
-	if err := check(drv, r, "cuCtxGetStreamPriorityRange"); err != nil {
-		return fail(err)
+	return d, nil
+}
+
+// deviceAttrs are the attributes open reads from the driver.
+type deviceAttrs struct {
+	sms, engines, major, minor, multicast int
+}
+
+// readAttributes reads device dev's attributes, rejecting a device without
+// unified addressing.
+func readAttributes(drv api, dev, ordinal int, model string) (deviceAttrs, error) {
+	attr := func(id int, what string) (int, error) {
+		v, r := drv.deviceAttribute(dev, id)
+		return v, check(drv, r, "cuDeviceGetAttribute(%s=%d, device %d)", what, id, dev)
+	}
+	var errs []error
+	get := func(id int, what string) int {
+		v, err := attr(id, what)
+		errs = append(errs, err)
+		return v
+	}
+	sms := get(attrMultiprocessorCount, "MULTIPROCESSOR_COUNT")
+	engines := get(attrAsyncEngineCount, "ASYNC_ENGINE_COUNT")
+	major := get(attrComputeCapabilityMajor, "COMPUTE_CAPABILITY_MAJOR")
+	minor := get(attrComputeCapabilityMinor, "COMPUTE_CAPABILITY_MINOR")
+	uva := get(attrUnifiedAddressing, "UNIFIED_ADDRESSING")
+	if err := errors.Join(errs...); err != nil {
+		return deviceAttrs{}, err
+	}
+	if uva != 1 {
+		return deviceAttrs{}, fmt.Errorf("cuda: device %d (%s) has no unified addressing, which peer views and copies rely on: %w",
+			ordinal, model, device.ErrNotSupported)
+	}
+	// Multicast is reported, never used here; an older driver that does not
+	// know the attribute simply reports none.
+	multicast, _ := attr(attrMulticastSupported, "MULTICAST_SUPPORTED")
+	return deviceAttrs{sms: sms, engines: engines, major: major, minor: minor, multicast: multicast}, nil
+}
+
+// initStreams reads the context's stream priority range and creates the
+// transfer stream at the least priority.
+func (d *Device) initStreams() error {
+	least, greatest, r := d.drv.streamPriorityRange(d.ctx)
+	if err := check(d.drv, r, "cuCtxGetStreamPriorityRange"); err != nil {
+		return err
 	}
 	d.prioLeast, d.prioGreatest = least, greatest
-	xfer, r := drv.streamCreateWithPriority(ctx, streamNonBlocking, least)
-	if err := check(drv, r, "cuStreamCreateWithPriority(NON_BLOCKING, %d)", least); err != nil {
-		return fail(err)
+	xfer, r := d.drv.streamCreateWithPriority(d.ctx, streamNonBlocking, least)
+	if err := check(d.drv, r, "cuStreamCreateWithPriority(NON_BLOCKING, %d)", least); err != nil {
+		return err
 	}
 	d.xfer = xfer
-	return d, nil
+	return nil
 }
 
 // Name implements device.Device: "cuda:0 (NVIDIA H200)".
