@@ -124,69 +124,81 @@ func probe(drv api) (*Report, error) {
 			return nil, err
 		}
 		devs[i] = dev
-		dr := DeviceReport{Ordinal: i}
-		if name, r := drv.deviceName(dev); r == cudaSuccess {
-			dr.Name = name
-		} else {
-			dr.Name = fmt.Sprintf("(%v)", check(drv, r, "cuDeviceGetName"))
-		}
-		if bus, r := drv.devicePCIBusID(dev); r == cudaSuccess {
-			dr.PCIBusID = bus
-		}
-		if mem, r := drv.deviceTotalMem(dev); r == cudaSuccess {
-			dr.TotalMemory = mem
-		}
-		for _, a := range probedAttributes {
-			val, r := drv.deviceAttribute(dev, a.id)
-			at := Attribute{Name: a.name, ID: a.id, Value: val}
-			if err := check(drv, r, "cuDeviceGetAttribute(%d)", a.id); err != nil {
-				at.Value, at.Err = 0, err.Error()
-			}
-			dr.Attributes = append(dr.Attributes, at)
-		}
-		dr.SMs, _ = dr.Attr("MULTIPROCESSOR_COUNT")
-		dr.L2Bytes, _ = dr.Attr("L2_CACHE_SIZE")
-		dr.AsyncEngines, _ = dr.Attr("ASYNC_ENGINE_COUNT")
-		major, ok1 := dr.Attr("COMPUTE_CAPABILITY_MAJOR")
-		minor, ok2 := dr.Attr("COMPUTE_CAPABILITY_MINOR")
-		if ok1 && ok2 {
-			dr.ComputeCapability = fmt.Sprintf("%d.%d", major, minor)
-			dr.Arch = fmt.Sprintf("sm_%d%d", major, minor)
-		}
-		rep.Devices = append(rep.Devices, dr)
+		rep.Devices = append(rep.Devices, probeDevice(drv, i, dev))
 	}
 	for i := range n {
 		for j := range n {
 			if i == j {
 				continue
 			}
-			pr := PeerReport{From: i, To: j}
-			var errs []string
-			can, r := drv.deviceCanAccessPeer(devs[i], devs[j])
-			if err := check(drv, r, "cuDeviceCanAccessPeer(%d, %d)", i, j); err != nil {
-				errs = append(errs, err.Error())
-			}
-			pr.CanAccessPeer = can
-			for _, a := range []struct {
-				id  int
-				dst *int
-			}{
-				{p2pPerformanceRank, &pr.PerformanceRank},
-				{p2pAccessSupported, &pr.AccessSupported},
-				{p2pNativeAtomicSupported, &pr.NativeAtomics},
-			} {
-				val, r := drv.deviceP2PAttribute(a.id, devs[i], devs[j])
-				if err := check(drv, r, "cuDeviceGetP2PAttribute(%d, %d, %d)", a.id, i, j); err != nil {
-					errs = append(errs, err.Error())
-					continue
-				}
-				*a.dst = val
-			}
-			pr.Err = strings.Join(errs, "; ")
-			rep.Peers = append(rep.Peers, pr)
+			rep.Peers = append(rep.Peers, probePeer(drv, devs, i, j))
 		}
 	}
 	return rep, nil
+}
+
+// probeDevice reports device dev, ordinal i: its name, bus, memory and
+// attributes, an attribute the driver fails on reported with its error.
+func probeDevice(drv api, i, dev int) DeviceReport {
+	dr := DeviceReport{Ordinal: i}
+	if name, r := drv.deviceName(dev); r == cudaSuccess {
+		dr.Name = name
+	} else {
+		dr.Name = fmt.Sprintf("(%v)", check(drv, r, "cuDeviceGetName"))
+	}
+	if bus, r := drv.devicePCIBusID(dev); r == cudaSuccess {
+		dr.PCIBusID = bus
+	}
+	if mem, r := drv.deviceTotalMem(dev); r == cudaSuccess {
+		dr.TotalMemory = mem
+	}
+	for _, a := range probedAttributes {
+		val, r := drv.deviceAttribute(dev, a.id)
+		at := Attribute{Name: a.name, ID: a.id, Value: val}
+		if err := check(drv, r, "cuDeviceGetAttribute(%d)", a.id); err != nil {
+			at.Value, at.Err = 0, err.Error()
+		}
+		dr.Attributes = append(dr.Attributes, at)
+	}
+	dr.SMs, _ = dr.Attr("MULTIPROCESSOR_COUNT")
+	dr.L2Bytes, _ = dr.Attr("L2_CACHE_SIZE")
+	dr.AsyncEngines, _ = dr.Attr("ASYNC_ENGINE_COUNT")
+	major, ok1 := dr.Attr("COMPUTE_CAPABILITY_MAJOR")
+	minor, ok2 := dr.Attr("COMPUTE_CAPABILITY_MINOR")
+	if ok1 && ok2 {
+		dr.ComputeCapability = fmt.Sprintf("%d.%d", major, minor)
+		dr.Arch = fmt.Sprintf("sm_%d%d", major, minor)
+	}
+	return dr
+}
+
+// probePeer reports what device i can do with device j's memory, the
+// failures joined in its Err.
+func probePeer(drv api, devs []int, i, j int) PeerReport {
+	pr := PeerReport{From: i, To: j}
+	var errs []string
+	can, r := drv.deviceCanAccessPeer(devs[i], devs[j])
+	if err := check(drv, r, "cuDeviceCanAccessPeer(%d, %d)", i, j); err != nil {
+		errs = append(errs, err.Error())
+	}
+	pr.CanAccessPeer = can
+	for _, a := range []struct {
+		id  int
+		dst *int
+	}{
+		{p2pPerformanceRank, &pr.PerformanceRank},
+		{p2pAccessSupported, &pr.AccessSupported},
+		{p2pNativeAtomicSupported, &pr.NativeAtomics},
+	} {
+		val, r := drv.deviceP2PAttribute(a.id, devs[i], devs[j])
+		if err := check(drv, r, "cuDeviceGetP2PAttribute(%d, %d, %d)", a.id, i, j); err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		*a.dst = val
+	}
+	pr.Err = strings.Join(errs, "; ")
+	return pr
 }
 
 // String formats the report for people.
