@@ -65,16 +65,7 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	report := reportTo(*jsonOut)
 	if *hostCost {
-		if *jsonOut {
-			return usageError{errors.New("--json goes with the sweep, not --host-cost")}
-		}
-		o := benchmarks.HostCostOptions{Variants: variants, Batch: *iters, Out: benchmarks.Printer{W: cmdOut}}
-		fs.Visit(func(f *flag.Flag) {
-			if f.Name == "reps" {
-				o.Rounds = *reps
-			}
-		})
-		return runWorld(ctx, &w, nil, func(where) benchmarks.Job { return benchmarks.HostCost(o) })
+		return runHostCost(ctx, fs, &w, variants, *iters, *reps, *jsonOut)
 	}
 	return runWorld(ctx, &w, check, func(wh where) benchmarks.Job {
 		return func(ctx context.Context, r worldRank) error {
@@ -83,23 +74,44 @@ func runBench(ctx context.Context, args []string) error {
 				Sizes: list, N: *n, DType: d, Iters: *iters, Reps: *reps, Variants: variants, CopyIn: *copyIn,
 				Out: benchmarks.Printer{W: report}, Title: wh.title, Rows: &rows,
 			}
-			if opts.Sizes == nil {
-				opts.Sizes = benchmarks.DefaultSizes(r.Dev.Info().Backend == "cuda")
-			}
-			if err := benchmarks.Bench(opts)(ctx, r); err != nil {
-				return err
-			}
-			if r.Comm.Rank() != 0 {
-				return nil
-			}
-			if *jsonOut {
-				if err := benchmarks.WriteJSON(cmdOut, rows, r.Comm.Size(), d); err != nil {
-					return err
-				}
-			}
-			return writeBenchFiles(rows, r.Comm.Size(), d, *csvPath, *pngPath)
+			return benchRank(ctx, r, opts, *jsonOut, *csvPath, *pngPath)
 		}
 	})
+}
+
+// runHostCost is `hiercoll bench --host-cost`: the host time of one call
+// per variant instead of the sweep.
+func runHostCost(ctx context.Context, fs *flag.FlagSet, w *worldFlags, variants []benchmarks.Variant, iters, reps int, jsonOut bool) error {
+	if jsonOut {
+		return usageError{errors.New("--json goes with the sweep, not --host-cost")}
+	}
+	o := benchmarks.HostCostOptions{Variants: variants, Batch: iters, Out: benchmarks.Printer{W: cmdOut}}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "reps" {
+			o.Rounds = reps
+		}
+	})
+	return runWorld(ctx, w, nil, func(where) benchmarks.Job { return benchmarks.HostCost(o) })
+}
+
+// benchRank runs the sweep on rank r and, on rank 0, writes the JSON, CSV
+// and PNG asked for.
+func benchRank(ctx context.Context, r worldRank, opts benchmarks.BenchOptions, jsonOut bool, csvPath, pngPath string) error {
+	if opts.Sizes == nil {
+		opts.Sizes = benchmarks.DefaultSizes(r.Dev.Info().Backend == "cuda")
+	}
+	if err := benchmarks.Bench(opts)(ctx, r); err != nil {
+		return err
+	}
+	if r.Comm.Rank() != 0 {
+		return nil
+	}
+	if jsonOut {
+		if err := benchmarks.WriteJSON(cmdOut, *opts.Rows, r.Comm.Size(), opts.DType); err != nil {
+			return err
+		}
+	}
+	return writeBenchFiles(*opts.Rows, r.Comm.Size(), opts.DType, csvPath, pngPath)
 }
 
 func writeBenchFiles(rows []benchmarks.BenchRow, world int, d dtype.DType, csvPath, pngPath string) error {
