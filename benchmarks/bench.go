@@ -253,18 +253,11 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, 
 		}
 		runH := func() error { return rs.ReduceScatter(ctx, in, out, s) }
 		runN := func() error { return ref.ReduceScatter(buf.in, buf.ref, int64(rowsPer*o.N), o.DType, s) }
-		// Warm up (kernel compilation, NCCL's first-call setup), then check.
-		for w := 0; w < 2; w++ {
-			if err := runH(); err != nil {
-				return nil, err
-			}
-			if ref != nil {
-				if err := runN(); err != nil {
-					return nil, err
-				}
-			}
+		paths := []func() error{runH}
+		if ref != nil {
+			paths = append(paths, runN)
 		}
-		if err := s.Synchronize(ctx); err != nil {
+		if err := warmUp(ctx, s, paths); err != nil {
 			return nil, err
 		}
 		if ref != nil {
@@ -272,10 +265,6 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, 
 			if row.MaxErr, err = compareOutputs(r, buf, rowsPer, o.N, o.DType); err != nil {
 				return nil, err
 			}
-		}
-		paths := []func() error{runH}
-		if ref != nil {
-			paths = append(paths, runN)
 		}
 		times, err := measureInTurn(ctx, r, s, t0, t1, iters, max(o.Reps, 1), paths)
 		if err != nil {
@@ -296,6 +285,20 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, 
 		printRowEnd(p, row, ws)
 	}
 	return rows, nil
+}
+
+// warmUp runs each of paths twice, in turn (kernel compilation, NCCL's
+// first-call setup), and waits for them: the outputs are then the ones to
+// check.
+func warmUp(ctx context.Context, s device.Stream, paths []func() error) error {
+	for w := 0; w < 2; w++ {
+		for _, run := range paths {
+			if err := run(); err != nil {
+				return err
+			}
+		}
+	}
+	return s.Synchronize(ctx)
 }
 
 // printVariant prints a variant's heading: what it sends between nodes at
