@@ -3,6 +3,7 @@ package device_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -72,5 +73,29 @@ func TestCheckArgs(t *testing.T) {
 		require.ErrorContains(t, err, "argument 1")
 		require.ErrorContains(t, err, fmt.Sprintf("%T", bad))
 		require.ErrorContains(t, err, "kernel k")
+	}
+}
+
+// Ranges that touch do not meet; ranges that share a byte do, whatever
+// their order; a size past the address space reaches its end.
+func TestOverlap(t *testing.T) {
+	for _, c := range []struct {
+		p    device.Ptr
+		n    int64
+		q    device.Ptr
+		m    int64
+		want bool
+	}{
+		{0x1000, 0x100, 0x1100, 0x100, false},
+		{0x1100, 0x100, 0x1000, 0x100, false},
+		{0x1000, 0x101, 0x1100, 0x100, true},
+		{0x1100, 0x100, 0x1000, 0x101, true},
+		{0x1000, 0, 0x1000, 0x100, false},
+		{0x1080, 0x10, 0x1000, 0x100, true},
+		{0xffff_ffff_ffff_f000, math.MaxInt64, 0xffff_ffff_ffff_fff0, 8, true},
+	} {
+		if got := device.Overlap(c.p, c.n, c.q, c.m); got != c.want {
+			t.Errorf("Overlap(%v, %d, %v, %d) = %v, want %v", c.p, c.n, c.q, c.m, got, c.want)
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
@@ -426,14 +425,5 @@ func (g *GemmRS) checkRange(name string, t Tensor) error {
 	return nil
 }
 
-// overlaps reports whether the byte ranges of x and y meet. A size that does
-// not fit (Bytes saturates) reaches to the end of the address space.
-func overlaps(x, y Tensor) bool {
-	end := func(t Tensor) uint64 {
-		if e := uint64(t.Ptr) + uint64(t.Bytes()); e >= uint64(t.Ptr) {
-			return e
-		}
-		return math.MaxUint64
-	}
-	return uint64(x.Ptr) < end(y) && uint64(y.Ptr) < end(x)
-}
+// overlaps reports whether the byte ranges of x and y meet.
+func overlaps(x, y Tensor) bool { return device.Overlap(x.Ptr, x.Bytes(), y.Ptr, y.Bytes()) }

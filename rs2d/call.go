@@ -211,24 +211,19 @@ func (c *Context) check(in, out Tensor) error {
 			return fmt.Errorf("rs2d: %s %v needs %d bytes but its allocation has %d left: %w", t.name, t.t, t.t.Bytes(), avail, device.ErrInvalidArgument)
 		}
 	}
-	if overlaps(in.Ptr, in.Bytes(), out.Ptr, out.Bytes()) {
+	if device.Overlap(in.Ptr, in.Bytes(), out.Ptr, out.Bytes()) {
 		return fmt.Errorf("rs2d: output %v overlaps input %v: %w", out, in, device.ErrInvalidArgument)
 	}
 	if c.input.Size > 0 {
 		sym := c.heap.Local().Add(c.input.Off)
-		if overlaps(sym, c.input.Size, out.Ptr, out.Bytes()) {
+		if device.Overlap(sym, c.input.Size, out.Ptr, out.Bytes()) {
 			return fmt.Errorf("rs2d: output %v lies in the symmetric input (Input), which the peers read: %w", out, device.ErrInvalidArgument)
 		}
-		if in.Ptr != sym && overlaps(sym, c.input.Size, in.Ptr, in.Bytes()) {
+		if in.Ptr != sym && device.Overlap(sym, c.input.Size, in.Ptr, in.Bytes()) {
 			return fmt.Errorf("rs2d: input %v lies in the symmetric input but does not start where it does (Input): %w", in, device.ErrInvalidArgument)
 		}
 	}
 	return nil
-}
-
-// overlaps reports whether [a, a+na) and [b, b+nb) share a byte.
-func overlaps(a device.Ptr, na int64, b device.Ptr, nb int64) bool {
-	return int64(a) < int64(b)+nb && int64(b) < int64(a)+na
 }
 
 // Input returns this rank's symmetric input as an [m, N] tensor: a caller

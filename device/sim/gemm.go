@@ -56,7 +56,7 @@ func (d *Device) gemm(g device.GemmSpec) error {
 	if err != nil {
 		return fmt.Errorf("C: %w", err)
 	}
-	if overlaps(g.C, nc, g.A, na) || overlaps(g.C, nc, g.B, nb) {
+	if device.Overlap(g.C, nc, g.A, na) || device.Overlap(g.C, nc, g.B, nb) {
 		return fmt.Errorf("C overlaps A or B: %w", device.ErrInvalidArgument)
 	}
 	load := loader(g.DType)
@@ -106,10 +106,6 @@ func (d *Device) gemm(g device.GemmSpec) error {
 	}
 	wg.Wait()
 	return nil
-}
-
-func overlaps(p device.Ptr, n int64, q device.Ptr, m int64) bool {
-	return int64(p) < int64(q)+m && int64(q) < int64(p)+n
 }
 
 // loader returns the reader of element i of a buffer of dt, widened to fp32
