@@ -100,6 +100,11 @@ type Call struct {
 	Epoch   symm.Epoch // the call's epoch (its signal value)
 	Input   device.Ptr // this rank's input: M × N
 	RowsPer int        // M_per_rank: the rows of each destination's block
+	// InputViews, where not 0, is a device table of LocalSize addresses:
+	// every node peer's input of this call as mapped here (by local rank),
+	// a registered input that the engines which read peers' rows (pull)
+	// read in place instead of copying it into the symmetric input.
+	InputViews device.Ptr
 }
 
 // Step is one node step of a call: the rows destined to node Node.

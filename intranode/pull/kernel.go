@@ -86,8 +86,9 @@ func Prepare(dev device.Device, dt dtype.DType, lws int) error {
 
 // launch is one pull kernel's arguments.
 type launch struct {
-	Peers    device.Ptr // lws heap bases as mapped here
-	Off      int64      // heap offset of the block this rank reduces
+	Peers    device.Ptr // lws heap bases as mapped here (the flags)
+	Inputs   device.Ptr // lws input bases as mapped here: Peers, or a registered input's views
+	Off      int64      // offset from the input bases of the block this rank reduces
 	Out      device.Ptr
 	Count    int64 // elements
 	FlagsOff int64 // heap offset of the handshake flags
@@ -100,26 +101,27 @@ type launch struct {
 }
 
 func (p launch) args() []any {
-	return []any{p.Peers, p.Off, p.Out, p.Count, p.FlagsOff, int32(p.LWS), int32(p.Me), int32(p.Phases), p.State, int32(p.MaxGrid)}
+	return []any{p.Peers, p.Inputs, p.Off, p.Out, p.Count, p.FlagsOff, int32(p.LWS), int32(p.Me), int32(p.Phases), p.State, int32(p.MaxGrid)}
 }
 
 func launchArgs(args []any) (launch, error) {
 	bad := fmt.Errorf("pull: kernel arguments %v: %w", args, device.ErrInvalidArgument)
-	if len(args) != 10 {
+	if len(args) != 11 {
 		return launch{}, bad
 	}
 	peers, ok1 := args[0].(device.Ptr)
-	off, ok2 := args[1].(int64)
-	out, ok3 := args[2].(device.Ptr)
-	count, ok4 := args[3].(int64)
-	flags, ok5 := args[4].(int64)
-	lws, ok6 := args[5].(int32)
-	me, ok7 := args[6].(int32)
-	phases, ok8 := args[7].(int32)
-	state, ok9 := args[8].(device.Ptr)
-	maxGrid, ok10 := args[9].(int32)
-	p := launch{Peers: peers, Off: off, Out: out, Count: count, FlagsOff: flags, LWS: int(lws), Me: int(me), Phases: int(phases), State: state, MaxGrid: int(maxGrid)}
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && ok8 && ok9 && ok10) || p.LWS < 1 || p.LWS > MaxLocalSize || p.Me < 0 || p.Me >= p.LWS || p.Count < 0 || p.MaxGrid < 1 {
+	inputs, ok0 := args[1].(device.Ptr)
+	off, ok2 := args[2].(int64)
+	out, ok3 := args[3].(device.Ptr)
+	count, ok4 := args[4].(int64)
+	flags, ok5 := args[5].(int64)
+	lws, ok6 := args[6].(int32)
+	me, ok7 := args[7].(int32)
+	phases, ok8 := args[8].(int32)
+	state, ok9 := args[9].(device.Ptr)
+	maxGrid, ok10 := args[10].(int32)
+	p := launch{Peers: peers, Inputs: inputs, Off: off, Out: out, Count: count, FlagsOff: flags, LWS: int(lws), Me: int(me), Phases: int(phases), State: state, MaxGrid: int(maxGrid)}
+	if !(ok0 && ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && ok8 && ok9 && ok10) || p.LWS < 1 || p.LWS > MaxLocalSize || p.Me < 0 || p.Me >= p.LWS || p.Count < 0 || p.MaxGrid < 1 {
 		return launch{}, bad
 	}
 	return p, nil
@@ -160,10 +162,14 @@ func host(dt dtype.DType) device.HostFunc {
 				return err
 			}
 		}
+		inputs, err := peerTable(mem, p.Inputs, p.LWS)
+		if err != nil {
+			return err
+		}
 		es := int64(dt.Size())
 		views := make([][]byte, p.LWS)
 		for q := range views {
-			if views[q], err = mem.Bytes(heaps[q].Add(p.Off), p.Count*es); err != nil {
+			if views[q], err = mem.Bytes(inputs[q].Add(p.Off), p.Count*es); err != nil {
 				return fmt.Errorf("pull: the input block of local rank %d: %w", q, err)
 			}
 		}

@@ -55,27 +55,28 @@ __device__ __forceinline__ void pull_handshake(const u64* __restrict__ peers, lo
   __syncthreads();
 }
 
-// pull_sum sums the lws blocks at off in every peer's heap into out: L is
+// pull_sum sums the lws blocks at off from every peer's input base (inputs:
+// the heaps, or a registered input's views) into out: L is
 // the largest lws the kernel serves (loops unroll over it), U the vectors in
 // flight per thread and peer (8 / L: the same bytes in flight per thread
 // whatever the peers' number, so a small SM budget keeps NVLink busy with
 // one peer as with seven).
 template <class T, int L, int U>
-__device__ __forceinline__ void pull_sum(const u64* __restrict__ peers, long long off, typename T::E* __restrict__ out,
+__device__ __forceinline__ void pull_sum(const u64* __restrict__ inputs, long long off, typename T::E* __restrict__ out,
                                          long long count, int lws) {
   typedef typename T::E E;
   typedef typename T::A A;
   const int V = T::V;
   const long long es = (long long)sizeof(E);
   u64 bases = 0;
-  for (int q = 0; q < lws; q++) bases |= peers[q];
+  for (int q = 0; q < lws; q++) bases |= inputs[q];
   const bool vec = ((bases | (u64)off | (u64)out | (u64)(count * es)) & 15ull) == 0;
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   const long long nthreads = (long long)gridDim.x * blockDim.x;
   if (vec) {
     const vec16* src[L];
 #pragma unroll
-    for (int q = 0; q < L; q++) src[q] = q < lws ? (const vec16*)((const char*)peers[q] + off) : (const vec16*)0;
+    for (int q = 0; q < L; q++) src[q] = q < lws ? (const vec16*)((const char*)inputs[q] + off) : (const vec16*)0;
     vec16* dst = (vec16*)out;
     const long long n = count * es / 16;
     long long v = tid;
@@ -114,7 +115,7 @@ __device__ __forceinline__ void pull_sum(const u64* __restrict__ peers, long lon
   }
   for (long long x = tid; x < count; x += nthreads) {
     A acc = (A)0;
-    for (int q = 0; q < lws; q++) acc += T::widen(*((volatile const E*)((const char*)peers[q] + off) + x));
+    for (int q = 0; q < lws; q++) acc += T::widen(*((volatile const E*)((const char*)inputs[q] + off) + x));
     out[x] = T::narrow(acc);
   }
 }
@@ -134,12 +135,12 @@ __device__ __forceinline__ void pull_finish(u32* state, u32 launch) {
 
 #define HC_PULL(name, T, E, L)                                                                               \
   extern "C" __global__ void __launch_bounds__(512, 1)                                                   \
-      name(const u64* peers, long long off, E* out, long long count, long long flags_off, int lws, int lr, \
+      name(const u64* peers, const u64* inputs, long long off, E* out, long long count, long long flags_off, int lws, int lr, \
            int phases, u32* state, int max_blocks) {                                                     \
     const u32 launch = ((volatile u32*)state)[PS_LAUNCHES] + 1;                                          \
     const volatile u32* abort = (const volatile u32*)state + PS_ABORT;                                   \
     if (phases & 1) pull_handshake(peers, flags_off, lws, lr, 0, max_blocks, launch, abort);             \
-    pull_sum<T, L, 8 / L>(peers, off, out, count, lws);                                                  \
+    pull_sum<T, L, 8 / L>(inputs, off, out, count, lws);                                                 \
     if (phases & 2) pull_handshake(peers, flags_off, lws, lr, 1, max_blocks, launch, abort);             \
     pull_finish(state, launch);                                                                          \
   }

@@ -136,12 +136,12 @@ func grid(rowBytes int64, rows, sms int) int {
 // wrote them there (call.Input is the input region). In rounds, the copy
 // stream starts after s instead: each round's step copies its rows.
 func (e *Engine) Begin(s device.Stream, call intranode.Call) error {
-	if e.m.rows > 0 {
+	if e.m.rows > 0 && call.InputViews == 0 {
 		e.round = 0
 		return e.env.Streams.Join(e.env.Streams.Copy[0], s)
 	}
 	sym := e.env.Heap.Local().Add(e.env.Input.Off)
-	if call.Input == sym {
+	if call.Input == sym || call.InputViews != 0 {
 		return nil
 	}
 	bytes := int64(call.RowsPer) * int64(e.env.Place.Shape.World()) * e.env.RowBytes()
@@ -156,21 +156,29 @@ func (e *Engine) Begin(s device.Stream, call intranode.Call) error {
 // into step.ReduceTo. The call's first step waits for every peer's input,
 // its last ends once every peer read this rank's.
 func (e *Engine) Step(s device.Stream, step intranode.Step) (intranode.Done, error) {
-	if e.m.rows > 0 {
+	lws, me, rowBytes := e.env.LocalSize(), e.env.Place.LocalRank, e.env.RowBytes()
+	row := int64((step.Node*lws+me)*step.RowsPer+step.Row0) * rowBytes
+	switch {
+	case step.InputViews != 0: // a registered input: read in place, rounds or not
+		return e.pull(s, step, step.InputViews, row, step.First, step.Last)
+	case e.m.rows > 0:
 		return e.roundStep(s, step)
 	}
-	lws, me, rowBytes := e.env.LocalSize(), e.env.Place.LocalRank, e.env.RowBytes()
-	row := int64((step.Node*lws+me)*step.RowsPer + step.Row0)
-	return e.pull(s, step, e.env.Input.Off+row*rowBytes, step.First, step.Last)
+	return e.pull(s, step, e.heaps(), e.env.Input.Off+row, step.First, step.Last)
 }
 
-// pull launches the kernel for step's rows of this rank's block at heap
-// offset off in every peer's heap; arrive and done say which handshakes
-// the launch makes.
-func (e *Engine) pull(s device.Stream, step intranode.Step, off int64, arrive, done bool) (intranode.Done, error) {
+// heaps is the device table of the node peers' heaps as mapped here.
+func (e *Engine) heaps() device.Ptr { return e.env.Heap.Local().Add(e.m.peerTable.Off) }
+
+// pull launches the kernel for step's rows of this rank's block at offset
+// off from every peer's input base in the table inputs (the heaps, or a
+// registered input's views); arrive and done say which handshakes the
+// launch makes.
+func (e *Engine) pull(s device.Stream, step intranode.Step, inputs device.Ptr, off int64, arrive, done bool) (intranode.Done, error) {
 	lws, me, rowBytes := e.env.LocalSize(), e.env.Place.LocalRank, e.env.RowBytes()
 	p := launch{
-		Peers:    e.env.Heap.Local().Add(e.m.peerTable.Off),
+		Peers:    e.heaps(),
+		Inputs:   inputs,
 		Off:      off,
 		Out:      step.ReduceTo,
 		Count:    int64(step.Rows) * int64(e.env.Cols),
@@ -214,7 +222,7 @@ func (e *Engine) roundStep(s device.Stream, step intranode.Step) (intranode.Done
 	}
 	lws, me, rowBytes := e.env.LocalSize(), place.LocalRank, e.env.RowBytes()
 	off := base + int64((step.Node*lws+me)*e.m.rows)*rowBytes
-	done, err := e.pull(s, step, off, first, last)
+	done, err := e.pull(s, step, e.heaps(), off, first, last)
 	if err != nil || !last {
 		return done, err
 	}
@@ -248,8 +256,8 @@ func (e *Engine) stage(s device.Stream, step intranode.Step, set int, base int64
 
 // End has s wait for the copy stream (in rounds; nothing else: the last
 // step's kernel ends the call's handshakes).
-func (e *Engine) End(s device.Stream, _ intranode.Call) error {
-	if e.m.rows == 0 {
+func (e *Engine) End(s device.Stream, call intranode.Call) error {
+	if e.m.rows == 0 || call.InputViews != 0 {
 		return nil
 	}
 	return e.env.Streams.Join(s, e.env.Streams.Copy[0])
