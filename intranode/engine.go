@@ -105,6 +105,10 @@ type Call struct {
 	// a registered input that the engines which read peers' rows (pull)
 	// read in place instead of copying it into the symmetric input.
 	InputViews device.Ptr
+	// InputSerial names the registration (1, 2, ...: the same on every
+	// rank, registrations being collective); 0 with InputViews 0. An engine
+	// reading in place checks that every peer reads the same one.
+	InputSerial uint32
 }
 
 // Step is one node step of a call: the rows destined to node Node.
