@@ -86,7 +86,7 @@ func Prepare(dev device.Device, dt dtype.DType, lws int) error {
 
 // launch is one pull kernel's arguments.
 type launch struct {
-	Peers    device.Ptr // lws heap bases as mapped here (the flags)
+	Peers    device.Ptr // lws heap bases as mapped here (the flags, the landing slots)
 	Inputs   device.Ptr // lws input bases as mapped here: Peers, or a registered input's views
 	Off      int64      // offset from the input bases of the block this rank reduces
 	Out      device.Ptr
@@ -98,30 +98,50 @@ type launch struct {
 	// MaxGrid is the flags per set and peer: the most blocks any launch
 	// of the engine has.
 	MaxGrid int
+	Serial  uint32 // the input's registration (0: the symmetric input)
+	// The pushed tail (Push 0: none): the block's last Push bytes are
+	// stored by the peers into this rank's landing slots (LWS × Push bytes
+	// at heap offset LandOff) by the launch's first PushGrid blocks; Stride
+	// is the bytes from one destination's block to the next in the input.
+	Stride, Push, LandOff int64
+	PushGrid              int
 }
 
 func (p launch) args() []any {
-	return []any{p.Peers, p.Inputs, p.Off, p.Out, p.Count, p.FlagsOff, int32(p.LWS), int32(p.Me), int32(p.Phases), p.State, int32(p.MaxGrid)}
+	return []any{p.Peers, p.Inputs, p.Off, p.Out, p.Count, p.FlagsOff, int32(p.LWS), int32(p.Me), int32(p.Phases), p.State,
+		int32(p.MaxGrid), p.Serial, p.Stride, p.Push, p.LandOff, int32(p.PushGrid)}
 }
 
+// launchArgs reads args back into a launch (the twin's side of args).
 func launchArgs(args []any) (launch, error) {
 	bad := fmt.Errorf("pull: kernel arguments %v: %w", args, device.ErrInvalidArgument)
-	if len(args) != 11 {
+	if len(args) != 16 {
 		return launch{}, bad
 	}
-	peers, ok1 := args[0].(device.Ptr)
-	inputs, ok0 := args[1].(device.Ptr)
-	off, ok2 := args[2].(int64)
-	out, ok3 := args[3].(device.Ptr)
-	count, ok4 := args[4].(int64)
-	flags, ok5 := args[5].(int64)
-	lws, ok6 := args[6].(int32)
-	me, ok7 := args[7].(int32)
-	phases, ok8 := args[8].(int32)
-	state, ok9 := args[9].(device.Ptr)
-	maxGrid, ok10 := args[10].(int32)
-	p := launch{Peers: peers, Inputs: inputs, Off: off, Out: out, Count: count, FlagsOff: flags, LWS: int(lws), Me: int(me), Phases: int(phases), State: state, MaxGrid: int(maxGrid)}
-	if !(ok0 && ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && ok8 && ok9 && ok10) || p.LWS < 1 || p.LWS > MaxLocalSize || p.Me < 0 || p.Me >= p.LWS || p.Count < 0 || p.MaxGrid < 1 {
+	var p launch
+	ptrs := map[int]*device.Ptr{0: &p.Peers, 1: &p.Inputs, 3: &p.Out, 9: &p.State}
+	i64s := map[int]*int64{2: &p.Off, 4: &p.Count, 5: &p.FlagsOff, 12: &p.Stride, 13: &p.Push, 14: &p.LandOff}
+	i32s := map[int]*int{6: &p.LWS, 7: &p.Me, 8: &p.Phases, 10: &p.MaxGrid, 15: &p.PushGrid}
+	for i, a := range args {
+		var ok bool
+		switch {
+		case ptrs[i] != nil:
+			*ptrs[i], ok = a.(device.Ptr)
+		case i64s[i] != nil:
+			*i64s[i], ok = a.(int64)
+		case i32s[i] != nil:
+			var v int32
+			v, ok = a.(int32)
+			*i32s[i] = int(v)
+		case i == 11:
+			p.Serial, ok = a.(uint32)
+		}
+		if !ok {
+			return launch{}, bad
+		}
+	}
+	if p.LWS < 1 || p.LWS > MaxLocalSize || p.Me < 0 || p.Me >= p.LWS || p.Count < 0 || p.MaxGrid < 1 ||
+		p.Push < 0 || p.Push%16 != 0 || p.PushGrid < 0 {
 		return launch{}, bad
 	}
 	return p, nil
@@ -158,28 +178,15 @@ func host(dt dtype.DType) device.HostFunc {
 			return err
 		}
 		if p.Phases&phaseArrive != 0 {
-			if err := handshake(mem, p, heaps, 0, launch, "arrival"); err != nil {
+			if err := handshake(mem, p, heaps, flagsArrive, launch, "arrival"); err != nil {
 				return err
 			}
 		}
-		inputs, err := peerTable(mem, p.Inputs, p.LWS)
-		if err != nil {
+		if err := sum(dt, mem, p, heaps, launch); err != nil {
 			return err
 		}
-		es := int64(dt.Size())
-		views := make([][]byte, p.LWS)
-		for q := range views {
-			if views[q], err = mem.Bytes(inputs[q].Add(p.Off), p.Count*es); err != nil {
-				return fmt.Errorf("pull: the input block of local rank %d: %w", q, err)
-			}
-		}
-		dst, err := mem.Bytes(p.Out, p.Count*es)
-		if err != nil {
-			return fmt.Errorf("pull: output: %w", err)
-		}
-		kernels.ReduceRange(dt, dst, views, 0, p.Count)
 		if p.Phases&phaseDone != 0 {
-			if err := handshake(mem, p, heaps, 1, launch, "reads done"); err != nil {
+			if err := handshake(mem, p, heaps, flagsDone, launch, "reads done"); err != nil {
 				return err
 			}
 		}
@@ -205,24 +212,120 @@ func flagWord(flagsOff int64, lws, maxGrid, set, b, src int) int64 {
 	return flagsOff + 4*(int64(set*maxGrid+b)*int64(lws)+int64(src))
 }
 
+// sum is the launch's work: the head of the block summed from the peers'
+// inputs, and the pushed tail (if any) stored into the peers' landing
+// slots, then summed from this rank's once every peer's landed.
+func sum(dt dtype.DType, mem device.HostMemory, p launch, heaps []device.Ptr, launch uint32) error {
+	inputs, err := peerTable(mem, p.Inputs, p.LWS)
+	if err != nil {
+		return err
+	}
+	es := int64(dt.Size())
+	bytes := p.Count * es
+	if p.Push > bytes {
+		return fmt.Errorf("pull: a pushed tail of %d bytes in a block of %d: %w", p.Push, bytes, device.ErrInvalidArgument)
+	}
+	pulled := bytes - p.Push
+	dst, err := mem.Bytes(p.Out, bytes)
+	if err != nil {
+		return fmt.Errorf("pull: output: %w", err)
+	}
+	head := make([][]byte, p.LWS)
+	for q := range head {
+		if head[q], err = mem.Bytes(inputs[q].Add(p.Off), pulled); err != nil {
+			return fmt.Errorf("pull: the input block of local rank %d: %w", q, err)
+		}
+	}
+	kernels.ReduceRange(dt, dst[:pulled], head, 0, pulled/es)
+	if p.Push == 0 {
+		return nil
+	}
+	mine := inputs[p.Me].Add(p.Off + pulled)
+	for q := 0; q < p.LWS; q++ {
+		if q == p.Me {
+			continue
+		}
+		src, err := mem.Bytes(mine.Add(int64(q-p.Me)*p.Stride), p.Push)
+		if err != nil {
+			return fmt.Errorf("pull: the tail of local rank %d's block: %w", q, err)
+		}
+		land, err := mem.Bytes(heaps[q].Add(p.LandOff+int64(p.Me)*p.Push), p.Push)
+		if err != nil {
+			return fmt.Errorf("pull: the landing slot on local rank %d: %w", q, err)
+		}
+		copy(land, src)
+	}
+	if err := handshake(mem, p, heaps, flagsPushed, launch, "pushes landed"); err != nil {
+		return err
+	}
+	tail := make([][]byte, p.LWS)
+	for q := range tail {
+		at := heaps[p.Me].Add(p.LandOff + int64(q)*p.Push)
+		if q == p.Me {
+			at = mine
+		}
+		if tail[q], err = mem.Bytes(at, p.Push); err != nil {
+			return fmt.Errorf("pull: the landed tail of local rank %d: %w", q, err)
+		}
+	}
+	kernels.ReduceRange(dt, dst[pulled:], tail, 0, p.Push/es)
+	return nil
+}
+
+// The flag sets, as pull.cu numbers them (PF_*).
+const (
+	flagsArrive = iota
+	flagsDone
+	flagsPushed
+	flagsSerial
+	flagSets
+)
+
 // handshake is pull_handshake for block 0: raise this rank's flag on every
-// peer, wait for every peer's here.
+// peer, wait for every peer's here; at the arrival, also check that every
+// peer reads the same input (serial).
 func handshake(mem device.HostMemory, p launch, heaps []device.Ptr, set int, launch uint32, what string) error {
 	for q := 0; q < p.LWS; q++ {
-		if q != p.Me {
-			if err := mem.Store32(heaps[q].Add(flagWord(p.FlagsOff, p.LWS, p.MaxGrid, set, 0, p.Me)), launch); err != nil {
+		if q == p.Me {
+			continue
+		}
+		if set == flagsArrive {
+			if err := mem.Store32(heaps[q].Add(flagWord(p.FlagsOff, p.LWS, p.MaxGrid, flagsSerial, 0, p.Me)), p.Serial); err != nil {
 				return err
 			}
+		}
+		if err := mem.Store32(heaps[q].Add(flagWord(p.FlagsOff, p.LWS, p.MaxGrid, set, 0, p.Me)), launch); err != nil {
+			return err
 		}
 	}
 	abort := p.State.Add(4 * stateAbort)
 	for q := 0; q < p.LWS; q++ {
-		if q != p.Me {
-			w := device.Word{Addr: heaps[p.Me].Add(flagWord(p.FlagsOff, p.LWS, p.MaxGrid, set, 0, q)), Label: fmt.Sprintf("pull %s flag of local rank %d", what, q)}
-			if err := mem.Wait32Or(w, device.GEQ, launch, abort); err != nil {
-				return err
-			}
+		if q == p.Me {
+			continue
+		}
+		w := device.Word{Addr: heaps[p.Me].Add(flagWord(p.FlagsOff, p.LWS, p.MaxGrid, set, 0, q)), Label: fmt.Sprintf("pull %s flag of local rank %d", what, q)}
+		if err := mem.Wait32Or(w, device.GEQ, launch, abort); err != nil {
+			return err
+		}
+		if set != flagsArrive {
+			continue
+		}
+		b, err := mem.Bytes(heaps[p.Me].Add(flagWord(p.FlagsOff, p.LWS, p.MaxGrid, flagsSerial, 0, q)), 4)
+		if err != nil {
+			return err
+		}
+		if theirs := binary.LittleEndian.Uint32(b); theirs != p.Serial {
+			return fmt.Errorf("pull: local rank %d reads %s, local rank %d %s: every rank calls with its registered input or none: %w",
+				q, inputName(theirs), p.Me, inputName(p.Serial), device.ErrInvalidArgument)
 		}
 	}
 	return nil
+}
+
+// inputName names what a serial reads.
+func inputName(serial uint32) string {
+	if serial == 0 {
+		return "the symmetric input"
+	}
+	return fmt.Sprintf("registered input %d", serial)
 }
