@@ -98,7 +98,7 @@ type launch struct {
 	// MaxGrid is the flags per set and peer: the most blocks any launch
 	// of the engine has.
 	MaxGrid int
-	Serial  uint32 // the input's registration (0: the symmetric input)
+	Serial  uint32 // the input's tag (Tag: 0 the symmetric input)
 	// The pushed tail (Push 0: none): the block's last Push bytes are
 	// stored by the peers into this rank's landing slots (LWS × Push bytes
 	// at heap offset LandOff) by the launch's first PushGrid blocks; Stride
@@ -277,25 +277,33 @@ const (
 	flagsArrive = iota
 	flagsDone
 	flagsPushed
-	flagsSerial
 	flagSets
 )
 
-// handshake is pull_handshake for block 0: raise this rank's flag on every
-// peer, wait for every peer's here; at the arrival, also check that every
-// peer reads the same input (serial).
+// Tag is the 8-bit tag of the input a launch reads, carried in its arrival
+// flags: 0 for the symmetric input, 1 to 255 for registration serial (1,
+// 2, ...: serials 255 apart share a tag).
+func Tag(serial uint32) uint32 {
+	if serial == 0 {
+		return 0
+	}
+	return 1 + (serial-1)%255
+}
+
+// handshake is pull_handshake for block 0: raise this rank's flag (launch
+// << 8 | tag, the tag p.Serial at the arrival) on every peer, wait for
+// every peer's here, and at the arrival check that every peer reads the
+// same input.
 func handshake(mem device.HostMemory, p launch, heaps []device.Ptr, set int, launch uint32, what string) error {
+	tag := uint32(0)
+	if set == flagsArrive {
+		tag = p.Serial
+	}
 	for q := 0; q < p.LWS; q++ {
-		if q == p.Me {
-			continue
-		}
-		if set == flagsArrive {
-			if err := mem.Store32(heaps[q].Add(flagWord(p.FlagsOff, p.LWS, p.MaxGrid, flagsSerial, 0, p.Me)), p.Serial); err != nil {
+		if q != p.Me {
+			if err := mem.Store32(heaps[q].Add(flagWord(p.FlagsOff, p.LWS, p.MaxGrid, set, 0, p.Me)), launch<<8|tag); err != nil {
 				return err
 			}
-		}
-		if err := mem.Store32(heaps[q].Add(flagWord(p.FlagsOff, p.LWS, p.MaxGrid, set, 0, p.Me)), launch); err != nil {
-			return err
 		}
 	}
 	abort := p.State.Add(4 * stateAbort)
@@ -303,29 +311,27 @@ func handshake(mem device.HostMemory, p launch, heaps []device.Ptr, set int, lau
 		if q == p.Me {
 			continue
 		}
-		w := device.Word{Addr: heaps[p.Me].Add(flagWord(p.FlagsOff, p.LWS, p.MaxGrid, set, 0, q)), Label: fmt.Sprintf("pull %s flag of local rank %d", what, q)}
-		if err := mem.Wait32Or(w, device.GEQ, launch, abort); err != nil {
+		at := heaps[p.Me].Add(flagWord(p.FlagsOff, p.LWS, p.MaxGrid, set, 0, q))
+		w := device.Word{Addr: at, Label: fmt.Sprintf("pull %s flag of local rank %d", what, q)}
+		if err := mem.Wait32Or(w, device.GEQ, launch<<8, abort); err != nil {
 			return err
 		}
-		if set != flagsArrive {
-			continue
-		}
-		b, err := mem.Bytes(heaps[p.Me].Add(flagWord(p.FlagsOff, p.LWS, p.MaxGrid, flagsSerial, 0, q)), 4)
+		b, err := mem.Bytes(at, 4)
 		if err != nil {
 			return err
 		}
-		if theirs := binary.LittleEndian.Uint32(b); theirs != p.Serial {
+		if theirs := binary.LittleEndian.Uint32(b) & 0xff; theirs != tag {
 			return fmt.Errorf("pull: local rank %d reads %s, local rank %d %s: every rank calls with its registered input or none: %w",
-				q, inputName(theirs), p.Me, inputName(p.Serial), device.ErrInvalidArgument)
+				q, inputName(theirs), p.Me, inputName(tag), device.ErrInvalidArgument)
 		}
 	}
 	return nil
 }
 
-// inputName names what a serial reads.
-func inputName(serial uint32) string {
-	if serial == 0 {
+// inputName names what a tag reads.
+func inputName(tag uint32) string {
+	if tag == 0 {
 		return "the symmetric input"
 	}
-	return fmt.Sprintf("registered input %d", serial)
+	return fmt.Sprintf("a registered input (tag %d)", tag)
 }

@@ -30,38 +30,39 @@
 // Self-contained for NVRTC (no #include); peer.cuh is prepended.
 
 enum { PS_LAUNCHES = 0, PS_FINISHED = 1, PS_ABORT = 2 };
-// The flag sets: arrival, reads done, pushes landed, and the input serials.
-enum { PF_ARRIVE = 0, PF_DONE = 1, PF_PUSHED = 2, PF_SERIAL = 3 };
+// The flag sets: arrival, reads done, pushes landed.
+enum { PF_ARRIVE = 0, PF_DONE = 1, PF_PUSHED = 2 };
 
-__device__ __forceinline__ void pull_wait_geq(const u32* p, u32 target, const volatile u32* abort) {
-  while ((int)(ld_acquire_sys(p) - target) < 0) {
-    if (*abort) return;
+// pull_wait_geq waits until the word reaches target (cyclically) or the
+// abort word is set, and returns the word's last value.
+__device__ __forceinline__ u32 pull_wait_geq(const u32* p, u32 target, const volatile u32* abort) {
+  u32 v;
+  while ((int)((v = ld_acquire_sys(p)) - target) < 0) {
+    if (*abort) break;
   }
+  return v;
 }
 
 // pull_handshake raises this block's flag (set, launch) on every peer and
 // waits for every peer's on this rank (max_blocks flags per set and peer).
-// The barrier before it puts the block's loads and stores (and, at entry,
-// the stream's earlier writes) before the release; the barrier after it
-// puts the acquire before the block's loads. With serial (the arrival), it
-// also tells each peer which input the launch reads (0: the symmetric
-// input, k: registration k) and traps if a peer reads another: ranks that
-// disagree would read inputs nobody wrote.
+// A flag's value is launch << 8 | tag: at the arrival the tag says which
+// input the launch reads (serial: 0 the symmetric input, 1-255 a
+// registration's) and a rank whose peer reads another traps: ranks that
+// disagree would read inputs nobody wrote. The barrier before it puts the
+// block's loads and stores (and, at entry, the stream's earlier writes)
+// before the release; the barrier after it puts the acquire before the
+// block's loads.
 __device__ __forceinline__ void pull_handshake(const u64* __restrict__ peers, long long flags_off, int lws, int lr,
                                                int set, int max_blocks, u32 launch, const volatile u32* abort,
-                                               bool check, u32 serial) {
+                                               u32 serial) {
   __syncthreads();
   const int t = threadIdx.x;
   if (t < lws && t != lr) {
     const long long word = ((long long)set * max_blocks + blockIdx.x) * lws;
-    const long long sword = ((long long)PF_SERIAL * max_blocks + blockIdx.x) * lws;
-    u32* remote = (u32*)((char*)peers[t] + flags_off);
-    const u32* own = (const u32*)((char*)peers[lr] + flags_off);
-    if (check) remote[sword + lr] = serial;
     __threadfence_system();
-    st_release_sys(remote + word + lr, launch);
-    pull_wait_geq(own + word + t, launch, abort);
-    if (check && !*abort && ((const volatile u32*)own)[sword + t] != serial) asm volatile("trap;");
+    st_release_sys((u32*)((char*)peers[t] + flags_off) + word + lr, launch << 8 | serial);
+    const u32 v = pull_wait_geq((const u32*)((char*)peers[lr] + flags_off) + word + t, launch << 8, abort);
+    if ((v & 0xffu) != serial && !*abort) asm volatile("trap;");
   }
   __syncthreads();
 }
@@ -166,7 +167,7 @@ __device__ __forceinline__ void pull_push(const u64* __restrict__ peers, const u
     }
     for (; v < n; v += nthreads) dst[v] = ld_cg_vec(src + v);
   }
-  pull_handshake(peers, flags_off, lws, lr, PF_PUSHED, max_blocks, launch, abort, false, 0);
+  pull_handshake(peers, flags_off, lws, lr, PF_PUSHED, max_blocks, launch, abort, 0);
   const vec16* land = (const vec16*)((const char*)peers[lr] + land_off);
   vec16* dst = (vec16*)((char*)out + pulled);
   for (long long v = tid; v < n; v += nthreads) {
@@ -205,7 +206,7 @@ __device__ __forceinline__ void pull_finish(u32* state, u32 launch) {
            long long push, long long land_off, int gp) {                                                      \
     const u32 launch = ((volatile u32*)state)[PS_LAUNCHES] + 1;                                               \
     const volatile u32* abort = (const volatile u32*)state + PS_ABORT;                                        \
-    if (phases & 1) pull_handshake(peers, flags_off, lws, lr, PF_ARRIVE, max_blocks, launch, abort, true, serial); \
+    if (phases & 1) pull_handshake(peers, flags_off, lws, lr, PF_ARRIVE, max_blocks, launch, abort, serial); \
     const long long pulled = count * (long long)sizeof(E) - push;                                             \
     if ((int)blockIdx.x < gp) {                                                                               \
       pull_push<T, L>(peers, inputs, off, stride, pulled, push, land_off, out, flags_off, lws, lr, max_blocks,  \
@@ -213,7 +214,7 @@ __device__ __forceinline__ void pull_finish(u32* state, u32 launch) {
     } else {                                                                                                  \
       pull_sum<T, L, 8 / L>(inputs, off, out, pulled / (long long)sizeof(E), lws, gp);                       \
     }                                                                                                         \
-    if (phases & 2) pull_handshake(peers, flags_off, lws, lr, PF_DONE, max_blocks, launch, abort, false, 0); \
+    if (phases & 2) pull_handshake(peers, flags_off, lws, lr, PF_DONE, max_blocks, launch, abort, 0); \
     pull_finish(state, launch);                                                                               \
   }
 

@@ -227,7 +227,7 @@ func (e *Engine) pull(s device.Stream, step intranode.Step, inputs device.Ptr, o
 		p.Phases |= phaseDone
 	}
 	blocks := grid(rowBytes, step.Rows, e.m.maxGrid())
-	p.Serial = step.InputSerial
+	p.Serial = Tag(step.InputSerial)
 	p.Stride = int64(step.RowsPer) * rowBytes
 	if push := e.m.pushBytes(int64(step.Rows) * rowBytes); push > 0 && blocks >= 2 && step.Whole() && step.ReduceTo%16 == 0 {
 		// The push blocks in the tail's share, at least one each way.
