@@ -10,7 +10,6 @@ import (
 	"github.com/seed12530e24/hiercoll/internal/hcerr"
 	"github.com/seed12530e24/hiercoll/internal/sizes"
 	"github.com/seed12530e24/hiercoll/internode"
-	"github.com/seed12530e24/hiercoll/intranode/pull"
 )
 
 // Config describes a ReduceScatter2D context. MaxM, N and DType are
@@ -163,8 +162,6 @@ func (c Config) validate(world int) error {
 		return fmt.Errorf("rs2d: negative chunks or SM budget: %w", device.ErrInvalidArgument)
 	case k.RailLanes < 0 || k.RailLanes > internode.MaxNCCLLanes:
 		return fmt.Errorf("rs2d: %d rail lanes: want 0 (default %d) to %d: %w", k.RailLanes, internode.DefaultNCCLLanes, internode.MaxNCCLLanes, device.ErrInvalidArgument)
-	case k.PushShare < 0 || k.PushShare > pull.MaxPushShare:
-		return fmt.Errorf("rs2d: PushShare=%d: want 0 to %d percent: %w", k.PushShare, pull.MaxPushShare, device.ErrInvalidArgument)
 	case k.Segments < 0 || k.Segments > MaxSegments:
 		return fmt.Errorf("rs2d: %d signal segments: want 0 to %d: %w", k.Segments, MaxSegments, device.ErrInvalidArgument)
 	case k.Segments > 1 && (!c.OverlapWithGEMM || k.SplitFirstBlock || k.Chunks > 1):

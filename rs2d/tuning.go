@@ -29,12 +29,6 @@ type Tuning struct {
 	RingSlots      int
 	RingChunkBytes int64
 	RingChannels   int
-	// PushShare is, for the pull engine on one node (whole calls), the
-	// percent of each destination's block that its peers push into
-	// landing slots on it (SM stores) instead of it pulling them (0: none;
-	// at most 90). It costs that share of a call's input in landing
-	// memory.
-	PushShare int
 }
 
 // MaxSegments bounds Tuning.Segments.

@@ -27,7 +27,6 @@ type worldFlags struct {
 	timeout time.Duration
 
 	reductionSMs string
-	pushShares   string
 	railLanes    string
 	chunks       string
 	engines      string
@@ -54,7 +53,7 @@ type worldUse struct {
 func (w *worldFlags) register(fs *flag.FlagSet, use worldUse) {
 	w.backend, w.timeout = "auto", 2*time.Minute
 	w.engines, w.transport, w.graphs = "auto", "auto", "off"
-	w.reductionSMs, w.chunks, w.railLanes, w.maxSymm, w.ringChunk, w.pushShares = "0", "0", "0", "0", "0", "0"
+	w.reductionSMs, w.chunks, w.railLanes, w.maxSymm, w.ringChunk = "0", "0", "0", "0", "0"
 	list := ""
 	if use.lists {
 		list = "; a comma-separated list measures each value"
@@ -75,7 +74,6 @@ func (w *worldFlags) register(fs *flag.FlagSet, use worldUse) {
 		fs.StringVar(&w.engines, "engine", w.engines, "intra-node engine: auto, sm, copy, pull, ring, or nvls (NVLink multicast: GPUs only, and only with HIERCOLL_ALLOW_MULTICAST=1)"+list)
 		fs.StringVar(&w.graphs, "graphs", w.graphs, "signal protocol: off (values grow with each call), on (calls can be captured in CUDA graphs: rs2d.Config.Graphs)"+list)
 		fs.StringVar(&w.maxSymm, "max-symm", w.maxSymm, "bound on each rank's buffer memory, with K/M/G suffixes (0: none); above it auto takes the pull engine in rounds where they fit, else the ring")
-		fs.StringVar(&w.pushShares, "push-share", w.pushShares, "tuning, pull engine on one node: percent of each block its peers push instead of it pulling (0: none)"+list)
 		fs.IntVar(&w.ringSlots, "ring-slots", 0, "tuning, ring: FIFO slots per channel and node peer (0: default)")
 		fs.IntVar(&w.ringChannels, "ring-channels", 0, "tuning, ring: channels, one thread block each (0: default)")
 		fs.StringVar(&w.ringChunk, "ring-chunk", w.ringChunk, "tuning, ring: bytes per slot, with K/M suffixes (0: default, shrunk to fit --max-symm)")
@@ -114,7 +112,6 @@ func (w *worldFlags) positive() []string { return []string{"nodes", "gpus", "tim
 func (w *worldFlags) setting() (rs2d.Config, error) {
 	for _, f := range []struct{ name, value string }{
 		{"engine", w.engines}, {"graphs", w.graphs}, {"reduction-sms", w.reductionSMs}, {"chunks", w.chunks}, {"rail-lanes", w.railLanes},
-		{"push-share", w.pushShares},
 	} {
 		if strings.Contains(f.value, ",") {
 			return rs2d.Config{}, usageError{fmt.Errorf("--%s %s: this command runs one setting; give one value (bench measures lists)", f.name, f.value)}
@@ -142,7 +139,6 @@ func (w *worldFlags) variants() ([]benchmarks.Variant, error) {
 	sms := ints("reduction-sms", w.reductionSMs)
 	chunks := ints("chunks", w.chunks)
 	lanes := ints("rail-lanes", w.railLanes)
-	shares := ints("push-share", w.pushShares)
 	var engines []rs2d.Engine
 	for _, name := range strings.Split(w.engines, ",") {
 		e, err := rs2d.ParseEngine(strings.TrimSpace(name))
@@ -190,7 +186,6 @@ func (w *worldFlags) variants() ([]benchmarks.Variant, error) {
 	vary(len(chunks), func(v *benchmarks.Variant, i int) { v.Config.Tuning.Chunks = chunks[i] })
 	vary(len(sms), func(v *benchmarks.Variant, i int) { v.Config.Tuning.ReductionSMs = sms[i] })
 	vary(len(lanes), func(v *benchmarks.Variant, i int) { v.Config.Tuning.RailLanes = lanes[i] })
-	vary(len(shares), func(v *benchmarks.Variant, i int) { v.Config.Tuning.PushShare = shares[i] })
 	vary(len(graphs), func(v *benchmarks.Variant, i int) { v.Config.Graphs = graphs[i] })
 	return out, nil
 }

@@ -98,30 +98,24 @@ type launch struct {
 	// MaxGrid is the flags per set and peer: the most blocks any launch
 	// of the engine has.
 	MaxGrid int
-	Serial  uint32 // the input's tag (Tag: 0 the symmetric input)
-	// The pushed tail (Push 0: none): the block's last Push bytes are
-	// stored by the peers into this rank's landing slots (LWS × Push bytes
-	// at heap offset LandOff) by the launch's first PushGrid blocks; Stride
-	// is the bytes from one destination's block to the next in the input.
-	Stride, Push, LandOff int64
-	PushGrid              int
+	Tag     uint32 // the input's tag (Tag: 0 the symmetric input)
 }
 
 func (p launch) args() []any {
 	return []any{p.Peers, p.Inputs, p.Off, p.Out, p.Count, p.FlagsOff, int32(p.LWS), int32(p.Me), int32(p.Phases), p.State,
-		int32(p.MaxGrid), p.Serial, p.Stride, p.Push, p.LandOff, int32(p.PushGrid)}
+		int32(p.MaxGrid), p.Tag}
 }
 
 // launchArgs reads args back into a launch (the twin's side of args).
 func launchArgs(args []any) (launch, error) {
 	bad := fmt.Errorf("pull: kernel arguments %v: %w", args, device.ErrInvalidArgument)
-	if len(args) != 16 {
+	if len(args) != 12 {
 		return launch{}, bad
 	}
 	var p launch
 	ptrs := map[int]*device.Ptr{0: &p.Peers, 1: &p.Inputs, 3: &p.Out, 9: &p.State}
-	i64s := map[int]*int64{2: &p.Off, 4: &p.Count, 5: &p.FlagsOff, 12: &p.Stride, 13: &p.Push, 14: &p.LandOff}
-	i32s := map[int]*int{6: &p.LWS, 7: &p.Me, 8: &p.Phases, 10: &p.MaxGrid, 15: &p.PushGrid}
+	i64s := map[int]*int64{2: &p.Off, 4: &p.Count, 5: &p.FlagsOff}
+	i32s := map[int]*int{6: &p.LWS, 7: &p.Me, 8: &p.Phases, 10: &p.MaxGrid}
 	for i, a := range args {
 		var ok bool
 		switch {
@@ -134,14 +128,13 @@ func launchArgs(args []any) (launch, error) {
 			v, ok = a.(int32)
 			*i32s[i] = int(v)
 		case i == 11:
-			p.Serial, ok = a.(uint32)
+			p.Tag, ok = a.(uint32)
 		}
 		if !ok {
 			return launch{}, bad
 		}
 	}
-	if p.LWS < 1 || p.LWS > MaxLocalSize || p.Me < 0 || p.Me >= p.LWS || p.Count < 0 || p.MaxGrid < 1 ||
-		p.Push < 0 || p.Push%16 != 0 || p.PushGrid < 0 {
+	if p.LWS < 1 || p.LWS > MaxLocalSize || p.Me < 0 || p.Me >= p.LWS || p.Count < 0 || p.MaxGrid < 1 || p.Tag > 0xff {
 		return launch{}, bad
 	}
 	return p, nil
@@ -182,7 +175,7 @@ func host(dt dtype.DType) device.HostFunc {
 				return err
 			}
 		}
-		if err := sum(dt, mem, p, heaps, launch); err != nil {
+		if err := sum(dt, mem, p); err != nil {
 			return err
 		}
 		if p.Phases&phaseDone != 0 {
@@ -212,63 +205,25 @@ func flagWord(flagsOff int64, lws, maxGrid, set, b, src int) int64 {
 	return flagsOff + 4*(int64(set*maxGrid+b)*int64(lws)+int64(src))
 }
 
-// sum is the launch's work: the head of the block summed from the peers'
-// inputs, and the pushed tail (if any) stored into the peers' landing
-// slots, then summed from this rank's once every peer's landed.
-func sum(dt dtype.DType, mem device.HostMemory, p launch, heaps []device.Ptr, launch uint32) error {
+// sum is the launch's work: the block summed from the peers' inputs in
+// local-rank order.
+func sum(dt dtype.DType, mem device.HostMemory, p launch) error {
 	inputs, err := peerTable(mem, p.Inputs, p.LWS)
 	if err != nil {
 		return err
 	}
 	es := int64(dt.Size())
-	bytes := p.Count * es
-	if p.Push > bytes {
-		return fmt.Errorf("pull: a pushed tail of %d bytes in a block of %d: %w", p.Push, bytes, device.ErrInvalidArgument)
-	}
-	pulled := bytes - p.Push
-	dst, err := mem.Bytes(p.Out, bytes)
-	if err != nil {
-		return fmt.Errorf("pull: output: %w", err)
-	}
-	head := make([][]byte, p.LWS)
-	for q := range head {
-		if head[q], err = mem.Bytes(inputs[q].Add(p.Off), pulled); err != nil {
+	views := make([][]byte, p.LWS)
+	for q := range views {
+		if views[q], err = mem.Bytes(inputs[q].Add(p.Off), p.Count*es); err != nil {
 			return fmt.Errorf("pull: the input block of local rank %d: %w", q, err)
 		}
 	}
-	kernels.ReduceRange(dt, dst[:pulled], head, 0, pulled/es)
-	if p.Push == 0 {
-		return nil
+	dst, err := mem.Bytes(p.Out, p.Count*es)
+	if err != nil {
+		return fmt.Errorf("pull: output: %w", err)
 	}
-	mine := inputs[p.Me].Add(p.Off + pulled)
-	for q := 0; q < p.LWS; q++ {
-		if q == p.Me {
-			continue
-		}
-		src, err := mem.Bytes(mine.Add(int64(q-p.Me)*p.Stride), p.Push)
-		if err != nil {
-			return fmt.Errorf("pull: the tail of local rank %d's block: %w", q, err)
-		}
-		land, err := mem.Bytes(heaps[q].Add(p.LandOff+int64(p.Me)*p.Push), p.Push)
-		if err != nil {
-			return fmt.Errorf("pull: the landing slot on local rank %d: %w", q, err)
-		}
-		copy(land, src)
-	}
-	if err := handshake(mem, p, heaps, flagsPushed, launch, "pushes landed"); err != nil {
-		return err
-	}
-	tail := make([][]byte, p.LWS)
-	for q := range tail {
-		at := heaps[p.Me].Add(p.LandOff + int64(q)*p.Push)
-		if q == p.Me {
-			at = mine
-		}
-		if tail[q], err = mem.Bytes(at, p.Push); err != nil {
-			return fmt.Errorf("pull: the landed tail of local rank %d: %w", q, err)
-		}
-	}
-	kernels.ReduceRange(dt, dst[pulled:], tail, 0, p.Push/es)
+	kernels.ReduceRange(dt, dst, views, 0, p.Count)
 	return nil
 }
 
@@ -276,7 +231,6 @@ func sum(dt dtype.DType, mem device.HostMemory, p launch, heaps []device.Ptr, la
 const (
 	flagsArrive = iota
 	flagsDone
-	flagsPushed
 	flagSets
 )
 
@@ -291,13 +245,13 @@ func Tag(serial uint32) uint32 {
 }
 
 // handshake is pull_handshake for block 0: raise this rank's flag (launch
-// << 8 | tag, the tag p.Serial at the arrival) on every peer, wait for
+// << 8 | tag, the tag p.Tag at the arrival) on every peer, wait for
 // every peer's here, and at the arrival check that every peer reads the
 // same input.
 func handshake(mem device.HostMemory, p launch, heaps []device.Ptr, set int, launch uint32, what string) error {
 	tag := uint32(0)
 	if set == flagsArrive {
-		tag = p.Serial
+		tag = p.Tag
 	}
 	for q := 0; q < p.LWS; q++ {
 		if q != p.Me {

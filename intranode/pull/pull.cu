@@ -5,11 +5,16 @@
 // local-rank order and stores its output once. Nothing is copied to a peer,
 // no scatter buffer is read back: each byte crosses NVLink once.
 //
+// Each rank reads its peers' inputs through a table of their addresses
+// (inputs): their symmetric heaps, or the views of a caller's buffer that
+// every rank registered (rs2d.Context.Register).
+//
 // Handshakes, per thread block b and peer p (the same grid on every rank):
 //   - arrive: block b writes the launch number into arrive[b][me] on every
 //     peer, then waits until its own arrive[b][p] reached it for every peer:
 //     every peer's launch has started, so its input (written by work before
-//     the launch in its stream) is complete.
+//     the launch in its stream) is complete. The value carries the tag of
+//     the input the launch reads, checked against the peer's.
 //   - done: once block b's loads are consumed, it writes the launch number
 //     into done[b][me] on every peer, then waits for its own done[b][p]: the
 //     launch ends only when every peer's blocks finished reading this rank's
@@ -30,8 +35,8 @@
 // Self-contained for NVRTC (no #include); peer.cuh is prepended.
 
 enum { PS_LAUNCHES = 0, PS_FINISHED = 1, PS_ABORT = 2 };
-// The flag sets: arrival, reads done, pushes landed.
-enum { PF_ARRIVE = 0, PF_DONE = 1, PF_PUSHED = 2 };
+// The flag sets: arrival, reads done.
+enum { PF_ARRIVE = 0, PF_DONE = 1 };
 
 // pull_wait_geq waits until the word reaches target (cyclically) or the
 // abort word is set, and returns the word's last value.
@@ -46,23 +51,23 @@ __device__ __forceinline__ u32 pull_wait_geq(const u32* p, u32 target, const vol
 // pull_handshake raises this block's flag (set, launch) on every peer and
 // waits for every peer's on this rank (max_blocks flags per set and peer).
 // A flag's value is launch << 8 | tag: at the arrival the tag says which
-// input the launch reads (serial: 0 the symmetric input, 1-255 a
-// registration's) and a rank whose peer reads another traps: ranks that
+// input the launch reads (0: the symmetric input, 1-255: a registered
+// input's, pull.go's Tag) and a rank whose peer reads another traps: ranks that
 // disagree would read inputs nobody wrote. The barrier before it puts the
 // block's loads and stores (and, at entry, the stream's earlier writes)
 // before the release; the barrier after it puts the acquire before the
 // block's loads.
 __device__ __forceinline__ void pull_handshake(const u64* __restrict__ peers, long long flags_off, int lws, int lr,
                                                int set, int max_blocks, u32 launch, const volatile u32* abort,
-                                               u32 serial) {
+                                               u32 tag) {
   __syncthreads();
   const int t = threadIdx.x;
   if (t < lws && t != lr) {
     const long long word = ((long long)set * max_blocks + blockIdx.x) * lws;
     __threadfence_system();
-    st_release_sys((u32*)((char*)peers[t] + flags_off) + word + lr, launch << 8 | serial);
+    st_release_sys((u32*)((char*)peers[t] + flags_off) + word + lr, launch << 8 | tag);
     const u32 v = pull_wait_geq((const u32*)((char*)peers[lr] + flags_off) + word + t, launch << 8, abort);
-    if ((v & 0xffu) != serial && !*abort) asm volatile("trap;");
+    if ((v & 0xffu) != tag && !*abort) asm volatile("trap;");
   }
   __syncthreads();
 }
@@ -75,7 +80,7 @@ __device__ __forceinline__ void pull_handshake(const u64* __restrict__ peers, lo
 // one peer as with seven).
 template <class T, int L, int U>
 __device__ __forceinline__ void pull_sum(const u64* __restrict__ inputs, long long off, typename T::E* __restrict__ out,
-                                         long long count, int lws, int b0) {
+                                         long long count, int lws) {
   typedef typename T::E E;
   typedef typename T::A A;
   const int V = T::V;
@@ -83,8 +88,8 @@ __device__ __forceinline__ void pull_sum(const u64* __restrict__ inputs, long lo
   u64 bases = 0;
   for (int q = 0; q < lws; q++) bases |= inputs[q];
   const bool vec = ((bases | (u64)off | (u64)out | (u64)(count * es)) & 15ull) == 0;
-  const long long tid = (long long)(blockIdx.x - b0) * blockDim.x + threadIdx.x;
-  const long long nthreads = (long long)(gridDim.x - b0) * blockDim.x;
+  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const long long nthreads = (long long)gridDim.x * blockDim.x;
   if (vec) {
     const vec16* src[L];
 #pragma unroll
@@ -132,56 +137,6 @@ __device__ __forceinline__ void pull_sum(const u64* __restrict__ inputs, long lo
   }
 }
 
-// pull_push is the pushed tail of a launch (push > 0 bytes at the end of
-// every block, 16-byte aligned), done by blocks [0, gp): this rank's rows
-// of every peer's tail go into the peer's landing slot of this rank
-// (land_off + lr · push in its heap); once the peers' pushes here landed
-// (PF_PUSHED), the block sums the own tail from the landing slots (its own
-// rows from its input) in local-rank order, as pull_sum does: the same
-// bits. Stores are posted, so the pushed bytes do not wait on NVLink round
-// trips as loads do: pushing part of the bytes beside pulling the rest
-// keeps more bytes on the links than loads alone.
-template <class T, int L>
-__device__ __forceinline__ void pull_push(const u64* __restrict__ peers, const u64* __restrict__ inputs, long long off,
-                                          long long stride, long long pulled, long long push, long long land_off,
-                                          typename T::E* __restrict__ out, long long flags_off, int lws, int lr,
-                                          int max_blocks, u32 launch, const volatile u32* abort, int gp) {
-  typedef typename T::A A;
-  const int V = T::V;
-  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  const long long nthreads = (long long)gp * blockDim.x;
-  const long long n = push / 16;
-  const char* mine = (const char*)inputs[lr] + off + pulled;  // the tail of this rank's own block
-#pragma unroll
-  for (int q = 0; q < L; q++) {
-    if (q >= lws || q == lr) continue;
-    const vec16* src = (const vec16*)(mine + (long long)(q - lr) * stride);
-    vec16* dst = (vec16*)((char*)peers[q] + land_off + (long long)lr * push);
-    long long v = tid;
-    for (; v + 3 * nthreads < n; v += 4 * nthreads) {
-      vec16 x[4];
-#pragma unroll
-      for (int u = 0; u < 4; u++) x[u] = ld_cg_vec(src + v + u * nthreads);
-#pragma unroll
-      for (int u = 0; u < 4; u++) dst[v + u * nthreads] = x[u];
-    }
-    for (; v < n; v += nthreads) dst[v] = ld_cg_vec(src + v);
-  }
-  pull_handshake(peers, flags_off, lws, lr, PF_PUSHED, max_blocks, launch, abort, 0);
-  const vec16* land = (const vec16*)((const char*)peers[lr] + land_off);
-  vec16* dst = (vec16*)((char*)out + pulled);
-  for (long long v = tid; v < n; v += nthreads) {
-    A acc[V];
-#pragma unroll
-    for (int j = 0; j < V; j++) acc[j] = (A)0;
-#pragma unroll
-    for (int q = 0; q < L; q++) {
-      if (q < lws) T::add(acc, ld_cg_vec(q == lr ? (const vec16*)mine + v : land + (long long)q * n + v));
-    }
-    dst[v] = T::pack(acc);
-  }
-}
-
 // pull_finish counts the block out; the launch's last block stores its
 // launch number into the call state for the next launch.
 __device__ __forceinline__ void pull_finish(u32* state, u32 launch) {
@@ -195,27 +150,16 @@ __device__ __forceinline__ void pull_finish(u32* state, u32 launch) {
   }
 }
 
-// The kernel: blocks [0, gp) push the block's tail (push bytes; gp 0 and
-// push 0: no tail), the others pull its head. stride is the bytes from one
-// destination's block to the next in the input (the tail of peer q's block
-// is off + (q - lr) · stride + the head's bytes).
-#define HC_PULL(name, T, E, L)                                                                                    \
-  extern "C" __global__ void __launch_bounds__(512, 1)                                                        \
-      name(const u64* peers, const u64* inputs, long long off, E* out, long long count, long long flags_off,  \
-           int lws, int lr, int phases, u32* state, int max_blocks, u32 serial, long long stride,             \
-           long long push, long long land_off, int gp) {                                                      \
-    const u32 launch = ((volatile u32*)state)[PS_LAUNCHES] + 1;                                               \
-    const volatile u32* abort = (const volatile u32*)state + PS_ABORT;                                        \
-    if (phases & 1) pull_handshake(peers, flags_off, lws, lr, PF_ARRIVE, max_blocks, launch, abort, serial); \
-    const long long pulled = count * (long long)sizeof(E) - push;                                             \
-    if ((int)blockIdx.x < gp) {                                                                               \
-      pull_push<T, L>(peers, inputs, off, stride, pulled, push, land_off, out, flags_off, lws, lr, max_blocks,  \
-                      launch, abort, gp);                                                                     \
-    } else {                                                                                                  \
-      pull_sum<T, L, 8 / L>(inputs, off, out, pulled / (long long)sizeof(E), lws, gp);                       \
-    }                                                                                                         \
-    if (phases & 2) pull_handshake(peers, flags_off, lws, lr, PF_DONE, max_blocks, launch, abort, 0); \
-    pull_finish(state, launch);                                                                               \
+#define HC_PULL(name, T, E, L)                                                                                  \
+  extern "C" __global__ void __launch_bounds__(512, 1)                                                      \
+      name(const u64* peers, const u64* inputs, long long off, E* out, long long count, long long flags_off, \
+           int lws, int lr, int phases, u32* state, int max_blocks, u32 tag) {                              \
+    const u32 launch = ((volatile u32*)state)[PS_LAUNCHES] + 1;                                             \
+    const volatile u32* abort = (const volatile u32*)state + PS_ABORT;                                      \
+    if (phases & 1) pull_handshake(peers, flags_off, lws, lr, PF_ARRIVE, max_blocks, launch, abort, tag);  \
+    pull_sum<T, L, 8 / L>(inputs, off, out, count, lws);                                                    \
+    if (phases & 2) pull_handshake(peers, flags_off, lws, lr, PF_DONE, max_blocks, launch, abort, 0);      \
+    pull_finish(state, launch);                                                                             \
   }
 
 HC_PULL(hc_pull_bf16_l2, EBF16, u16, 2)

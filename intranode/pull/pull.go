@@ -44,41 +44,17 @@ import (
 type Maker struct {
 	spec         intranode.Spec
 	rows         int // rows of each block per round (0: whole calls)
-	pushShare    int // percent of each block pushed (whole calls on one node)
 	flags, state symm.Pad
 	peerTable    symm.Region
 	staging      symm.Region // two sets of world × rows rows (in rounds)
-	landing      symm.Region // lws slots of maxPush bytes (pushed tails)
 }
 
 var _ intranode.Maker = (*Maker)(nil)
 
 // NewMaker returns the pull engine's maker for spec: whole calls read from
 // the context's symmetric input (rows 0), or rounds of rows rows of each
-// destination's block through staging sets of its own. On one node, whole
-// calls may have pushShare percent (0 to MaxPushShare) of each block, its
-// tail, stored by the peers into landing slots instead of read by its
-// owner.
-func NewMaker(spec intranode.Spec, rows, pushShare int) *Maker {
-	m := &Maker{spec: spec, rows: rows}
-	if rows == 0 && spec.Place.Shape.Nodes == 1 {
-		m.pushShare = min(max(pushShare, 0), MaxPushShare)
-	}
-	return m
-}
-
-// MaxPushShare bounds the pushed percent of a block.
-const MaxPushShare = 90
-
-// pushBytes is the pushed tail of a block of bytes bytes: pushShare
-// percent of it, in whole 16-byte vectors (0 unless the block is whole
-// vectors).
-func (m *Maker) pushBytes(bytes int64) int64 {
-	if m.pushShare == 0 || bytes%16 != 0 {
-		return 0
-	}
-	return bytes * int64(m.pushShare) / 100 / 16 * 16
-}
+// destination's block through staging sets of its own.
+func NewMaker(spec intranode.Spec, rows int) *Maker { return &Maker{spec: spec, rows: rows} }
 
 // maxGrid is the most blocks a launch has: one per SM of the budget.
 func (m *Maker) maxGrid() int { return max(1, min(m.spec.ReductionSMs, maxBlocks)) }
@@ -103,14 +79,6 @@ func (m *Maker) AddTo(l *symm.Layout) {
 	if m.rows > 0 {
 		m.staging = l.Add("pull staging", 2*m.setBytes())
 	}
-	if most := m.pushBytes(m.maxBlockBytes()); most > 0 {
-		m.landing = l.Add("pull landing", int64(lws)*most)
-	}
-}
-
-// maxBlockBytes is the largest block of a whole call: MaxRows / world rows.
-func (m *Maker) maxBlockBytes() int64 {
-	return int64(m.spec.MaxRows/m.spec.Place.Shape.World()) * m.spec.RowBytes()
 }
 
 // Make builds the engine on env's heap, which must hold a symmetric input.
@@ -227,13 +195,7 @@ func (e *Engine) pull(s device.Stream, step intranode.Step, inputs device.Ptr, o
 		p.Phases |= phaseDone
 	}
 	blocks := grid(rowBytes, step.Rows, e.m.maxGrid())
-	p.Serial = Tag(step.InputSerial)
-	p.Stride = int64(step.RowsPer) * rowBytes
-	if push := e.m.pushBytes(int64(step.Rows) * rowBytes); push > 0 && blocks >= 2 && step.Whole() && step.ReduceTo%16 == 0 {
-		// The push blocks in the tail's share, at least one each way.
-		p.Push, p.LandOff = push, e.m.landing.Off
-		p.PushGrid = min(max(1, int((int64(blocks)*push+p.Count*int64(e.env.DType.Size())/2)/(p.Count*int64(e.env.DType.Size())))), blocks-1)
-	}
+	p.Tag = Tag(step.InputSerial)
 	if err := run(e.env.Dev, s, e.env.DType, blocks, p); err != nil {
 		return intranode.Done{}, fmt.Errorf("pull: node step %d: %w", step.Node, err)
 	}

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,7 +17,6 @@ import (
 	"github.com/seed12530e24/hiercoll/device/sim"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/internal/check"
-	"github.com/seed12530e24/hiercoll/intranode/pull"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
 )
@@ -32,7 +30,6 @@ type late struct {
 	device.Device
 	delay         time.Duration
 	copies, reads bool
-	pushed        *atomic.Int64 // where not nil: counts launches with a pushed tail
 }
 
 func (l *late) sleep(s device.Stream) error {
@@ -50,9 +47,6 @@ func (l *late) Copy(s device.Stream, dst, src device.Ptr, n int64) error {
 }
 
 func (l *late) Launch(s device.Stream, k *device.Kernel, grid int, args ...any) error {
-	if l.pushed != nil && strings.HasPrefix(k.Name, "hc_pull_") && pull.PushedBytes(args) > 0 {
-		l.pushed.Add(1)
-	}
 	if l.reads && strings.HasPrefix(k.Name, "hc_pull_") {
 		if err := l.sleep(s); err != nil {
 			return err
@@ -71,7 +65,6 @@ type spec struct {
 	graphs   bool
 	late     *late // rank 1's device wrapper (nil: none)
 	bound    int64 // MaxSymmetricBytes (0: none); the call then goes in rounds
-	push     int   // Tuning.PushShare
 }
 
 // run makes calls on a fresh simulated world with the pull engine, each on
@@ -95,13 +88,13 @@ func run(t *testing.T, sp spec) {
 	}
 	err = w.Run(context.Background(), func(ctx context.Context, r world.Rank) error {
 		dev := r.Dev
-		if sp.late != nil && (r.Comm.Rank() == 1 || sp.late.pushed != nil) {
+		if sp.late != nil && r.Comm.Rank() == 1 {
 			l := *sp.late
 			l.Device = r.Dev
 			dev = &l
 		}
 		rs, err := rs2d.New(ctx, r.Comm, dev, rs2d.Config{MaxM: m, N: sp.n, DType: sp.dt, Engine: rs2d.EnginePull, Graphs: sp.graphs,
-			Timeout: time.Minute, MaxSymmetricBytes: sp.bound, Tuning: rs2d.Tuning{PushShare: sp.push}})
+			Timeout: time.Minute, MaxSymmetricBytes: sp.bound})
 		if err != nil {
 			return err
 		}
@@ -238,50 +231,6 @@ func TestPullInRounds(t *testing.T) {
 		})
 		require.NoError(t, err)
 	})
-}
-
-// A share of each block pushed by the peers into landing slots, the rest
-// pulled: every dtype on 2, 3, 4 and 8 GPUs, shares from one vector to
-// nearly all of it, calls in a row on fresh data under both protocols,
-// with a rank whose kernels start late (its peers' pushes and their wait
-// for its own must hold); the pushed path is taken (launches with a tail
-// are counted). On two nodes and in rounds nothing is pushed.
-func TestPullPushedTail(t *testing.T) {
-	for _, shape := range []bootstrap.Shape{{Nodes: 1, LocalSize: 2}, {Nodes: 1, LocalSize: 3}, {Nodes: 1, LocalSize: 4}, {Nodes: 1, LocalSize: 8}} {
-		for _, dt := range dtype.All {
-			for _, share := range []int{1, 30, 90} {
-				t.Run(fmt.Sprintf("%v/%v/push%d", shape, dt, share), func(t *testing.T) {
-					t.Parallel()
-					var pushed atomic.Int64
-					// Blocks of 32 KiB: two kernel blocks at least.
-					n := 2048 / dt.Size()
-					run(t, spec{shape: shape, dt: dt, rowsPer: 16, n: n, calls: 2, zeroCopy: dt == dtype.BF16, push: share, late: &late{pushed: &pushed}})
-					require.Positive(t, pushed.Load(), "no launch pushed a tail")
-				})
-			}
-		}
-	}
-	for _, graphs := range []bool{false, true} {
-		t.Run(fmt.Sprintf("reads late/graphs=%v", graphs), func(t *testing.T) {
-			t.Parallel()
-			var pushed atomic.Int64
-			run(t, spec{shape: bootstrap.Shape{Nodes: 1, LocalSize: 3}, dt: dtype.I32, rowsPer: 8, n: 1024, calls: 4, graphs: graphs, push: 50,
-				late: &late{reads: true, delay: 20 * time.Millisecond, pushed: &pushed}})
-			require.Positive(t, pushed.Load())
-		})
-	}
-	for _, c := range []struct {
-		name  string
-		shape bootstrap.Shape
-		bound int64
-	}{{"2x2", bootstrap.Shape{Nodes: 2, LocalSize: 2}, 0}, {"rounds", bootstrap.Shape{Nodes: 1, LocalSize: 4}, boundFor(bootstrap.Shape{Nodes: 1, LocalSize: 4}, 16, 4096, 4)}} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			var pushed atomic.Int64
-			run(t, spec{shape: c.shape, dt: dtype.F32, rowsPer: 16, n: 1024, calls: 2, push: 50, bound: c.bound, late: &late{pushed: &pushed}})
-			require.Zero(t, pushed.Load(), "a launch pushed a tail on several nodes or in rounds")
-		})
-	}
 }
 
 // boundFor is a MaxSymmetricBytes that leaves the pull engine rounds of
