@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/symm"
 )
@@ -81,7 +82,10 @@ func (c *Context) Register(ctx context.Context, t Tensor) error {
 	// this rank fails below.
 	c.regSerial++
 	r := &registration{win: win, serial: c.regSerial, bytes: t.Bytes()}
-	if err := r.writeViews(c); err != nil {
+	local := r.writeViews(c)
+	// All or nothing: a registration on some ranks only would have the
+	// others read garbage.
+	if _, err := bootstrap.Agree(ctx, c.comm, local, nil); err != nil {
 		return errors.Join(fmt.Errorf("rs2d: register %v: %w", t, err), r.release(c.dev))
 	}
 	if c.regs == nil {
@@ -148,7 +152,8 @@ func (r *registration) release(dev device.Device) error {
 // should deregister the same tensors, as they registered them (a call's
 // input must be registered on every rank or none). The caller must have
 // synchronized the streams of the calls that read t (the table and the
-// peers' mappings are freed at once). ErrInvalidArgument if t is not
+// peers' mappings are freed at once), and must not replay a CUDA graph that
+// captured a call with t afterwards. ErrInvalidArgument if t is not
 // registered.
 func (c *Context) Deregister(t Tensor) error {
 	c.mu.Lock()

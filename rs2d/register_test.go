@@ -373,3 +373,63 @@ func TestRegisterRefusals(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, symm.MappedPeers())
 }
+
+// failingAlloc fails its device's allocations while armed.
+type failingAlloc struct {
+	device.Device
+	armed bool
+}
+
+var errNoMemory = errors.New("injected: out of memory")
+
+func (f *failingAlloc) Alloc(size int64) (device.Ptr, error) {
+	if f.armed {
+		return 0, errNoMemory
+	}
+	return f.Device.Alloc(size)
+}
+
+// A registration is all or nothing: when one rank cannot allocate its table
+// of views after the buffers were mapped, it fails with its error, every
+// other rank with ErrPeer naming it, and no rank keeps the registration;
+// registering again then works.
+func TestRegisterIsAllOrNothing(t *testing.T) {
+	const rowsPer, n, bad = 2, 8, 3
+	shape := bootstrap.Shape{Nodes: 2, LocalSize: 2}
+	m := rowsPer * shape.World()
+	w, err := world.Sim(shape, world.SimOptions{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, w.Close()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+		rank := r.Comm.Rank()
+		dev := &failingAlloc{Device: r.Dev}
+		rs, err := rs2d.New(ctx, r.Comm, dev, rs2d.Config{MaxM: m, N: n, DType: dtype.I32, Engine: rs2d.EnginePull})
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		in, _, free := rankBuffers(t, r.Dev, m, n, shape.World(), dtype.I32)
+		defer free()
+		dev.armed = rank == bad
+		err = rs.Register(ctx, in)
+		dev.armed = false
+		switch {
+		case rank == bad && !errors.Is(err, errNoMemory):
+			return fmt.Errorf("rank %d: %v, want the injected failure", rank, err)
+		case rank != bad && (!errors.Is(err, rs2d.ErrPeer) || !containsAll(err.Error(), fmt.Sprintf("rank %d failed", bad))):
+			return fmt.Errorf("rank %d: %v, want ErrPeer naming rank %d", rank, err, bad)
+		case rs.Registered(in):
+			return fmt.Errorf("rank %d kept a registration that failed elsewhere", rank)
+		}
+		if err := rs.Register(ctx, in); err != nil {
+			return fmt.Errorf("rank %d, registering again: %w", rank, err)
+		}
+		if !rs.Registered(in) {
+			return fmt.Errorf("rank %d: not registered", rank)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+}
