@@ -433,3 +433,53 @@ func TestRegisterIsAllOrNothing(t *testing.T) {
 	})
 	require.NoError(t, err)
 }
+
+// On a world of one rank a call is one device copy; registering works there
+// too (a job's code need not special-case it) and the call stays right.
+func TestRegisterOnOneRank(t *testing.T) {
+	const m, n = 3, 5
+	w, err := world.Sim(bootstrap.Shape{Nodes: 1, LocalSize: 1}, world.SimOptions{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, w.Close()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+		rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dtype.I32, Engine: rs2d.EnginePull})
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		in, out, free := rankBuffers(t, r.Dev, m, n, 1, dtype.I32)
+		defer free()
+		if err := rs.Register(ctx, in); err != nil {
+			return err
+		}
+		host := make([]byte, in.Bytes())
+		for i := range m * n {
+			dtype.I32.Put(host, i, float64(i*7-11))
+		}
+		if err := r.Dev.CopyToDevice(in.Ptr, host); err != nil {
+			return err
+		}
+		s, err := r.Dev.NewStream(device.Normal)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		if err := rs.ReduceScatter(ctx, in, out, s); err != nil {
+			return err
+		}
+		if err := s.Synchronize(ctx); err != nil {
+			return err
+		}
+		got := make([]byte, out.Bytes())
+		if err := r.Dev.CopyToHost(got, out.Ptr); err != nil {
+			return err
+		}
+		if !bytes.Equal(got, host) {
+			return fmt.Errorf("one rank: the output is not the input")
+		}
+		return nil
+	})
+	require.NoError(t, err)
+}
