@@ -36,6 +36,10 @@ type BenchOptions struct {
 	// caller's buffer, which each call copies in, instead of rows put
 	// there once (zero copy).
 	CopyIn bool
+	// Register has the pull engine read the caller's plain buffer in
+	// place: registered once per variant (rs2d Context.Register) before
+	// anything is timed, so no call copies it.
+	Register bool
 }
 
 // BenchRow is one size of the table.
@@ -55,6 +59,10 @@ type BenchRow struct {
 	// ZeroCopy: hiercoll read the rows in place from its context's
 	// symmetric input (rs2d Context.Input), where they were put once.
 	ZeroCopy bool
+	// Registered: hiercoll read the caller's plain buffer in place,
+	// registered once (rs2d Context.Register, BenchOptions.Register); the
+	// variant's name ends in "registered".
+	Registered bool
 }
 
 // BusBW is the bus bandwidth of t for this row in GB/s: bytes/t × (n−1)/n.
@@ -228,15 +236,24 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, 
 	defer func() { err = errors.Join(err, rs.Close()) }()
 	v.Config = rs.Config()
 	name := v.Name(r.Dev.Info().SMs)
-	printVariant(p, rs, name, ms[len(ms)-1], o.CopyIn)
+	if o.Register {
+		// Once, before anything is timed: every size's call reads the
+		// first rows of the registered buffer.
+		if err := rs.Register(ctx, rs2d.Tensor{Ptr: buf.in, Rows: maxM, Cols: o.N, DType: o.DType}); err != nil {
+			return nil, fmt.Errorf("benchmarks: --register: %w", err)
+		}
+		name += " registered"
+	}
+	printVariant(p, rs, name, ms[len(ms)-1], o)
 	for _, m := range ms {
 		rowsPer := m / ws
-		row := BenchRow{Variant: name, Bytes: int64(m) * rowBytes, Count: int64(m) * int64(o.N), M: m, N: o.N, Simulated: !gpu}
+		row := BenchRow{Variant: name, Bytes: int64(m) * rowBytes, Count: int64(m) * int64(o.N), M: m, N: o.N, Simulated: !gpu,
+			Registered: o.Register}
 		// The row's first columns say what is being measured; the rest
 		// follows when it is done (progress without a line between rows).
 		p.Printf("%12d %12d %6s", row.Bytes, row.Count, o.DType)
 		in := rs2d.Tensor{Ptr: buf.in, Rows: m, Cols: o.N, DType: o.DType}
-		if sym, err := rs.Input(m); err == nil && !o.CopyIn {
+		if sym, err := rs.Input(m); err == nil && !o.CopyIn && !o.Register {
 			// Zero copy: the rows go into the context's symmetric input
 			// once, as a producer would write them there; NCCL reads the
 			// same rows from the plain buffer.
@@ -304,7 +321,7 @@ func warmUp(ctx context.Context, s device.Stream, paths []func() error) error {
 // printVariant prints a variant's heading: what it sends between nodes at
 // the largest size (m rows), its settings in effect, its memory, where its
 // input lies, and the table's column names.
-func printVariant(p Printer, rs *rs2d.Context, name string, m int, copyIn bool) {
+func printVariant(p Printer, rs *rs2d.Context, name string, m int, o BenchOptions) {
 	cfg := rs.Config()
 	bytes := int64(m) * int64(cfg.N) * int64(cfg.DType.Size())
 	if plan := rs.PlanFor(m); plan.InterNodeBytes > 0 {
@@ -314,8 +331,10 @@ func printVariant(p Printer, rs *rs2d.Context, name string, m int, copyIn bool) 
 	p.Printf("variant %q: engine %v, reduction SMs %d, chunks %d (0: by size), transport %s\n",
 		name, cfg.Engine, rs.ReductionSMs(), cfg.Tuning.Chunks, rs.Transport())
 	p.Printf("  symmetric memory: %v\n", rs.Memory())
-	if _, err := rs.Input(cfg.MaxM); err == nil {
-		if copyIn {
+	if o.Register {
+		p.Printf("  input: the plain buffer NCCL reads too, registered once (Context.Register) and read in place by the peers (--register)\n")
+	} else if _, err := rs.Input(cfg.MaxM); err == nil {
+		if o.CopyIn {
 			p.Printf("  input: the plain buffer NCCL reads too, copied into the context's symmetric input by each call (--copy-in)\n")
 		} else {
 			p.Printf("  input: written once into the context's symmetric input (zero copy); NCCL reads the same rows from a plain buffer\n")

@@ -287,6 +287,36 @@ func symmetricInput(h int64) (uint64, error) {
 	return uint64(t.Ptr), err
 }
 
+// registerInput is hc_rs2d_register (collective): the caller's buffer of
+// bytes bytes at p, rows of the context's n columns, registered as this
+// rank's input of later calls. A size that is not whole rows still takes
+// part, so that the peers fail with it rather than wait.
+func registerInput(h int64, p uint64, bytes int64) error {
+	c, err := lookup[*rs2dObj](h, kindRS2D)
+	if err != nil {
+		return err
+	}
+	rowBytes := int64(c.n) * int64(c.dt.Size())
+	rows := bytes / rowBytes
+	if bytes <= 0 || bytes%rowBytes != 0 || rows > maxDim {
+		rows = 0 // refused by Register, on every rank
+	}
+	err = c.rs.Register(context.Background(), rs2d.Tensor{Ptr: device.Ptr(p), Rows: int(rows), Cols: c.n, DType: c.dt})
+	if err != nil && rows == 0 {
+		return fmt.Errorf("hiercoll: register %d bytes at 0x%x: want whole rows of %d bytes (n=%d of %v): %w", bytes, p, rowBytes, c.n, c.dt, err)
+	}
+	return err
+}
+
+// deregisterInput is hc_rs2d_deregister: the registration of the buffer at p.
+func deregisterInput(h int64, p uint64) error {
+	c, err := lookup[*rs2dObj](h, kindRS2D)
+	if err != nil {
+		return err
+	}
+	return c.rs.Deregister(rs2d.Tensor{Ptr: device.Ptr(p), Cols: c.n, DType: c.dt})
+}
+
 func signalValue(h int64) (uint32, error) {
 	c, err := lookup[*rs2dObj](h, kindRS2D)
 	if err != nil {

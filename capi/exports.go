@@ -161,6 +161,18 @@ func hc_rs2d_input(ctx C.int64_t, ptr *C.uint64_t) (rc C.int) {
 	return result(err)
 }
 
+//export hc_rs2d_register
+func hc_rs2d_register(ctx C.int64_t, ptr C.uint64_t, bytes C.int64_t) (rc C.int) {
+	defer guard(&rc)
+	return result(registerInput(int64(ctx), uint64(ptr), int64(bytes)))
+}
+
+//export hc_rs2d_deregister
+func hc_rs2d_deregister(ctx C.int64_t, ptr C.uint64_t) (rc C.int) {
+	defer guard(&rc)
+	return result(deregisterInput(int64(ctx), uint64(ptr)))
+}
+
 //export hc_rs2d_signal_value
 func hc_rs2d_signal_value(ctx C.int64_t, value *C.uint32_t) (rc C.int) {
 	defer guard(&rc)

@@ -63,9 +63,10 @@ extern "C" {
  * hc_gemm_workspace_bytes and hc_rs2d_scaled_matmul_reduce_scatter; version 5
  * HC_PULL and hc_rs2d_input; version 6 HC_SCALE_TENSOR, HC_SCALE_ROW,
  * HC_SCALE_BLOCK, hc_gemm_ex and hc_rs2d_scaled_matmul_reduce_scatter_ex
- * (row-wise and block-wise fp8 scales); no earlier signature changed.
+ * (row-wise and block-wise fp8 scales); version 7 hc_rs2d_register and
+ * hc_rs2d_deregister; no earlier signature changed.
  */
-#define HC_ABI_VERSION 6
+#define HC_ABI_VERSION 7
 
 /* Return codes. */
 #define HC_OK 0
@@ -216,6 +217,30 @@ int hc_rs2d_reduce_scatter(int64_t ctx, uint64_t in_ptr, int64_t m, uint64_t out
  * it first. HC_ERR_NOT_SUPPORTED without HC_PULL. (ABI version 5.)
  */
 int hc_rs2d_input(int64_t ctx, uint64_t* ptr);
+
+/*
+ * Registers this rank's buffer of bytes bytes at ptr (whole rows of n
+ * elements of the context's dtype, anywhere in a cudaMalloc'ed allocation: a
+ * plain PyTorch tensor) as its input of later calls, with every rank
+ * (collective: each rank its own buffer, the same bytes on every rank), for a
+ * context made with HC_PULL: a call whose in_ptr is ptr and whose m x n
+ * elements fit in bytes is then read by the peers in place, with no copy into
+ * the symmetric input. Every rank passes its registered buffer to the same
+ * calls (or none does), and keeps it allocated until hc_rs2d_deregister or
+ * hc_rs2d_destroy. HC_ERR_NOT_SUPPORTED without HC_PULL, or for memory that
+ * has no IPC handle (cuMemCreate, PyTorch's expandable segments): calls with
+ * it unregistered still work. The symmetric input (hc_rs2d_input) needs no
+ * registration: registering it does nothing. (ABI version 7.)
+ */
+int hc_rs2d_register(int64_t ctx, uint64_t ptr, int64_t bytes);
+
+/*
+ * Releases the registration of the buffer at ptr (local; every rank should
+ * deregister the buffers it registered). Synchronise the streams of the
+ * calls that read it first. HC_ERR_INVALID if ptr is not registered.
+ * (ABI version 7.)
+ */
+int hc_rs2d_deregister(int64_t ctx, uint64_t ptr);
 
 /*
  * The value a GEMM producer writes into a signal word to release the next

@@ -29,6 +29,9 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch symm.Epoch) err
 	}
 	rpr := in.Rows / c.place.Shape.World()
 	call := intranode.Call{Epoch: epoch, Input: in.Ptr, RowsPer: rpr}
+	if r := c.registrationOf(in); r != nil { // read in place (Register)
+		call.InputViews, call.InputSerial = r.views, r.serial
+	}
 	if err := c.engine.Begin(s, call); err != nil {
 		return err
 	}

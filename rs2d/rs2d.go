@@ -23,8 +23,10 @@
 //   - pull engine (intranode/pull, when named; Auto under
 //     Config.MaxSymmetricBytes): one pull-reduce kernel per step, each rank
 //     reading its block from every node peer's symmetric input (Input: zero
-//     copy where the caller writes its rows there; else one copy in); under
-//     a bound the call goes in rounds through two staging sets;
+//     copy where the caller writes its rows there; or a caller's tensor
+//     registered with Register, read in place; else one copy in); under a
+//     bound the call goes in rounds through two staging sets (a registered
+//     input is read in place there too);
 //   - ring (intranode/ring, named, or under a bound the pull engine's
 //     rounds do not fit): FIFO slots with head/tail credits, memory that
 //     does not grow with M; the call goes in rail rounds of the rows the
@@ -46,6 +48,14 @@
 // captured in a CUDA graph replays correctly. With GEMM overlap, a producer
 // raises the call's GEMM signals (Signals); a call rejected before any work
 // passes over the value its producer may already have raised.
+//
+// Registered inputs (Register, like NCCL's ncclCommRegister): every rank
+// registers its own tensor of the same shape once, collectively, and the
+// pull engine then reads the peers' rows of calls with it in place, wherever
+// the tensors lie (plain PyTorch tensors), without the copy into the
+// symmetric input, in whole calls or rounds. Every rank passes its
+// registered tensor to the same calls (or none does), keeps it alive until
+// Deregister or Close, and the memory must be IPC-exportable (not VMM).
 //
 // A world of one rank needs no signals: a call is one device copy.
 //
@@ -103,6 +113,9 @@ type Context struct {
 	done      device.Event // the end of the last call, on the caller's stream
 	closed    bool
 	tracer    *tracer // stage events, when tracing
+
+	regs      map[device.Ptr]*registration // registered inputs by start (Register)
+	regSerial uint32                       // the last registration's serial
 }
 
 // New creates a context on every rank of comm (collective: every rank calls
@@ -417,7 +430,7 @@ func (c *Context) releaseWaits(ctx context.Context) (err error) {
 }
 
 func (c *Context) release() error {
-	errs := []error{c.closeTracer()}
+	errs := []error{c.closeTracer(), c.releaseRegistrations()}
 	if c.engine != nil {
 		errs = append(errs, c.engine.Close())
 		c.engine, c.ce = nil, nil

@@ -16,6 +16,11 @@
 // call's last wait, which CUDA graphs can replay), a call's value (Epoch), a
 // word with its label (Signal: Raise, Wait, WaitLast), a pad of them
 // (SignalPad) and the release of stuck waits.
+//
+// A Window (window.go) registers a caller's buffer instead, wherever it lies
+// in an allocation of its rank: the same exchange of handles maps the
+// same-host peers' buffers. Peer mappings are shared per device by heaps and
+// windows, since a device maps an allocation only once.
 package symm
 
 import (
@@ -36,6 +41,7 @@ type Heap struct {
 	rank   int
 	local  device.Ptr
 	peers  []device.Ptr // by global rank; 0 where the peer is on another host
+	maps   []*mapping   // the peer mappings, shared with windows (window.go)
 	closed bool
 }
 
@@ -118,11 +124,12 @@ func (h *Heap) open(infos []peerInfo, me peerInfo) error {
 		if in.host != me.host {
 			continue
 		}
-		p, err := h.dev.OpenPeer(in.handle)
+		m, err := openMapping(h.dev, in.handle)
 		if err != nil {
 			return fmt.Errorf("symm: rank %d: mapping the heap of rank %d: %w", h.rank, r, err)
 		}
-		h.peers[r] = p
+		h.maps = append(h.maps, m)
+		h.peers[r] = m.base
 	}
 	return nil
 }
@@ -152,12 +159,11 @@ func zeroRegions(ctx context.Context, dev device.Device, base device.Ptr, l *Lay
 
 // release frees what New got so far.
 func (h *Heap) release() {
-	for r, p := range h.peers {
-		if p != 0 && r != h.rank {
-			_ = h.dev.ClosePeer(p)
-		}
-		h.peers[r] = 0
+	for _, m := range h.maps {
+		_ = m.close()
 	}
+	h.maps = nil
+	clear(h.peers)
 	if h.local != 0 {
 		_ = h.dev.Free(h.local)
 		h.local = 0
@@ -211,12 +217,11 @@ func (h *Heap) Close() error {
 	}
 	h.closed = true
 	var errs []error
-	for r, p := range h.peers {
-		if p != 0 && r != h.rank {
-			errs = append(errs, h.dev.ClosePeer(p))
-		}
-		h.peers[r] = 0
+	for _, m := range h.maps {
+		errs = append(errs, m.close())
 	}
+	h.maps = nil
+	clear(h.peers)
 	if h.local != 0 {
 		errs = append(errs, h.dev.Free(h.local))
 		h.local = 0

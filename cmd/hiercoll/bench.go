@@ -31,6 +31,7 @@ func runBench(ctx context.Context, args []string) error {
 	pngPath := fs.String("png", "", "write a plot of bus bandwidth against size to this PNG file")
 	jsonOut := fs.Bool("json", false, jsonHelp)
 	copyIn := fs.Bool("copy-in", false, "the pull engine reads the caller's buffer, copied into its symmetric input by each call (default: rows put there once, zero copy)")
+	register := fs.Bool("register", false, "the pull engine reads the caller's plain buffer in place, registered once before timing (Context.Register; default: rows put into its symmetric input once, zero copy)")
 	hostCost := fs.Bool("host-cost", false, "instead of the sweep: the host time of one call in Go (enqueue only, tiny input), per variant; "+
 		"--iters calls per batch (default 20), --reps batches (default 50)")
 	if err := parseFlags(fs, args, false, append(w.positive(), "n", "iters", "reps")...); err != nil {
@@ -45,6 +46,9 @@ func runBench(ctx context.Context, args []string) error {
 		if list, err = parseSizes(*sizes); err != nil {
 			return usageError{err}
 		}
+	}
+	if *register && *copyIn {
+		return usageError{errors.New("--register and --copy-in are two ways to read the caller's buffer: pick one")}
 	}
 	variants, err := w.variants()
 	if err != nil {
@@ -71,7 +75,7 @@ func runBench(ctx context.Context, args []string) error {
 		return func(ctx context.Context, r worldRank) error {
 			var rows []benchmarks.BenchRow
 			opts := benchmarks.BenchOptions{
-				Sizes: list, N: *n, DType: d, Iters: *iters, Reps: *reps, Variants: variants, CopyIn: *copyIn,
+				Sizes: list, N: *n, DType: d, Iters: *iters, Reps: *reps, Variants: variants, CopyIn: *copyIn, Register: *register,
 				Out: benchmarks.Printer{W: report}, Title: wh.title, Rows: &rows,
 			}
 			return benchRank(ctx, r, opts, *jsonOut, *csvPath, *pngPath)

@@ -187,6 +187,44 @@ func TestBenchCSVWithoutNCCL(t *testing.T) {
 	}
 }
 
+// bench --register on the CPU: the pull engine reads the plain buffer in
+// place, registered once, whole and in rounds (--max-symm); the heading
+// says so and the rows' variant ends in "registered" in the CSV and JSON
+// (rs2d's tests check the numbers). Another engine is refused, naming the
+// pull engine, and so is --register with --copy-in.
+func TestBenchRegister(t *testing.T) {
+	for _, extra := range [][]string{nil, {"--max-symm", "20K"}} {
+		csvPath := filepath.Join(t.TempDir(), "r.csv")
+		args := append([]string{"bench", "--backend", "sim", "--nodes", "1", "--gpus", "4", "--n", "256", "--engine", "pull",
+			"--sizes", "8K,64K", "--iters", "2", "--reps", "1", "--register", "--csv", csvPath, "--json"}, extra...)
+		code, out, errOut := hiercoll(t, args...)
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, errOut, "registered once (Context.Register) and read in place")
+		if extra != nil {
+			require.Contains(t, errOut, "rounds of", "the bound puts the pull engine in rounds")
+		}
+		rows := jsonLines(t, out)
+		require.Len(t, rows, 2)
+		for _, r := range rows {
+			require.True(t, strings.HasSuffix(r["variant"].(string), " registered"), "variant %v", r["variant"])
+		}
+		csv, err := os.ReadFile(csvPath)
+		require.NoError(t, err)
+		lines := strings.Split(strings.TrimSpace(string(csv)), "\n")
+		require.Len(t, lines, 3)
+		for _, l := range lines[1:] {
+			require.Contains(t, strings.Split(l, ",")[0], " registered", l)
+		}
+	}
+	code, _, errOut := hiercoll(t, "bench", "--backend", "sim", "--nodes", "1", "--gpus", "2", "--n", "8", "--engine", "sm",
+		"--sizes", "64", "--iters", "1", "--reps", "1", "--register")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errOut, "pull engine")
+	code, _, errOut = hiercoll(t, "bench", "--backend", "sim", "--nodes", "1", "--gpus", "2", "--engine", "pull", "--register", "--copy-in")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errOut, "pick one")
+}
+
 // bench --host-cost prints the Go path's enqueue time per call instead of
 // the sweep.
 func TestBenchHostCost(t *testing.T) {

@@ -514,6 +514,21 @@ func TestCompileOnly(t *testing.T) {
 	require.ErrorIs(t, err, device.ErrInvalidArgument)
 }
 
+// TestExportAnotherLibrarysAllocation: the base of an allocation made in the
+// same context by someone else (here a second Device on the same primary
+// context, as PyTorch's allocator would) is exported; a pointer inside it
+// is not, with an error naming the allocation's base.
+func TestExportAnotherLibrarysAllocation(t *testing.T) {
+	d, other := openDevice(t), openDevice(t)
+	p := alloc(t, other, 1<<20)
+	h, err := d.ExportMem(p)
+	require.NoError(t, err)
+	require.Len(t, h, 64)
+	_, err = d.ExportMem(p.Add(512))
+	require.ErrorIs(t, err, device.ErrInvalidArgument)
+	require.ErrorContains(t, err, "not the base of an allocation")
+}
+
 // TestIPCWithinOneProcess: CUDA refuses to open a handle in the process that
 // exported it; the error must be clean and leave nothing behind.
 func TestIPCWithinOneProcess(t *testing.T) {

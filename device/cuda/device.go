@@ -385,20 +385,35 @@ func (d *Device) queryStream(h uintptr) (bool, error) {
 
 // ExportMem implements device.Device with cuIpcGetMemHandle: a 64-byte
 // handle another process on this host opens with OpenPeer. p must be the
-// base of an allocation of this device.
+// base of an allocation of this context: one of this device's, or one made
+// by another library in the same context (PyTorch's caching allocator), as
+// cuMemGetAddressRange_v2 reports it. cuIpcGetMemHandle refuses memory from
+// cuMemCreate (VMM, PyTorch's expandable segments): that error says so.
 func (d *Device) ExportMem(p device.Ptr) ([]byte, error) {
 	if err := d.live(); err != nil {
 		return nil, err
 	}
 	d.mu.Lock()
-	_, ok := d.allocs[p]
+	_, own := d.allocs[p]
 	d.mu.Unlock()
-	if !ok {
-		return nil, fmt.Errorf("cuda: %s: export of %v: not the base of an allocation of this device: %w", d.name, p, device.ErrInvalidArgument)
+	if !own {
+		base, size, r := d.drv.memAddressRange(d.ctx, p)
+		if err := d.check(r, "cuMemGetAddressRange_v2(%v)", p); err != nil {
+			return nil, fmt.Errorf("cuda: %s: export of %v: not device memory of this context: %w (%w)", d.name, p, err, device.ErrInvalidArgument)
+		}
+		if base != p {
+			return nil, fmt.Errorf("cuda: %s: export of %v: not the base of an allocation (it lies %d bytes into the %d-byte allocation at %v): %w",
+				d.name, p, p-base, size, base, device.ErrInvalidArgument)
+		}
 	}
 	h, r := d.drv.ipcGetMemHandle(d.ctx, p)
 	if err := d.check(r, "cuIpcGetMemHandle(%v)", p); err != nil {
-		return nil, err
+		if own {
+			return nil, err
+		}
+		return nil, fmt.Errorf("cuda: %s: export of %v: this allocation has no IPC handle (allocated with cuMemCreate / expandable segments? "+
+			"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True makes such memory), so it cannot be registered; "+
+			"calls with it unregistered still work: %w (%w)", d.name, p, err, device.ErrNotSupported)
 	}
 	return h[:], nil
 }

@@ -133,10 +133,10 @@ func (d *Device) CopyToHost(dst []byte, src device.Ptr) error {
 func (d *Device) ExportMem(p device.Ptr) ([]byte, error) { return d.host.export(p, d) }
 
 // OpenPeer implements device.Device.
-func (d *Device) OpenPeer(handle []byte) (device.Ptr, error) { return d.host.open(handle) }
+func (d *Device) OpenPeer(handle []byte) (device.Ptr, error) { return d.host.open(handle, d) }
 
 // ClosePeer implements device.Device.
-func (d *Device) ClosePeer(p device.Ptr) error { return d.host.closeView(p) }
+func (d *Device) ClosePeer(p device.Ptr) error { return d.host.closeView(p, d) }
 
 // NewStream implements device.Device. Priorities are accepted and ignored:
 // goroutines have none.

@@ -49,6 +49,9 @@ type region struct {
 	freed  bool // the owner freed it; it stays while peer views remain
 	views  int
 	handle uint64
+	// openers counts the open views by device: as with CUDA's
+	// cuIpcOpenMemHandle, a device maps one allocation once.
+	openers map[*Device]int
 }
 
 var hostIDs atomic.Uint64
@@ -225,7 +228,10 @@ func (h *Host) export(p device.Ptr, owner *Device) ([]byte, error) {
 	return b, nil
 }
 
-func (h *Host) open(handle []byte) (device.Ptr, error) {
+// open maps the allocation of handle for device by. A second open of the
+// same allocation by the same device, before it closed the first, fails, as
+// a second cuIpcOpenMemHandle of one allocation in one context does.
+func (h *Host) open(handle []byte, by *Device) (device.Ptr, error) {
 	if len(handle) != handleSize {
 		return 0, fmt.Errorf("sim: peer handle of %d bytes, want %d: %w", len(handle), handleSize, device.ErrInvalidArgument)
 	}
@@ -237,6 +243,14 @@ func (h *Host) open(handle []byte) (device.Ptr, error) {
 	defer h.mu.Unlock()
 	for _, r := range h.regions {
 		if r.base == p && !r.freed {
+			if r.openers[by] > 0 {
+				return 0, fmt.Errorf("sim: peer allocation %v is already mapped on %s (as on CUDA, a device opens an allocation once): %w",
+					p, by.name, device.ErrInvalidArgument)
+			}
+			if r.openers == nil {
+				r.openers = map[*Device]int{}
+			}
+			r.openers[by]++
 			r.views++
 			live.views.Add(1)
 			return p, nil
@@ -245,11 +259,14 @@ func (h *Host) open(handle []byte) (device.Ptr, error) {
 	return 0, fmt.Errorf("sim: peer allocation %v no longer exists: %w", p, device.ErrPeer)
 }
 
-func (h *Host) closeView(p device.Ptr) error {
+func (h *Host) closeView(p device.Ptr, by *Device) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for i, r := range h.regions {
-		if r.base == p && r.views > 0 {
+		if r.base == p && r.openers[by] > 0 {
+			if r.openers[by]--; r.openers[by] == 0 {
+				delete(r.openers, by)
+			}
 			r.views--
 			live.views.Add(-1)
 			if r.freed && r.views == 0 {

@@ -762,6 +762,31 @@ func TestPeerViewOnTheSameHost(t *testing.T) {
 	require.ErrorIs(t, peer.ClosePeer(view), device.ErrInvalidArgument, "closing a view twice")
 }
 
+// As with CUDA's cuIpcOpenMemHandle, a device maps one allocation once: a
+// second open of the same handle before the first view is closed fails
+// (symm keeps the mapping shared); another device, or the same one after
+// closing, opens it again.
+func TestAPeerAllocationOpensOncePerDevice(t *testing.T) {
+	h := NewHost("twice")
+	owner, peer, third := newDevice(t, h, 0, Options{}), newDevice(t, h, 1, Options{}), newDevice(t, h, 2, Options{})
+	p := alloc(t, owner, 4096)
+	handle, err := owner.ExportMem(p)
+	require.NoError(t, err)
+	view, err := peer.OpenPeer(handle)
+	require.NoError(t, err)
+	_, err = peer.OpenPeer(handle)
+	require.ErrorIs(t, err, device.ErrInvalidArgument, "a second open on the same device")
+	require.ErrorContains(t, err, "already mapped")
+	other, err := third.OpenPeer(handle)
+	require.NoError(t, err, "another device opens it")
+	require.NoError(t, third.ClosePeer(other))
+	require.NoError(t, peer.ClosePeer(view))
+	again, err := peer.OpenPeer(handle)
+	require.NoError(t, err, "open again after closing")
+	require.NoError(t, peer.ClosePeer(again))
+	require.Zero(t, Live().Views)
+}
+
 func TestPeerViewOnAnotherHostIsNotSupported(t *testing.T) {
 	owner := newDevice(t, NewHost("a"), 0, Options{})
 	peer := newDevice(t, NewHost("b"), 0, Options{})

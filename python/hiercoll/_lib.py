@@ -5,7 +5,7 @@ import os
 import pathlib
 import threading
 
-ABI_VERSION = 6  # HC_ABI_VERSION of capi/hiercoll.h
+ABI_VERSION = 7  # HC_ABI_VERSION of capi/hiercoll.h
 
 # Return codes (hiercoll.h).
 HC_OK = 0
@@ -106,6 +106,8 @@ _PROTOTYPES = {
     "hc_rs2d_destroy": (_i64,),
     "hc_rs2d_reduce_scatter": (_i64, _u64, _i64, _u64, _u64),
     "hc_rs2d_input": (_i64, _P(_u64)),
+    "hc_rs2d_register": (_i64, _u64, _i64),
+    "hc_rs2d_deregister": (_i64, _u64),
     "hc_rs2d_signal_value": (_i64, _P(_u32)),
     "hc_rs2d_signal_addr": (_i64, _int, _P(_u64)),
     "hc_rs2d_raise_signal": (_i64, _int, _u64),

@@ -191,6 +191,37 @@ class ReduceScatter2D:
         check(lib().hc_rs2d_input(self._handle(), ctypes.byref(p)))
         return p.value
 
+    def register(self, tensor):
+        """Registers tensor (a contiguous [rows, n] tensor of the context's dtype on this rank's GPU) as
+        this rank's input of later calls, like NCCL's ncclCommRegister (engine="pull"; collective:
+        every rank registers its own tensor of the same shape). A call whose input is that tensor (or
+        its first M rows) is then read by the peers in place, with no copy into the symmetric input:
+        a plain torch tensor gets rs.input(m)'s speed. Every rank passes its registered tensor to the
+        same calls (or none does) and keeps it alive until deregister or close; the memory must come
+        from cudaMalloc (PyTorch's default allocator; not expandable segments: NotSupportedError, and
+        calls with it unregistered still work). Registering rs.input(m) does nothing."""
+        h = self._handle()
+        try:
+            self._tensors_ok()
+            self._check_tensor("tensor", tensor, None)
+        except (TypeError, ValueError):
+            lib().hc_rs2d_register(h, 0, 0)  # take part, so that the peers fail now instead of waiting
+            raise
+        check(lib().hc_rs2d_register(h, tensor.data_ptr(), tensor.numel() * tensor.element_size()))
+
+    def deregister(self, tensor):
+        """Releases tensor's registration (register); local, but every rank should deregister what it
+        registered. Synchronise the streams of the calls that read it first."""
+        self.deregister_ptr(tensor.data_ptr())
+
+    def register_ptr(self, ptr, nbytes):
+        """register on a device address: nbytes (whole rows of n elements) at ptr (simulated ranks too)."""
+        check(lib().hc_rs2d_register(self._handle(), _int("ptr", ptr), _int("nbytes", nbytes)))
+
+    def deregister_ptr(self, ptr):
+        """deregister on a device address."""
+        check(lib().hc_rs2d_deregister(self._handle(), _int("ptr", ptr)))
+
     def _tensors_ok(self):
         """Sets up the torch side on first use: torch tensors need a CUDA rank."""
         if self._torch_dtype is None:

@@ -219,6 +219,54 @@ class CtypesSimTest(unittest.TestCase):
             hiercoll.ReduceScatter2D(m, n, "int32", world=w, engine="ring")
         w.close()
 
+    def test_pull_registered_1x4_threads(self):
+        """engine="pull": two buffers registered at offsets of one allocation (register_ptr,
+        collective) are summed in place, int32 against the sum computed here over calls in a row,
+        and nothing is copied into the symmetric input (it keeps the bytes written there first);
+        deregistered, a buffer is copied in and still right. Registering without engine="pull" is
+        NotSupportedError; a size that is not whole rows is InvalidArgumentError on every rank."""
+        ranks = hiercoll.sim_world(1, 4)
+        world, rows_per, n = 4, 3, 5
+        m = world * rows_per
+        nbytes = m * n * 4
+
+        def rank_main(w):
+            s = w.stream_create()
+            seg, dst = w.alloc(4096), w.alloc(rows_per * n * 4)
+            bufs = [seg + 256, seg + 2048]
+            with hiercoll.ReduceScatter2D(m, n, "int32", world=w) as rs:
+                with self.assertRaises(hiercoll.NotSupportedError):
+                    rs.register_ptr(bufs[0], nbytes)
+            with hiercoll.ReduceScatter2D(m, n, "int32", world=w, engine="pull") as rs:
+                with self.assertRaises(hiercoll.InvalidArgumentError):
+                    rs.register_ptr(bufs[0], nbytes - 4)
+                sym = rs.input_ptr()
+                pattern = bytes([0xA5, w.rank, 0x5A, 0x01]) * (nbytes // 4)
+                w.copy_to_device(sym, pattern)
+                for b in bufs:
+                    rs.register_ptr(b, nbytes)
+
+                def call(c, src):
+                    w.copy_to_device(src, _inputs(w.rank, c, m * n))
+                    rs.reduce_scatter_ptr(src, m, dst, stream=s)
+                    w.stream_synchronize(s, timeout=20)
+                    got = array.array("i", bytes(w.copy_to_host(dst, rows_per * n * 4)))
+                    base = w.rank * rows_per * n
+                    want = [sum(_inputs(r, c, m * n)[base + j] for r in range(world)) for j in range(rows_per * n)]
+                    self.assertEqual(list(got), want, f"call {c}")
+
+                for c in range(6):
+                    call(c, bufs[c % 2])
+                self.assertEqual(bytes(w.copy_to_host(sym, nbytes)), pattern, "the symmetric input was written")
+                rs.deregister_ptr(bufs[0])
+                with self.assertRaises(hiercoll.InvalidArgumentError):
+                    rs.deregister_ptr(bufs[0])
+                call(6, bufs[0])
+                self.assertNotEqual(bytes(w.copy_to_host(sym, nbytes)), pattern, "a deregistered buffer is copied in")
+            w.stream_destroy(s)
+
+        self.run_ranks(ranks, rank_main)
+
     def run_ranks(self, ranks, rank_main):
         """Runs rank_main(w) for every rank of a simulated world, one Python thread each (ctypes
         releases the GIL), closes each rank (which frees what it allocated), and fails the test with

@@ -107,6 +107,31 @@ class TorchGPUTest(unittest.TestCase):
         self.assertIs(got, out)
         self.check(out, want, torch.float32)
 
+    def test_pull_registered(self):
+        """engine="pull" with two tensors carved out of one allocation registered (collective): calls
+        on them, alternating, are right against the fp64 reference, and so is a call on a deregistered
+        one (copied in first)."""
+        for dtype in (torch.bfloat16, torch.int32):
+            m, n = 6 * self.world, 136
+            with self.subTest(dtype=dtype), hiercoll.ReduceScatter2D(m, n, dtype, engine="pull") as rs:
+                seg = torch.empty(2 * m + 3, n, dtype=dtype, device=self.dev)
+                regs = [seg[1:1 + m], seg[m + 3:]]  # neither at the allocation's start
+                for t in regs:
+                    rs.register(t)
+                for call in range(6):
+                    x, want = self.inputs(dtype, m, n, call)
+                    t = regs[call % 2]
+                    t.copy_(x)
+                    out = rs.reduce_scatter(t)
+                    torch.cuda.synchronize()
+                    self.check(out, want, dtype)
+                rs.deregister(regs[0])
+                x, want = self.inputs(dtype, m, n, 6)
+                regs[0].copy_(x)
+                out = rs.reduce_scatter(regs[0])
+                torch.cuda.synchronize()
+                self.check(out, want, dtype)
+
     def test_overlap_with_gemm_signals(self):
         m, n = 2 * self.world, 33
         with hiercoll.ReduceScatter2D(m, n, torch.int32, overlap_with_gemm=True) as rs:
