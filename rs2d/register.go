@@ -34,8 +34,11 @@ type registration struct {
 //   - Register is collective: every rank calls it, each with its own tensor
 //     of the same shape (else every rank fails; nothing is registered).
 //   - Every rank then passes its registered tensor to the same calls (or
-//     none does): a call whose input is registered on some ranks and not on
-//     others reads garbage.
+//     none does). A call whose input is registered on some ranks and not on
+//     others (or another registration) is caught by the kernel's first
+//     handshake: on the CPU backend the call fails naming both inputs; on
+//     GPUs the kernel traps (the CUDA context is lost), since its peers
+//     would otherwise sum rows nobody wrote.
 //   - t must stay allocated, and no rank may write it while a call reading
 //     it runs, until Deregister or Close. A call ends only once every peer
 //     read this rank's rows, so the next input may be written after the call

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -478,6 +479,51 @@ func TestRegisterOnOneRank(t *testing.T) {
 		}
 		if !bytes.Equal(got, host) {
 			return fmt.Errorf("one rank: the output is not the input")
+		}
+		return nil
+	})
+	require.NoError(t, err)
+}
+
+// A call whose input is registered on some ranks and not on others is
+// refused by the kernel's arrival (each rank tells its peers which input it
+// reads) rather than summing rows nobody wrote: every rank's call fails,
+// naming the input each side reads.
+func TestRegisteredOnSomeRanksOnlyFails(t *testing.T) {
+	const m, n = 8, 64
+	w, err := world.Sim(bootstrap.Shape{Nodes: 1, LocalSize: 3}, world.SimOptions{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, w.Close()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+		rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: m * 3, N: n, DType: dtype.F32, Engine: rs2d.EnginePull, Timeout: time.Minute})
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		in, out, free := rankBuffers(t, r.Dev, m*3, n, 3, dtype.F32)
+		defer free()
+		other, _, freeOther := rankBuffers(t, r.Dev, m*3, n, 3, dtype.F32)
+		defer freeOther()
+		if err := rs.Register(ctx, in); err != nil {
+			return err
+		}
+		s, err := r.Dev.NewStream(device.Normal)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		x := in
+		if r.Comm.Rank() == 1 {
+			x = other // not registered: copied into the symmetric input
+		}
+		err = rs.ReduceScatter(ctx, x, out, s)
+		if err == nil {
+			err = s.Synchronize(ctx)
+		}
+		if err == nil || !strings.Contains(err.Error(), "registered input") {
+			return fmt.Errorf("rank %d: a call registered on some ranks only: %v, want an error naming the registered input", r.Comm.Rank(), err)
 		}
 		return nil
 	})
