@@ -58,7 +58,8 @@ def parse_args():
     p.add_argument("--overhead-calls", type=int, default=2000, help="calls of the host-overhead measurement")
     p.add_argument("--no-sweep", action="store_true", help="only the seed check and the host overhead")
     p.add_argument("--engine", default="auto", choices=("auto", "pull"),
-                   help="the sweep's engine; pull also times calls on rows written into rs.input(m) (zero copy)")
+                   help="the sweep's engine; pull also times calls on rows written into rs.input(m) (zero copy) "
+                        "and on the caller's tensor registered (rs.register(x): read in place)")
     return p.parse_args()
 
 
@@ -192,10 +193,12 @@ def sweep(job, args):
     job.log(f"sweep: {w} ranks; times are the slowest rank's median of {iters} calls (CUDA events); "
             "err = max |x - fp64 reference|")
     job.log(f"engine {args.engine}" + ("; 'zero-copy' times calls on rows written into rs.input(m), "
-                                       "'hiercoll' calls on the caller's tensor (copied in first)"
+                                       "'registered' calls on the caller's tensor registered with rs.register(x), "
+                                       "'hiercoll' calls on the caller's tensor unregistered (copied in first)"
                                        if args.engine == "pull" else ""))
-    head = (f"{'dtype':>6} {'M':>6} {'N':>6} {'MiB':>8} | {'hiercoll ms':>11} {'zero-copy':>9} {'NCCL ms':>9} | "
-            f"{'hc busbw':>9} {'zc busbw':>9} {'NCCL busbw':>10} | {'hc err':>9} {'NCCL err':>9} | check")
+    head = (f"{'dtype':>6} {'M':>6} {'N':>6} {'MiB':>8} | {'hiercoll ms':>11} {'zero-copy':>9} {'registered':>10} "
+            f"{'NCCL ms':>9} | {'hc busbw':>9} {'zc busbw':>9} {'reg busbw':>9} {'NCCL busbw':>10} | "
+            f"{'hc err':>9} {'NCCL err':>9} | check")
     job.log(head)
     job.log("-" * len(head))
     gen = torch.Generator(device=job.device)
@@ -212,11 +215,19 @@ def sweep(job, args):
                 torch.cuda.synchronize()
                 problem = compare(out, ref, dtype)
                 xs = None
+                poison = -1 if dtype == torch.int32 else float("nan")
                 if args.engine == "pull":
                     xs = rs.input(m)
                     xs.copy_(x)
-                    out.fill_(-1 if dtype == torch.int32 else float("nan"))
+                    out.fill_(poison)
                     rs.reduce_scatter(xs, out)
+                    torch.cuda.synchronize()
+                    problem = problem or compare(out, ref, dtype)
+                    xr = x.clone()  # registered below, after the unregistered calls are timed
+                    t_hc = time_ms(job, lambda: rs.reduce_scatter(x, out), iters, warmup)
+                    rs.register(xr)
+                    out.fill_(poison)
+                    rs.reduce_scatter(xr, out)
                     torch.cuda.synchronize()
                     problem = problem or compare(out, ref, dtype)
                 errs = [0.0, 0.0]
@@ -230,20 +241,29 @@ def sweep(job, args):
                     print(f"rank {job.rank}: {name} [{m}, {n}] FAILED: {problem}", flush=True)
                 ok = job.all_ok(problem is None)
                 job.failures += 0 if ok else 1
-                t_hc = time_ms(job, lambda: rs.reduce_scatter(x, out), iters, warmup)
+                t_reg = 0.0
+                if xs is None:
+                    t_hc = time_ms(job, lambda: rs.reduce_scatter(x, out), iters, warmup)
+                else:
+                    t_reg = time_ms(job, lambda: rs.reduce_scatter(xr, out), iters, warmup)
                 t_zc = time_ms(job, lambda: rs.reduce_scatter(xs, out), iters, warmup) if xs is not None else 0.0
                 t_nccl = time_ms(job, lambda: dist.reduce_scatter_tensor(ref, x), iters, warmup)
+                if xs is not None:
+                    torch.cuda.synchronize()
+                    rs.deregister(xr)
+                    del xr
                 del xs
-            t_hc, t_zc, t_nccl, err_hc, err_nccl = job.max_over_ranks([t_hc, t_zc, t_nccl] + errs)
+            t_hc, t_zc, t_reg, t_nccl, err_hc, err_nccl = job.max_over_ranks([t_hc, t_zc, t_reg, t_nccl] + errs)
             size = m * n * x.element_size()
 
             def busbw(t_ms):
                 return "-" if w == 1 or t_ms <= 0 else f"{size / (t_ms * 1e-3) * (w - 1) / w / 1e9:9.1f}"
 
             zc = f"{t_zc:>9.4f}" if t_zc > 0 else f"{'-':>9}"
-            job.log(f"{name:>6} {m:>6} {n:>6} {size / 2**20:>8.2f} | {t_hc:>11.4f} {zc} {t_nccl:>9.4f} | "
-                    f"{busbw(t_hc):>9} {busbw(t_zc):>9} {busbw(t_nccl):>10} | {err_hc:>9.2e} {err_nccl:>9.2e} | "
-                    f"{'ok' if ok else 'FAILED'}")
+            reg = f"{t_reg:>10.4f}" if t_reg > 0 else f"{'-':>10}"
+            job.log(f"{name:>6} {m:>6} {n:>6} {size / 2**20:>8.2f} | {t_hc:>11.4f} {zc} {reg} {t_nccl:>9.4f} | "
+                    f"{busbw(t_hc):>9} {busbw(t_zc):>9} {busbw(t_reg):>9} {busbw(t_nccl):>10} | "
+                    f"{err_hc:>9.2e} {err_nccl:>9.2e} | {'ok' if ok else 'FAILED'}")
             del x, ref, out
 
 
