@@ -36,6 +36,11 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch symm.Epoch) err
 		return err
 	}
 	per := min(rpr, c.mem.RailRows) // whole blocks but where a bound rounds the call
+	if call.InputViews != 0 && c.rail == nil {
+		// A registered input on one node is read in place: the bound's
+		// rounds were for staging sets it does not use.
+		per = rpr
+	}
 	for r0 := 0; r0 < rpr; r0 += per {
 		rows := min(per, rpr-r0)
 		seq := epoch

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -524,6 +525,99 @@ func TestRegisteredOnSomeRanksOnlyFails(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), "registered input") {
 			return fmt.Errorf("rank %d: a call registered on some ranks only: %v, want an error naming the registered input", r.Comm.Rank(), err)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+}
+
+// pullLaunches counts a rank's pull kernel launches.
+type pullLaunches struct {
+	device.Device
+	n atomic.Int64
+}
+
+func (p *pullLaunches) Launch(s device.Stream, k *device.Kernel, grid int, args ...any) error {
+	if strings.HasPrefix(k.Name, "hc_pull_") {
+		p.n.Add(1)
+	}
+	return p.Device.Launch(s, k, grid, args...)
+}
+
+// Under a memory bound on one node, a registered input is read in one
+// launch per call (the rounds are for staging sets it does not use), an
+// unregistered one in rounds; both right.
+func TestRegisteredInputUnderABoundIsOneLaunch(t *testing.T) {
+	const rowsPer, n = 16, 1024
+	shape := bootstrap.Shape{Nodes: 1, LocalSize: 2}
+	m := rowsPer * shape.World()
+	w, err := world.Sim(shape, world.SimOptions{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, w.Close()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+		dev := &pullLaunches{Device: r.Dev}
+		rs, err := rs2d.New(ctx, r.Comm, dev, rs2d.Config{MaxM: m, N: n, DType: dtype.I32, Engine: rs2d.EnginePull, MaxSymmetricBytes: 128 << 10})
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		if rs.Memory().PullRows >= rowsPer {
+			return fmt.Errorf("%v: want rounds of fewer than %d rows", rs.Memory(), rowsPer)
+		}
+		in, out, free := rankBuffers(t, r.Dev, m, n, shape.World(), dtype.I32)
+		defer free()
+		s, err := r.Dev.NewStream(device.Normal)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		host := make([]byte, in.Bytes())
+		for i := range m * n {
+			dtype.I32.Put(host, i, float64(i%977+r.Comm.Rank()))
+		}
+		want := make([]byte, out.Bytes())
+		for i := range rowsPer * n {
+			j := r.Comm.Rank()*rowsPer*n + i
+			dtype.I32.Put(want, i, float64(2*(j%977)+1))
+		}
+		launches := func() (int64, error) {
+			before := dev.n.Load()
+			if err := r.Dev.CopyToDevice(in.Ptr, host); err != nil {
+				return 0, err
+			}
+			if err := r.Dev.CopyToDevice(out.Ptr, make([]byte, out.Bytes())); err != nil {
+				return 0, err
+			}
+			if err := rs.ReduceScatter(ctx, in, out, s); err != nil {
+				return 0, err
+			}
+			if err := s.Synchronize(ctx); err != nil {
+				return 0, err
+			}
+			got := make([]byte, out.Bytes())
+			if err := r.Dev.CopyToHost(got, out.Ptr); err != nil {
+				return 0, err
+			}
+			if !bytes.Equal(got, want) {
+				return 0, fmt.Errorf("rank %d: wrong sums", r.Comm.Rank())
+			}
+			return dev.n.Load() - before, nil
+		}
+		staged, err := launches()
+		if err != nil {
+			return err
+		}
+		if err := rs.Register(ctx, in); err != nil {
+			return err
+		}
+		inPlace, err := launches()
+		if err != nil {
+			return err
+		}
+		if staged < 2 || inPlace != 1 {
+			return fmt.Errorf("pull launches per call: %d unregistered, %d registered; want rounds, then one", staged, inPlace)
 		}
 		return nil
 	})
