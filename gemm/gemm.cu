@@ -195,18 +195,6 @@ __device__ __forceinline__ void gm_wgmma_wait() {
       : "l"(da), "l"(db), "r"(scale_d) \
       : "memory")
 
-// wgmma m64n64k32 with fp8 e4m3 operands and fp32 accumulators d[32]
-// (this thread's share of a 64 x 64 tile), added to unless scale_d is 0.
-#define HC_WGMMA_64_E4M3(d, da, db, scale_d) \
-  asm volatile( \
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
-      "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {" \
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" \
-      "}, %32, %33, p, 1, 1;\n}\n" \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) \
-      : "l"(da), "l"(db), "r"(scale_d) \
-      : "memory")
-
 // Each input dtype's wgmma of one 32-byte k step (KT elements per k tile,
 // SCALED: the product is multiplied by the tensors' scales); each output
 // dtype's rounding of two fp32 values to a packed pair (lo first in memory).
@@ -245,10 +233,6 @@ struct GmE4M3 {
   // starts a sum (d = A·B), 1 adds to it.
   static __device__ __forceinline__ void mma128(float* d, u64 da, u64 db, int accumulate) {
     HC_WGMMA_128_E4M3(d, da, db, accumulate);
-  }
-  // One 64-column quarter of the tile (block-wise scaling).
-  static __device__ __forceinline__ void mma64(float* d, u64 da, u64 db, int accumulate) {
-    HC_WGMMA_64_E4M3(d, da, db, accumulate);
   }
 };
 
@@ -532,66 +516,40 @@ __device__ __forceinline__ void gm_fence_operands(float* r) {
   for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
 }
 
-// gm_quarter issues quarter q of k tile's stage s into t: the tile's
-// columns [64·q, 64·q + 64) (B's rows of the stage, 8 KiB apart: a multiple
-// of the swizzle's 1 KiB period), 4 wgmma m64n64k32 (the first with
-// scale-d 0: t = A·B), committed as one group.
-template <class In>
-__device__ __forceinline__ void gm_quarter(float* t, u32 sa, u32 sb, int s, int cw, int q) {
-  gm_fence_operands<32>(t);  // the last promotion's reads of t stay before these wgmmas
-  gm_wgmma_fence();
-#pragma unroll
-  for (int ks = 0; ks < GM_BK_BYTES / 32; ks++) {
-    const u64 da = gm_desc(sa + s * GM_A_STAGE + cw * (64 * 128) + ks * 32, 16, 1024);
-    const u64 db = gm_desc(sb + s * GM_B_STAGE + q * (64 * GM_BK_BYTES) + ks * 32, 16, 1024);
-    In::mma64(t, da, db, ks > 0);
-  }
-  gm_wgmma_commit();
-}
-
-// gm_promote adds quarter q's product t, scaled, into the accumulators:
-// d[32·q + j] += t[j] · s_row (s0 for row, s1 for row + 8).
-__device__ __forceinline__ void gm_promote(float* d, float* t, int q, float s0, float s1) {
-  gm_fence_operands<32>(t);  // t is read only after its wait
-#pragma unroll
-  for (int j = 0; j < 8; j++) {
-    d[32 * q + 4 * j] = gm_fma(t[4 * j], s0, d[32 * q + 4 * j]);
-    d[32 * q + 4 * j + 1] = gm_fma(t[4 * j + 1], s0, d[32 * q + 4 * j + 1]);
-    d[32 * q + 4 * j + 2] = gm_fma(t[4 * j + 2], s1, d[32 * q + 4 * j + 2]);
-    d[32 * q + 4 * j + 3] = gm_fma(t[4 * j + 3], s1, d[32 * q + 4 * j + 3]);
-  }
-}
-
 // gm_mainloop_block is a consumer's mainloop with block-wise scales, over k
 // tiles [kb, ke) of tile (rt, ct), the stages counted by it: per k tile
-// (128 deep: one block of A's and of B's scales) and per 64-column quarter
-// q of the tile, the quarter's product goes into a temporary and is
-// promoted into the fp32 accumulators:
-//   d[32·q + j] += t[j] · (sa[k, row(j)] · sb[2·ct + q / 2, k])
-// (one fused multiply-add per accumulator per k tile). Two temporaries of
-// 32 fp32 (128 accumulators + 64 fit setmaxnreg's 232 registers) take the
-// quarters in turn, software-pipelined: the next quarter's wgmmas are issued
-// before the current one is waited for and promoted, across k tiles too, so
-// the warpgroup's tensor work goes on while it promotes. A quarter's
-// columns lie in one block of B (one scale for the whole warpgroup), and a
-// thread's accumulators of quarter q, d[32·q .. 32·q+31], have the layout of
-// a m64n64 tile, so the epilogue, the stream-K parking and gathering are
-// those of the other scalings. Scale loads (A's for its two rows, B's for
-// the tile's two blocks) are issued at the top of each k tile; the stage is
-// released once its last quarter is done.
+// (128 deep: one block of A's and of B's scales) and per 128-column half h
+// of the tile (one 128 x 128 block of B), the half's product goes into tmp
+// (4 wgmma m64n128k32, the first with scale-d 0: overwriting tmp), is
+// waited for, and is promoted into the fp32 accumulators:
+//   d[64·h + j] += tmp[j] · (sa[k, row(j)] · sb[2·ct + h, k])
+// (one fused multiply-add per accumulator per k tile).
+// Splitting the tile's columns in halves answers both constraints at once:
+// tmp holds 64 fp32, not 128 (128 accumulators + 128 temporaries would not
+// fit setmaxnreg's 232 registers; 128 + 64 + addressing does), and each
+// half's columns lie in one block of B, so its scale is one value for the
+// whole warpgroup. A thread's accumulators of half h are d[64·h .. 64·h+63]
+// with the same layout as a m64n128 tile, so the epilogue, the stream-K
+// parking and gathering are those of the other scalings. Costs: A is read
+// from shared memory twice per k step (once per half); each half waits for
+// its wgmmas before promoting (128 FMAs per k tile per thread), so a
+// warpgroup's tensor work and promotion do not overlap — the other
+// consumer warpgroup's wgmmas keep the tensor cores busy meanwhile; four
+// scale loads per k tile per thread (A's for its two rows, B's for the two
+// halves, the same for the whole warpgroup), issued before the stage's
+// wait so that their latency hides behind it. The stage is released once
+// both halves' wgmmas are done.
 template <class In>
 __device__ __forceinline__ void gm_mainloop_block(float* d, int kb, int ke, int& it, u32 sa, u32 sb, u32 bars, int cw,
                                                   int lane, const float* scale_a, const float* scale_b, int M, int N,
                                                   int k_tiles, int row, int ct) {
-  // Defined once, so that the compiler keeps them in the same registers.
-  float ta[32], tb[32];
+  // tmp is an operand of every wgmma ("+f", the first with scale-d 0, so
+  // its value is not used): defined once, so that the compiler keeps it in
+  // the same registers throughout.
+  float tmp[64];
 #pragma unroll
-  for (int j = 0; j < 32; j++) ta[j] = tb[j] = 0.f;
+  for (int j = 0; j < 64; j++) tmp[j] = 0.f;
   const int nb = 2 * ct;  // the tile's first 128-column block of B
-  if (kb < ke) {
-    gm_bar_wait(bars + 8 * (it % GM_STAGES), (it / GM_STAGES) & 1);
-    gm_quarter<In>(ta, sa, sb, it % GM_STAGES, cw, 0);
-  }
   for (int k = kb; k < ke; k++, it++) {
     const int s = it % GM_STAGES;
     // Rows past M and blocks past N have nothing to scale (their operands
@@ -600,25 +558,33 @@ __device__ __forceinline__ void gm_mainloop_block(float* d, int kb, int ke, int&
     const float a1 = row + 8 < M ? scale_a[(long long)k * M + row + 8] : 0.f;
     const float b0 = nb * 128 < N ? scale_b[(long long)nb * k_tiles + k] : 0.f;
     const float b1 = (nb + 1) * 128 < N ? scale_b[(long long)(nb + 1) * k_tiles + k] : 0.f;
-    gm_quarter<In>(tb, sa, sb, s, cw, 1);
-    gm_wgmma_wait<1>();
-    gm_promote(d, ta, 0, a0 * b0, a1 * b0);
-    gm_quarter<In>(ta, sa, sb, s, cw, 2);
-    gm_wgmma_wait<1>();
-    gm_promote(d, tb, 1, a0 * b0, a1 * b0);
-    gm_quarter<In>(tb, sa, sb, s, cw, 3);
-    gm_wgmma_wait<1>();
-    gm_promote(d, ta, 2, a0 * b1, a1 * b1);
-    if (k + 1 < ke) {
-      const int n = (it + 1) % GM_STAGES;
-      gm_bar_wait(bars + 8 * n, ((it + 1) / GM_STAGES) & 1);
-      gm_quarter<In>(ta, sa, sb, n, cw, 0);
-      gm_wgmma_wait<1>();
-    } else {
+    gm_bar_wait(bars + 8 * s, (it / GM_STAGES) & 1);
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      gm_fence_operands<64>(tmp);  // the last promotion's reads of tmp stay before these wgmmas
+      gm_wgmma_fence();             // tmp was read by other instructions
+#pragma unroll
+      for (int ks = 0; ks < GM_BK_BYTES / 32; ks++) {
+        const u64 da = gm_desc(sa + s * GM_A_STAGE + cw * (64 * 128) + ks * 32, 16, 1024);
+        // Half h: B's rows [128·h, 128·h + 128) of the stage, 16 KiB in
+        // (a multiple of the swizzle's 1 KiB period).
+        const u64 db = gm_desc(sb + s * GM_B_STAGE + h * (128 * GM_BK_BYTES) + ks * 32, 16, 1024);
+        In::mma128(tmp, da, db, ks > 0);
+      }
+      gm_wgmma_commit();
       gm_wgmma_wait<0>();
+      gm_fence_operands<64>(tmp);  // tmp is read only after the wait
+      if (h == 1 && lane == 0) gm_bar_arrive(bars + 8 * (GM_STAGES + s));
+      const float bs = h == 0 ? b0 : b1;
+      const float s0 = a0 * bs, s1 = a1 * bs;  // row and row + 8
+#pragma unroll
+      for (int j = 0; j < 16; j++) {
+        d[64 * h + 4 * j] = gm_fma(tmp[4 * j], s0, d[64 * h + 4 * j]);
+        d[64 * h + 4 * j + 1] = gm_fma(tmp[4 * j + 1], s0, d[64 * h + 4 * j + 1]);
+        d[64 * h + 4 * j + 2] = gm_fma(tmp[4 * j + 2], s1, d[64 * h + 4 * j + 2]);
+        d[64 * h + 4 * j + 3] = gm_fma(tmp[4 * j + 3], s1, d[64 * h + 4 * j + 3]);
+      }
     }
-    if (lane == 0) gm_bar_arrive(bars + 8 * (GM_STAGES + s));
-    gm_promote(d, tb, 3, a0 * b1, a1 * b1);
   }
 }
 
