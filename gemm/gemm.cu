@@ -450,14 +450,6 @@ struct __align__(16) gm_f4 {
 // gm_consumers_sync is a barrier of the two consumer warpgroups alone.
 __device__ __forceinline__ void gm_consumers_sync() { asm volatile("bar.sync 1, 256;" ::: "memory"); }
 
-// Turns of the block-wise mainloop (named barriers 2 and 3 of the two
-// consumer warpgroups): GM_TURN_c is passed by warpgroup c once a half's
-// wgmmas are done and waited for by the other before it issues its own.
-#define GM_TURN_0 2
-#define GM_TURN_1 3
-__device__ __forceinline__ void gm_turn_pass(int id) { asm volatile("bar.arrive %0, 256;" ::"r"(id) : "memory"); }
-__device__ __forceinline__ void gm_turn_wait(int id) { asm volatile("bar.sync %0, 256;" ::"r"(id) : "memory"); }
-
 // gm_park leaves this thread's share of a partial piece in CTA slot's
 // place in the workspace (16-byte pieces laid out so that a warp's stores are
 // contiguous) and, once both consumers did, flags it.
@@ -571,13 +563,6 @@ __device__ __forceinline__ void gm_mainloop_block(float* d, int kb, int ke, int&
     for (int h = 0; h < 2; h++) {
       gm_fence_operands<64>(tmp);  // the last promotion's reads of tmp stay before these wgmmas
       gm_wgmma_fence();             // tmp was read by other instructions
-      // The warpgroups' halves run in turn (0, 1, 0, 1, ...), as a
-      // ping-pong kernel's mainloops do: a warpgroup issues its half once
-      // the other's last one is done, so that one promotes while the
-      // other's wgmmas have the tensor cores to themselves (run together,
-      // they end together and both promote with the tensor cores idle).
-      if (cw == 1) gm_turn_wait(GM_TURN_0);
-      if (cw == 0 && (it > 0 || h > 0)) gm_turn_wait(GM_TURN_1);
 #pragma unroll
       for (int ks = 0; ks < GM_BK_BYTES / 32; ks++) {
         const u64 da = gm_desc(sa + s * GM_A_STAGE + cw * (64 * 128) + ks * 32, 16, 1024);
@@ -588,7 +573,6 @@ __device__ __forceinline__ void gm_mainloop_block(float* d, int kb, int ke, int&
       }
       gm_wgmma_commit();
       gm_wgmma_wait<0>();
-      gm_turn_pass(cw == 0 ? GM_TURN_0 : GM_TURN_1);
       gm_fence_operands<64>(tmp);  // tmp is read only after the wait
       if (h == 1 && lane == 0) gm_bar_arrive(bars + 8 * (GM_STAGES + s));
       const float bs = h == 0 ? b0 : b1;
@@ -765,9 +749,6 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
     gm_bar_arrive(staged + 8 * cw);
     n++;
   }
-  // Warpgroup 1's last turn is still passed: take it, so that no named
-  // barrier is left half-arrived when the block ends.
-  if (SCALING == GM_SCALE_BLOCK && cw == 0 && it > 0) gm_turn_wait(GM_TURN_1);
 }
 
 #define HC_GEMM(name, In, Out, KN, TMA, SCALING)                                                                  \
