@@ -6,7 +6,10 @@
 //
 // The rows must lie in the context's symmetric input (intranode.Env.Input,
 // the same offset on every rank): a caller writes them there itself (zero
-// copy), or Begin copies them in first. Two handshakes inside the kernel
+// copy), or registers its buffer (intranode.Call.InputViews: the peers read
+// it in place), or they are copied in first: a large whole call on one node
+// in pieces, each piece's copy on the copy stream overlapping the previous
+// piece's pull. Two handshakes inside the kernel
 // guard the input (pull.cu): a rank reads a peer's input only after the
 // peer's launch started, and a call's last launch ends only after every
 // peer finished reading this rank's input, so whatever follows it on the
@@ -97,7 +100,7 @@ func (m *Maker) Make(_ context.Context, env intranode.Env) (intranode.Engine, er
 		return nil, err
 	}
 	e := &Engine{env: env, m: m}
-	if m.rows > 0 {
+	if m.rows > 0 || env.Place.Shape.Nodes == 1 { // rounds, or whole calls copied in pieces
 		for i := range e.copied {
 			var err error
 			if e.copied[i], err = env.Dev.NewEvent(); err == nil {
@@ -133,10 +136,11 @@ func grid(rowBytes int64, rows, sms int) int {
 }
 
 // Begin copies the call's rows into the symmetric input, unless the caller
-// wrote them there (call.Input is the input region). In rounds, the copy
-// stream starts after s instead: each round's step copies its rows.
+// wrote them there (call.Input is the input region) or registered them. In
+// rounds, and for a whole call copied in pieces, the copy stream starts
+// after s instead: each round's or piece's copy comes with its pull.
 func (e *Engine) Begin(s device.Stream, call intranode.Call) error {
-	if e.m.rows > 0 && call.InputViews == 0 {
+	if (e.m.rows > 0 && call.InputViews == 0) || e.pieces(call) > 1 {
 		e.round = 0
 		return e.env.Streams.Join(e.env.Streams.Copy[0], s)
 	}
@@ -163,8 +167,65 @@ func (e *Engine) Step(s device.Stream, step intranode.Step) (intranode.Done, err
 		return e.pull(s, step, step.InputViews, row, step.First, step.Last)
 	case e.m.rows > 0:
 		return e.roundStep(s, step)
+	case e.pieces(step.Call) > 1:
+		return e.pieceSteps(s, step)
 	}
 	return e.pull(s, step, e.heaps(), e.env.Input.Off+row, step.First, step.Last)
+}
+
+// Whole calls on one node whose input is copied in go in pieces of at
+// least minPieceBytes of each destination's block, at most maxPieces: each
+// piece's copy on the copy stream overlaps the previous piece's pull.
+const maxPieces = 8
+
+var minPieceBytes int64 = 8 << 20 // a variable for the tests' small pieces
+
+// pieces is how many pieces call's copy-in and pull go in: 1 but for a
+// whole call on one node whose input is neither the symmetric input nor
+// registered.
+func (e *Engine) pieces(call intranode.Call) int {
+	sym := e.env.Heap.Local().Add(e.env.Input.Off)
+	if e.m.rows > 0 || e.env.Place.Shape.Nodes > 1 || call.Input == sym || call.InputViews != 0 {
+		return 1
+	}
+	block := int64(call.RowsPer) * e.env.RowBytes()
+	return int(max(1, min(int64(maxPieces), block/minPieceBytes, int64(call.RowsPer))))
+}
+
+// pieceSteps is the node step of a whole call on one node copied in
+// pieces: per piece, its rows of every destination's block are copied
+// into the symmetric input on the copy stream and pulled once every peer
+// copied its own (each launch makes the arrival handshake; the last, the
+// reads-done one too).
+func (e *Engine) pieceSteps(s device.Stream, step intranode.Step) (intranode.Done, error) {
+	n, rowBytes, world := e.pieces(step.Call), e.env.RowBytes(), e.env.Place.Shape.World()
+	per := (step.RowsPer + n - 1) / n
+	cp, sym := e.env.Streams.Copy[0], e.env.Heap.Local().Add(e.env.Input.Off)
+	var done intranode.Done
+	for r0 := 0; r0 < step.RowsPer; r0 += per {
+		rows := min(per, step.RowsPer-r0)
+		for g := range world {
+			at := int64(g*step.RowsPer+r0) * rowBytes
+			if err := e.env.Dev.Copy(cp, sym.Add(at), step.Input.Add(at), int64(rows)*rowBytes); err != nil {
+				return intranode.Done{}, fmt.Errorf("pull: copying rows %d.. of the input in: %w", r0, err)
+			}
+		}
+		if err := e.copied[0].Record(cp); err != nil {
+			return intranode.Done{}, err
+		}
+		if err := s.WaitEvent(e.copied[0]); err != nil {
+			return intranode.Done{}, err
+		}
+		piece := step
+		piece.Row0, piece.Rows = r0, rows
+		piece.ReduceTo = step.ReduceTo.Add(int64(r0) * rowBytes)
+		off := e.env.Input.Off + int64(e.env.Place.LocalRank*step.RowsPer+r0)*rowBytes
+		var err error
+		if done, err = e.pull(s, piece, e.heaps(), off, true, r0+rows >= step.RowsPer); err != nil {
+			return intranode.Done{}, err
+		}
+	}
+	return done, nil
 }
 
 // heaps is the device table of the node peers' heaps as mapped here.

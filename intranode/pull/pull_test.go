@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/seed12530e24/hiercoll/device/sim"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/internal/check"
+	"github.com/seed12530e24/hiercoll/intranode/pull"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
 )
@@ -30,6 +32,7 @@ type late struct {
 	device.Device
 	delay         time.Duration
 	copies, reads bool
+	launches      *atomic.Int64 // where not nil: counts the pull kernels launched
 }
 
 func (l *late) sleep(s device.Stream) error {
@@ -47,6 +50,9 @@ func (l *late) Copy(s device.Stream, dst, src device.Ptr, n int64) error {
 }
 
 func (l *late) Launch(s device.Stream, k *device.Kernel, grid int, args ...any) error {
+	if l.launches != nil && strings.HasPrefix(k.Name, "hc_pull_") {
+		l.launches.Add(1)
+	}
 	if l.reads && strings.HasPrefix(k.Name, "hc_pull_") {
 		if err := l.sleep(s); err != nil {
 			return err
@@ -231,6 +237,42 @@ func TestPullInRounds(t *testing.T) {
 		})
 		require.NoError(t, err)
 	})
+}
+
+// A whole call on one node whose input is copied in goes in pieces (at
+// least 8 MiB of each block; 4 KiB here), each copied on the copy stream
+// while the last one is pulled: up to the most pieces, uneven ones, fresh
+// data and poisoned outputs, under both protocols, with a rank whose copies
+// are late (its peers must wait for each of its pieces) or whose reads are;
+// the pieces are taken (one launch each). It changes the piece size, so it
+// runs alone (no t.Parallel).
+func TestPullCopiedInPieces(t *testing.T) {
+	defer pull.SetMinPieceBytes(4 << 10)()
+	for _, c := range []struct {
+		name       string
+		shape      bootstrap.Shape
+		dt         dtype.DType
+		rowsPer, n int
+		pieces     int
+		late       late
+	}{
+		{"1x2/int32", bootstrap.Shape{Nodes: 1, LocalSize: 2}, dtype.I32, 5, 1024, 5, late{}},
+		{"1x4/int32/most", bootstrap.Shape{Nodes: 1, LocalSize: 4}, dtype.I32, 40, 1024, 8, late{}},
+		{"1x3/bf16/copies late", bootstrap.Shape{Nodes: 1, LocalSize: 3}, dtype.BF16, 7, 4096, 7, late{copies: true, delay: 20 * time.Millisecond}},
+		{"1x2/fp32/reads late", bootstrap.Shape{Nodes: 1, LocalSize: 2}, dtype.F32, 11, 2048, 6, late{reads: true, delay: 20 * time.Millisecond}}, // 8 asked: 2 rows each, the last 1
+		{"1x2/fp16/one piece", bootstrap.Shape{Nodes: 1, LocalSize: 2}, dtype.F16, 1, 1024, 1, late{}},
+	} {
+		for _, graphs := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/graphs=%v", c.name, graphs), func(t *testing.T) {
+				l := c.late
+				var launches atomic.Int64
+				l.launches = &launches
+				const calls = 2
+				run(t, spec{shape: c.shape, dt: c.dt, rowsPer: c.rowsPer, n: c.n, calls: calls, graphs: graphs, late: &l})
+				require.Equal(t, int64(c.pieces*calls), launches.Load(), "rank 1's pull launches")
+			})
+		}
+	}
 }
 
 // boundFor is a MaxSymmetricBytes that leaves the pull engine rounds of
