@@ -1,9 +1,10 @@
 package pull
 
-// SetMinPieceBytes sets the smallest piece of a block copied in pieces and
-// returns a function that restores it (tests that call it run alone).
-func SetMinPieceBytes(n int64) (restore func()) {
-	old := minPieceBytes
-	minPieceBytes = n
-	return func() { minPieceBytes = old }
+// SetPieces sets the smallest block copied in pieces and the smallest
+// piece, and returns a function that restores them (tests that call it
+// run alone).
+func SetPieces(block, piece int64) (restore func()) {
+	oldBlock, oldPiece := minPieceBlock, minPieceBytes
+	minPieceBlock, minPieceBytes = block, piece
+	return func() { minPieceBlock, minPieceBytes = oldBlock, oldPiece }
 }

@@ -173,12 +173,16 @@ func (e *Engine) Step(s device.Stream, step intranode.Step) (intranode.Done, err
 	return e.pull(s, step, e.heaps(), e.env.Input.Off+row, step.First, step.Last)
 }
 
-// Whole calls on one node whose input is copied in go in pieces of at
-// least minPieceBytes of each destination's block, at most maxPieces: each
-// piece's copy on the copy stream overlaps the previous piece's pull.
+// Whole calls on one node whose input is copied in go in pieces where each
+// destination's block is at least minPieceBlock bytes: pieces of at least
+// minPieceBytes of each block, at most maxPieces, each piece's copy on the
+// copy stream overlapping the previous piece's pull. Smaller blocks go
+// whole: on 4 H200s pieces of 8 MiB of 32 MiB blocks measured slower than
+// one copy (benchmarks/RESULTS.md).
 const maxPieces = 8
 
-var minPieceBytes int64 = 8 << 20 // a variable for the tests' small pieces
+// Variables for the tests' small pieces.
+var minPieceBlock, minPieceBytes int64 = 128 << 20, 16 << 20
 
 // pieces is how many pieces call's copy-in and pull go in: 1 but for a
 // whole call on one node whose input is neither the symmetric input nor
@@ -189,6 +193,9 @@ func (e *Engine) pieces(call intranode.Call) int {
 		return 1
 	}
 	block := int64(call.RowsPer) * e.env.RowBytes()
+	if block < minPieceBlock {
+		return 1
+	}
 	return int(max(1, min(int64(maxPieces), block/minPieceBytes, int64(call.RowsPer))))
 }
 

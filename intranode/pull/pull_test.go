@@ -239,15 +239,16 @@ func TestPullInRounds(t *testing.T) {
 	})
 }
 
-// A whole call on one node whose input is copied in goes in pieces (at
-// least 8 MiB of each block; 4 KiB here), each copied on the copy stream
+// A whole call on one node whose input is copied in goes in pieces (blocks
+// of 128 MiB and more, pieces of at least 16 MiB of each; 8 KiB and 4 KiB
+// here), each copied on the copy stream
 // while the last one is pulled: up to the most pieces, uneven ones, fresh
 // data and poisoned outputs, under both protocols, with a rank whose copies
 // are late (its peers must wait for each of its pieces) or whose reads are;
 // the pieces are taken (one launch each). It changes the piece size, so it
 // runs alone (no t.Parallel).
 func TestPullCopiedInPieces(t *testing.T) {
-	defer pull.SetMinPieceBytes(4 << 10)()
+	defer pull.SetPieces(8<<10, 4<<10)()
 	for _, c := range []struct {
 		name       string
 		shape      bootstrap.Shape
@@ -261,6 +262,7 @@ func TestPullCopiedInPieces(t *testing.T) {
 		{"1x3/bf16/copies late", bootstrap.Shape{Nodes: 1, LocalSize: 3}, dtype.BF16, 7, 4096, 7, late{copies: true, delay: 20 * time.Millisecond}},
 		{"1x2/fp32/reads late", bootstrap.Shape{Nodes: 1, LocalSize: 2}, dtype.F32, 11, 2048, 6, late{reads: true, delay: 20 * time.Millisecond}}, // 8 asked: 2 rows each, the last 1
 		{"1x2/fp16/one piece", bootstrap.Shape{Nodes: 1, LocalSize: 2}, dtype.F16, 1, 1024, 1, late{}},
+		{"1x2/int32/below the block", bootstrap.Shape{Nodes: 1, LocalSize: 2}, dtype.I32, 1, 1024, 1, late{}},
 	} {
 		for _, graphs := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/graphs=%v", c.name, graphs), func(t *testing.T) {
