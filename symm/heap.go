@@ -26,7 +26,6 @@ package symm
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -74,34 +73,9 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, layout *La
 		return nil
 	}()
 	me := peerInfo{host: dev.Info().HostID, size: size, digest: layout.digest(), handle: handle, failed: localErr != nil}
-	blobs, err := comm.AllGather(ctx, me.encode())
-	if err != nil {
-		h.release()
-		return nil, fmt.Errorf("symm: rank %d: exchanging heap handles: %w", h.rank, err)
-	}
-	infos := make([]peerInfo, len(blobs))
-	for r, b := range blobs {
-		if infos[r], err = decodePeerInfo(b); err != nil {
-			localErr = errors.Join(localErr, fmt.Errorf("symm: rank %d sent a bad heap record: %w", r, err))
-		}
-	}
-
-	// Phase 2: check symmetry, open the same-host peers.
-	if localErr == nil {
-		localErr = h.open(infos, me)
-	}
-	// Phase 3: agree that everyone succeeded, so no rank uses a heap that a
-	// peer has given up on.
-	if _, err := bootstrap.Agree(ctx, comm, localErr, nil); err != nil {
-		h.release()
-		if localErr != nil {
-			return nil, localErr
-		}
-		var pe *bootstrap.PeerError
-		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("symm: rank %d could not set up its symmetric heap (%v): %w", pe.Ranks[0], err, device.ErrPeer)
-		}
-		return nil, fmt.Errorf("symm: rank %d: agreeing on the heap: %w", h.rank, err)
+	open := func(infos []peerInfo) error { return h.open(infos, me) }
+	if err := setUp(ctx, comm, "symmetric heap", me, localErr, decodePeerInfo, open, h.release); err != nil {
+		return nil, err
 	}
 	return h, nil
 }
@@ -239,51 +213,11 @@ type peerInfo struct {
 }
 
 func (p peerInfo) encode() []byte {
-	var b []byte
-	put := func(x []byte) {
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(x)))
-		b = append(b, x...)
-	}
-	put([]byte(p.host))
-	b = binary.LittleEndian.AppendUint64(b, uint64(p.size))
-	put(p.digest)
-	put(p.handle)
-	if p.failed {
-		b = append(b, 1)
-	} else {
-		b = append(b, 0)
-	}
-	return b
+	return record(nil).bytes([]byte(p.host)).word(p.size).bytes(p.digest).bytes(p.handle).flag(p.failed)
 }
 
 func decodePeerInfo(b []byte) (peerInfo, error) {
-	var p peerInfo
-	errShort := fmt.Errorf("truncated record of %d bytes", len(b))
-	get := func() ([]byte, bool) {
-		if len(b) < 4 {
-			return nil, false
-		}
-		n := binary.LittleEndian.Uint32(b)
-		if uint64(len(b)-4) < uint64(n) {
-			return nil, false
-		}
-		x := b[4 : 4+n]
-		b = b[4+n:]
-		return x, true
-	}
-	host, ok := get()
-	if !ok || len(b) < 8 {
-		return p, errShort
-	}
-	p.host = string(host)
-	p.size = int64(binary.LittleEndian.Uint64(b))
-	b = b[8:]
-	if p.digest, ok = get(); !ok {
-		return p, errShort
-	}
-	if p.handle, ok = get(); !ok || len(b) != 1 {
-		return p, errShort
-	}
-	p.failed = b[0] != 0
-	return p, nil
+	r := newReader(b)
+	p := peerInfo{host: string(r.bytes()), size: r.word(), digest: r.bytes(), handle: r.bytes(), failed: r.flag()}
+	return p, r.err()
 }

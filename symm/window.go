@@ -2,7 +2,6 @@ package symm
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"reflect"
@@ -66,32 +65,10 @@ func NewWindow(ctx context.Context, comm bootstrap.Comm, dev device.Device, p de
 		return nil
 	}()
 	me.host, me.size, me.failed = dev.Info().HostID, size, localErr != nil
-	blobs, err := comm.AllGather(ctx, me.encode())
-	if err != nil {
-		return nil, fmt.Errorf("symm: rank %d: exchanging window handles: %w", w.rank, err)
-	}
-	infos := make([]windowInfo, len(blobs))
-	for r, b := range blobs {
-		if infos[r], err = decodeWindowInfo(b); err != nil {
-			localErr = errors.Join(localErr, fmt.Errorf("symm: rank %d sent a bad window record: %w", r, err))
-		}
-	}
-
-	// Phase 2: check the sizes, map the same-host peers.
-	if localErr == nil {
-		localErr = w.open(infos, me)
-	}
-	// Phase 3: agree, so that no rank uses a window a peer gave up on.
-	if _, err := bootstrap.Agree(ctx, comm, localErr, nil); err != nil {
-		w.release()
-		if localErr != nil {
-			return nil, localErr
-		}
-		var pe *bootstrap.PeerError
-		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("symm: rank %d could not register its buffer (%v): %w", pe.Ranks[0], err, device.ErrPeer)
-		}
-		return nil, fmt.Errorf("symm: rank %d: agreeing on the window: %w", w.rank, err)
+	release := func() { _ = w.release() }
+	open := func(infos []windowInfo) error { return w.open(infos, me) }
+	if err := setUp(ctx, comm, "registered buffer", me, localErr, decodeWindowInfo, open, release); err != nil {
+		return nil, err
 	}
 	return w, nil
 }
@@ -186,48 +163,13 @@ type windowInfo struct {
 }
 
 func (p windowInfo) encode() []byte {
-	var b []byte
-	put := func(x []byte) {
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(x)))
-		b = append(b, x...)
-	}
-	put([]byte(p.host))
-	put(p.handle)
-	b = binary.LittleEndian.AppendUint64(b, uint64(p.off))
-	b = binary.LittleEndian.AppendUint64(b, uint64(p.size))
-	if p.failed {
-		return append(b, 1)
-	}
-	return append(b, 0)
+	return record(nil).bytes([]byte(p.host)).bytes(p.handle).word(p.off).word(p.size).flag(p.failed)
 }
 
 func decodeWindowInfo(b []byte) (windowInfo, error) {
-	var p windowInfo
-	errShort := fmt.Errorf("truncated record of %d bytes", len(b))
-	get := func() ([]byte, bool) {
-		if len(b) < 4 {
-			return nil, false
-		}
-		n := binary.LittleEndian.Uint32(b)
-		if uint64(len(b)-4) < uint64(n) {
-			return nil, false
-		}
-		x := b[4 : 4+n]
-		b = b[4+n:]
-		return x, true
-	}
-	host, ok := get()
-	if !ok {
-		return p, errShort
-	}
-	p.host = string(host)
-	if p.handle, ok = get(); !ok || len(b) != 17 {
-		return p, errShort
-	}
-	p.off = int64(binary.LittleEndian.Uint64(b))
-	p.size = int64(binary.LittleEndian.Uint64(b[8:]))
-	p.failed = b[16] != 0
-	return p, nil
+	r := newReader(b)
+	p := windowInfo{host: string(r.bytes()), handle: r.bytes(), off: r.word(), size: r.word(), failed: r.flag()}
+	return p, r.err()
 }
 
 // mapping is a peer allocation mapped on one device, shared by its users.
