@@ -399,12 +399,7 @@ func TestRegisterIsAllOrNothing(t *testing.T) {
 	const rowsPer, n, bad = 2, 8, 3
 	shape := bootstrap.Shape{Nodes: 2, LocalSize: 2}
 	m := rowsPer * shape.World()
-	w, err := world.Sim(shape, world.SimOptions{})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, w.Close()) }()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+	onRanks(t, shape, func(ctx context.Context, r world.Rank) error {
 		rank := r.Comm.Rank()
 		dev := &failingAlloc{Device: r.Dev}
 		rs, err := rs2d.New(ctx, r.Comm, dev, rs2d.Config{MaxM: m, N: n, DType: dtype.I32, Engine: rs2d.EnginePull})
@@ -433,19 +428,13 @@ func TestRegisterIsAllOrNothing(t *testing.T) {
 		}
 		return nil
 	})
-	require.NoError(t, err)
 }
 
 // On a world of one rank a call is one device copy; registering works there
 // too (a job's code need not special-case it) and the call stays right.
 func TestRegisterOnOneRank(t *testing.T) {
 	const m, n = 3, 5
-	w, err := world.Sim(bootstrap.Shape{Nodes: 1, LocalSize: 1}, world.SimOptions{})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, w.Close()) }()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+	onRanks(t, bootstrap.Shape{Nodes: 1, LocalSize: 1}, func(ctx context.Context, r world.Rank) error {
 		rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dtype.I32, Engine: rs2d.EnginePull})
 		if err != nil {
 			return err
@@ -483,7 +472,6 @@ func TestRegisterOnOneRank(t *testing.T) {
 		}
 		return nil
 	})
-	require.NoError(t, err)
 }
 
 // A call whose input is registered on some ranks and not on others is
@@ -492,12 +480,7 @@ func TestRegisterOnOneRank(t *testing.T) {
 // naming the input each side reads.
 func TestRegisteredOnSomeRanksOnlyFails(t *testing.T) {
 	const m, n = 8, 64
-	w, err := world.Sim(bootstrap.Shape{Nodes: 1, LocalSize: 3}, world.SimOptions{})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, w.Close()) }()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+	onRanks(t, bootstrap.Shape{Nodes: 1, LocalSize: 3}, func(ctx context.Context, r world.Rank) error {
 		rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: m * 3, N: n, DType: dtype.F32, Engine: rs2d.EnginePull, Timeout: time.Minute})
 		if err != nil {
 			return err
@@ -528,7 +511,18 @@ func TestRegisteredOnSomeRanksOnlyFails(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// onRanks runs job on every rank of a fresh simulated world of shape,
+// within two minutes, and fails t on any rank's error.
+func onRanks(t *testing.T, shape bootstrap.Shape, job func(ctx context.Context, r world.Rank) error) {
+	t.Helper()
+	w, err := world.Sim(shape, world.SimOptions{})
 	require.NoError(t, err)
+	defer func() { require.NoError(t, w.Close()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	require.NoError(t, w.Run(ctx, job))
 }
 
 // pullLaunches counts a rank's pull kernel launches.
@@ -551,12 +545,7 @@ func TestRegisteredInputUnderABoundIsOneLaunch(t *testing.T) {
 	const rowsPer, n = 16, 1024
 	shape := bootstrap.Shape{Nodes: 1, LocalSize: 2}
 	m := rowsPer * shape.World()
-	w, err := world.Sim(shape, world.SimOptions{})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, w.Close()) }()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+	onRanks(t, shape, func(ctx context.Context, r world.Rank) error {
 		dev := &pullLaunches{Device: r.Dev}
 		rs, err := rs2d.New(ctx, r.Comm, dev, rs2d.Config{MaxM: m, N: n, DType: dtype.I32, Engine: rs2d.EnginePull, MaxSymmetricBytes: 128 << 10})
 		if err != nil {
@@ -621,5 +610,4 @@ func TestRegisteredInputUnderABoundIsOneLaunch(t *testing.T) {
 		}
 		return nil
 	})
-	require.NoError(t, err)
 }
