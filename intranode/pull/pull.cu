@@ -13,8 +13,9 @@
 //   - arrive: block b writes the launch number into arrive[b][me] on every
 //     peer, then waits until its own arrive[b][p] reached it for every peer:
 //     every peer's launch has started, so its input (written by work before
-//     the launch in its stream) is complete. The value carries the tag of
-//     the input the launch reads, checked against the peer's.
+//     the launch in its stream) is complete. The value (launch << 8 | tag,
+//     pull_handshake) carries the tag of the input the launch reads, checked
+//     against the peer's.
 //   - done: once block b's loads are consumed, it writes the launch number
 //     into done[b][me] on every peer, then waits for its own done[b][p]: the
 //     launch ends only when every peer's blocks finished reading this rank's
@@ -52,11 +53,10 @@ __device__ __forceinline__ u32 pull_wait_geq(const u32* p, u32 target, const vol
 // waits for every peer's on this rank (max_blocks flags per set and peer).
 // A flag's value is launch << 8 | tag: at the arrival the tag says which
 // input the launch reads (0: the symmetric input, 1-255: a registered
-// input's, pull.go's Tag) and a rank whose peer reads another traps: ranks that
-// disagree would read inputs nobody wrote. The barrier before it puts the
-// block's loads and stores (and, at entry, the stream's earlier writes)
-// before the release; the barrier after it puts the acquire before the
-// block's loads.
+// input's, pull.go's Tag) and a rank whose peer reads another traps: ranks
+// that disagree would read inputs nobody wrote. The barrier before it puts
+// the block's loads (and, at entry, the stream's earlier writes) before the
+// release; the barrier after it puts the acquire before the block's loads.
 __device__ __forceinline__ void pull_handshake(const u64* __restrict__ peers, long long flags_off, int lws, int lr,
                                                int set, int max_blocks, u32 launch, const volatile u32* abort,
                                                u32 tag) {
