@@ -15,6 +15,7 @@ import (
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/gemm"
 	"github.com/seed12530e24/hiercoll/internal/check"
+	"github.com/seed12530e24/hiercoll/kernels/kerneltest"
 )
 
 // gemmRig is a simulated device with A, B and C of one product, filled
@@ -42,7 +43,7 @@ func newGemmRigOut(t *testing.T, dt, out dtype.DType, layout gemm.BLayout, m, n,
 	s, err := dev.NewStream(device.Normal)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
-	rng := newRNG(t)
+	rng := kerneltest.NewRNG(t)
 	alloc := func(data []byte) device.Ptr {
 		p, err := dev.Alloc(int64(len(data)))
 		require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/gemm"
 	"github.com/seed12530e24/hiercoll/internal/check"
+	"github.com/seed12530e24/hiercoll/kernels/kerneltest"
 )
 
 // scaledCase is one fp8 product with scales: A [m, k] and B [n, k] e4m3,
@@ -49,7 +50,7 @@ func randomScales(rng *rand.Rand, count, lo, hi int) []byte {
 
 // simDev is a simulated device for one test.
 func simDev(t *testing.T) device.Device {
-	dev, _, _ := simDevice(t)
+	dev, _, _ := kerneltest.SimDevice(t)
 	return dev
 }
 
@@ -64,7 +65,7 @@ func runScaled(t *testing.T, dev device.Device, c scaledCase) scaledRun {
 	s, err := dev.NewStream(device.Normal)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, s.Close()) }()
-	rng := newRNG(t)
+	rng := kerneltest.NewRNG(t)
 	na, nb := gemm.ScaleCounts(c.scaling, c.m, c.n, c.k)
 	r := scaledRun{scaledCase: c, a: check.Random(rng, dtype.E4M3, c.m*c.k), b: check.Random(rng, dtype.E4M3, c.n*c.k),
 		sa: randomScales(rng, na, c.lo, c.hi), sb: randomScales(rng, nb, c.lo, c.hi)}
@@ -192,7 +193,7 @@ func TestGemmScalingsAgreeWithPerTensor(t *testing.T) {
 			s, err := dev.NewStream(device.Normal)
 			require.NoError(t, err)
 			defer func() { require.NoError(t, s.Close()) }()
-			rng := newRNG(t)
+			rng := kerneltest.NewRNG(t)
 			alloc := func(data []byte) device.Ptr {
 				p, err := dev.Alloc(int64(len(data)))
 				require.NoError(t, err)
@@ -224,7 +225,7 @@ func TestGemmScalingsAgreeWithPerTensor(t *testing.T) {
 				require.NoError(t, dev.CopyToHost(results[i], g.C))
 				require.NoError(t, dev.CopyToDevice(g.C, check.Poison(dtype.BF16, m*n)))
 			}
-			requireSameBits(t, dtype.BF16, results[0], results[1], "per-tensor", c.scaling.String())
+			kerneltest.RequireSameBits(t, dtype.BF16, results[0], results[1], "per-tensor", c.scaling.String())
 		})
 	}
 }

@@ -21,19 +21,6 @@ import (
 func TestMain(m *testing.M) { os.Exit(sim.RunTests(m)) }
 
 // The shared helpers (kerneltest), under the names these tests use.
-var (
-	newRNG          = kerneltest.NewRNG
-	randomElems     = kerneltest.RandomElems
-	referenceReduce = kerneltest.ReferenceReduce
-	requireSameBits = kerneltest.RequireSameBits
-	poisonElems     = kerneltest.PoisonElems
-	simDevice       = kerneltest.SimDevice
-	upload          = kerneltest.Upload
-	download        = kerneltest.Download
-)
-
-type launchRecorder = kerneltest.LaunchRecorder
-
 var reduceShapes = []struct {
 	blocks        int
 	count, stride int64
@@ -49,14 +36,14 @@ var reduceShapes = []struct {
 }
 
 func TestReduceBlocksMatchesTheFP32Reference(t *testing.T) {
-	rng := newRNG(t)
+	rng := kerneltest.NewRNG(t)
 	for _, dt := range dtype.All {
 		for _, sh := range reduceShapes {
 			t.Run(fmt.Sprintf("%v/blocks%d/count%d/stride%d", dt, sh.blocks, sh.count, sh.stride), func(t *testing.T) {
-				src := randomElems(rng, dt, int64(sh.blocks-1)*sh.stride+sh.count)
+				src := kerneltest.RandomElems(rng, dt, int64(sh.blocks-1)*sh.stride+sh.count)
 				dst := make([]byte, sh.count*int64(dt.Size()))
 				kernels.ReduceBlocks(dt, dst, src, sh.stride, sh.blocks, sh.count, -1, nil)
-				requireSameBits(t, dt, referenceReduce(dt, src, sh.stride, sh.blocks, sh.count, -1, nil), dst)
+				kerneltest.RequireSameBits(t, dt, kerneltest.ReferenceReduce(dt, src, sh.stride, sh.blocks, sh.count, -1, nil), dst)
 
 				if !dt.IsFloat() {
 					return
@@ -128,9 +115,9 @@ func TestReduceBlocksRoundingContract(t *testing.T) {
 }
 
 func TestReduceBlocksInt32IsBitExact(t *testing.T) {
-	rng := newRNG(t)
+	rng := kerneltest.NewRNG(t)
 	const blocks, count = 16, 4096
-	src := randomElems(rng, dtype.I32, blocks*count)
+	src := kerneltest.RandomElems(rng, dtype.I32, blocks*count)
 	dst := make([]byte, 4*count)
 	kernels.ReduceBlocks(dtype.I32, dst, src, count, blocks, count, -1, nil)
 	wrapped := 0
@@ -148,54 +135,54 @@ func TestReduceBlocksInt32IsBitExact(t *testing.T) {
 }
 
 func TestReduceBlocksOneBlockCopies(t *testing.T) {
-	rng := newRNG(t)
+	rng := kerneltest.NewRNG(t)
 	for _, dt := range dtype.All {
-		src := randomElems(rng, dt, 1000)
-		dst := randomElems(rng, dt, 1000)
+		src := kerneltest.RandomElems(rng, dt, 1000)
+		dst := kerneltest.RandomElems(rng, dt, 1000)
 		kernels.ReduceBlocks(dt, dst, src, 0, 1, 1000, -1, nil)
-		requireSameBits(t, dt, src, dst)
+		kerneltest.RequireSameBits(t, dt, src, dst)
 	}
 }
 
 func TestReduceBlocksWritesOnlyCount(t *testing.T) {
-	rng := newRNG(t)
+	rng := kerneltest.NewRNG(t)
 	for _, dt := range dtype.All {
-		src := randomElems(rng, dt, 3*50)
-		dst := randomElems(rng, dt, 60)
+		src := kerneltest.RandomElems(rng, dt, 3*50)
+		dst := kerneltest.RandomElems(rng, dt, 60)
 		before := bytes.Clone(dst)
 		kernels.ReduceBlocks(dt, dst, src, 50, 3, 45, -1, nil)
 		es := dt.Size()
-		requireSameBits(t, dt, referenceReduce(dt, src, 50, 3, 45, -1, nil), dst[:45*es])
+		kerneltest.RequireSameBits(t, dt, kerneltest.ReferenceReduce(dt, src, 50, 3, 45, -1, nil), dst[:45*es])
 		require.Equal(t, before[45*es:], dst[45*es:], "%v: elements past count were written", dt)
 	}
 }
 
 func TestReduceBlocksReadsTheOwnBlockFromSelfSrc(t *testing.T) {
-	rng := newRNG(t)
+	rng := kerneltest.NewRNG(t)
 	const blocks, count, stride = 5, 77, 80
 	for _, dt := range dtype.All {
 		for _, self := range []int{0, 2, blocks - 1, -1, blocks, 100} {
 			t.Run(fmt.Sprintf("%v/self%d", dt, self), func(t *testing.T) {
-				src := randomElems(rng, dt, (blocks-1)*stride+count)
-				own := randomElems(rng, dt, count)
+				src := kerneltest.RandomElems(rng, dt, (blocks-1)*stride+count)
+				own := kerneltest.RandomElems(rng, dt, count)
 				es := int64(dt.Size())
 				inRange := self >= 0 && self < blocks
 				if inRange { // the own block's slot in src must not be read
-					copy(src[int64(self)*stride*es:], poisonElems(rng, dt, count))
+					copy(src[int64(self)*stride*es:], kerneltest.PoisonElems(rng, dt, count))
 				} else { // nor selfSrc when there is no own block
-					own = poisonElems(rng, dt, count)
+					own = kerneltest.PoisonElems(rng, dt, count)
 				}
 				dst := make([]byte, count*es)
 				kernels.ReduceBlocks(dt, dst, src, stride, blocks, count, self, own)
-				want := referenceReduce(dt, src, stride, blocks, count, self, own)
-				requireSameBits(t, dt, want, dst)
+				want := kerneltest.ReferenceReduce(dt, src, stride, blocks, count, self, own)
+				kerneltest.RequireSameBits(t, dt, want, dst)
 				for i := range int(count) {
 					require.False(t, math.IsNaN(dt.Get(dst, i)), "element %d: poison was read", i)
 				}
 				if inRange { // the same as the blocks laid out in one buffer
 					joined := bytes.Clone(src)
 					copy(joined[int64(self)*stride*es:], own)
-					requireSameBits(t, dt, referenceReduce(dt, joined, stride, blocks, count, -1, nil), dst)
+					kerneltest.RequireSameBits(t, dt, kerneltest.ReferenceReduce(dt, joined, stride, blocks, count, -1, nil), dst)
 				}
 			})
 		}
@@ -228,7 +215,7 @@ func TestReduceKernels(t *testing.T) {
 }
 
 func TestLaunchReduceOnSimMatchesReduceBlocks(t *testing.T) {
-	rng := newRNG(t)
+	rng := kerneltest.NewRNG(t)
 	cases := []struct {
 		blocks         int
 		count, extra   int64 // stride = count + extra
@@ -245,17 +232,17 @@ func TestLaunchReduceOnSimMatchesReduceBlocks(t *testing.T) {
 		{3, 33001, 1, 7, 9, 0, []int{1, 3, 1000}}, // several host workers
 		{8, 12000, 24, 0, 0, -1, []int{5}},
 	}
-	d, s, ctx := simDevice(t)
+	d, s, ctx := kerneltest.SimDevice(t)
 	for _, dt := range dtype.All {
 		es := int64(dt.Size())
 		for _, c := range cases {
 			stride := c.count + c.extra
 			srcElems := c.srcOff + int64(c.blocks-1)*stride + c.count // exactly what is read: an overrun faults
-			src := randomElems(rng, dt, srcElems)
-			srcPtr := upload(t, d, src)
+			src := kerneltest.RandomElems(rng, dt, srcElems)
+			srcPtr := kerneltest.Upload(t, d, src)
 			const ownOff = 3 // elements: the own block is unaligned too
-			own := randomElems(rng, dt, ownOff+c.count)
-			ownPtr := upload(t, d, own)
+			own := kerneltest.RandomElems(rng, dt, ownOff+c.count)
+			ownPtr := kerneltest.Upload(t, d, own)
 			want := make([]byte, c.count*es)
 			kernels.ReduceBlocks(dt, want, src[c.srcOff*es:], stride, c.blocks, c.count, c.self, own[ownOff*es:])
 			blocks := kernels.Blocks{Src: srcPtr.Add(c.srcOff * es), Stride: stride, N: c.blocks, Count: c.count, Self: c.self}
@@ -267,12 +254,12 @@ func TestLaunchReduceOnSimMatchesReduceBlocks(t *testing.T) {
 					dt, c.blocks, c.count, stride, c.srcOff, c.dstOff, c.self, grid)
 				t.Run(name, func(t *testing.T) {
 					guard := int64(11)
-					dstInit := randomElems(rng, dt, c.dstOff+c.count+guard)
-					dstPtr := upload(t, d, dstInit)
+					dstInit := kerneltest.RandomElems(rng, dt, c.dstOff+c.count+guard)
+					dstPtr := kerneltest.Upload(t, d, dstInit)
 					require.NoError(t, kernels.LaunchReduce(d, s, dt, grid, dstPtr.Add(c.dstOff*es), blocks))
 					require.NoError(t, s.Synchronize(ctx))
-					got := download(t, d, dstPtr, len(dstInit))
-					requireSameBits(t, dt, want, got[c.dstOff*es:(c.dstOff+c.count)*es])
+					got := kerneltest.Download(t, d, dstPtr, len(dstInit))
+					kerneltest.RequireSameBits(t, dt, want, got[c.dstOff*es:(c.dstOff+c.count)*es])
 					require.Equal(t, dstInit[:c.dstOff*es], got[:c.dstOff*es], "written before dst")
 					require.Equal(t, dstInit[(c.dstOff+c.count)*es:], got[(c.dstOff+c.count)*es:], "written past count")
 				})
@@ -282,7 +269,7 @@ func TestLaunchReduceOnSimMatchesReduceBlocks(t *testing.T) {
 }
 
 func TestLaunchReduceBoundsTheGrid(t *testing.T) {
-	d, s, ctx := simDevice(t)
+	d, s, ctx := kerneltest.SimDevice(t)
 	cases := []struct {
 		dt       dtype.DType
 		grid     int
@@ -297,10 +284,10 @@ func TestLaunchReduceBoundsTheGrid(t *testing.T) {
 		{dtype.I32, -5, 100, 1},
 	}
 	for _, c := range cases {
-		rec := &launchRecorder{Device: d}
+		rec := &kerneltest.LaunchRecorder{Device: d}
 		es := int64(c.dt.Size())
-		dst := upload(t, d, make([]byte, c.count*es))
-		src := upload(t, d, make([]byte, c.count*es))
+		dst := kerneltest.Upload(t, d, make([]byte, c.count*es))
+		src := kerneltest.Upload(t, d, make([]byte, c.count*es))
 		blocks := kernels.Blocks{Src: src, Stride: c.count, N: 1, Count: c.count, Self: -1}
 		require.NoError(t, kernels.LaunchReduce(rec, s, c.dt, c.grid, dst, blocks))
 		require.Equal(t, []int{c.wantGrid}, rec.Grids, "%v grid %d count %d", c.dt, c.grid, c.count)
@@ -308,7 +295,7 @@ func TestLaunchReduceBoundsTheGrid(t *testing.T) {
 	require.NoError(t, s.Synchronize(ctx))
 
 	// Nothing to do: nothing is launched, whatever the pointers.
-	rec := &launchRecorder{Device: d}
+	rec := &kerneltest.LaunchRecorder{Device: d}
 	require.NoError(t, kernels.LaunchReduce(rec, s, dtype.F32, 8, 0, kernels.Blocks{N: 4, Self: -1}))
 	require.Empty(t, rec.Grids)
 	err := kernels.LaunchReduce(rec, s, dtype.Invalid, 8, 0, kernels.Blocks{N: 1, Count: 1, Self: -1})
@@ -317,16 +304,16 @@ func TestLaunchReduceBoundsTheGrid(t *testing.T) {
 }
 
 func TestLaunchReducePassesTheArguments(t *testing.T) {
-	d, s, ctx := simDevice(t)
+	d, s, ctx := kerneltest.SimDevice(t)
 	const count, n = 64, 3
-	dst := upload(t, d, make([]byte, 4*count))
-	src := upload(t, d, make([]byte, 4*count*n))
-	own := upload(t, d, make([]byte, 4*count))
+	dst := kerneltest.Upload(t, d, make([]byte, 4*count))
+	src := kerneltest.Upload(t, d, make([]byte, 4*count*n))
+	own := kerneltest.Upload(t, d, make([]byte, 4*count))
 	for _, c := range []struct {
 		self     int
 		wantSelf int32
 	}{{0, 0}, {2, 2}, {-1, -1}, {-7, -1}, {n, -1}, {99, -1}} {
-		rec := &launchRecorder{Device: d}
+		rec := &kerneltest.LaunchRecorder{Device: d}
 		blocks := kernels.Blocks{Src: src, Stride: count, N: n, Count: count, Self: c.self, SelfSrc: own}
 		require.NoError(t, kernels.LaunchReduce(rec, s, dtype.I32, 4, dst, blocks))
 		require.Equal(t, [][]any{{dst, src, int64(count), int32(n), int64(count), c.wantSelf, own}}, rec.Args, "self %d", c.self)
@@ -335,16 +322,16 @@ func TestLaunchReducePassesTheArguments(t *testing.T) {
 }
 
 func TestReduceKernelRejectsBadArguments(t *testing.T) {
-	d, _, ctx := simDevice(t)
+	d, _, ctx := kerneltest.SimDevice(t)
 	k, err := kernels.Reduce(dtype.F32)
 	require.NoError(t, err)
 	dstInit := make([]byte, 64)
 	for i := range dstInit {
 		dstInit[i] = byte(i + 1)
 	}
-	dst := upload(t, d, dstInit)
-	src := upload(t, d, make([]byte, 4*64))
-	own := upload(t, d, make([]byte, 4*16))
+	dst := kerneltest.Upload(t, d, dstInit)
+	src := kerneltest.Upload(t, d, make([]byte, 4*64))
+	own := kerneltest.Upload(t, d, make([]byte, 4*16))
 	// Valid: dst, src, stride 16, 2 blocks, count 16, block 1 from own.
 	args := func(edit func(a []any) []any) []any {
 		return edit([]any{dst, src, int64(16), int32(2), int64(16), int32(1), own})
@@ -385,7 +372,7 @@ func TestReduceKernelRejectsBadArguments(t *testing.T) {
 				require.ErrorContains(t, err, c.message)
 				require.ErrorContains(t, err, k.Name)
 			}
-			require.Equal(t, dstInit, download(t, d, dst, 64), "a rejected reduce wrote its output")
+			require.Equal(t, dstInit, kerneltest.Download(t, d, dst, 64), "a rejected reduce wrote its output")
 		})
 	}
 	s, err := d.NewStream(device.Normal)
@@ -396,7 +383,7 @@ func TestReduceKernelRejectsBadArguments(t *testing.T) {
 }
 
 func TestReduceCatchesOutOfBounds(t *testing.T) {
-	d, _, ctx := simDevice(t)
+	d, _, ctx := kerneltest.SimDevice(t)
 	const count, n = 100, 3
 	for _, dt := range dtype.All {
 		es := int64(dt.Size())
@@ -416,17 +403,17 @@ func TestReduceCatchesOutOfBounds(t *testing.T) {
 				require.NoError(t, err)
 				defer func() { require.NoError(t, s.Close()) }()
 				dstInit := bytes.Repeat([]byte{0x5a}, int(c.dstElems*es))
-				dst := upload(t, d, dstInit)
-				src := upload(t, d, bytes.Repeat([]byte{0x11}, int(c.srcElems*es)))
+				dst := kerneltest.Upload(t, d, dstInit)
+				src := kerneltest.Upload(t, d, bytes.Repeat([]byte{0x11}, int(c.srcElems*es)))
 				blocks := kernels.Blocks{Src: src, Stride: count, N: n, Count: count, Self: c.self}
 				if c.ownElems > 0 {
-					blocks.SelfSrc = upload(t, d, bytes.Repeat([]byte{0x22}, int(c.ownElems*es)))
+					blocks.SelfSrc = kerneltest.Upload(t, d, bytes.Repeat([]byte{0x22}, int(c.ownElems*es)))
 				}
 				require.NoError(t, kernels.LaunchReduce(d, s, dt, 4, dst, blocks))
 				err = s.Synchronize(ctx)
 				require.ErrorIs(t, err, device.ErrInvalidArgument)
 				require.ErrorContains(t, err, c.message)
-				require.Equal(t, dstInit, download(t, d, dst, len(dstInit)), "the faulting reduce wrote its output")
+				require.Equal(t, dstInit, kerneltest.Download(t, d, dst, len(dstInit)), "the faulting reduce wrote its output")
 			})
 		}
 	}
@@ -437,19 +424,19 @@ func TestReduceCatchesOutOfBounds(t *testing.T) {
 func TestReduceOwnLastBlockNeedsNoSlotInSrc(t *testing.T) {
 	t.Skip("BUG: reduceHost bounds-checks src over (blocks-1)*stride+count elements even when the last block " +
 		"is the own block read from selfSrc, so the sim faults on a launch the CUDA kernel runs without reading that slot")
-	rng := newRNG(t)
-	d, s, ctx := simDevice(t)
+	rng := kerneltest.NewRNG(t)
+	d, s, ctx := kerneltest.SimDevice(t)
 	const count, stride, n = 40, 48, 3
 	for _, dt := range dtype.All {
 		es := int64(dt.Size())
-		src := randomElems(rng, dt, (n-2)*stride+count) // blocks 0 and 1 only
-		own := randomElems(rng, dt, count)
+		src := kerneltest.RandomElems(rng, dt, (n-2)*stride+count) // blocks 0 and 1 only
+		own := kerneltest.RandomElems(rng, dt, count)
 		want := make([]byte, count*es)
 		kernels.ReduceBlocks(dt, want, append(bytes.Clone(src), make([]byte, stride*es)...), stride, n, count, n-1, own)
-		dst := upload(t, d, make([]byte, count*es))
-		blocks := kernels.Blocks{Src: upload(t, d, src), Stride: stride, N: n, Count: count, Self: n - 1, SelfSrc: upload(t, d, own)}
+		dst := kerneltest.Upload(t, d, make([]byte, count*es))
+		blocks := kernels.Blocks{Src: kerneltest.Upload(t, d, src), Stride: stride, N: n, Count: count, Self: n - 1, SelfSrc: kerneltest.Upload(t, d, own)}
 		require.NoError(t, kernels.LaunchReduce(d, s, dt, 1, dst, blocks))
 		require.NoError(t, s.Synchronize(ctx), "%v", dt)
-		requireSameBits(t, dt, want, download(t, d, dst, int(count*es)))
+		kerneltest.RequireSameBits(t, dt, want, kerneltest.Download(t, d, dst, int(count*es)))
 	}
 }

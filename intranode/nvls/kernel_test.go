@@ -11,6 +11,7 @@ import (
 	"github.com/seed12530e24/hiercoll/device/sim"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/intranode/nvls"
+	"github.com/seed12530e24/hiercoll/kernels/kerneltest"
 )
 
 // mcTeam is lws simulated GPUs of one host with a multicast object of size
@@ -67,7 +68,7 @@ func newMCTeam(t *testing.T, lws int, size int64) *mcTeam {
 // reference in local-rank order, int32 wrapping; it writes count elements
 // at any alignment of out and nothing past them.
 func TestNVLSReduceOnSimMatchesTheReference(t *testing.T) {
-	rng := newRNG(t)
+	rng := kerneltest.NewRNG(t)
 	for _, dt := range dtype.All {
 		for _, c := range []struct {
 			lws    int
@@ -82,22 +83,22 @@ func TestNVLSReduceOnSimMatchesTheReference(t *testing.T) {
 				tm := newMCTeam(t, c.lws, c.mcOff+nvls.Padded(dt, c.count))
 				src := make([]byte, 0, int64(c.lws)*c.count*es)
 				for i, d := range tm.devs {
-					data := randomElems(rng, dt, c.count)
+					data := kerneltest.RandomElems(rng, dt, c.count)
 					src = append(src, data...)
 					require.NoError(t, d.CopyToDevice(tm.local[i].Add(c.mcOff), data))
 				}
-				want := referenceReduce(dt, src, c.count, c.lws, c.count, -1, nil)
+				want := kerneltest.ReferenceReduce(dt, src, c.count, c.lws, c.count, -1, nil)
 				// Every GPU of the team computes the same sum through its own mapping.
 				for i, d := range tm.devs {
-					poison := poisonElems(rng, dt, c.count+c.outOff+3)
-					out := upload(t, d, poison)
+					poison := kerneltest.PoisonElems(rng, dt, c.count+c.outOff+3)
+					out := kerneltest.Upload(t, d, poison)
 					s, err := d.NewStream(device.Normal)
 					require.NoError(t, err)
 					require.NoError(t, nvls.LaunchReduce(d, s, dt, 4, out.Add(c.outOff*es), tm.addr[i].Add(c.mcOff), c.count))
 					require.NoError(t, s.Synchronize(t.Context()))
 					require.NoError(t, s.Close())
-					got := download(t, d, out, len(poison))
-					requireSameBits(t, dt, want, got[c.outOff*es:(c.outOff+c.count)*es], "GPU ", i)
+					got := kerneltest.Download(t, d, out, len(poison))
+					kerneltest.RequireSameBits(t, dt, want, got[c.outOff*es:(c.outOff+c.count)*es], "GPU ", i)
 					require.Equal(t, poison[:c.outOff*es], got[:c.outOff*es], "written before out")
 					require.Equal(t, poison[(c.outOff+c.count)*es:], got[(c.outOff+c.count)*es:], "written past count")
 				}
@@ -111,7 +112,7 @@ func TestNVLSReduceRefusesWhatHardwareWould(t *testing.T) {
 	dt := dtype.BF16
 	tm := newMCTeam(t, 2, 4096)
 	d := tm.devs[0]
-	out := upload(t, d, make([]byte, 4096))
+	out := kerneltest.Upload(t, d, make([]byte, 4096))
 	run := func(mc device.Ptr, count int64) error {
 		s, err := d.NewStream(device.Normal)
 		require.NoError(t, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/intranode/ring"
+	"github.com/seed12530e24/hiercoll/kernels/kerneltest"
 )
 
 // The ring kernel runs one block of RingBlock threads per channel; its
@@ -52,21 +53,21 @@ func ringParams(t *testing.T) []reflect.Type {
 // matching widths, and the CPU backend's twin runs it: on a node of one
 // rank the ring is a copy of the own rows (no hop, no rounding).
 func TestLaunchRingMatchesTheCUDASignature(t *testing.T) {
-	d, s, ctx := simDevice(t)
+	d, s, ctx := kerneltest.SimDevice(t)
 	const count = 37
 	in := make([]byte, 4*count)
 	for i := range count {
 		binary.LittleEndian.PutUint32(in[4*i:], uint32(i*2654435761))
 	}
-	inP := upload(t, d, in)
-	out := upload(t, d, make([]byte, 4*count))
-	heap := upload(t, d, make([]byte, 256))
+	inP := kerneltest.Upload(t, d, in)
+	out := kerneltest.Upload(t, d, make([]byte, 4*count))
+	heap := kerneltest.Upload(t, d, make([]byte, 256))
 	table := make([]byte, 8)
 	binary.LittleEndian.PutUint64(table, uint64(heap))
-	peers := upload(t, d, table)
+	peers := kerneltest.Upload(t, d, table)
 	p := ring.Params{In: inP, Out: out, Peers: peers, Stride: count, Count: count, Per: 20, Chunk: 7,
 		ReadyOff: 0, Msgs: 3, Base: 5, Epoch: 1, LWS: 1, Rank: 0, Slots: 1, Channels: 2}
-	rec := &launchRecorder{Device: d}
+	rec := &kerneltest.LaunchRecorder{Device: d}
 	require.NoError(t, ring.Launch(rec, s, dtype.I32, p))
 	require.NoError(t, s.Synchronize(ctx))
 	require.Equal(t, []int{2}, rec.Grids, "one block per channel")
@@ -75,12 +76,12 @@ func TestLaunchRingMatchesTheCUDASignature(t *testing.T) {
 	for i, a := range rec.Args[0] {
 		require.Equal(t, want[i], reflect.TypeOf(a), "argument %d", i)
 	}
-	require.Equal(t, in, download(t, d, out, 4*count))
+	require.Equal(t, in, kerneltest.Download(t, d, out, 4*count))
 }
 
 // Descriptions the kernel cannot run are refused before the launch.
 func TestLaunchRingRejectsBadSteps(t *testing.T) {
-	d, s, ctx := simDevice(t)
+	d, s, ctx := kerneltest.SimDevice(t)
 	good := ring.Params{Stride: 64, Count: 64, Per: 32, Chunk: 8, Msgs: 4, SlotBytes: 32, LWS: 2, Rank: 1, Slots: 2, Channels: 2}
 	require.NoError(t, good.Check(dtype.F32))
 	for name, edit := range map[string]func(*ring.Params){
@@ -94,7 +95,7 @@ func TestLaunchRingRejectsBadSteps(t *testing.T) {
 	} {
 		p := good
 		edit(&p)
-		rec := &launchRecorder{Device: d}
+		rec := &kerneltest.LaunchRecorder{Device: d}
 		require.ErrorIs(t, ring.Launch(rec, s, dtype.F32, p), device.ErrInvalidArgument, name)
 		require.Empty(t, rec.Grids, name)
 	}
