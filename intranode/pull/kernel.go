@@ -98,7 +98,7 @@ type launch struct {
 	// MaxGrid is the flags per set and peer: the most blocks any launch
 	// of the engine has.
 	MaxGrid int
-	Tag     uint32 // the input's tag (Tag: 0 the symmetric input)
+	Tag     uint32 // the input's tag (inputTag: 0 the symmetric input)
 }
 
 func (p launch) args() []any {
@@ -108,34 +108,31 @@ func (p launch) args() []any {
 
 // launchArgs reads args back into a launch (the twin's side of args).
 func launchArgs(args []any) (launch, error) {
-	bad := fmt.Errorf("pull: kernel arguments %v: %w", args, device.ErrInvalidArgument)
+	bad := func() (launch, error) {
+		return launch{}, fmt.Errorf("pull: kernel arguments %v: %w", args, device.ErrInvalidArgument)
+	}
 	if len(args) != 12 {
-		return launch{}, bad
+		return bad()
 	}
 	var p launch
-	ptrs := map[int]*device.Ptr{0: &p.Peers, 1: &p.Inputs, 3: &p.Out, 9: &p.State}
-	i64s := map[int]*int64{2: &p.Off, 4: &p.Count, 5: &p.FlagsOff}
-	i32s := map[int]*int{6: &p.LWS, 7: &p.Me, 8: &p.Phases, 10: &p.MaxGrid}
-	for i, a := range args {
-		var ok bool
-		switch {
-		case ptrs[i] != nil:
-			*ptrs[i], ok = a.(device.Ptr)
-		case i64s[i] != nil:
-			*i64s[i], ok = a.(int64)
-		case i32s[i] != nil:
-			var v int32
-			v, ok = a.(int32)
-			*i32s[i] = int(v)
-		case i == 11:
-			p.Tag, ok = a.(uint32)
-		}
-		if !ok {
-			return launch{}, bad
-		}
-	}
-	if p.LWS < 1 || p.LWS > MaxLocalSize || p.Me < 0 || p.Me >= p.LWS || p.Count < 0 || p.MaxGrid < 1 || p.Tag > 0xff {
-		return launch{}, bad
+	var lws, me, phases, maxGrid int32
+	var ok [12]bool
+	p.Peers, ok[0] = args[0].(device.Ptr)
+	p.Inputs, ok[1] = args[1].(device.Ptr)
+	p.Off, ok[2] = args[2].(int64)
+	p.Out, ok[3] = args[3].(device.Ptr)
+	p.Count, ok[4] = args[4].(int64)
+	p.FlagsOff, ok[5] = args[5].(int64)
+	lws, ok[6] = args[6].(int32)
+	me, ok[7] = args[7].(int32)
+	phases, ok[8] = args[8].(int32)
+	p.State, ok[9] = args[9].(device.Ptr)
+	maxGrid, ok[10] = args[10].(int32)
+	p.Tag, ok[11] = args[11].(uint32)
+	p.LWS, p.Me, p.Phases, p.MaxGrid = int(lws), int(me), int(phases), int(maxGrid)
+	if ok != [12]bool{true, true, true, true, true, true, true, true, true, true, true, true} ||
+		p.LWS < 1 || p.LWS > MaxLocalSize || p.Me < 0 || p.Me >= p.LWS || p.Count < 0 || p.MaxGrid < 1 || p.Tag > 0xff {
+		return bad()
 	}
 	return p, nil
 }
@@ -234,10 +231,10 @@ const (
 	flagSets
 )
 
-// Tag is the 8-bit tag of the input a launch reads, carried in its arrival
-// flags: 0 for the symmetric input, 1 to 255 for registration serial (1,
-// 2, ...: serials 255 apart share a tag).
-func Tag(serial uint32) uint32 {
+// inputTag is the 8-bit tag of the input a launch reads, carried in its
+// arrival flags: 0 for the symmetric input, 1 to 255 for registration
+// serial (1, 2, ...: serials 255 apart share a tag).
+func inputTag(serial uint32) uint32 {
 	if serial == 0 {
 		return 0
 	}

@@ -53,8 +53,8 @@ __device__ __forceinline__ u32 pull_wait_geq(const u32* p, u32 target, const vol
 // waits for every peer's on this rank (max_blocks flags per set and peer).
 // A flag's value is launch << 8 | tag: at the arrival the tag says which
 // input the launch reads (0: the symmetric input, 1-255: a registered
-// input's, pull.go's Tag) and a rank whose peer reads another traps: ranks
-// that disagree would read inputs nobody wrote. The barrier before it puts
+// input's, kernel.go's inputTag) and a rank whose peer reads another
+// traps: ranks that disagree would read inputs nobody wrote. The barrier before it puts
 // the block's loads (and, at entry, the stream's earlier writes) before the
 // release; the barrier after it puts the acquire before the block's loads.
 __device__ __forceinline__ void pull_handshake(const u64* __restrict__ peers, long long flags_off, int lws, int lr,

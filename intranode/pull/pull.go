@@ -263,7 +263,7 @@ func (e *Engine) pull(s device.Stream, step intranode.Step, inputs device.Ptr, o
 		p.Phases |= phaseDone
 	}
 	blocks := grid(rowBytes, step.Rows, e.m.maxGrid())
-	p.Tag = Tag(step.InputSerial)
+	p.Tag = inputTag(step.InputSerial)
 	if err := run(e.env.Dev, s, e.env.DType, blocks, p); err != nil {
 		return intranode.Done{}, fmt.Errorf("pull: node step %d: %w", step.Node, err)
 	}
