@@ -8,3 +8,11 @@ func SetPieces(block, piece int64) (restore func()) {
 	minPieceBlock, minPieceBytes = block, piece
 	return func() { minPieceBlock, minPieceBytes = oldBlock, oldPiece }
 }
+
+// SetBulkMinBytes sets the smallest block read with bulk copies and returns
+// a function that restores it (tests that call it run alone).
+func SetBulkMinBytes(n int64) (restore func()) {
+	old := bulkMinBytes
+	bulkMinBytes = n
+	return func() { bulkMinBytes = old }
+}

@@ -22,7 +22,15 @@ const (
 	maxBlocks = 1024
 	// MaxLocalSize is the most GPUs per node the kernel serves.
 	MaxLocalSize = 8
+	// bulkShared is the bulk kernels' dynamic shared memory: their stages
+	// (pull.cu's PB_SHARED) and the stages' mbarriers.
+	bulkShared = 128<<10 + 128
 )
+
+// bulkMinBytes is the smallest block (bytes this rank reduces in one
+// launch) read with bulk copies: below it the vector loads measured faster,
+// above it the bulk copies (RESULTS.md).
+var bulkMinBytes int64 = 32 << 20
 
 // The words of the call state (this rank's own memory).
 const (
@@ -38,32 +46,36 @@ const (
 	phaseDone   = 2 // end only once every peer finished reading this input
 )
 
-// kernels by element type, then by the largest local world size served
-// (the loops unroll over it).
-var pullKernels = map[dtype.DType]map[int]*device.Kernel{}
+// The kernels by loads (false: vector loads, true: bulk copies), element
+// type, then the largest local world size served (the loops unroll over
+// it). The twin is the same for both loads.
+var pullKernels = map[bool]map[dtype.DType]map[int]*device.Kernel{}
 
 // widths are the local world sizes the kernels are compiled for.
 var widths = []int{2, 4, 8}
 
 func init() {
-	for _, dt := range dtype.All {
-		pullKernels[dt] = map[int]*device.Kernel{}
-		for _, l := range widths {
-			pullKernels[dt][l] = &device.Kernel{
-				Module: module,
-				Name:   fmt.Sprintf("hc_pull_%v_l%d", dt, l),
-				Block:  block,
-				Host:   host(dt),
+	for _, bulk := range []bool{false, true} {
+		pullKernels[bulk] = map[dtype.DType]map[int]*device.Kernel{}
+		for _, dt := range dtype.All {
+			pullKernels[bulk][dt] = map[int]*device.Kernel{}
+			for _, l := range widths {
+				k := &device.Kernel{Module: module, Name: fmt.Sprintf("hc_pull_%v_l%d", dt, l), Block: block, Host: host(dt)}
+				if bulk {
+					k.Name, k.Shared = fmt.Sprintf("hc_pull_bulk_%v_l%d", dt, l), bulkShared
+				}
+				pullKernels[bulk][dt][l] = k
 			}
 		}
 	}
 }
 
-// kernelFor is the kernel for dt on nodes of lws GPUs.
-func kernelFor(dt dtype.DType, lws int) (*device.Kernel, error) {
+// kernelFor is the kernel for dt on nodes of lws GPUs, with bulk copies or
+// vector loads.
+func kernelFor(dt dtype.DType, lws int, bulk bool) (*device.Kernel, error) {
 	for _, l := range widths {
 		if lws <= l {
-			if k, ok := pullKernels[dt][l]; ok {
+			if k, ok := pullKernels[bulk][dt][l]; ok {
 				return k, nil
 			}
 		}
@@ -71,15 +83,17 @@ func kernelFor(dt dtype.DType, lws int) (*device.Kernel, error) {
 	return nil, fmt.Errorf("pull: no kernel for %v on %d GPUs per node (at most %d): %w", dt, lws, MaxLocalSize, device.ErrNotSupported)
 }
 
-// Prepare loads the kernel for dt on nodes of lws GPUs (see
+// Prepare loads the kernels for dt on nodes of lws GPUs (see
 // device.Device.Prepare: before anything collective is enqueued).
 func Prepare(dev device.Device, dt dtype.DType, lws int) error {
-	k, err := kernelFor(dt, lws)
-	if err != nil {
-		return err
-	}
-	if err := dev.Prepare(k); err != nil {
-		return fmt.Errorf("pull: preparing %s: %w", k.Name, err)
+	for _, bulk := range []bool{false, true} {
+		k, err := kernelFor(dt, lws, bulk)
+		if err != nil {
+			return err
+		}
+		if err := dev.Prepare(k); err != nil {
+			return fmt.Errorf("pull: preparing %s: %w", k.Name, err)
+		}
 	}
 	return nil
 }
@@ -139,7 +153,7 @@ func launchArgs(args []any) (launch, error) {
 
 // run enqueues the kernel on s with grid blocks.
 func run(dev device.Device, s device.Stream, dt dtype.DType, grid int, p launch) error {
-	k, err := kernelFor(dt, p.LWS)
+	k, err := kernelFor(dt, p.LWS, p.Count*int64(dt.Size()) >= bulkMinBytes)
 	if err != nil {
 		return err
 	}

@@ -54,9 +54,11 @@ __device__ __forceinline__ u32 pull_wait_geq(const u32* p, u32 target, const vol
 // A flag's value is launch << 8 | tag: at the arrival the tag says which
 // input the launch reads (0: the symmetric input, 1-255: a registered
 // input's, kernel.go's inputTag) and a rank whose peer reads another
-// traps: ranks that disagree would read inputs nobody wrote. The barrier before it puts
-// the block's loads (and, at entry, the stream's earlier writes) before the
-// release; the barrier after it puts the acquire before the block's loads.
+// traps: ranks that disagree would read inputs nobody wrote. The barrier
+// before it puts the block's loads (and, at entry, the stream's earlier
+// writes) before the release, which is cumulative, so no fence of its own
+// is needed (one costs time on every call: RESULTS.md); the barrier after it
+// puts the acquire before the block's loads.
 __device__ __forceinline__ void pull_handshake(const u64* __restrict__ peers, long long flags_off, int lws, int lr,
                                                int set, int max_blocks, u32 launch, const volatile u32* abort,
                                                u32 tag) {
@@ -64,7 +66,6 @@ __device__ __forceinline__ void pull_handshake(const u64* __restrict__ peers, lo
   const int t = threadIdx.x;
   if (t < lws && t != lr) {
     const long long word = ((long long)set * max_blocks + blockIdx.x) * lws;
-    __threadfence_system();
     st_release_sys((u32*)((char*)peers[t] + flags_off) + word + lr, launch << 8 | tag);
     const u32 v = pull_wait_geq((const u32*)((char*)peers[lr] + flags_off) + word + t, launch << 8, abort);
     if ((v & 0xffu) != tag && !*abort) asm volatile("trap;");
@@ -137,6 +138,95 @@ __device__ __forceinline__ void pull_sum(const u64* __restrict__ inputs, long lo
   }
 }
 
+// pull_sum_bulk is pull_sum for large blocks: one thread streams PB_TILE
+// bytes of every peer's block per stage into shared memory with bulk copies
+// (TMA, completing on the stage's mbarrier), PB_STAGES / L stages ahead,
+// and the block sums each stage from there. Tiles go to the blocks in turn.
+// Bases, offset and sizes must be multiples of 16 bytes, and the GPU a
+// Hopper or later (else pull_sum).
+enum { PB_TILE = 8192, PB_SHARED = 131072, PB_STAGES = PB_SHARED / PB_TILE };
+
+__device__ __forceinline__ void pb_wait(u32 bar, u32 parity) {
+  u32 ok = 0;
+  while (!ok) {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
+  }
+}
+
+// pb_issue starts the bulk copies of this block's j-th tile into stage
+// j % stages (at smem, L tiles per stage), completing on its mbarrier.
+__device__ __forceinline__ void pb_issue(const u64* __restrict__ inputs, long long off, long long bytes, int lws, int L,
+                                         int stages, u32 smem, u32 bars, long long j) {
+  const int s = (int)(j % stages);
+  const long long o = ((long long)blockIdx.x + j * gridDim.x) * PB_TILE;
+  const u32 n = (u32)(bytes - o < PB_TILE ? bytes - o : PB_TILE);
+  const u32 bar = bars + 8 * s;
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(n * lws) : "memory");
+  for (int q = 0; q < lws; q++) {
+    const u32 dst = smem + (u32)((s * L + q) * PB_TILE);
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+                 "l"((const char*)inputs[q] + off + o), "r"(n), "r"(bar)
+                 : "memory");
+  }
+}
+
+template <class T, int L>
+__device__ __forceinline__ void pull_sum_bulk(const u64* __restrict__ inputs, long long off, typename T::E* __restrict__ out,
+                                              long long count, int lws) {
+  typedef typename T::A A;
+  const int V = T::V;
+  const int stages = PB_STAGES / L;
+  extern __shared__ __align__(128) unsigned char pb_smem[];
+#if __CUDA_ARCH__ < 900
+  pull_sum<T, L, 8 / L>(inputs, off, out, count, lws);
+#else
+  const long long bytes = count * (long long)sizeof(typename T::E);
+  u64 bases = 0;
+  for (int q = 0; q < lws; q++) bases |= inputs[q];
+  if (((bases | (u64)off | (u64)out | (u64)bytes) & 15ull) != 0) {
+    pull_sum<T, L, 8 / L>(inputs, off, out, count, lws);
+    return;
+  }
+  u64 generic;
+  asm("cvta.to.shared.u64 %0, %1;" : "=l"(generic) : "l"(pb_smem));
+  const u32 smem = (u32)generic, bars = smem + PB_SHARED;
+  const long long tiles = (bytes + PB_TILE - 1) / PB_TILE;
+  const long long mine = (long long)blockIdx.x < tiles ? (tiles - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < stages; s++) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bars + 8 * s) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    // The handshake's acquire (generic proxy) before the copies' reads (async proxy).
+    asm volatile("fence.proxy.async.global;" ::: "memory");
+    for (long long j = 0; j < mine && j < stages; j++) pb_issue(inputs, off, bytes, lws, L, stages, smem, bars, j);
+  }
+  __syncthreads();
+  for (long long j = 0; j < mine; j++) {
+    const int s = (int)(j % stages);
+    pb_wait(bars + 8 * s, (u32)((j / stages) & 1));
+    const long long o = ((long long)blockIdx.x + j * gridDim.x) * PB_TILE;
+    const int nv = (int)((bytes - o < PB_TILE ? bytes - o : PB_TILE) / 16);
+    vec16* dst = (vec16*)((char*)out + o);
+    for (int v = threadIdx.x; v < nv; v += blockDim.x) {
+      A acc[V];
+#pragma unroll
+      for (int e = 0; e < V; e++) acc[e] = (A)0;
+#pragma unroll
+      for (int q = 0; q < L; q++) {
+        if (q < lws) T::add(acc, ((const vec16*)(pb_smem + (s * L + q) * PB_TILE))[v]);
+      }
+      dst[v] = T::pack(acc);
+    }
+    __syncthreads();  // every thread's reads of stage s are done
+    if (threadIdx.x == 0 && j + stages < mine) {
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // those reads before the next copies' writes
+      pb_issue(inputs, off, bytes, lws, L, stages, smem, bars, j + stages);
+    }
+  }
+#endif
+}
+
 // pull_finish counts the block out; the launch's last block stores its
 // launch number into the call state for the next launch.
 __device__ __forceinline__ void pull_finish(u32* state, u32 launch) {
@@ -150,27 +240,46 @@ __device__ __forceinline__ void pull_finish(u32* state, u32 launch) {
   }
 }
 
-#define HC_PULL(name, T, E, L)                                                                                  \
+// pull_sum_vec is pull_sum with its in-flight vectors fixed by L.
+template <class T, int L>
+__device__ __forceinline__ void pull_sum_vec(const u64* __restrict__ inputs, long long off, typename T::E* __restrict__ out,
+                                             long long count, int lws) {
+  pull_sum<T, L, 8 / L>(inputs, off, out, count, lws);
+}
+
+#define HC_PULL(name, T, E, L, SUM)                                                                                  \
   extern "C" __global__ void __launch_bounds__(512, 1)                                                      \
       name(const u64* peers, const u64* inputs, long long off, E* out, long long count, long long flags_off, \
            int lws, int lr, int phases, u32* state, int max_blocks, u32 tag) {                              \
     const u32 launch = ((volatile u32*)state)[PS_LAUNCHES] + 1;                                             \
     const volatile u32* abort = (const volatile u32*)state + PS_ABORT;                                      \
     if (phases & 1) pull_handshake(peers, flags_off, lws, lr, PF_ARRIVE, max_blocks, launch, abort, tag);  \
-    pull_sum<T, L, 8 / L>(inputs, off, out, count, lws);                                                    \
+    SUM<T, L>(inputs, off, out, count, lws);                                                                \
     if (phases & 2) pull_handshake(peers, flags_off, lws, lr, PF_DONE, max_blocks, launch, abort, 0);      \
     pull_finish(state, launch);                                                                             \
   }
 
-HC_PULL(hc_pull_bf16_l2, EBF16, u16, 2)
-HC_PULL(hc_pull_bf16_l4, EBF16, u16, 4)
-HC_PULL(hc_pull_bf16_l8, EBF16, u16, 8)
-HC_PULL(hc_pull_fp16_l2, EF16, u16, 2)
-HC_PULL(hc_pull_fp16_l4, EF16, u16, 4)
-HC_PULL(hc_pull_fp16_l8, EF16, u16, 8)
-HC_PULL(hc_pull_fp32_l2, EF32, float, 2)
-HC_PULL(hc_pull_fp32_l4, EF32, float, 4)
-HC_PULL(hc_pull_fp32_l8, EF32, float, 8)
-HC_PULL(hc_pull_int32_l2, EI32, u32, 2)
-HC_PULL(hc_pull_int32_l4, EI32, u32, 4)
-HC_PULL(hc_pull_int32_l8, EI32, u32, 8)
+HC_PULL(hc_pull_bf16_l2, EBF16, u16, 2, pull_sum_vec)
+HC_PULL(hc_pull_bf16_l4, EBF16, u16, 4, pull_sum_vec)
+HC_PULL(hc_pull_bf16_l8, EBF16, u16, 8, pull_sum_vec)
+HC_PULL(hc_pull_bulk_bf16_l2, EBF16, u16, 2, pull_sum_bulk)
+HC_PULL(hc_pull_bulk_bf16_l4, EBF16, u16, 4, pull_sum_bulk)
+HC_PULL(hc_pull_bulk_bf16_l8, EBF16, u16, 8, pull_sum_bulk)
+HC_PULL(hc_pull_fp16_l2, EF16, u16, 2, pull_sum_vec)
+HC_PULL(hc_pull_fp16_l4, EF16, u16, 4, pull_sum_vec)
+HC_PULL(hc_pull_fp16_l8, EF16, u16, 8, pull_sum_vec)
+HC_PULL(hc_pull_bulk_fp16_l2, EF16, u16, 2, pull_sum_bulk)
+HC_PULL(hc_pull_bulk_fp16_l4, EF16, u16, 4, pull_sum_bulk)
+HC_PULL(hc_pull_bulk_fp16_l8, EF16, u16, 8, pull_sum_bulk)
+HC_PULL(hc_pull_fp32_l2, EF32, float, 2, pull_sum_vec)
+HC_PULL(hc_pull_fp32_l4, EF32, float, 4, pull_sum_vec)
+HC_PULL(hc_pull_fp32_l8, EF32, float, 8, pull_sum_vec)
+HC_PULL(hc_pull_bulk_fp32_l2, EF32, float, 2, pull_sum_bulk)
+HC_PULL(hc_pull_bulk_fp32_l4, EF32, float, 4, pull_sum_bulk)
+HC_PULL(hc_pull_bulk_fp32_l8, EF32, float, 8, pull_sum_bulk)
+HC_PULL(hc_pull_int32_l2, EI32, u32, 2, pull_sum_vec)
+HC_PULL(hc_pull_int32_l4, EI32, u32, 4, pull_sum_vec)
+HC_PULL(hc_pull_int32_l8, EI32, u32, 8, pull_sum_vec)
+HC_PULL(hc_pull_bulk_int32_l2, EI32, u32, 2, pull_sum_bulk)
+HC_PULL(hc_pull_bulk_int32_l4, EI32, u32, 4, pull_sum_bulk)
+HC_PULL(hc_pull_bulk_int32_l8, EI32, u32, 8, pull_sum_bulk)

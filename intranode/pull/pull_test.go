@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,6 +34,7 @@ type late struct {
 	delay         time.Duration
 	copies, reads bool
 	launches      *atomic.Int64 // where not nil: counts the pull kernels launched
+	kernels       *sync.Map     // where not nil: the names of the kernels launched
 }
 
 func (l *late) sleep(s device.Stream) error {
@@ -52,6 +54,9 @@ func (l *late) Copy(s device.Stream, dst, src device.Ptr, n int64) error {
 func (l *late) Launch(s device.Stream, k *device.Kernel, grid int, args ...any) error {
 	if l.launches != nil && strings.HasPrefix(k.Name, "hc_pull_") {
 		l.launches.Add(1)
+	}
+	if l.kernels != nil {
+		l.kernels.Store(k.Name, true)
 	}
 	if l.reads && strings.HasPrefix(k.Name, "hc_pull_") {
 		if err := l.sleep(s); err != nil {
@@ -274,6 +279,36 @@ func TestPullCopiedInPieces(t *testing.T) {
 				require.Equal(t, int64(c.pieces*calls), launches.Load(), "rank 1's pull launches")
 			})
 		}
+	}
+}
+
+// Blocks from bulkMinBytes up are read with the bulk kernels, smaller ones
+// with the vector kernels (1 KiB here): the right rows either way, on
+// 2 and 4 GPUs and for a block that is no multiple of 16 bytes (the bulk
+// kernel then falls back to loads). It changes the threshold, so it runs
+// alone.
+func TestPullBulkFromItsSize(t *testing.T) {
+	defer pull.SetBulkMinBytes(1 << 10)()
+	for _, c := range []struct {
+		name       string
+		lws        int
+		dt         dtype.DType
+		rowsPer, n int
+		kernel     string
+	}{
+		{"1x2/bf16/bulk", 2, dtype.BF16, 3, 512, "hc_pull_bulk_bf16_l2"},
+		{"1x4/int32/bulk", 4, dtype.I32, 2, 300, "hc_pull_bulk_int32_l4"},
+		{"1x4/fp16/odd bytes", 4, dtype.F16, 1, 1023, "hc_pull_bulk_fp16_l4"},
+		{"1x2/fp32/vector", 2, dtype.F32, 1, 128, "hc_pull_fp32_l2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var names sync.Map
+			run(t, spec{shape: bootstrap.Shape{Nodes: 1, LocalSize: c.lws}, dt: c.dt, rowsPer: c.rowsPer, n: c.n, calls: 2, zeroCopy: true,
+				late: &late{kernels: &names}})
+			var got []string
+			names.Range(func(k, _ any) bool { got = append(got, k.(string)); return true })
+			require.Equal(t, []string{c.kernel}, got, "rank 1's kernels")
+		})
 	}
 }
 
