@@ -12,7 +12,8 @@ type Grapher interface {
 	// not run, until EndCapture.
 	BeginCapture(s Stream) error
 	// EndCapture ends the capture begun on s and returns what it recorded,
-	// ready to launch.
+	// ready to launch. It is called from the goroutine that began the
+	// capture (CUDA ends a capture on the thread that began it).
 	EndCapture(s Stream) (Graph, error)
 }
 

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/seed12530e24/hiercoll/device"
@@ -24,6 +25,8 @@ func (s *stream) Capturing() (bool, error) {
 
 // BeginCapture implements device.Grapher with cuStreamBeginCapture_v2 in
 // thread-local mode: other threads' unsafe calls do not break the capture.
+// Such a capture must end on the OS thread that began it, so the calling
+// goroutine stays on its thread until EndCapture (runtime.LockOSThread).
 func (d *Device) BeginCapture(s device.Stream) error {
 	st, err := d.own(s)
 	if err != nil {
@@ -32,10 +35,16 @@ func (d *Device) BeginCapture(s device.Stream) error {
 	if !d.drv.hasGraphs() {
 		return fmt.Errorf("cuda: %s: the driver has no graph entry points: %w", d.name, device.ErrNotSupported)
 	}
-	return d.check(d.drv.streamBeginCapture(d.ctx, st.h, captureModeThreadLocal), "cuStreamBeginCapture_v2(%s)", st.name)
+	runtime.LockOSThread()
+	err = d.check(d.drv.streamBeginCapture(d.ctx, st.h, captureModeThreadLocal), "cuStreamBeginCapture_v2(%s)", st.name)
+	if err != nil {
+		runtime.UnlockOSThread()
+	}
+	return err
 }
 
-// EndCapture implements device.Grapher: cuStreamEndCapture, then
+// EndCapture implements device.Grapher, on the goroutine that called
+// BeginCapture: cuStreamEndCapture, then
 // cuGraphInstantiateWithFlags (the graph itself is destroyed once
 // instantiated).
 func (d *Device) EndCapture(s device.Stream) (device.Graph, error) {
@@ -47,6 +56,7 @@ func (d *Device) EndCapture(s device.Stream) (device.Graph, error) {
 		return nil, fmt.Errorf("cuda: %s: the driver has no graph entry points: %w", d.name, device.ErrNotSupported)
 	}
 	g, r := d.drv.streamEndCapture(d.ctx, st.h)
+	runtime.UnlockOSThread() // BeginCapture's, on the goroutine that began the capture
 	if err := d.check(r, "cuStreamEndCapture(%s)", st.name); err != nil {
 		return nil, err
 	}
