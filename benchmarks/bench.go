@@ -40,6 +40,12 @@ type BenchOptions struct {
 	// place: registered once per variant (rs2d Context.Register) before
 	// anything is timed, so no call copies it.
 	Register bool
+	// Capture times CUDA-graph launches instead of enqueued calls: per
+	// path and size, Iters calls captured once into a graph, each
+	// measurement one launch of it (device time without the host's
+	// enqueue, as a training step captured in a graph runs). Needs
+	// variants with Config.Graphs.
+	Capture bool
 }
 
 // BenchRow is one size of the table.
@@ -63,6 +69,9 @@ type BenchRow struct {
 	// registered once (rs2d Context.Register, BenchOptions.Register); the
 	// variant's name ends in "registered".
 	Registered bool
+	// Captured: the times are of CUDA-graph launches of the calls
+	// (BenchOptions.Capture), hiercoll's and NCCL's alike.
+	Captured bool
 }
 
 // BusBW is the bus bandwidth of t for this row in GB/s: bytes/t × (n−1)/n.
@@ -180,6 +189,9 @@ func bench(ctx context.Context, r world.Rank, o BenchOptions) (err error) {
 		p.Printf("  NCCL %s on the same buffers, same processes, alternating with hiercoll\n", ref.Version)
 	}
 	p.Printf("  times: the slowest rank's mean per call, the median of %s (hiercoll and NCCL in turn, which goes first alternating), their spread at the end of the line; busbw = bytes/time x (n-1)/n; sizes are whole rows\n", Count(max(o.Reps, 1), "measurement"))
+	if o.Capture {
+		p.Printf("  captured: each measurement is one CUDA-graph launch of the calls captured once (hiercoll's and NCCL's alike): device time, without the host's enqueue\n")
+	}
 	var rows []BenchRow
 	for _, vcfg := range variants {
 		vrows, err := benchVariant(ctx, r, o, vcfg, ref, buf, s, t0, t1, ms, maxM)
@@ -248,7 +260,7 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, 
 	for _, m := range ms {
 		rowsPer := m / ws
 		row := BenchRow{Variant: name, Bytes: int64(m) * rowBytes, Count: int64(m) * int64(o.N), M: m, N: o.N, Simulated: !gpu,
-			Registered: o.Register}
+			Registered: o.Register, Captured: o.Capture}
 		// The row's first columns say what is being measured; the rest
 		// follows when it is done (progress without a line between rows).
 		p.Printf("%12d %12d %6s", row.Bytes, row.Count, o.DType)
@@ -283,7 +295,12 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, 
 				return nil, err
 			}
 		}
-		times, err := measureInTurn(ctx, r, s, t0, t1, iters, max(o.Reps, 1), paths)
+		var times [][]time.Duration
+		if o.Capture {
+			times, err = measureCaptured(ctx, r, s, t0, t1, iters, max(o.Reps, 1), paths)
+		} else {
+			times, err = measureInTurn(ctx, r, s, t0, t1, iters, max(o.Reps, 1), paths)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -369,6 +386,51 @@ func measureInTurn(ctx context.Context, r world.Rank, s device.Stream, t0, t1 de
 		}
 	}
 	return times, nil
+}
+
+// measureCaptured is measureInTurn over CUDA graphs: each path's iters
+// calls are captured once into a graph, and each measurement launches it;
+// the times are per call.
+func measureCaptured(ctx context.Context, r world.Rank, s device.Stream, t0, t1 device.Event, iters, reps int,
+	paths []func() error) (times [][]time.Duration, err error) {
+	g, ok := r.Dev.(device.Grapher)
+	if !ok {
+		return nil, fmt.Errorf("benchmarks: capture: the %s backend has no graphs: %w", r.Dev.Info().Backend, device.ErrNotSupported)
+	}
+	launches := make([]func() error, len(paths))
+	for j, run := range paths {
+		graph, err := capture(g, s, iters, run)
+		if err != nil {
+			return nil, err
+		}
+		defer func() { err = errors.Join(err, graph.Close()) }()
+		launches[j] = func() error { return graph.Launch(s) }
+	}
+	if times, err = measureInTurn(ctx, r, s, t0, t1, 1, reps, launches); err != nil {
+		return nil, err
+	}
+	for _, path := range times {
+		for k := range path {
+			path[k] /= time.Duration(iters)
+		}
+	}
+	return times, nil
+}
+
+// capture records iters calls of run on s into a graph.
+func capture(g device.Grapher, s device.Stream, iters int, run func() error) (device.Graph, error) {
+	if err := g.BeginCapture(s); err != nil {
+		return nil, err
+	}
+	for i := 0; i < iters; i++ {
+		if err := run(); err != nil {
+			if graph, endErr := g.EndCapture(s); endErr == nil {
+				err = errors.Join(err, graph.Close())
+			}
+			return nil, err
+		}
+	}
+	return g.EndCapture(s)
 }
 
 // printRowEnd prints the measured columns of row, after the size columns

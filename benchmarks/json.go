@@ -27,6 +27,7 @@ type benchJSON struct {
 	NCCLBusBW    *float64 `json:"nccl_busbw_gbps,omitempty"`
 	MaxDiffVsNCL *float64 `json:"max_abs_diff_vs_nccl,omitempty"`
 	Simulated    bool     `json:"simulated"`
+	Captured     bool     `json:"captured"`
 }
 
 // WriteJSON writes the rows as JSON, one object per line.
@@ -34,7 +35,8 @@ func WriteJSON(w io.Writer, rows []BenchRow, world int, dt dtype.DType) error {
 	enc := json.NewEncoder(w)
 	for _, r := range rows {
 		j := benchJSON{Variant: r.Variant, Bytes: r.Bytes, Count: r.Count, DType: dt.String(), M: r.M, N: r.N, World: world,
-			US: us(r.Time), USMin: us(r.TimeMin), USMax: us(r.TimeMax), BusBW: r.BusBW(r.Time, world), Simulated: r.Simulated}
+			US: us(r.Time), USMin: us(r.TimeMin), USMax: us(r.TimeMax), BusBW: r.BusBW(r.Time, world), Simulated: r.Simulated,
+			Captured: r.Captured}
 		if r.NCCLTime > 0 {
 			j.NCCLUS, j.NCCLUSMin, j.NCCLUSMax = ptr(us(r.NCCLTime)), ptr(us(r.NCCLMin)), ptr(us(r.NCCLMax))
 			j.NCCLBusBW = ptr(r.BusBW(r.NCCLTime, world))

@@ -32,6 +32,8 @@ func runBench(ctx context.Context, args []string) error {
 	jsonOut := fs.Bool("json", false, jsonHelp)
 	copyIn := fs.Bool("copy-in", false, "the pull engine reads the caller's buffer, copied into its symmetric input by each call (default: rows put there once, zero copy)")
 	register := fs.Bool("register", false, "the pull engine reads the caller's plain buffer in place, registered once before timing (Context.Register; default: rows put into its symmetric input once, zero copy)")
+	capture := fs.Bool("capture", false, "time CUDA-graph launches of the calls, hiercoll's and NCCL's alike (device time without the host's enqueue, "+
+		"as in a captured training step): --iters calls captured once per size, one launch per measurement; needs --graphs on")
 	hostCost := fs.Bool("host-cost", false, "instead of the sweep: the host time of one call in Go (enqueue only, tiny input), per variant; "+
 		"--iters calls per batch (default 20), --reps batches (default 50)")
 	if err := parseFlags(fs, args, false, append(w.positive(), "n", "iters", "reps")...); err != nil {
@@ -49,6 +51,9 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	if *register && *copyIn {
 		return usageError{errors.New("--register and --copy-in are two ways to read the caller's buffer: pick one")}
+	}
+	if *capture && w.graphs != "on" {
+		return usageError{errors.New("--capture replays the calls in CUDA graphs, which needs the graph-replayable signals: add --graphs on")}
 	}
 	variants, err := w.variants()
 	if err != nil {
@@ -75,7 +80,7 @@ func runBench(ctx context.Context, args []string) error {
 		return func(ctx context.Context, r worldRank) error {
 			var rows []benchmarks.BenchRow
 			opts := benchmarks.BenchOptions{
-				Sizes: list, N: *n, DType: d, Iters: *iters, Reps: *reps, Variants: variants, CopyIn: *copyIn, Register: *register,
+				Sizes: list, N: *n, DType: d, Iters: *iters, Reps: *reps, Variants: variants, CopyIn: *copyIn, Register: *register, Capture: *capture,
 				Out: benchmarks.Printer{W: report}, Title: wh.title, Rows: &rows,
 			}
 			return benchRank(ctx, r, opts, *jsonOut, *csvPath, *pngPath)

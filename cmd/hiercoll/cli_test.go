@@ -225,6 +225,20 @@ func TestBenchRegister(t *testing.T) {
 	require.Contains(t, errOut, "pick one")
 }
 
+// bench --capture times graph launches of captured calls (the simulated
+// GPUs capture too), says so in the table and the JSON, and asks for the
+// graph-replayable signals it needs.
+func TestBenchCapture(t *testing.T) {
+	code, out, errOut := hiercoll(t, "bench", "--backend", "sim", "--nodes", "1", "--gpus", "2", "--engine", "pull", "--graphs", "on",
+		"--capture", "--sizes", "64K", "--iters", "2", "--reps", "1", "--json")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "captured: each measurement is one CUDA-graph launch")
+	require.Contains(t, out, `"captured":true`)
+	code, _, errOut = hiercoll(t, "bench", "--backend", "sim", "--capture", "--graphs", "on,off")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errOut, "add --graphs on")
+}
+
 // bench --host-cost prints the Go path's enqueue time per call instead of
 // the sweep.
 func TestBenchHostCost(t *testing.T) {
