@@ -220,6 +220,12 @@ func (v Variant) Name(sms int) string {
 	name := fmt.Sprintf("%v red%d ch%d", v.Config.Engine, red, k.Chunks)
 	if v.Config.Engine == rs2d.EnginePull { // one kernel on an SM budget (0: default)
 		name = fmt.Sprintf("pull sms%d", k.ReductionSMs)
+		switch {
+		case k.OneShotBytes < 0:
+			name += " oneshot-off"
+		case k.OneShotBytes > 0:
+			name += fmt.Sprintf(" oneshot%d", k.OneShotBytes)
+		}
 	}
 	if v.Config.Engine == rs2d.EngineRing { // its own tuning (0: default)
 		name = fmt.Sprintf("ring slots%d chunk%d channels%d", k.RingSlots, k.RingChunkBytes, k.RingChannels)

@@ -171,7 +171,7 @@ func (p planner) maker(ring *ringengine.Shape) intranode.Maker {
 	case p.cfg.Engine == EngineSM:
 		return push.NewMaker(spec)
 	case p.cfg.Engine == EnginePull:
-		return pull.NewMaker(spec, p.pullRows)
+		return pull.NewMaker(spec, p.pullRows, p.knobs.OneShotBytes)
 	}
 	return ce.NewMaker(spec)
 }

@@ -66,6 +66,7 @@ type regSpec struct {
 	calls   int
 	graphs  bool
 	rounds  bool // under a MaxSymmetricBytes bound: the pull engine goes in rounds
+	oneShot bool // the default one-shot size: these calls go in one shot, and no input is copied in, registered or not
 }
 
 // runRegistered runs spec.calls calls on the pull engine, alternating
@@ -75,8 +76,9 @@ type regSpec struct {
 // every third call uses fewer rows than registered (it still fits). It
 // proves the in-place path: no device copy ever reads a registered tensor
 // (an unregistered one, and a registered one after Deregister, are copied
-// in), and the context's symmetric input keeps the pattern written there
-// before the calls.
+// in, unless the calls go in one shot, which read only their own input),
+// and the context's symmetric input keeps the pattern written there before
+// the calls.
 func runRegistered(t *testing.T, sp regSpec) {
 	t.Helper()
 	ws := sp.shape.World()
@@ -87,7 +89,13 @@ func runRegistered(t *testing.T, sp regSpec) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, w.Close()) }()
 	inputs := callInputs(sp.dt, sp.calls+2, ws, m*sp.n)
-	cfg := rs2d.Config{MaxM: m, N: sp.n, DType: sp.dt, Engine: rs2d.EnginePull, Graphs: sp.graphs, Timeout: time.Minute}
+	// Every call pulled unless sp.oneShot: small ones would otherwise go
+	// in one shot, which reads no peer's input, registered or not.
+	cfg := rs2d.Config{MaxM: m, N: sp.n, DType: sp.dt, Engine: rs2d.EnginePull, Graphs: sp.graphs, Timeout: time.Minute,
+		Tuning: rs2d.Tuning{OneShotBytes: -1}}
+	if sp.oneShot {
+		cfg.Tuning.OneShotBytes = 0
+	}
 	if sp.rounds { // rounds of a third of the rows
 		rowBytes, round := int64(sp.n)*es, int64(max(1, sp.rowsPer/3))
 		rail := int64(0)
@@ -221,8 +229,8 @@ func runRegistered(t *testing.T, sp regSpec) {
 		if err := call(sp.calls, unregistered, sp.rowsPer); err != nil {
 			return fmt.Errorf("unregistered: %w", err)
 		}
-		if dev.copiesOf(unregistered) == 0 {
-			return fmt.Errorf("rank %d: an unregistered input was not copied in", rank)
+		if copied := dev.copiesOf(unregistered) != 0; copied == sp.oneShot {
+			return fmt.Errorf("rank %d: an unregistered input copied in: %v; want %v (one shot %v)", rank, copied, !sp.oneShot, sp.oneShot)
 		}
 		// Deregistered, the first tensor is copied in too; the second
 		// stays registered until Close.
@@ -235,8 +243,8 @@ func runRegistered(t *testing.T, sp regSpec) {
 		if err := call(sp.calls+1, tensors[0], sp.rowsPer); err != nil {
 			return fmt.Errorf("deregistered: %w", err)
 		}
-		if dev.copiesOf(tensors[0]) == 0 {
-			return fmt.Errorf("rank %d: a deregistered input was not copied in", rank)
+		if copied := dev.copiesOf(tensors[0]) != 0; copied == sp.oneShot {
+			return fmt.Errorf("rank %d: a deregistered input copied in: %v; want %v (one shot %v)", rank, copied, !sp.oneShot, sp.oneShot)
 		}
 		return nil
 	})
@@ -264,6 +272,12 @@ func TestRegisteredInputsAreReadInPlace(t *testing.T) {
 				}
 			}
 		}
+	}
+	for _, shape := range []bootstrap.Shape{{Nodes: 1, LocalSize: 4}, {Nodes: 2, LocalSize: 2}} {
+		t.Run(fmt.Sprintf("%v/int32/one shot", shape), func(t *testing.T) {
+			t.Parallel()
+			runRegistered(t, regSpec{shape: shape, dt: dtype.I32, rowsPer: 9, n: 1500, calls: 9, oneShot: true})
+		})
 	}
 }
 
@@ -481,7 +495,8 @@ func TestRegisterOnOneRank(t *testing.T) {
 func TestRegisteredOnSomeRanksOnlyFails(t *testing.T) {
 	const m, n = 8, 64
 	onRanks(t, bootstrap.Shape{Nodes: 1, LocalSize: 3}, func(ctx context.Context, r world.Rank) error {
-		rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: m * 3, N: n, DType: dtype.F32, Engine: rs2d.EnginePull, Timeout: time.Minute})
+		rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: m * 3, N: n, DType: dtype.F32, Engine: rs2d.EnginePull, Timeout: time.Minute,
+			Tuning: rs2d.Tuning{OneShotBytes: -1}}) // pulled (a call in one shot reads no peer's input)
 		if err != nil {
 			return err
 		}

@@ -36,6 +36,7 @@ type worldFlags struct {
 	ringChannels int
 	ringChunk    string
 	graphs       string
+	oneShot      string
 }
 
 // worldUse says which of the world flags a command takes: every command
@@ -53,7 +54,7 @@ type worldUse struct {
 func (w *worldFlags) register(fs *flag.FlagSet, use worldUse) {
 	w.backend, w.timeout = "auto", 2*time.Minute
 	w.engines, w.transport, w.graphs = "auto", "auto", "off"
-	w.reductionSMs, w.chunks, w.railLanes, w.maxSymm, w.ringChunk = "0", "0", "0", "0", "0"
+	w.reductionSMs, w.chunks, w.railLanes, w.maxSymm, w.ringChunk, w.oneShot = "0", "0", "0", "0", "0", "0"
 	list := ""
 	if use.lists {
 		list = "; a comma-separated list measures each value"
@@ -77,6 +78,7 @@ func (w *worldFlags) register(fs *flag.FlagSet, use worldUse) {
 		fs.IntVar(&w.ringSlots, "ring-slots", 0, "tuning, ring: FIFO slots per channel and node peer (0: default)")
 		fs.IntVar(&w.ringChannels, "ring-channels", 0, "tuning, ring: channels, one thread block each (0: default)")
 		fs.StringVar(&w.ringChunk, "ring-chunk", w.ringChunk, "tuning, ring: bytes per slot, with K/M suffixes (0: default, shrunk to fit --max-symm)")
+		fs.StringVar(&w.oneShot, "one-shot", w.oneShot, "tuning, pull engine: the largest block (bytes of one destination's rows) pushed in one shot, with K/M suffixes (0: default, 1M; off: every call pulled)"+list)
 	}
 }
 
@@ -112,6 +114,7 @@ func (w *worldFlags) positive() []string { return []string{"nodes", "gpus", "tim
 func (w *worldFlags) setting() (rs2d.Config, error) {
 	for _, f := range []struct{ name, value string }{
 		{"engine", w.engines}, {"graphs", w.graphs}, {"reduction-sms", w.reductionSMs}, {"chunks", w.chunks}, {"rail-lanes", w.railLanes},
+		{"one-shot", w.oneShot},
 	} {
 		if strings.Contains(f.value, ",") {
 			return rs2d.Config{}, usageError{fmt.Errorf("--%s %s: this command runs one setting; give one value (bench measures lists)", f.name, f.value)}
@@ -149,6 +152,15 @@ func (w *worldFlags) variants() ([]benchmarks.Variant, error) {
 	errs = append(errs, err)
 	ringChunk, err := sizeOrZero("ring-chunk", w.ringChunk)
 	errs = append(errs, err)
+	var oneShots []int64
+	for _, v := range strings.Split(w.oneShot, ",") {
+		n := int64(-1) // off
+		if v = strings.TrimSpace(v); v != "off" {
+			n, err = sizeOrZero("one-shot", v)
+			errs = append(errs, err)
+		}
+		oneShots = append(oneShots, n)
+	}
 	if w.ringSlots < 0 || w.ringChannels < 0 {
 		errs = append(errs, fmt.Errorf("--ring-slots %d, --ring-channels %d: want non-negative counts", w.ringSlots, w.ringChannels))
 	}
@@ -186,6 +198,7 @@ func (w *worldFlags) variants() ([]benchmarks.Variant, error) {
 	vary(len(chunks), func(v *benchmarks.Variant, i int) { v.Config.Tuning.Chunks = chunks[i] })
 	vary(len(sms), func(v *benchmarks.Variant, i int) { v.Config.Tuning.ReductionSMs = sms[i] })
 	vary(len(lanes), func(v *benchmarks.Variant, i int) { v.Config.Tuning.RailLanes = lanes[i] })
+	vary(len(oneShots), func(v *benchmarks.Variant, i int) { v.Config.Tuning.OneShotBytes = oneShots[i] })
 	vary(len(graphs), func(v *benchmarks.Variant, i int) { v.Config.Graphs = graphs[i] })
 	return out, nil
 }

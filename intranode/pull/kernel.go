@@ -70,27 +70,39 @@ func init() {
 	}
 }
 
+// widthFor is the smallest width serving nodes of lws GPUs (0: none).
+func widthFor(lws int) int {
+	for _, l := range widths {
+		if lws <= l {
+			return l
+		}
+	}
+	return 0
+}
+
 // kernelFor is the kernel for dt on nodes of lws GPUs, with bulk copies or
 // vector loads.
 func kernelFor(dt dtype.DType, lws int, bulk bool) (*device.Kernel, error) {
-	for _, l := range widths {
-		if lws <= l {
-			if k, ok := pullKernels[bulk][dt][l]; ok {
-				return k, nil
-			}
-		}
+	if k, ok := pullKernels[bulk][dt][widthFor(lws)]; ok {
+		return k, nil
 	}
 	return nil, fmt.Errorf("pull: no kernel for %v on %d GPUs per node (at most %d): %w", dt, lws, MaxLocalSize, device.ErrNotSupported)
 }
 
 // Prepare loads the kernels for dt on nodes of lws GPUs (see
-// device.Device.Prepare: before anything collective is enqueued).
+// device.Device.Prepare: before anything collective is enqueued): they
+// share one module, so this compiles the one-shot kernels too.
 func Prepare(dev device.Device, dt dtype.DType, lws int) error {
 	for _, bulk := range []bool{false, true} {
 		k, err := kernelFor(dt, lws, bulk)
 		if err != nil {
 			return err
 		}
+		if err := dev.Prepare(k); err != nil {
+			return fmt.Errorf("pull: preparing %s: %w", k.Name, err)
+		}
+	}
+	if k, ok := oneShotKernels[dt][widthFor(lws)]; ok {
 		if err := dev.Prepare(k); err != nil {
 			return fmt.Errorf("pull: preparing %s: %w", k.Name, err)
 		}

@@ -240,6 +240,104 @@ __device__ __forceinline__ void pull_finish(u32* state, u32 launch) {
   }
 }
 
+// One shot (small blocks): instead of pulling, each rank stores its rows
+// for every node peer into that peer's landing slot (parity, own local
+// rank), raises the peer's flag for the block (launch number, a release
+// that covers the block's stores), waits for every peer's flag here, and
+// sums the landed blocks with its own in local-rank order. One crossing of
+// NVLink and one flag per call instead of two handshakes and a read round
+// trip; the input is read only locally, so nothing guards it after the
+// launch. The slots alternate by launch parity: launch k writes parity
+// k % 2 on a peer only after this rank's launch k - 1 synchronised with
+// that peer's launch k - 1 (its flags, or a pull launch's handshakes), so
+// the peer finished launch k - 2, the last that read that parity.
+//
+// The rows are cut into 16-byte chunks handed out by the same grid-stride
+// on every rank, so block b's flag covers the same chunks everywhere; a
+// chunk is moved as one vector where whole and aligned, else element by
+// element (into a slot, always as a vector).
+template <class T>
+__device__ __forceinline__ vec16 os_load(const typename T::E* p, long long v, long long count) {
+  typedef typename T::E E;
+  const long long x0 = v * T::V;
+  if (x0 + T::V <= count && ((u64)(p + x0) & 15ull) == 0) return *(const vec16*)(p + x0);
+  union {
+    vec16 v;
+    E e[T::V];
+  } u;
+  u.v.x = u.v.y = u.v.z = u.v.w = 0;
+  for (int j = 0; j < T::V && x0 + j < count; j++) u.e[j] = p[x0 + j];
+  return u.v;
+}
+
+template <class T>
+__device__ __forceinline__ void os_store(typename T::E* p, long long v, long long count, vec16 x) {
+  typedef typename T::E E;
+  const long long x0 = v * T::V;
+  if (x0 + T::V <= count && ((u64)(p + x0) & 15ull) == 0) {
+    *(vec16*)(p + x0) = x;
+    return;
+  }
+  union {
+    vec16 v;
+    E e[T::V];
+  } u;
+  u.v = x;
+  for (int j = 0; j < T::V && x0 + j < count; j++) p[x0 + j] = u.e[j];
+}
+
+// oneshot moves and sums count elements of every local rank's block: in +
+// q·stride is this rank's rows for local rank q; slot is the bytes of one
+// landing slot; flags hold max_blocks × lws words.
+template <class T, int L>
+__device__ __forceinline__ void oneshot(const u64* __restrict__ peers, const typename T::E* __restrict__ in, long long stride,
+                                        typename T::E* __restrict__ out, long long count, long long landing_off,
+                                        long long slot, long long flags_off, int lws, int lr, u32 launch,
+                                        const volatile u32* abort) {
+  typedef typename T::A A;
+  const int V = T::V;
+  const long long chunks = (count + V - 1) / V;
+  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const long long nthreads = (long long)gridDim.x * blockDim.x;
+  const long long parity = launch & 1u;
+  for (int i = 1; i < lws; i++) {
+    const int q = lr + i < lws ? lr + i : lr + i - lws;
+    vec16* dst = (vec16*)((char*)peers[q] + landing_off + (parity * lws + lr) * slot);
+    const typename T::E* src = in + q * stride;
+    for (long long v = tid; v < chunks; v += nthreads) dst[v] = os_load<T>(src, v, count);
+  }
+  __syncthreads();
+  const int t = threadIdx.x;
+  const long long word = (long long)blockIdx.x * lws;
+  if (t < lws && t != lr) {
+    st_release_sys((u32*)((char*)peers[t] + flags_off) + word + lr, launch);
+    pull_wait_geq((const u32*)((char*)peers[lr] + flags_off) + word + t, launch, abort);
+  }
+  __syncthreads();
+  const char* land = (const char*)peers[lr] + landing_off + parity * lws * slot;
+  const typename T::E* own = in + lr * stride;
+  for (long long v = tid; v < chunks; v += nthreads) {
+    A acc[V];
+#pragma unroll
+    for (int j = 0; j < V; j++) acc[j] = (A)0;
+#pragma unroll
+    for (int q = 0; q < L; q++) {
+      if (q < lws) T::add(acc, q == lr ? os_load<T>(own, v, count) : ld_cg_vec((const vec16*)(land + q * slot) + v));
+    }
+    os_store<T>(out, v, count, T::pack(acc));
+  }
+}
+
+#define HC_ONESHOT(name, T, E, L)                                                                                    \
+  extern "C" __global__ void __launch_bounds__(512, 1)                                                           \
+      name(const u64* peers, const E* in, long long stride, E* out, long long count, long long landing_off,      \
+           long long slot, long long flags_off, int lws, int lr, u32* state) {                                   \
+    const u32 launch = ((volatile u32*)state)[PS_LAUNCHES] + 1;                                                  \
+    oneshot<T, L>(peers, in, stride, out, count, landing_off, slot, flags_off, lws, lr, launch,                   \
+                  (const volatile u32*)state + PS_ABORT);                                                         \
+    pull_finish(state, launch);                                                                                  \
+  }
+
 // pull_sum_vec is pull_sum with its in-flight vectors fixed by L.
 template <class T, int L>
 __device__ __forceinline__ void pull_sum_vec(const u64* __restrict__ inputs, long long off, typename T::E* __restrict__ out,
@@ -283,3 +381,15 @@ HC_PULL(hc_pull_int32_l8, EI32, u32, 8, pull_sum_vec)
 HC_PULL(hc_pull_bulk_int32_l2, EI32, u32, 2, pull_sum_bulk)
 HC_PULL(hc_pull_bulk_int32_l4, EI32, u32, 4, pull_sum_bulk)
 HC_PULL(hc_pull_bulk_int32_l8, EI32, u32, 8, pull_sum_bulk)
+HC_ONESHOT(hc_oneshot_bf16_l2, EBF16, u16, 2)
+HC_ONESHOT(hc_oneshot_bf16_l4, EBF16, u16, 4)
+HC_ONESHOT(hc_oneshot_bf16_l8, EBF16, u16, 8)
+HC_ONESHOT(hc_oneshot_fp16_l2, EF16, u16, 2)
+HC_ONESHOT(hc_oneshot_fp16_l4, EF16, u16, 4)
+HC_ONESHOT(hc_oneshot_fp16_l8, EF16, u16, 8)
+HC_ONESHOT(hc_oneshot_fp32_l2, EF32, float, 2)
+HC_ONESHOT(hc_oneshot_fp32_l4, EF32, float, 4)
+HC_ONESHOT(hc_oneshot_fp32_l8, EF32, float, 8)
+HC_ONESHOT(hc_oneshot_int32_l2, EI32, u32, 2)
+HC_ONESHOT(hc_oneshot_int32_l4, EI32, u32, 4)
+HC_ONESHOT(hc_oneshot_int32_l8, EI32, u32, 8)

@@ -50,14 +50,31 @@ type Maker struct {
 	flags, state symm.Pad
 	peerTable    symm.Region
 	staging      symm.Region // two sets of world × rows rows (in rounds)
+	// One shot (oneshot.go): bytes of a landing slot (0: none), the slots
+	// (2 parities × lws) and their flags.
+	slot         int64
+	landing      symm.Region
+	oneShotFlags symm.Pad
 }
 
 var _ intranode.Maker = (*Maker)(nil)
 
 // NewMaker returns the pull engine's maker for spec: whole calls read from
 // the context's symmetric input (rows 0), or rounds of rows rows of each
-// destination's block through staging sets of its own.
-func NewMaker(spec intranode.Spec, rows int) *Maker { return &Maker{spec: spec, rows: rows} }
+// destination's block through staging sets of its own. Whole calls whose
+// blocks are at most oneShot bytes go in one shot (0:
+// DefaultOneShotBytes; negative: none), on nodes of several GPUs.
+func NewMaker(spec intranode.Spec, rows int, oneShot int64) *Maker {
+	m := &Maker{spec: spec, rows: rows}
+	if oneShot == 0 {
+		oneShot = DefaultOneShotBytes
+	}
+	if rows == 0 && oneShot > 0 && spec.LocalSize() > 1 {
+		block := int64(spec.MaxRows/spec.Place.Shape.World()) * spec.RowBytes()
+		m.slot = (min(oneShot, block) + 15) / 16 * 16
+	}
+	return m
+}
 
 // maxGrid is the most blocks a launch has: one per SM of the budget.
 func (m *Maker) maxGrid() int { return max(1, min(m.spec.ReductionSMs, maxBlocks)) }
@@ -81,6 +98,10 @@ func (m *Maker) AddTo(l *symm.Layout) {
 	m.peerTable = l.Add("pull peer table", int64(lws)*8)
 	if m.rows > 0 {
 		m.staging = l.Add("pull staging", 2*m.setBytes())
+	}
+	if m.slot > 0 {
+		m.landing = l.Add("pull one-shot landing slots", 2*int64(lws)*m.slot)
+		m.oneShotFlags = l.AddPad("pull one-shot flags", m.maxGrid()*lws)
 	}
 }
 
@@ -135,11 +156,15 @@ func grid(rowBytes int64, rows, sms int) int {
 	return max(1, min(sms, need, maxBlocks))
 }
 
-// Begin copies the call's rows into the symmetric input, unless the caller
-// wrote them there (call.Input is the input region) or registered them. In
+// Begin copies the call's rows into the symmetric input, unless the call
+// goes in one shot, or the caller wrote them there (call.Input is the input
+// region) or registered them. In
 // rounds, and for a whole call copied in pieces, the copy stream starts
 // after s instead: each round's or piece's copy comes with its pull.
 func (e *Engine) Begin(s device.Stream, call intranode.Call) error {
+	if e.oneShot(call) {
+		return nil // read in place by its own rank
+	}
 	if (e.m.rows > 0 && call.InputViews == 0) || e.pieces(call) > 1 {
 		e.round = 0
 		return e.env.Streams.Join(e.env.Streams.Copy[0], s)
@@ -163,6 +188,8 @@ func (e *Engine) Step(s device.Stream, step intranode.Step) (intranode.Done, err
 	lws, me, rowBytes := e.env.LocalSize(), e.env.Place.LocalRank, e.env.RowBytes()
 	row := int64((step.Node*lws+me)*step.RowsPer+step.Row0) * rowBytes
 	switch {
+	case e.oneShot(step.Call):
+		return e.oneShotStep(s, step)
 	case step.InputViews != 0: // a registered input: read in place, rounds or not
 		return e.pull(s, step, step.InputViews, row, step.First, step.Last)
 	case e.m.rows > 0:

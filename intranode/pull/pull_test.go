@@ -28,7 +28,7 @@ func TestMain(m *testing.M) { os.Exit(sim.RunTests(m)) }
 
 // late holds back one kind of work on a rank's streams, as a slow GPU
 // would be late: its input copy into the symmetric input (copies) or its
-// pull kernels (reads).
+// pull or one-shot kernels (reads).
 type late struct {
 	device.Device
 	delay         time.Duration
@@ -58,7 +58,7 @@ func (l *late) Launch(s device.Stream, k *device.Kernel, grid int, args ...any) 
 	if l.kernels != nil {
 		l.kernels.Store(k.Name, true)
 	}
-	if l.reads && strings.HasPrefix(k.Name, "hc_pull_") {
+	if l.reads && (strings.HasPrefix(k.Name, "hc_pull_") || strings.HasPrefix(k.Name, "hc_oneshot_")) {
 		if err := l.sleep(s); err != nil {
 			return err
 		}
@@ -76,6 +76,20 @@ type spec struct {
 	graphs   bool
 	late     *late // rank 1's device wrapper (nil: none)
 	bound    int64 // MaxSymmetricBytes (0: none); the call then goes in rounds
+	// oneShot is Tuning.OneShotBytes (0: the default, which takes these
+	// tests' small blocks in one shot; -1: every call pulled).
+	oneShot int64
+	// rowsPerCall, where given, are the rows per rank of each call in
+	// turn (rowsPer is then their largest).
+	rowsPerCall []int
+}
+
+// rowsOf is the rows per rank of call c.
+func (sp spec) rowsOf(c int) int {
+	if len(sp.rowsPerCall) == 0 {
+		return sp.rowsPer
+	}
+	return sp.rowsPerCall[c%len(sp.rowsPerCall)]
 }
 
 // run makes calls on a fresh simulated world with the pull engine, each on
@@ -94,7 +108,7 @@ func run(t *testing.T, sp spec) {
 	for c := range inputs {
 		inputs[c] = make([][]byte, ws)
 		for r := range inputs[c] {
-			inputs[c][r] = check.Random(rng, sp.dt, m*sp.n)
+			inputs[c][r] = check.Random(rng, sp.dt, sp.rowsOf(c)*ws*sp.n)
 		}
 	}
 	err = w.Run(context.Background(), func(ctx context.Context, r world.Rank) error {
@@ -105,7 +119,7 @@ func run(t *testing.T, sp spec) {
 			dev = &l
 		}
 		rs, err := rs2d.New(ctx, r.Comm, dev, rs2d.Config{MaxM: m, N: sp.n, DType: sp.dt, Engine: rs2d.EnginePull, Graphs: sp.graphs,
-			Timeout: time.Minute, MaxSymmetricBytes: sp.bound})
+			Timeout: time.Minute, MaxSymmetricBytes: sp.bound, Tuning: rs2d.Tuning{OneShotBytes: sp.oneShot}})
 		if err != nil {
 			return err
 		}
@@ -138,12 +152,19 @@ func run(t *testing.T, sp spec) {
 			return err
 		}
 		defer s.Close()
-		got := make([]byte, out.Bytes())
 		for c := range sp.calls {
+			rows := sp.rowsOf(c)
+			in.Rows, out.Rows = rows*ws, rows
+			if sp.zeroCopy {
+				if in, err = rs.Input(rows * ws); err != nil {
+					return err
+				}
+			}
+			got := make([]byte, out.Bytes())
 			if err := dev.CopyToDevice(in.Ptr, inputs[c][r.Comm.Rank()]); err != nil {
 				return err
 			}
-			if err := dev.CopyToDevice(out.Ptr, check.Poison(sp.dt, sp.rowsPer*sp.n)); err != nil {
+			if err := dev.CopyToDevice(out.Ptr, check.Poison(sp.dt, rows*sp.n)); err != nil {
 				return err
 			}
 			if err := rs.ReduceScatter(ctx, in, out, s); err != nil {
@@ -155,7 +176,7 @@ func run(t *testing.T, sp spec) {
 			if err := dev.CopyToHost(got, out.Ptr); err != nil {
 				return err
 			}
-			if rep := check.ReduceScatter(sp.dt, inputs[c], r.Comm.Rank(), sp.rowsPer, sp.n).Compare(got, rs.Roundings()); !rep.OK() {
+			if rep := check.ReduceScatter(sp.dt, inputs[c], r.Comm.Rank(), rows, sp.n).Compare(got, rs.Roundings()); !rep.OK() {
 				return fmt.Errorf("call %d: %v", c, rep)
 			}
 		}
@@ -171,10 +192,12 @@ func TestPullShapesAndDtypes(t *testing.T) {
 		for _, dt := range dtype.All {
 			for _, size := range []struct{ rowsPer, n int }{{1, 7}, {33, 129}, {16, 64}} {
 				for _, zc := range []bool{true, false} {
-					t.Run(fmt.Sprintf("%v/%v/rows%d/n%d/zerocopy=%v", shape, dt, size.rowsPer, size.n, zc), func(t *testing.T) {
-						t.Parallel()
-						run(t, spec{shape: shape, dt: dt, rowsPer: size.rowsPer, n: size.n, calls: 2, zeroCopy: zc})
-					})
+					for _, oneShot := range []int64{-1, 0} {
+						t.Run(fmt.Sprintf("%v/%v/rows%d/n%d/zerocopy=%v/oneshot=%v", shape, dt, size.rowsPer, size.n, zc, oneShot == 0), func(t *testing.T) {
+							t.Parallel()
+							run(t, spec{shape: shape, dt: dt, rowsPer: size.rowsPer, n: size.n, calls: 2, zeroCopy: zc, oneShot: oneShot})
+						})
+					}
 				}
 			}
 		}
@@ -202,7 +225,7 @@ func TestPullHandshakes(t *testing.T) {
 				t.Parallel()
 				l := c.late
 				l.delay = 40 * time.Millisecond
-				run(t, spec{shape: c.shape, dt: dtype.I32, rowsPer: 2, n: 24, calls: 4, zeroCopy: c.zc, graphs: graphs, late: &l})
+				run(t, spec{shape: c.shape, dt: dtype.I32, rowsPer: 2, n: 24, calls: 4, zeroCopy: c.zc, graphs: graphs, late: &l, oneShot: -1})
 			})
 		}
 	}
@@ -275,7 +298,7 @@ func TestPullCopiedInPieces(t *testing.T) {
 				var launches atomic.Int64
 				l.launches = &launches
 				const calls = 2
-				run(t, spec{shape: c.shape, dt: c.dt, rowsPer: c.rowsPer, n: c.n, calls: calls, graphs: graphs, late: &l})
+				run(t, spec{shape: c.shape, dt: c.dt, rowsPer: c.rowsPer, n: c.n, calls: calls, graphs: graphs, late: &l, oneShot: -1})
 				require.Equal(t, int64(c.pieces*calls), launches.Load(), "rank 1's pull launches")
 			})
 		}
@@ -304,7 +327,7 @@ func TestPullBulkFromItsSize(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var names sync.Map
 			run(t, spec{shape: bootstrap.Shape{Nodes: 1, LocalSize: c.lws}, dt: c.dt, rowsPer: c.rowsPer, n: c.n, calls: 2, zeroCopy: true,
-				late: &late{kernels: &names}})
+				late: &late{kernels: &names}, oneShot: -1})
 			var got []string
 			names.Range(func(k, _ any) bool { got = append(got, k.(string)); return true })
 			require.Equal(t, []string{c.kernel}, got, "rank 1's kernels")
@@ -327,10 +350,38 @@ func boundFor(shape bootstrap.Shape, rowsPer int, rowBytes int, div int) int64 {
 
 func TestPullHundredCalls(t *testing.T) {
 	for _, graphs := range []bool{false, true} {
-		t.Run(fmt.Sprintf("graphs=%v", graphs), func(t *testing.T) {
-			t.Parallel()
-			run(t, spec{shape: bootstrap.Shape{Nodes: 2, LocalSize: 2}, dt: dtype.I32, rowsPer: 3, n: 17, calls: 100, zeroCopy: true, graphs: graphs})
-		})
+		for _, oneShot := range []int64{-1, 0} {
+			t.Run(fmt.Sprintf("graphs=%v/oneshot=%v", graphs, oneShot == 0), func(t *testing.T) {
+				t.Parallel()
+				run(t, spec{shape: bootstrap.Shape{Nodes: 2, LocalSize: 2}, dt: dtype.I32, rowsPer: 3, n: 17, calls: 100, zeroCopy: true,
+					graphs: graphs, oneShot: oneShot})
+			})
+		}
+	}
+}
+
+// Small calls go in one shot, larger ones are pulled, in the same context
+// and in any order: the landing slots alternate by launch parity whatever
+// launches came between (every launch waits for its peers'), and a rank
+// whose kernels are late is waited for, not overwritten. Fresh data every
+// call, int32 bit for bit, both protocols, on one node and across two; the
+// kernels taken are the ones the sizes ask for.
+func TestPullOneShotBesidePull(t *testing.T) {
+	for _, shape := range []bootstrap.Shape{{Nodes: 1, LocalSize: 3}, {Nodes: 2, LocalSize: 2}} {
+		for _, graphs := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/graphs=%v", shape, graphs), func(t *testing.T) {
+				t.Parallel()
+				var names sync.Map
+				// Rows of 256 bytes, slots of 512: 1 or 2 rows in one shot, 5 pulled.
+				run(t, spec{shape: shape, dt: dtype.I32, rowsPer: 5, n: 64, calls: 9, graphs: graphs, oneShot: 512,
+					rowsPerCall: []int{1, 1, 5, 2, 5, 5, 1}, late: &late{reads: true, delay: 10 * time.Millisecond, kernels: &names}})
+				for _, prefix := range []string{"hc_oneshot_int32_", "hc_pull_int32_"} {
+					found := false
+					names.Range(func(k, _ any) bool { found = found || strings.HasPrefix(k.(string), prefix); return true })
+					require.True(t, found, "rank 1 launched no %s kernel", prefix)
+				}
+			})
+		}
 	}
 }
 

@@ -223,7 +223,8 @@ class CtypesSimTest(unittest.TestCase):
         """engine="pull": two buffers registered at offsets of one allocation (register_ptr,
         collective) are summed in place, int32 against the sum computed here over calls in a row,
         and nothing is copied into the symmetric input (it keeps the bytes written there first);
-        deregistered, a buffer is copied in and still right. Registering without engine="pull" is
+        deregistered, a buffer is still right (these small calls go in one shot, which reads each
+        rank's own buffer in place, registered or not: still nothing copied in). Registering without engine="pull" is
         NotSupportedError; a size that is not whole rows is InvalidArgumentError on every rank."""
         ranks = hiercoll.sim_world(1, 4)
         world, rows_per, n = 4, 3, 5
@@ -262,7 +263,7 @@ class CtypesSimTest(unittest.TestCase):
                 with self.assertRaises(hiercoll.InvalidArgumentError):
                     rs.deregister_ptr(bufs[0])
                 call(6, bufs[0])
-                self.assertNotEqual(bytes(w.copy_to_host(sym, nbytes)), pattern, "a deregistered buffer is copied in")
+                self.assertEqual(bytes(w.copy_to_host(sym, nbytes)), pattern, "a call in one shot copied its input in")
             w.stream_destroy(s)
 
         self.run_ranks(ranks, rank_main)

@@ -110,7 +110,8 @@ class TorchGPUTest(unittest.TestCase):
     def test_pull_registered(self):
         """engine="pull" with two tensors carved out of one allocation registered (collective): calls
         on them, alternating, are right against the fp64 reference, and so is a call on a deregistered
-        one (copied in first)."""
+        one (blocks this small go in one shot, which reads each rank's own tensor in place; a pulled
+        call on a deregistered tensor copies it in first)."""
         for dtype in (torch.bfloat16, torch.int32):
             m, n = 6 * self.world, 136
             with self.subTest(dtype=dtype), hiercoll.ReduceScatter2D(m, n, dtype, engine="pull") as rs:
