@@ -32,9 +32,9 @@ type Tuning struct {
 	// OneShotBytes is, for the pull engine, the largest block (bytes of
 	// one destination's rows per rank) of a whole call that each rank
 	// pushes in one shot into its peers' landing slots instead of their
-	// pulling it (0: the default, 1 MiB; negative: never). The slots take
-	// 2 × GPUs per node × OneShotBytes of symmetric memory (at most the
-	// block of MaxM rows).
+	// pulling it (0: the default, 2 MiB / GPUs per node; negative: never).
+	// The slots take 2 × GPUs per node × OneShotBytes of symmetric memory
+	// (of at most the block of MaxM rows).
 	OneShotBytes int64
 }
 

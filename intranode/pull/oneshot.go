@@ -18,9 +18,12 @@ import (
 // input is read only by its own rank, so it needs no copy in, no
 // registration and no reads-done handshake.
 
-// DefaultOneShotBytes is the largest block (bytes of one destination's
-// rows) pushed in one shot unless the tuning says otherwise.
-const DefaultOneShotBytes = 1 << 20
+// DefaultOneShotInput bounds the calls that go in one shot unless the
+// tuning says otherwise: blocks of at most DefaultOneShotInput / GPUs per
+// node bytes, i.e. up to that much input per rank on one node. Above it
+// the pulled path measured faster (one shot sums only once every block
+// landed; pulling overlaps the two).
+const DefaultOneShotInput = 2 << 20
 
 // oneShotKernels are the one-shot kernels by element type, then by the
 // largest local world size served.

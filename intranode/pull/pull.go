@@ -62,12 +62,12 @@ var _ intranode.Maker = (*Maker)(nil)
 // NewMaker returns the pull engine's maker for spec: whole calls read from
 // the context's symmetric input (rows 0), or rounds of rows rows of each
 // destination's block through staging sets of its own. Whole calls whose
-// blocks are at most oneShot bytes go in one shot (0:
-// DefaultOneShotBytes; negative: none), on nodes of several GPUs.
+// blocks are at most oneShot bytes go in one shot (0: DefaultOneShotInput
+// / GPUs per node; negative: none), on nodes of several GPUs.
 func NewMaker(spec intranode.Spec, rows int, oneShot int64) *Maker {
 	m := &Maker{spec: spec, rows: rows}
 	if oneShot == 0 {
-		oneShot = DefaultOneShotBytes
+		oneShot = DefaultOneShotInput / int64(spec.LocalSize())
 	}
 	if rows == 0 && oneShot > 0 && spec.LocalSize() > 1 {
 		block := int64(spec.MaxRows/spec.Place.Shape.World()) * spec.RowBytes()
