@@ -64,9 +64,12 @@ extern "C" {
  * HC_PULL and hc_rs2d_input; version 6 HC_SCALE_TENSOR, HC_SCALE_ROW,
  * HC_SCALE_BLOCK, hc_gemm_ex and hc_rs2d_scaled_matmul_reduce_scatter_ex
  * (row-wise and block-wise fp8 scales); version 7 hc_rs2d_register and
- * hc_rs2d_deregister; no earlier signature changed.
+ * hc_rs2d_deregister; version 8 made the pull engine what a context without
+ * HC_OVERLAP_WITH_GEMM takes by default on nodes of 2 to 8 GPUs (its
+ * hc_rs2d_input and hc_rs2d_register then work without HC_PULL); no earlier
+ * signature changed.
  */
-#define HC_ABI_VERSION 7
+#define HC_ABI_VERSION 8
 
 /* Return codes. */
 #define HC_OK 0
@@ -180,7 +183,9 @@ int hc_world_close(int64_t world);
  * first block in consumption order then goes in two parts, its first
  * hc_rs2d_early_rows rows after the early signal (hc_rs2d_raise_early), the
  * rest after its GEMM signal; or HC_PULL (without HC_OVERLAP_WITH_GEMM): the
- * pull engine, whose symmetric input hc_rs2d_input gives; other bits fail
+ * pull engine, whose symmetric input hc_rs2d_input gives, which a context
+ * without HC_OVERLAP_WITH_GEMM takes by default too on nodes of 2 to 8 GPUs
+ * (ABI version 8; elsewhere the default is the SM engine); other bits fail
  * with HC_ERR_INVALID; reduction_sms: the SM budget of the intra-node reduce
  * (0: the default: 16 beside a GEMM, 32 for the SM engine's reduce blocks
  * and for the pull engine's whole step). With HC_GRAPHS (ABI version 3) calls may be captured in CUDA graphs
@@ -214,7 +219,9 @@ int hc_rs2d_reduce_scatter(int64_t ctx, uint64_t in_ptr, int64_t m, uint64_t out
  * are read by the peers in place: the call copies nothing first. The call
  * ends only once every peer read them, so the next rows may be written after
  * it in stream order. Any other in_ptr works too, with one device copy into
- * it first. HC_ERR_NOT_SUPPORTED without HC_PULL. (ABI version 5.)
+ * it first. HC_ERR_NOT_SUPPORTED where the context's engine is not the pull
+ * engine (HC_OVERLAP_WITH_GEMM; without HC_PULL, nodes of 1 or more than 8
+ * GPUs). (ABI version 5.)
  */
 int hc_rs2d_input(int64_t ctx, uint64_t* ptr);
 
@@ -223,11 +230,14 @@ int hc_rs2d_input(int64_t ctx, uint64_t* ptr);
  * elements of the context's dtype, anywhere in a cudaMalloc'ed allocation: a
  * plain PyTorch tensor) as its input of later calls, with every rank
  * (collective: each rank its own buffer, the same bytes on every rank), for a
- * context made with HC_PULL: a call whose in_ptr is ptr and whose m x n
+ * context of the pull engine (see hc_rs2d_input): a call whose in_ptr is ptr
+ * and whose m x n
  * elements fit in bytes is then read by the peers in place, with no copy into
  * the symmetric input. Every rank passes its registered buffer to the same
  * calls (or none does), and keeps it allocated until hc_rs2d_deregister or
- * hc_rs2d_destroy. HC_ERR_NOT_SUPPORTED without HC_PULL, or for memory that
+ * hc_rs2d_destroy. Calls small enough to go in one shot (each rank pushes
+ * its own rows) read it in place registered or not. HC_ERR_NOT_SUPPORTED
+ * where the context's engine is not the pull engine, or for memory that
  * has no IPC handle (cuMemCreate, PyTorch's expandable segments): calls with
  * it unregistered still work. The symmetric input (hc_rs2d_input) needs no
  * registration: registering it does nothing. (ABI version 7.)

@@ -15,9 +15,10 @@ import (
 // fit; after hc_rs2d_deregister the same buffer is still right (and, these
 // blocks being small enough to go in one shot, which reads each rank's own
 // buffer in place, still not copied in: the Go tests cover the pulled
-// path's copy-in). Refusals: without HC_PULL (HC_ERR_NOT_SUPPORTED), sizes that are
-// not whole rows (HC_ERR_INVALID on every rank), deregistering what is not
-// registered (HC_ERR_INVALID).
+// path's copy-in). Refusals: another engine (HC_OVERLAP_WITH_GEMM's copy
+// engine: HC_ERR_NOT_SUPPORTED), sizes that are not whole rows
+// (HC_ERR_INVALID on every rank), deregistering what is not registered
+// (HC_ERR_INVALID).
 func TestRegister(t *testing.T) {
 	hs := simRanks(t, 1, 4)
 	const world, rowsPer, n = 4, 3, 5
@@ -25,18 +26,18 @@ func TestRegister(t *testing.T) {
 	const bytesIn = m * n * 4
 	input := func(rank, call, i int) int32 { return int32((rank+1)*1000 - call*77 + i*3) }
 	eachRank(t, hs, func(rank int, h int64) error {
-		plainCtx, err := createRS2D(h, m, n, 4, 0, 0)
+		copyCtx, err := createRS2D(h, m, n, 4, overlapWithGEMM, 0) // the copy engine
 		if err != nil {
 			return err
 		}
-		defer destroyRS2D(plainCtx)
+		defer destroyRS2D(copyCtx)
 		seg, err := allocMem(h, 4096)
 		if err != nil {
 			return err
 		}
 		buf := seg + 512
-		if err := registerInput(plainCtx, buf, bytesIn); codeOf(err) != codeNotSupported {
-			return fmt.Errorf("register without HC_PULL: %v, want HC_ERR_NOT_SUPPORTED", err)
+		if err := registerInput(copyCtx, buf, bytesIn); codeOf(err) != codeNotSupported {
+			return fmt.Errorf("register on the copy engine: %v, want HC_ERR_NOT_SUPPORTED", err)
 		}
 
 		ctx, err := createRS2D(h, m, n, 4, pullEngine, 0)

@@ -2,6 +2,7 @@ package rs2d
 
 import (
 	"fmt"
+	"github.com/seed12530e24/hiercoll/intranode/pull"
 	"math"
 	"time"
 
@@ -27,12 +28,14 @@ type Config struct {
 	// for the caller's stream alone.
 	OverlapWithGEMM bool
 	// Engine moves the rows inside a node. Auto picks the copy engine with
-	// OverlapWithGEMM (the GEMM holds the SMs) and SM stores otherwise;
+	// OverlapWithGEMM (the GEMM holds the SMs), else the pull engine (small
+	// calls in one shot, larger ones read in place from the peers'
+	// symmetric inputs: Context.Input and Register make those copy-free) on
+	// nodes of 2 to pull.MaxLocalSize GPUs, else SM stores (nothing moves
+	// inside a node of one GPU);
 	// where MaxSymmetricBytes leaves the direct path no room, the pull
 	// engine in rounds, or the ring where those do not fit either; never
-	// NVLS. The pull engine, named, reads the rows in place from the
-	// peers' symmetric inputs (Context.Input: the fastest path where the
-	// caller writes its rows there). It is in Config because an engine is a
+	// NVLS. It is in Config because an engine is a
 	// user's choice by name: engines that touch special hardware run only
 	// when named (NVLS: and only through device.AllowMulticast's gate).
 	Engine Engine
@@ -120,11 +123,17 @@ func (e Engine) known() bool {
 	return err == nil
 }
 
-func (c Config) withDefaults() Config {
+// withDefaults is c with its defaults filled in for nodes of localSize
+// GPUs.
+func (c Config) withDefaults(localSize int) Config {
 	if c.Engine == EngineAuto {
-		c.Engine = EngineSM
-		if c.OverlapWithGEMM {
+		switch {
+		case c.OverlapWithGEMM:
 			c.Engine = EngineCopy
+		case localSize > 1 && localSize <= pull.MaxLocalSize:
+			c.Engine = EnginePull
+		default:
+			c.Engine = EngineSM
 		}
 	}
 	if c.Timeout <= 0 {

@@ -106,7 +106,7 @@ func newPlanner(cfg Config, place symm.Place, sms int) (planner, Memory, error) 
 		return planner{}, Memory{}, err
 	}
 	asked := cfg.Engine
-	p := planner{cfg: cfg.withDefaults(), place: place, knobs: cfg.Tuning, sms: sms}
+	p := planner{cfg: cfg.withDefaults(place.Shape.LocalSize), place: place, knobs: cfg.Tuning, sms: sms}
 	mem, err := p.choose(asked)
 	if err != nil {
 		return planner{}, Memory{}, err

@@ -73,9 +73,11 @@ class ReduceScatter2D:
         with hiercoll.ReduceScatter2D(8192, 8192, torch.bfloat16) as rs:
             out = rs.reduce_scatter(x)    # on torch.cuda.current_stream()
 
-    engine="pull" makes each rank read its rows from the peers' symmetric
-    inputs in one kernel; write the rows into rs.input(m) (zero copy) and
-    pass that tensor, or pass any tensor (one device copy into it first).
+    The pull engine (engine="pull", and what engine="auto" takes without
+    overlap_with_gemm on nodes of 2 to 8 GPUs) pushes small calls in one shot
+    and has each rank read larger ones from the peers' symmetric inputs in one
+    kernel; write the rows into rs.input(m) (zero copy) or register a tensor
+    (rs.register) and pass that, or pass any tensor (one device copy first).
     """
 
     def __init__(self, max_m, n, dtype, overlap_with_gemm=False, reduction_sms=0, world=None, split_first_block=False,
@@ -175,7 +177,7 @@ class ReduceScatter2D:
         return output
 
     def input(self, m):
-        """This rank's symmetric input as an [m, n] torch tensor (engine="pull"):
+        """This rank's symmetric input as an [m, n] torch tensor (the pull engine):
         rows written into it and passed to reduce_scatter are read by the peers
         in place, with no copy first. It aliases the context's memory: valid
         until close; a call that reads it ends once every peer has read it, so
@@ -185,7 +187,7 @@ class ReduceScatter2D:
         return _symmetric_tensor(self.input_ptr(), m, self.n, self._torch_dtype, self._device_index)
 
     def input_ptr(self):
-        """The address of this rank's symmetric input ([max_m, n], engine="pull"),
+        """The address of this rank's symmetric input ([max_m, n], the pull engine),
         for reduce_scatter_ptr (simulated ranks too)."""
         p = ctypes.c_uint64()
         check(lib().hc_rs2d_input(self._handle(), ctypes.byref(p)))
@@ -193,7 +195,7 @@ class ReduceScatter2D:
 
     def register(self, tensor):
         """Registers tensor (a contiguous [rows, n] tensor of the context's dtype on this rank's GPU) as
-        this rank's input of later calls, like NCCL's ncclCommRegister (engine="pull"; collective:
+        this rank's input of later calls, like NCCL's ncclCommRegister (the pull engine; collective:
         every rank registers its own tensor of the same shape). A call whose input is that tensor (or
         its first M rows) is then read by the peers in place, with no copy into the symmetric input:
         a plain torch tensor gets rs.input(m)'s speed. Every rank passes its registered tensor to the

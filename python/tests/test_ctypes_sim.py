@@ -208,9 +208,11 @@ class CtypesSimTest(unittest.TestCase):
                     base = w.rank * rows_per * n
                     want = [sum(_inputs(r, call, m * n)[base + j] for r in range(world)) for j in range(rows_per * n)]
                     self.assertEqual(list(got), want, f"call {call}")
-            with hiercoll.ReduceScatter2D(m, n, "int32", world=w) as rs:
-                with self.assertRaises(hiercoll.NotSupportedError):  # no symmetric input without pull
+            with hiercoll.ReduceScatter2D(m, n, "int32", world=w, overlap_with_gemm=True) as rs:
+                with self.assertRaises(hiercoll.NotSupportedError):  # the copy engine has no symmetric input
                     rs.input_ptr()
+            with hiercoll.ReduceScatter2D(m, n, "int32", world=w) as rs:
+                self.assertNotEqual(rs.input_ptr(), 0)  # the default engine here: pull
             w.stream_destroy(s)
 
         self.run_ranks(ranks, rank_main)
@@ -224,8 +226,9 @@ class CtypesSimTest(unittest.TestCase):
         collective) are summed in place, int32 against the sum computed here over calls in a row,
         and nothing is copied into the symmetric input (it keeps the bytes written there first);
         deregistered, a buffer is still right (these small calls go in one shot, which reads each
-        rank's own buffer in place, registered or not: still nothing copied in). Registering without engine="pull" is
-        NotSupportedError; a size that is not whole rows is InvalidArgumentError on every rank."""
+        rank's own buffer in place, registered or not: still nothing copied in). Registering on another
+        engine (overlap_with_gemm's copy engine) is NotSupportedError; a size that is not whole rows is
+        InvalidArgumentError on every rank."""
         ranks = hiercoll.sim_world(1, 4)
         world, rows_per, n = 4, 3, 5
         m = world * rows_per
@@ -235,8 +238,8 @@ class CtypesSimTest(unittest.TestCase):
             s = w.stream_create()
             seg, dst = w.alloc(4096), w.alloc(rows_per * n * 4)
             bufs = [seg + 256, seg + 2048]
-            with hiercoll.ReduceScatter2D(m, n, "int32", world=w) as rs:
-                with self.assertRaises(hiercoll.NotSupportedError):
+            with hiercoll.ReduceScatter2D(m, n, "int32", world=w, overlap_with_gemm=True) as rs:
+                with self.assertRaises(hiercoll.NotSupportedError):  # the copy engine
                     rs.register_ptr(bufs[0], nbytes)
             with hiercoll.ReduceScatter2D(m, n, "int32", world=w, engine="pull") as rs:
                 with self.assertRaises(hiercoll.InvalidArgumentError):

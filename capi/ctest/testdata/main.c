@@ -197,9 +197,10 @@ static void* rank_main(void* arg) {
 	CALL(rank, hc_rs2d_destroy(octx));
 
 	/* The pull engine with the plain buffer registered (ABI version 7):
-	 * collective, read in place; refused without HC_PULL. */
+	 * collective, read in place; refused by another engine (the copy
+	 * engine of HC_OVERLAP_WITH_GEMM). */
 	int64_t pctx;
-	CALL(rank, hc_rs2d_create(w, MAX_M, N, HC_I32, 0, 0, &pctx));
+	CALL(rank, hc_rs2d_create(w, MAX_M, N, HC_I32, HC_OVERLAP_WITH_GEMM, 0, &pctx));
 	EXPECT_ERR(rank, hc_rs2d_register(pctx, in, MAX_M * N * sizeof(int32_t)), HC_ERR_NOT_SUPPORTED, "pull engine");
 	CALL(rank, hc_rs2d_destroy(pctx));
 	CALL(rank, hc_rs2d_create(w, MAX_M, N, HC_I32, HC_PULL, 0, &pctx));
@@ -208,7 +209,7 @@ static void* rank_main(void* arg) {
 		if (!run_call(rank, pctx, stream, in, out, call == 1 ? WORLD * ROWS_PER : MAX_M, 20 + call, 0)) return NULL;
 	CALL(rank, hc_rs2d_deregister(pctx, in));
 	EXPECT_ERR(rank, hc_rs2d_deregister(pctx, in), HC_ERR_INVALID, "not registered");
-	if (!run_call(rank, pctx, stream, in, out, MAX_M, 23, 0)) return NULL; /* copied in */
+	if (!run_call(rank, pctx, stream, in, out, MAX_M, 23, 0)) return NULL; /* unregistered */
 	CALL(rank, hc_rs2d_destroy(pctx));
 
 	CALL(rank, hc_sim_free(w, in));
