@@ -14,14 +14,18 @@
 //
 // The engine (Config.Engine; each is a folder under intranode, loop.go
 // drives it):
-//   - SM engine (intranode/push, the default): one push-reduce kernel per
-//     step, SM stores to the node peers, counted arrivals;
+//   - SM engine (intranode/push; Auto's on nodes of 1 or more than 8
+//     GPUs): one push-reduce kernel per step, SM stores to the node peers,
+//     counted arrivals;
 //   - copy engine (intranode/ce, with OverlapWithGEMM): copy-engine copies
 //     to the peers, each after the destination's GEMM signal, then a reduce
 //     kernel on a bounded SM budget; on one node the producer's SMs may push
 //     the end of the last peer's block once the GEMM is done (Call.Help);
-//   - pull engine (intranode/pull, when named; Auto under
-//     Config.MaxSymmetricBytes): one pull-reduce kernel per step, each rank
+//   - pull engine (intranode/pull; Auto's without OverlapWithGEMM on nodes
+//     of 2 to 8 GPUs, and under Config.MaxSymmetricBytes): one kernel per
+//     step; a whole call of small blocks in one shot (each rank pushes its
+//     rows into its peers' landing slots, which sum them: Tuning.OneShotBytes),
+//     a larger one pulled, each rank
 //     reading its block from every node peer's symmetric input (Input: zero
 //     copy where the caller writes its rows there; or a caller's tensor
 //     registered with Register, read in place; else copied in, on one node

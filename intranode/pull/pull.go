@@ -25,12 +25,18 @@
 // waits until the pull that last read it ended, i.e. until every peer read
 // it. The memory is then 2 × world × rows rows, whatever M.
 //
-// Its words: the handshake flags (two sets of maxGrid × lws) and the
-// kernel's call state, from which it takes the values it waits for, so it
-// needs no reset under either signal protocol.
+// Small whole calls go in one shot instead (oneshot.go): each rank pushes
+// its rows into its peers' landing slots and sums what lands in its own,
+// reading its input only itself; no copy in, no reads-done handshake.
+// Blocks from bulkMinBytes are read with bulk copies (kernel.go).
 //
-// Files: pull.go (layout and driver), pull.cu (kernel), kernel.go (launch and
-// Go twin), pull_test.go.
+// Its words: the handshake flags (two sets of maxGrid × lws), the one-shot
+// flags (maxGrid × lws) and the kernels' call state, from which they take
+// the values they wait for, so nothing needs a reset under either signal
+// protocol.
+//
+// Files: pull.go (layout and driver), pull.cu (kernels), kernel.go (launch
+// and Go twin), oneshot.go (the one-shot launch and twin), pull_test.go.
 package pull
 
 import (
