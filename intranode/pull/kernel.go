@@ -184,12 +184,7 @@ func host(dt dtype.DType) device.HostFunc {
 		if err != nil {
 			return err
 		}
-		state, err := mem.Bytes(p.State, 4*stateWords)
-		if err != nil {
-			return fmt.Errorf("pull: call state: %w", err)
-		}
-		launch := binary.LittleEndian.Uint32(state[4*stateLaunches:]) + 1
-		heaps, err := peerTable(mem, p.Peers, p.LWS)
+		launch, heaps, err := twinEntry(mem, p.State, p.Peers, p.LWS)
 		if err != nil {
 			return err
 		}
@@ -208,6 +203,17 @@ func host(dt dtype.DType) device.HostFunc {
 		}
 		return mem.Store32(p.State.Add(4*stateLaunches), launch)
 	}
+}
+
+// twinEntry is what a twin reads at its launch's entry: the launch number
+// (the call state's launches run so far, plus one) and the node's heaps.
+func twinEntry(mem device.HostMemory, state, peers device.Ptr, lws int) (uint32, []device.Ptr, error) {
+	words, err := mem.Bytes(state, 4*stateWords)
+	if err != nil {
+		return 0, nil, fmt.Errorf("pull: call state: %w", err)
+	}
+	heaps, err := peerTable(mem, peers, lws)
+	return binary.LittleEndian.Uint32(words[4*stateLaunches:]) + 1, heaps, err
 }
 
 func peerTable(mem device.HostMemory, table device.Ptr, lws int) ([]device.Ptr, error) {

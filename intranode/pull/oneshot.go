@@ -1,7 +1,6 @@
 package pull
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/seed12530e24/hiercoll/device"
@@ -96,12 +95,7 @@ func oneShotHost(dt dtype.DType) device.HostFunc {
 		if err != nil {
 			return err
 		}
-		state, err := mem.Bytes(p.State, 4*stateWords)
-		if err != nil {
-			return fmt.Errorf("pull: call state: %w", err)
-		}
-		launch := binary.LittleEndian.Uint32(state[4*stateLaunches:]) + 1
-		heaps, err := peerTable(mem, p.Peers, p.LWS)
+		launch, heaps, err := twinEntry(mem, p.State, p.Peers, p.LWS)
 		if err != nil {
 			return err
 		}
