@@ -2,7 +2,6 @@ package rs2d
 
 import (
 	"fmt"
-	"github.com/seed12530e24/hiercoll/intranode/pull"
 	"math"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/seed12530e24/hiercoll/internal/hcerr"
 	"github.com/seed12530e24/hiercoll/internal/sizes"
 	"github.com/seed12530e24/hiercoll/internode"
+	"github.com/seed12530e24/hiercoll/intranode/pull"
 )
 
 // Config describes a ReduceScatter2D context. MaxM, N and DType are
@@ -32,10 +32,9 @@ type Config struct {
 	// calls in one shot, larger ones read in place from the peers'
 	// symmetric inputs: Context.Input and Register make those copy-free) on
 	// nodes of 2 to pull.MaxLocalSize GPUs, else SM stores (nothing moves
-	// inside a node of one GPU);
-	// where MaxSymmetricBytes leaves the direct path no room, the pull
-	// engine in rounds, or the ring where those do not fit either; never
-	// NVLS. It is in Config because an engine is a
+	// inside a node of one GPU); where MaxSymmetricBytes leaves the direct
+	// path no room, the pull engine in rounds, or the ring where those do
+	// not fit either; never NVLS. It is in Config because an engine is a
 	// user's choice by name: engines that touch special hardware run only
 	// when named (NVLS: and only through device.AllowMulticast's gate).
 	Engine Engine

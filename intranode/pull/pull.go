@@ -164,9 +164,9 @@ func grid(rowBytes int64, rows, sms int) int {
 
 // Begin copies the call's rows into the symmetric input, unless the call
 // goes in one shot, or the caller wrote them there (call.Input is the input
-// region) or registered them. In
-// rounds, and for a whole call copied in pieces, the copy stream starts
-// after s instead: each round's or piece's copy comes with its pull.
+// region) or registered them. In rounds, and for a whole call copied in
+// pieces, the copy stream starts after s instead: each round's or piece's
+// copy comes with its pull.
 func (e *Engine) Begin(s device.Stream, call intranode.Call) error {
 	if e.oneShot(call) {
 		return nil // read in place by its own rank
