@@ -239,6 +239,20 @@ func TestBenchCapture(t *testing.T) {
 	require.Contains(t, errOut, "add --graphs on")
 }
 
+// bench --one-shot takes a list (off, 0 for the default, sizes), one
+// variant each, named by it; a bad value names the flag.
+func TestBenchOneShot(t *testing.T) {
+	code, out, errOut := hiercoll(t, "bench", "--backend", "sim", "--nodes", "1", "--gpus", "2", "--engine", "pull",
+		"--one-shot", "0,off,64K", "--sizes", "64K", "--iters", "1", "--reps", "1")
+	require.Equal(t, 0, code, errOut)
+	for _, v := range []string{`"pull sms0"`, `"pull sms0 oneshot-off"`, `"pull sms0 oneshot65536"`} {
+		require.Contains(t, out, "variant "+v)
+	}
+	code, _, errOut = hiercoll(t, "bench", "--backend", "sim", "--one-shot", "soon")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errOut, "--one-shot")
+}
+
 // bench --host-cost prints the Go path's enqueue time per call instead of
 // the sweep.
 func TestBenchHostCost(t *testing.T) {
