@@ -8,7 +8,7 @@
 //	intranode/        Engine, Maker, Spec, Env, Call, Step, Done; the GEMM signals; rank swizzle
 //	  ce/             copy engine: copies to the peers' scatter buffers (no SMs), then a reduce kernel
 //	  push/           SM push-reduce: one kernel per step, SM stores to peers, counted arrivals
-//	  pull/           pull-reduce: one kernel per step, each rank reads its block from the peers' inputs (symmetric or registered)
+//	  pull/           one kernel per step: small calls in one shot (pushed into landing slots), larger ones pulled from the peers' inputs (symmetric or registered)
 //	  ring/           bounded memory: chunks around the node's ring through FIFO slots with credits
 //	  nvls/           NVLink multicast: each block load-reduced by the NVSwitch (gated, opt-in)
 //	kernels/          what engines share: the plain reduce kernel, the CUDA prelude peer.cuh
