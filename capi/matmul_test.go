@@ -79,14 +79,8 @@ func TestMatmulReduceScatter(t *testing.T) {
 							}
 						}
 						x := matmulArgs{a: a, b: b, c: c, out: out, m: int64(m), k: k, layout: layout}
-						if err := matmulReduceScatter(ctx, x, s); err != nil {
-							return err
-						}
-						if err := synchronizeStream(h, s, 10_000); err != nil {
-							return err
-						}
-						got := make([]byte, rowsPer*n*2)
-						if err := copyToHost(h, got, out); err != nil {
+						got, err := matmulOutput(h, ctx, x, s, rowsPer*n*2)
+						if err != nil {
 							return err
 						}
 						for i := 0; i < rowsPer; i++ {
@@ -190,14 +184,8 @@ func TestScaledMatmulReduceScatter(t *testing.T) {
 				}
 				a, b, c, out, sc := ptrs[0], ptrs[1], ptrs[2], ptrs[3], ptrs[4]
 				x := matmulArgs{a: a, b: b, c: c, out: out, m: int64(m), k: k, layout: layoutNK, in: dtype.E4M3, scaleA: sc, scaleB: sc + 4}
-				if err := matmulReduceScatter(ctx, x, s); err != nil {
-					return err
-				}
-				if err := synchronizeStream(h, s, 10_000); err != nil {
-					return err
-				}
-				got := make([]byte, rowsPer*n*2)
-				if err := copyToHost(h, got, out); err != nil {
+				got, err := matmulOutput(h, ctx, x, s, rowsPer*n*2)
+				if err != nil {
 					return err
 				}
 				for i := 0; i < rowsPer; i++ {
@@ -300,4 +288,18 @@ func TestGemmABI(t *testing.T) {
 	require.NoError(t, synchronizeStream(h, s, 10_000))
 	_, err = createRS2D(h, 16, 16, 5, 0, 0)
 	require.ErrorIs(t, err, device.ErrInvalidArgument, "e4m3 is no reduce-scatter's dtype")
+}
+
+// matmulOutput runs the GEMM + reduce-scatter x on context ctx of world h
+// on stream s, waits for it and returns the first bytes bytes of its
+// output.
+func matmulOutput(h, ctx int64, x matmulArgs, s uint64, bytes int) ([]byte, error) {
+	if err := matmulReduceScatter(ctx, x, s); err != nil {
+		return nil, err
+	}
+	if err := synchronizeStream(h, s, 10_000); err != nil {
+		return nil, err
+	}
+	got := make([]byte, bytes)
+	return got, copyToHost(h, got, x.out)
 }

@@ -181,14 +181,8 @@ func TestScaledMatmulReduceScatterEx(t *testing.T) {
 					}
 					x := matmulArgs{a: a, b: b, c: c, out: out, m: int64(m), k: k, layout: layoutNK, in: dtype.E4M3,
 						scaling: scaling, scaleA: sa, scaleB: sb}
-					if err := matmulReduceScatter(ctx, x, s); err != nil {
-						return err
-					}
-					if err := synchronizeStream(h, s, 10_000); err != nil {
-						return err
-					}
-					got := make([]byte, rowsPer*n*2)
-					if err := copyToHost(h, got, out); err != nil {
+					got, err := matmulOutput(h, ctx, x, s, rowsPer*n*2)
+					if err != nil {
 						return err
 					}
 					for i := 0; i < rowsPer; i++ {

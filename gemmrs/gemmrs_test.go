@@ -898,16 +898,11 @@ func TestFP8Operands(t *testing.T) {
 						dtype.E4M3.Put(hb, i, value(rank, 1, i))
 					}
 					scales := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, math.Float32bits(0.5)), math.Float32bits(4))
-					var ptrs [4]device.Ptr
-					for i, data := range [][]byte{ha, hb, scales, check.Poison(dtype.BF16, rowsPer*n)} {
-						if ptrs[i], err = r.Dev.Alloc(int64(len(data))); err != nil {
-							return err
-						}
-						defer func(p device.Ptr) { err = errors.Join(err, r.Dev.Free(p)) }(ptrs[i])
-						if err := r.Dev.CopyToDevice(ptrs[i], data); err != nil {
-							return err
-						}
+					ptrs, release, err := onDevice(r.Dev, ha, hb, scales, check.Poison(dtype.BF16, rowsPer*n))
+					if err != nil {
+						return err
 					}
+					defer func() { err = errors.Join(err, release()) }()
 					s, err := r.Dev.NewStream(device.Normal)
 					if err != nil {
 						return err
@@ -966,4 +961,27 @@ func TestFP8Operands(t *testing.T) {
 			})
 		}
 	}
+}
+
+// onDevice allocates a buffer on dev for each of datas and copies it there;
+// release frees them (on an error they are freed here).
+func onDevice(dev device.Device, datas ...[]byte) (ptrs []device.Ptr, release func() error, err error) {
+	release = func() error {
+		var errs []error
+		for _, p := range ptrs {
+			errs = append(errs, dev.Free(p))
+		}
+		return errors.Join(errs...)
+	}
+	for _, data := range datas {
+		p, err := dev.Alloc(int64(len(data)))
+		if err != nil {
+			return nil, nil, errors.Join(err, release())
+		}
+		ptrs = append(ptrs, p)
+		if err := dev.CopyToDevice(p, data); err != nil {
+			return nil, nil, errors.Join(err, release())
+		}
+	}
+	return ptrs, release, nil
 }

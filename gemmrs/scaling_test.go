@@ -82,16 +82,11 @@ func testFP8Scales(t *testing.T, shape bootstrap.Shape, scaling gemm.Scaling, mo
 			}
 			return b
 		}
-		var ptrs [5]device.Ptr
-		for i, data := range [][]byte{ha, hb, scales(0, na), scales(1, nb), make([]byte, rowsPer*n*2)} {
-			if ptrs[i], err = r.Dev.Alloc(int64(len(data))); err != nil {
-				return err
-			}
-			defer func(p device.Ptr) { err = errors.Join(err, r.Dev.Free(p)) }(ptrs[i])
-			if err := r.Dev.CopyToDevice(ptrs[i], data); err != nil {
-				return err
-			}
+		ptrs, release, err := onDevice(r.Dev, ha, hb, scales(0, na), scales(1, nb), poisonBF16(rowsPer*n)) // out poisoned
+		if err != nil {
+			return err
 		}
+		defer func() { err = errors.Join(err, release()) }()
 		s, err := r.Dev.NewStream(device.Normal)
 		if err != nil {
 			return err
@@ -100,9 +95,6 @@ func testFP8Scales(t *testing.T, shape bootstrap.Shape, scaling gemm.Scaling, mo
 		a := gemmrs.Tensor{Ptr: ptrs[0], Rows: m, Cols: k, DType: dtype.E4M3}
 		b := gemmrs.Tensor{Ptr: ptrs[1], Rows: n, Cols: k, DType: dtype.E4M3}
 		out := gemmrs.Tensor{Ptr: ptrs[4], Rows: rowsPer, Cols: n, DType: dtype.BF16}
-		if err := r.Dev.CopyToDevice(out.Ptr, poisonBF16(rowsPer*n)); err != nil {
-			return err
-		}
 		sc := gemmrs.Scales{Scaling: scaling, A: ptrs[2], B: ptrs[3]}
 		if err := g.RunScaled(ctx, a, b, sc, out, s); err != nil {
 			return err

@@ -200,14 +200,7 @@ class CtypesSimTest(unittest.TestCase):
                 sym, own, dst = rs.input_ptr(), w.alloc(m * n * 4), w.alloc(rows_per * n * 4)
                 self.assertNotEqual(sym, 0)
                 for call in range(4):
-                    src = sym if call % 2 == 0 else own
-                    w.copy_to_device(src, _inputs(w.rank, call, m * n))
-                    rs.reduce_scatter_ptr(src, m, dst, stream=s)
-                    w.stream_synchronize(s, timeout=20)
-                    got = array.array("i", bytes(w.copy_to_host(dst, rows_per * n * 4)))
-                    base = w.rank * rows_per * n
-                    want = [sum(_inputs(r, call, m * n)[base + j] for r in range(world)) for j in range(rows_per * n)]
-                    self.assertEqual(list(got), want, f"call {call}")
+                    self.check_int32_call(w, rs, s, call, sym if call % 2 == 0 else own, dst, world, rows_per, n)
             with hiercoll.ReduceScatter2D(m, n, "int32", world=w, overlap_with_gemm=True) as rs:
                 with self.assertRaises(hiercoll.NotSupportedError):  # the copy engine has no symmetric input
                     rs.input_ptr()
@@ -251,13 +244,7 @@ class CtypesSimTest(unittest.TestCase):
                     rs.register_ptr(b, nbytes)
 
                 def call(c, src):
-                    w.copy_to_device(src, _inputs(w.rank, c, m * n))
-                    rs.reduce_scatter_ptr(src, m, dst, stream=s)
-                    w.stream_synchronize(s, timeout=20)
-                    got = array.array("i", bytes(w.copy_to_host(dst, rows_per * n * 4)))
-                    base = w.rank * rows_per * n
-                    want = [sum(_inputs(r, c, m * n)[base + j] for r in range(world)) for j in range(rows_per * n)]
-                    self.assertEqual(list(got), want, f"call {c}")
+                    self.check_int32_call(w, rs, s, c, src, dst, world, rows_per, n)
 
                 for c in range(6):
                     call(c, bufs[c % 2])
@@ -270,6 +257,21 @@ class CtypesSimTest(unittest.TestCase):
             w.stream_destroy(s)
 
         self.run_ranks(ranks, rank_main)
+
+    def check_int32_call(self, w, rs, s, call, src, dst, world, rows_per, n, msg=None, before=None):
+        """Writes rank w's int32 rows of call (_inputs) at src, runs before() (a producer's signals)
+        where given, reduce-scatters them into dst on stream s, and checks this rank's rows against
+        the sum over the ranks computed here."""
+        m = world * rows_per
+        w.copy_to_device(src, _inputs(w.rank, call, m * n))
+        if before is not None:
+            before()
+        rs.reduce_scatter_ptr(src, m, dst, stream=s)
+        w.stream_synchronize(s, timeout=20)
+        got = array.array("i", bytes(w.copy_to_host(dst, rows_per * n * 4)))
+        base = w.rank * rows_per * n
+        want = [sum(_inputs(r, call, m * n)[base + j] for r in range(world)) for j in range(rows_per * n)]
+        self.assertEqual(list(got), want, msg or f"call {call}")
 
     def run_ranks(self, ranks, rank_main):
         """Runs rank_main(w) for every rank of a simulated world, one Python thread each (ctypes
@@ -300,19 +302,13 @@ class CtypesSimTest(unittest.TestCase):
         """One overlapped int32 call on fresh inputs: the producer's signals to every destination
         (with early, first the early signal of the split first block), the call, and this rank's
         rows against the sum computed here."""
-        world = len(order)
-        rows_per = m // world
-        w.copy_to_device(src, _inputs(w.rank, call, m * n))
-        if early:
-            rs.raise_early(order[0], stream=s)
-        for dest in order:  # the GEMM producer's signals
-            rs.raise_signal(dest, stream=s)
-        rs.reduce_scatter_ptr(src, m, dst, stream=s)
-        w.stream_synchronize(s, timeout=20)
-        got = array.array("i", bytes(w.copy_to_host(dst, rows_per * n * 4)))
-        base = w.rank * rows_per * n
-        want = [sum(_inputs(r, call, m * n)[base + j] for r in range(world)) for j in range(rows_per * n)]
-        self.assertEqual(list(got), want, msg)
+        def signals():  # the GEMM producer's
+            if early:
+                rs.raise_early(order[0], stream=s)
+            for dest in order:
+                rs.raise_signal(dest, stream=s)
+
+        self.check_int32_call(w, rs, s, call, src, dst, len(order), m // len(order), n, msg, signals)
 
     def split_first_block(self, w, s, m, n):
         """A rank of a split_first_block context: the first block in consumption order goes in two
