@@ -318,6 +318,10 @@ func (l *lab) peerCopies() error {
 		{"CE peer copy, rank 0 -> 1 alone", me == 0, func() error { return l.r.Dev.Copy(s0, l.slot(1, 0), l.src, bytes) }},
 		{"CE peer copy, ranks 0 <-> 1 both ways", me < 2, func() error { return l.r.Dev.Copy(s0, l.slot(1-me, me), l.src, bytes) }},
 		{"CE peer copy, every rank to rank+1 (ring)", true, func() error { return l.r.Dev.Copy(s0, l.slot((me+1)%n, me), l.src, bytes) }},
+		// The same moves issued by the receiving rank: its copy engine reads the peer's memory.
+		{"CE peer read (pull), rank 0 <- 1 alone", me == 0, func() error { return l.r.Dev.Copy(s0, l.block(1), l.slot(1, 1), bytes) }},
+		{"CE peer read (pull), ranks 0 <-> 1 both ways", me < 2, func() error { return l.r.Dev.Copy(s0, l.block(1), l.slot(1-me, 1-me), bytes) }},
+		{"CE peer read (pull) from rank+1 (ring)", true, func() error { return l.r.Dev.Copy(s0, l.block(1), l.slot((me+1)%n, (me+1)%n), bytes) }},
 	}
 	if n > 2 {
 		toAll := func(stream func(i int) device.Stream) func() error {
