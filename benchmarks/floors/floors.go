@@ -335,9 +335,23 @@ func (l *lab) peerCopies() error {
 				return nil
 			}
 		}
+		fromAll := func(stream func(i int) device.Stream) func() error {
+			return func() error {
+				part := bytes / int64(n-1)
+				for i := 1; i < n; i++ {
+					q := (me + i) % n
+					if err := l.r.Dev.Copy(stream(i), l.block(1).Add(int64(i-1)*part), l.slot(q, q).Add(int64(i-1)*part), part); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+		}
 		cases = append(cases,
 			copyCase{fmt.Sprintf("CE peer copies, every rank to all %d peers, 1 stream", n-1), true, toAll(func(int) device.Stream { return s0 })},
-			copyCase{fmt.Sprintf("CE peer copies, every rank to all %d peers, %d streams", n-1, n-1), true, toAll(func(i int) device.Stream { return l.streams[i] })})
+			copyCase{fmt.Sprintf("CE peer copies, every rank to all %d peers, %d streams", n-1, n-1), true, toAll(func(i int) device.Stream { return l.streams[i] })},
+			copyCase{fmt.Sprintf("CE peer reads (pull), every rank from all %d peers, 1 stream", n-1), true, fromAll(func(int) device.Stream { return s0 })},
+			copyCase{fmt.Sprintf("CE peer reads (pull), every rank from all %d peers, %d streams", n-1, n-1), true, fromAll(func(i int) device.Stream { return l.streams[i] })})
 	}
 	for _, g := range l.smBudgets(16, 32, 64) {
 		cases = append(cases, copyCase{fmt.Sprintf("SM peer write (push) to rank+1, %d SMs, ring", g), true, func() error {
