@@ -38,6 +38,15 @@ type Engine interface {
 	Close() error
 }
 
+// Chunker is an engine whose node steps are cut into chunks so that each
+// block's reduction overlaps its arrival (Step.Chunks). Chunks is how many
+// for blocks of rowsPer rows of rowBytes bytes: asked (Tuning.Chunks), or
+// by size where asked is 0, within what the engine can cut. An engine that
+// is not a Chunker moves each block whole (Step.Chunks 1).
+type Chunker interface {
+	Chunks(asked, rowsPer int, rowBytes int64) int
+}
+
 // Maker is an engine before its heap exists.
 type Maker interface {
 	// Prepare loads the kernels the engine launches; the context calls it

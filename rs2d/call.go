@@ -6,7 +6,6 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/intranode"
-	"github.com/seed12530e24/hiercoll/intranode/push"
 	"github.com/seed12530e24/hiercoll/symm"
 )
 
@@ -243,29 +242,21 @@ func (c *Context) Input(m int) (Tensor, error) {
 	return Tensor{Ptr: c.heap.Local().Add(c.input.Off), Rows: m, Cols: c.cfg.N, DType: c.cfg.DType}, nil
 }
 
-// chunks picks how many pieces each block of a node step is cut into: enough
-// that the reduction overlaps the scatter, few enough that each copy stays
-// large (the copy engine needs about 1 MiB to reach its rate). With GEMM
-// overlap, one: the scatter goes peer by peer as the producer raises the
-// signals and the own step's reduction waits for the own (last) block, so
-// chunks would only add copies, signals and launches to the call's tail.
+// chunks is how many pieces each block of a node step is cut into: what
+// the tuning asks, or by size (0), as the engine cuts them
+// (intranode.Chunker). With GEMM overlap, one unless asked: the scatter goes
+// peer by peer as the producer raises the signals and the own step's
+// reduction waits for the own (last) block, so chunks would only add
+// copies, signals and launches to the call's tail.
 func (c *Context) chunks(rowsPerRank int) int {
 	k := c.knobs.Chunks
 	if k == 0 && c.cfg.OverlapWithGEMM {
 		k = 1
 	}
-	if k == 0 {
-		const minChunk = 4 << 20
-		most := int64(8)
-		if c.cfg.Engine == EngineSM {
-			most = push.MaxChunks
-		}
-		k = int(min(int64(rowsPerRank)*c.rowBytes()/minChunk, most))
+	if ch, ok := c.engine.(intranode.Chunker); ok {
+		return ch.Chunks(k, rowsPerRank, c.rowBytes())
 	}
-	if c.cfg.Engine == EngineSM {
-		return max(1, min(k, push.MaxChunks)) // chunks split elements, not rows
-	}
-	return max(1, min(k, rowsPerRank))
+	return 1
 }
 
 // finalGrid is the grid of the reductions that end a call, when nothing

@@ -8,8 +8,9 @@ type Tuning struct {
 	// (default 16), the SM engine's reduce blocks beside its push blocks
 	// (default 32); and the pull engine's whole node step (default 32).
 	ReductionSMs int
-	// Chunks cuts each node step so that its reduction overlaps its
-	// scatter (0: by size; 1 with GEMM overlap).
+	// Chunks cuts each node step of the SM and copy engines so that its
+	// reduction overlaps its scatter (0: by size, as the engine cuts; 1
+	// with GEMM overlap). The other engines move blocks whole.
 	Chunks int
 	// RailLanes is, with the NCCL rail transport, how many communicators
 	// per rail carry each block in parallel.

@@ -130,6 +130,21 @@ func (e *Engine) Step(_ device.Stream, step intranode.Step) (intranode.Done, err
 	return intranode.Done{Landed: e.copyStream(), Reduced: r}, nil
 }
 
+// The chunks cut by size (Chunks): at least minChunk bytes each (the copy
+// engine needs about 1 MiB to reach its rate), at most maxChunks.
+const (
+	minChunk  = 4 << 20
+	maxChunks = 8
+)
+
+// Chunks cuts each block into asked chunks, or by size, of whole rows.
+func (e *Engine) Chunks(asked, rowsPer int, rowBytes int64) int {
+	if asked == 0 {
+		asked = int(min(int64(rowsPer)*rowBytes/minChunk, maxChunks))
+	}
+	return max(1, min(asked, rowsPer))
+}
+
 // End merges the engine's streams back into s.
 func (e *Engine) End(s device.Stream, _ intranode.Call) error { return e.env.Streams.Merge(s) }
 

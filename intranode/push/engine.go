@@ -96,6 +96,19 @@ func (e *Engine) grid(count int64, chunks int) smGrid {
 	}
 }
 
+// minChunk is the smallest chunk cut by size (Chunks).
+const minChunk = 4 << 20
+
+// Chunks cuts each block into asked chunks, or by size (blocks of at least
+// minChunk bytes each), at most MaxChunks: the kernel splits elements, not
+// rows.
+func (e *Engine) Chunks(asked, rowsPer int, rowBytes int64) int {
+	if asked == 0 {
+		asked = int(min(int64(rowsPer)*rowBytes/minChunk, MaxChunks))
+	}
+	return max(1, min(asked, MaxChunks))
+}
+
 // Begin does nothing: the readiness handshakes happen inside the kernel.
 func (e *Engine) Begin(device.Stream, intranode.Call) error { return nil }
 
@@ -108,7 +121,7 @@ func (e *Engine) Step(s device.Stream, step intranode.Step) (intranode.Done, err
 	}
 	lws := e.env.LocalSize()
 	rowBytes := e.env.RowBytes()
-	chunks := max(1, min(step.Chunks, MaxChunks))
+	chunks := e.Chunks(step.Chunks, step.RowsPer, rowBytes)
 	count := int64(step.RowsPer) * int64(e.env.Cols)
 	grid := e.grid(count, chunks)
 	p := Params{
