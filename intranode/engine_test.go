@@ -7,6 +7,8 @@ import (
 
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/intranode"
+	"github.com/seed12530e24/hiercoll/intranode/ce"
+	"github.com/seed12530e24/hiercoll/intranode/push"
 	"github.com/seed12530e24/hiercoll/symm"
 )
 
@@ -56,4 +58,33 @@ func TestGemmSignalsLayout(t *testing.T) {
 	require.Equal(t, 1, intranode.NewGemmSignals(&l, place, 0, false).Segments())
 	one := symm.Place{Shape: bootstrap.Shape{Nodes: 2, LocalSize: 1}}
 	require.Zero(t, intranode.NewGemmSignals(&l, one, 1, true).EarlyRows(10), "no node peers")
+}
+
+// The engines that cut their node steps: what is asked, within what the
+// engine can cut (the SM engine elements, up to MaxChunks; the copy engine
+// whole rows); by size, one chunk per 4 MiB of the block, at least one, at
+// most MaxChunks or eight.
+func TestChunkers(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		name        string
+		engine      intranode.Chunker
+		asked, rows int
+		rowBytes    int64
+		want        int
+	}{
+		{"sm/1 MiB", &push.Engine{}, 0, 1, mib, 1},
+		{"sm/16 MiB", &push.Engine{}, 0, 16, mib, 4},
+		{"sm/1 GiB", &push.Engine{}, 0, 1024, mib, push.MaxChunks},
+		{"sm/asked, one row", &push.Engine{}, 3, 1, mib, 3},
+		{"sm/asked, too many", &push.Engine{}, push.MaxChunks + 5, 64, mib, push.MaxChunks},
+		{"copy/1 MiB", &ce.Engine{}, 0, 1, mib, 1},
+		{"copy/16 MiB", &ce.Engine{}, 0, 16, mib, 4},
+		{"copy/1 GiB", &ce.Engine{}, 0, 1024, mib, 8},
+		{"copy/two rows of 64 MiB", &ce.Engine{}, 0, 2, 64 * mib, 2},
+		{"copy/asked", &ce.Engine{}, 3, 10, mib, 3},
+		{"copy/asked, two rows", &ce.Engine{}, 5, 2, mib, 2},
+	} {
+		require.Equal(t, c.want, c.engine.Chunks(c.asked, c.rows, c.rowBytes), c.name)
+	}
 }

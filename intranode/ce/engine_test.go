@@ -22,26 +22,3 @@ func TestCopyEngineCalls(t *testing.T) {
 		return ce.NewMaker(spec), nil
 	})
 }
-
-// Chunks: what is asked, of whole rows; by size, one per 4 MiB of the block,
-// at least one, at most eight and no more than the rows.
-func TestCopyEngineChunks(t *testing.T) {
-	var e ce.Engine
-	const mib = 1 << 20
-	for _, c := range []struct {
-		asked, rows int
-		rowBytes    int64
-		want        int
-	}{
-		{0, 1, mib, 1},      // 1 MiB: one
-		{0, 16, mib, 4},     // 16 MiB: four
-		{0, 1024, mib, 8},   // 1 GiB: the most
-		{0, 2, 64 * mib, 2}, // two rows: two at most
-		{3, 10, mib, 3},     // asked
-		{5, 2, mib, 2},      // asked, but two rows
-	} {
-		if got := e.Chunks(c.asked, c.rows, c.rowBytes); got != c.want {
-			t.Errorf("Chunks(%d, %d rows of %d bytes) = %d, want %d", c.asked, c.rows, c.rowBytes, got, c.want)
-		}
-	}
-}

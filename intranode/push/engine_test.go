@@ -22,25 +22,3 @@ func TestSMEngineCalls(t *testing.T) {
 		return push.NewMaker(spec), nil
 	})
 }
-
-// Chunks: what is asked, within 1..MaxChunks; by size, one per 4 MiB of the
-// block, at least one and at most MaxChunks.
-func TestSMEngineChunks(t *testing.T) {
-	var e push.Engine
-	const mib = 1 << 20
-	for _, c := range []struct {
-		asked, rows int
-		rowBytes    int64
-		want        int
-	}{
-		{0, 1, mib, 1},                 // 1 MiB: one
-		{0, 16, mib, 4},                // 16 MiB: four
-		{0, 1024, mib, push.MaxChunks}, // 1 GiB: the most
-		{3, 1, mib, 3},                 // asked: elements, not rows, are cut
-		{push.MaxChunks + 5, 64, mib, push.MaxChunks},
-	} {
-		if got := e.Chunks(c.asked, c.rows, c.rowBytes); got != c.want {
-			t.Errorf("Chunks(%d, %d rows of %d bytes) = %d, want %d", c.asked, c.rows, c.rowBytes, got, c.want)
-		}
-	}
-}
