@@ -351,7 +351,18 @@ func (l *lab) peerCopies() error {
 			copyCase{fmt.Sprintf("CE peer copies, every rank to all %d peers, 1 stream", n-1), true, toAll(func(int) device.Stream { return s0 })},
 			copyCase{fmt.Sprintf("CE peer copies, every rank to all %d peers, %d streams", n-1, n-1), true, toAll(func(i int) device.Stream { return l.streams[i] })},
 			copyCase{fmt.Sprintf("CE peer reads (pull), every rank from all %d peers, 1 stream", n-1), true, fromAll(func(int) device.Stream { return s0 })},
-			copyCase{fmt.Sprintf("CE peer reads (pull), every rank from all %d peers, %d streams", n-1, n-1), true, fromAll(func(i int) device.Stream { return l.streams[i] })})
+			copyCase{fmt.Sprintf("CE peer reads (pull), every rank from all %d peers, %d streams", n-1, n-1), true, fromAll(func(i int) device.Stream { return l.streams[i] })},
+			// What a pull engine on the copy engine adds: its landing slots in
+			// the symmetric heap, and its sums beside the copies.
+			copyCase{fmt.Sprintf("CE peer reads (pull) from all %d peers into the heap, %d streams", n-1, n-1), true, l.readsIntoHeap},
+			copyCase{"  the same, the reduce kernel beside (32 SMs, local blocks)", true, func() error {
+				if err := l.readsIntoHeap(); err != nil {
+					return err
+				}
+				part := bytes / int64(n-1) / 2 * 2
+				return kernels.LaunchReduce(l.r.Dev, s0, dtype.BF16, 64, l.block(3),
+					kernels.Blocks{Src: l.src, Stride: part / 2, N: n, Count: part / 2, Self: -1})
+			}})
 	}
 	for _, g := range l.smBudgets(16, 32, 64) {
 		cases = append(cases, copyCase{fmt.Sprintf("SM peer write (push) to rank+1, %d SMs, ring", g), true, func() error {
@@ -365,6 +376,20 @@ func (l *lab) peerCopies() error {
 	}
 	for _, c := range cases {
 		if err := l.measure(c.name, bytes, c.active, c.fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readsIntoHeap has every rank's copy engine read a part of Bytes from each
+// peer's heap into its own heap's receive slots, one stream per peer.
+func (l *lab) readsIntoHeap() error {
+	n, me := l.n, l.me
+	part := l.o.Bytes / int64(n-1)
+	for i := 1; i < n; i++ {
+		q := (me + i) % n
+		if err := l.r.Dev.Copy(l.streams[i], l.slot(me, q), l.slot(q, q).Add(int64(i-1)*part), part); err != nil {
 			return err
 		}
 	}
