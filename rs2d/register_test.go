@@ -186,14 +186,8 @@ func runRegistered(t *testing.T, sp regSpec) {
 			if err := dev.CopyToDevice(out.Ptr, check.Poison(sp.dt, rowsPer*sp.n)); err != nil {
 				return err
 			}
-			if err := rs.ReduceScatter(ctx, in, out, s); err != nil {
-				return err
-			}
-			if err := s.Synchronize(ctx); err != nil {
-				return err
-			}
-			got := make([]byte, out.Bytes())
-			if err := dev.CopyToHost(got, out.Ptr); err != nil {
+			got, err := callAndRead(ctx, rs, dev, in, out, s)
+			if err != nil {
 				return err
 			}
 			if rep := check.ReduceScatter(sp.dt, all, rank, rowsPer, sp.n).Compare(got, rs.Roundings()); !rep.OK() {
@@ -367,14 +361,8 @@ func TestRegisterRefusals(t *testing.T) {
 		if err := r.Dev.CopyToDevice(in.Ptr, host); err != nil {
 			return err
 		}
-		if err := rs.ReduceScatter(ctx, in, out, s); err != nil {
-			return err
-		}
-		if err := s.Synchronize(ctx); err != nil {
-			return err
-		}
-		got := make([]byte, out.Bytes())
-		if err := r.Dev.CopyToHost(got, out.Ptr); err != nil {
+		got, err := callAndRead(ctx, rs, r.Dev, in, out, s)
+		if err != nil {
 			return err
 		}
 		for j := range rowsPer * n {
@@ -471,14 +459,8 @@ func TestRegisterOnOneRank(t *testing.T) {
 			return err
 		}
 		defer s.Close()
-		if err := rs.ReduceScatter(ctx, in, out, s); err != nil {
-			return err
-		}
-		if err := s.Synchronize(ctx); err != nil {
-			return err
-		}
-		got := make([]byte, out.Bytes())
-		if err := r.Dev.CopyToHost(got, out.Ptr); err != nil {
+		got, err := callAndRead(ctx, rs, r.Dev, in, out, s)
+		if err != nil {
 			return err
 		}
 		if !bytes.Equal(got, host) {
@@ -594,14 +576,8 @@ func TestRegisteredInputUnderABoundIsOneLaunch(t *testing.T) {
 			if err := r.Dev.CopyToDevice(out.Ptr, make([]byte, out.Bytes())); err != nil {
 				return 0, err
 			}
-			if err := rs.ReduceScatter(ctx, in, out, s); err != nil {
-				return 0, err
-			}
-			if err := s.Synchronize(ctx); err != nil {
-				return 0, err
-			}
-			got := make([]byte, out.Bytes())
-			if err := r.Dev.CopyToHost(got, out.Ptr); err != nil {
+			got, err := callAndRead(ctx, rs, r.Dev, in, out, s)
+			if err != nil {
 				return 0, err
 			}
 			if !bytes.Equal(got, want) {

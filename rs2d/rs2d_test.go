@@ -22,6 +22,18 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(sim.RunTests(m)) }
 
+// callAndRead makes the call on s, waits for it and returns its output.
+func callAndRead(ctx context.Context, rs *rs2d.Context, dev device.Device, in, out rs2d.Tensor, s device.Stream) ([]byte, error) {
+	if err := rs.ReduceScatter(ctx, in, out, s); err != nil {
+		return nil, err
+	}
+	if err := s.Synchronize(ctx); err != nil {
+		return nil, err
+	}
+	got := make([]byte, out.Bytes())
+	return got, dev.CopyToHost(got, out.Ptr)
+}
+
 // inputs hands every rank the same per-call random inputs, generated once.
 type inputs struct {
 	mu    sync.Mutex
