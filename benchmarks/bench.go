@@ -226,6 +226,12 @@ func (v Variant) Name(sms int) string {
 		case k.OneShotBytes > 0:
 			name += fmt.Sprintf(" oneshot%d", k.OneShotBytes)
 		}
+		switch {
+		case k.CopyEnginePullBytes < 0:
+			name += " cepull-off"
+		case k.CopyEnginePullBytes > 0:
+			name += fmt.Sprintf(" cepull%d", k.CopyEnginePullBytes)
+		}
 	}
 	if v.Config.Engine == rs2d.EngineRing { // its own tuning (0: default)
 		name = fmt.Sprintf("ring slots%d chunk%d channels%d", k.RingSlots, k.RingChunkBytes, k.RingChannels)

@@ -118,6 +118,8 @@ type Call struct {
 	// rank, registrations being collective); 0 with InputViews 0. An engine
 	// reading in place checks that every peer reads the same one.
 	InputSerial uint32
+	// InputPeers is InputViews's table on the host (nil with InputViews 0).
+	InputPeers []device.Ptr
 }
 
 // Step is one node step of a call: the rows destined to node Node.

@@ -30,7 +30,7 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch symm.Epoch) err
 	rpr := in.Rows / c.place.Shape.World()
 	call := intranode.Call{Epoch: epoch, Input: in.Ptr, RowsPer: rpr}
 	if r := c.registrationOf(in); r != nil { // read in place (Register)
-		call.InputViews, call.InputSerial = r.views, r.serial
+		call.InputViews, call.InputSerial, call.InputPeers = r.views, r.serial, r.peers
 	}
 	if err := c.engine.Begin(s, call); err != nil {
 		return err

@@ -107,6 +107,9 @@ func newPlanner(cfg Config, place symm.Place, sms int) (planner, Memory, error) 
 	}
 	asked := cfg.Engine
 	p := planner{cfg: cfg.withDefaults(place.Shape.LocalSize), place: place, knobs: cfg.Tuning, sms: sms}
+	if b := p.cfg.MaxSymmetricBytes; b > 0 && p.direct().Total() > b {
+		p.knobs.CopyEnginePullBytes = -1 // its landing slots only where the direct path fits with them
+	}
 	mem, err := p.choose(asked)
 	if err != nil {
 		return planner{}, Memory{}, err
@@ -171,7 +174,8 @@ func (p planner) maker(ring *ringengine.Shape) intranode.Maker {
 	case p.cfg.Engine == EngineSM:
 		return push.NewMaker(spec)
 	case p.cfg.Engine == EnginePull:
-		return pull.NewMaker(spec, p.pullRows, p.knobs.OneShotBytes)
+		return pull.NewMaker(spec, p.pullRows, p.knobs.OneShotBytes,
+			pull.CopyEngine{MinBlock: p.knobs.CopyEnginePullBytes, Chunk: p.knobs.CopyEnginePullChunk})
 	}
 	return ce.NewMaker(spec)
 }

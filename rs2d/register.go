@@ -16,9 +16,10 @@ import (
 // their addresses by local rank that the pull kernel reads through.
 type registration struct {
 	win    *symm.Window
-	views  device.Ptr // LocalSize uint64 addresses, this context's device memory
-	serial uint32     // 1, 2, ...: the same on every rank
-	bytes  int64      // of each rank's buffer
+	views  device.Ptr   // LocalSize uint64 addresses, this context's device memory
+	peers  []device.Ptr // the same on the host
+	serial uint32       // 1, 2, ...: the same on every rank
+	bytes  int64        // of each rank's buffer
 }
 
 // Register registers t, this rank's input of later calls, with every rank
@@ -129,6 +130,7 @@ func (r *registration) writeViews(c *Context) error {
 			return fmt.Errorf("the buffer of rank %d, a node peer, is not mapped (another host?): %w", peer, device.ErrNotSupported)
 		}
 		b = binary.LittleEndian.AppendUint64(b, uint64(p))
+		r.peers = append(r.peers, p)
 	}
 	views, err := c.dev.Alloc(int64(len(b)))
 	if err != nil {

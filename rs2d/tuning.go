@@ -37,6 +37,19 @@ type Tuning struct {
 	// The slots take 2 × GPUs per node × OneShotBytes of symmetric memory
 	// (of at most the block of MaxM rows).
 	OneShotBytes int64
+	// CopyEnginePullBytes is, for the pull engine, the smallest block
+	// (bytes of one destination's rows per rank) of a whole call of a
+	// registered input (Register) that each rank's copy engine pulls from
+	// its node peers, the reduction stream summing each chunk as it lands,
+	// instead of the pull kernel's SM loads (0: the default, 256 MiB on
+	// nodes of 2 GPUs and never on larger ones, where the SM loads
+	// measured faster; negative: never). Its landing slots take 3 × (GPUs
+	// per node − 1) × CopyEnginePullChunk of symmetric memory, and are left
+	// out where they would not fit MaxSymmetricBytes.
+	CopyEnginePullBytes int64
+	// CopyEnginePullChunk is the bytes of each of those landing slots (0:
+	// 64 MiB; at most a block).
+	CopyEnginePullChunk int64
 }
 
 // MaxSegments bounds Tuning.Segments.

@@ -20,7 +20,7 @@ import (
 func runBench(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var w worldFlags
-	w.register(fs, worldUse{shape: true, rail: true, engine: true, lists: true})
+	w.register(fs, worldUse{shape: true, rail: true, engine: true, lists: true, registered: true})
 	dt := fs.String("dtype", "bf16", "element type: bf16, fp16, fp32, int32")
 	n := fs.Int("n", 4096, "columns N (M follows from the size)")
 	sizes := fs.String("sizes", "", "input bytes per rank, comma-separated, with K/M/G suffixes, each at least one row per rank "+

@@ -37,6 +37,7 @@ type worldFlags struct {
 	ringChunk    string
 	graphs       string
 	oneShot      string
+	cePull       string
 }
 
 // worldUse says which of the world flags a command takes: every command
@@ -47,6 +48,9 @@ type worldUse struct {
 	rail   bool // --transport and the tuning the reduce-scatter's stages take (--reduction-sms, --chunks, --rail-lanes)
 	engine bool // --engine, --graphs, --max-symm and the ring's tuning (an rs2d.Config's)
 	lists  bool // the tuning flags take comma-separated lists, each combination measured
+	// registered: the command can read a registered input (bench
+	// --register), so it takes --ce-pull
+	registered bool
 }
 
 // register defines the world flags use names on fs, with their defaults
@@ -54,7 +58,7 @@ type worldUse struct {
 func (w *worldFlags) register(fs *flag.FlagSet, use worldUse) {
 	w.backend, w.timeout = "auto", 2*time.Minute
 	w.engines, w.transport, w.graphs = "auto", "auto", "off"
-	w.reductionSMs, w.chunks, w.railLanes, w.maxSymm, w.ringChunk, w.oneShot = "0", "0", "0", "0", "0", "0"
+	w.reductionSMs, w.chunks, w.railLanes, w.maxSymm, w.ringChunk, w.oneShot, w.cePull = "0", "0", "0", "0", "0", "0", "0"
 	list := ""
 	if use.lists {
 		list = "; a comma-separated list measures each value"
@@ -79,6 +83,9 @@ func (w *worldFlags) register(fs *flag.FlagSet, use worldUse) {
 		fs.IntVar(&w.ringChannels, "ring-channels", 0, "tuning, ring: channels, one thread block each (0: default)")
 		fs.StringVar(&w.ringChunk, "ring-chunk", w.ringChunk, "tuning, ring: bytes per slot, with K/M suffixes (0: default, shrunk to fit --max-symm)")
 		fs.StringVar(&w.oneShot, "one-shot", w.oneShot, "tuning, pull engine: the largest block (bytes of one destination's rows) pushed in one shot, with K/M suffixes (0: default, 2M / GPUs per node; off: every call pulled)"+list)
+	}
+	if use.engine && use.registered {
+		fs.StringVar(&w.cePull, "ce-pull", w.cePull, "tuning, pull engine with a registered input (--register): the smallest block (bytes of one destination's rows) that the copy engine pulls, with K/M/G suffixes (0: default, 256M on nodes of 2 GPUs, off on larger ones; off: never)"+list)
 	}
 }
 
@@ -114,7 +121,7 @@ func (w *worldFlags) positive() []string { return []string{"nodes", "gpus", "tim
 func (w *worldFlags) setting() (rs2d.Config, error) {
 	for _, f := range []struct{ name, value string }{
 		{"engine", w.engines}, {"graphs", w.graphs}, {"reduction-sms", w.reductionSMs}, {"chunks", w.chunks}, {"rail-lanes", w.railLanes},
-		{"one-shot", w.oneShot},
+		{"one-shot", w.oneShot}, {"ce-pull", w.cePull},
 	} {
 		if strings.Contains(f.value, ",") {
 			return rs2d.Config{}, usageError{fmt.Errorf("--%s %s: this command runs one setting; give one value (bench measures lists)", f.name, f.value)}
@@ -152,15 +159,19 @@ func (w *worldFlags) variants() ([]benchmarks.Variant, error) {
 	errs = append(errs, err)
 	ringChunk, err := sizeOrZero("ring-chunk", w.ringChunk)
 	errs = append(errs, err)
-	var oneShots []int64
-	for _, v := range strings.Split(w.oneShot, ",") {
-		n := int64(-1) // off
-		if v = strings.TrimSpace(v); v != "off" {
-			n, err = sizeOrZero("one-shot", v)
-			errs = append(errs, err)
+	sizesOrOff := func(name, value string) []int64 {
+		var out []int64
+		for _, v := range strings.Split(value, ",") {
+			n := int64(-1) // off
+			if v = strings.TrimSpace(v); v != "off" {
+				n, err = sizeOrZero(name, v)
+				errs = append(errs, err)
+			}
+			out = append(out, n)
 		}
-		oneShots = append(oneShots, n)
+		return out
 	}
+	oneShots, cePulls := sizesOrOff("one-shot", w.oneShot), sizesOrOff("ce-pull", w.cePull)
 	if w.ringSlots < 0 || w.ringChannels < 0 {
 		errs = append(errs, fmt.Errorf("--ring-slots %d, --ring-channels %d: want non-negative counts", w.ringSlots, w.ringChannels))
 	}
@@ -199,6 +210,7 @@ func (w *worldFlags) variants() ([]benchmarks.Variant, error) {
 	vary(len(sms), func(v *benchmarks.Variant, i int) { v.Config.Tuning.ReductionSMs = sms[i] })
 	vary(len(lanes), func(v *benchmarks.Variant, i int) { v.Config.Tuning.RailLanes = lanes[i] })
 	vary(len(oneShots), func(v *benchmarks.Variant, i int) { v.Config.Tuning.OneShotBytes = oneShots[i] })
+	vary(len(cePulls), func(v *benchmarks.Variant, i int) { v.Config.Tuning.CopyEnginePullBytes = cePulls[i] })
 	vary(len(graphs), func(v *benchmarks.Variant, i int) { v.Config.Graphs = graphs[i] })
 	return out, nil
 }

@@ -46,6 +46,7 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/intranode"
+	"github.com/seed12530e24/hiercoll/kernels"
 	"github.com/seed12530e24/hiercoll/symm"
 )
 
@@ -61,6 +62,11 @@ type Maker struct {
 	slot         int64
 	landing      symm.Region
 	oneShotFlags symm.Pad
+	// By the copy engine (cepull.go): the settings in effect (MinBlock 0:
+	// never), the landing slots and the handshake words.
+	ce              CopyEngine
+	ceLanding       symm.Region
+	ceReady, ceDone symm.Pad
 }
 
 var _ intranode.Maker = (*Maker)(nil)
@@ -69,9 +75,14 @@ var _ intranode.Maker = (*Maker)(nil)
 // the context's symmetric input (rows 0), or rounds of rows rows of each
 // destination's block through staging sets of its own. Whole calls whose
 // blocks are at most oneShot bytes go in one shot (0: DefaultOneShotInput
-// / GPUs per node; negative: none), on nodes of several GPUs.
-func NewMaker(spec intranode.Spec, rows int, oneShot int64) *Maker {
+// / GPUs per node; negative: none), on nodes of several GPUs; whole calls
+// of registered inputs whose blocks are at least ce.MinBlock are pulled by
+// the copy engine (CopyEngine; cepull.go).
+func NewMaker(spec intranode.Spec, rows int, oneShot int64, ce CopyEngine) *Maker {
 	m := &Maker{spec: spec, rows: rows}
+	if rows == 0 {
+		m.ce = ce.resolve(spec)
+	}
 	if oneShot == 0 {
 		oneShot = DefaultOneShotInput / int64(spec.LocalSize())
 	}
@@ -92,6 +103,11 @@ func (m *Maker) setBytes() int64 {
 
 // Prepare loads the kernel for the spec's dtype and node size.
 func (m *Maker) Prepare(dev device.Device) error {
+	if m.ce.MinBlock > 0 {
+		if err := kernels.Prepare(dev, m.spec.DType); err != nil {
+			return err
+		}
+	}
 	return Prepare(dev, m.spec.DType, m.spec.LocalSize())
 }
 
@@ -108,6 +124,9 @@ func (m *Maker) AddTo(l *symm.Layout) {
 	if m.slot > 0 {
 		m.landing = l.Add("pull one-shot landing slots", 2*int64(lws)*m.slot)
 		m.oneShotFlags = l.AddPad("pull one-shot flags", m.maxGrid()*lws)
+	}
+	if m.ce.MinBlock > 0 {
+		m.ceLayout(l)
 	}
 }
 
@@ -127,6 +146,11 @@ func (m *Maker) Make(_ context.Context, env intranode.Env) (intranode.Engine, er
 		return nil, err
 	}
 	e := &Engine{env: env, m: m}
+	if m.ce.MinBlock > 0 {
+		if err := e.ceMake(); err != nil {
+			return nil, errors.Join(fmt.Errorf("pull: %w", err), e.Close())
+		}
+	}
 	if m.rows > 0 || env.Place.Shape.Nodes == 1 { // rounds, or whole calls copied in pieces
 		for i := range e.copied {
 			var err error
@@ -150,6 +174,11 @@ type Engine struct {
 	// (the caller's stream).
 	round        int
 	copied, read [2]device.Event
+	// By the copy engine (cepull.go): its words, per slot the end of its
+	// copy and of its sum, and the call's chunks so far.
+	ceReady, ceDone     symm.SignalPad
+	ceLanded, ceReduced []device.Event
+	ceK                 int
 }
 
 var _ intranode.Engine = (*Engine)(nil)
@@ -170,6 +199,9 @@ func grid(rowBytes int64, rows, sms int) int {
 func (e *Engine) Begin(s device.Stream, call intranode.Call) error {
 	if e.oneShot(call) {
 		return nil // read in place by its own rank
+	}
+	if e.cePull(call) {
+		return e.ceBegin(s, call)
 	}
 	if (e.m.rows > 0 && call.InputViews == 0) || e.pieces(call) > 1 {
 		e.round = 0
@@ -196,6 +228,8 @@ func (e *Engine) Step(s device.Stream, step intranode.Step) (intranode.Done, err
 	switch {
 	case e.oneShot(step.Call):
 		return e.oneShotStep(s, step)
+	case e.cePull(step.Call):
+		return e.ceStep(step)
 	case step.InputViews != 0: // a registered input: read in place, rounds or not
 		return e.pull(s, step, step.InputViews, row, step.First, step.Last)
 	case e.m.rows > 0:
@@ -359,6 +393,9 @@ func (e *Engine) stage(s device.Stream, step intranode.Step, set int, base int64
 // End has s wait for the copy stream (in rounds; nothing else: the last
 // step's kernel ends the call's handshakes).
 func (e *Engine) End(s device.Stream, call intranode.Call) error {
+	if e.cePull(call) {
+		return e.ceEnd(s, call)
+	}
 	if e.m.rows == 0 || call.InputViews != 0 {
 		return nil
 	}
@@ -366,10 +403,17 @@ func (e *Engine) End(s device.Stream, call intranode.Call) error {
 }
 
 // ReleaseWaits enqueues on s the abort word: every wait of the kernel ends.
-func (e *Engine) ReleaseWaits(s device.Stream, _ symm.Epoch) error {
+func (e *Engine) ReleaseWaits(s device.Stream, epoch symm.Epoch) error {
 	abort := e.env.Heap.Local().Add(e.m.state.Off + 4*stateAbort)
 	if err := e.env.Dev.Memset32(s, abort, 1, 1); err != nil {
 		return fmt.Errorf("pull: aborting the kernel's waits: %w", err)
+	}
+	if e.m.ce.MinBlock > 0 {
+		for _, pad := range []symm.SignalPad{e.ceReady, e.ceDone} {
+			if err := pad.Release(s, uint32(epoch)); err != nil {
+				return fmt.Errorf("pull: %w", err)
+			}
+		}
 	}
 	return nil
 }
@@ -378,7 +422,7 @@ func (e *Engine) ReleaseWaits(s device.Stream, _ symm.Epoch) error {
 // context's heap).
 func (e *Engine) Close() error {
 	var errs []error
-	for _, ev := range append(e.copied[:], e.read[:]...) {
+	for _, ev := range append(append(e.copied[:], e.read[:]...), append(e.ceLanded, e.ceReduced...)...) {
 		if ev != nil {
 			errs = append(errs, ev.Close())
 		}

@@ -35,6 +35,7 @@ type late struct {
 	copies, reads bool
 	launches      *atomic.Int64 // where not nil: counts the pull kernels launched
 	kernels       *sync.Map     // where not nil: the names of the kernels launched
+	copied        *atomic.Int64 // where not nil: counts the device copies
 }
 
 func (l *late) sleep(s device.Stream) error {
@@ -43,6 +44,9 @@ func (l *late) sleep(s device.Stream) error {
 }
 
 func (l *late) Copy(s device.Stream, dst, src device.Ptr, n int64) error {
+	if l.copied != nil {
+		l.copied.Add(1)
+	}
 	if l.copies {
 		if err := l.sleep(s); err != nil {
 			return err
@@ -73,6 +77,10 @@ type spec struct {
 	n        int
 	calls    int
 	zeroCopy bool // write each call's rows into Context.Input (else a buffer of the caller's)
+	register bool // register the caller's buffer (Context.Register): the peers read it in place
+	// ceMin and ceChunk are Tuning.CopyEnginePullBytes and
+	// CopyEnginePullChunk (0: the defaults).
+	ceMin, ceChunk int64
 	graphs   bool
 	late     *late // rank 1's device wrapper (nil: none)
 	bound    int64 // MaxSymmetricBytes (0: none); the call then goes in rounds
@@ -119,7 +127,7 @@ func run(t *testing.T, sp spec) {
 			dev = &l
 		}
 		rs, err := rs2d.New(ctx, r.Comm, dev, rs2d.Config{MaxM: m, N: sp.n, DType: sp.dt, Engine: rs2d.EnginePull, Graphs: sp.graphs,
-			Timeout: time.Minute, MaxSymmetricBytes: sp.bound, Tuning: rs2d.Tuning{OneShotBytes: sp.oneShot}})
+			Timeout: time.Minute, MaxSymmetricBytes: sp.bound, Tuning: rs2d.Tuning{OneShotBytes: sp.oneShot, CopyEnginePullBytes: sp.ceMin, CopyEnginePullChunk: sp.ceChunk}})
 		if err != nil {
 			return err
 		}
@@ -140,6 +148,11 @@ func run(t *testing.T, sp spec) {
 			}
 			defer dev.Free(p)
 			in = rs2d.Tensor{Ptr: p, Rows: m, Cols: sp.n, DType: sp.dt}
+			if sp.register {
+				if err := rs.Register(ctx, in); err != nil {
+					return err
+				}
+			}
 		}
 		outPtr, err := dev.Alloc(int64(sp.rowsPer*sp.n) * es)
 		if err != nil {
@@ -161,8 +174,12 @@ func run(t *testing.T, sp spec) {
 				}
 			}
 			got := make([]byte, out.Bytes())
-			if err := dev.CopyToDevice(in.Ptr, inputs[c][r.Comm.Rank()]); err != nil {
+			staging, err := writeInput(dev, s, in, inputs[c][r.Comm.Rank()], sp.register)
+			if err != nil {
 				return err
+			}
+			if staging != 0 {
+				defer dev.Free(staging)
 			}
 			if err := dev.CopyToDevice(out.Ptr, check.Poison(sp.dt, rows*sp.n)); err != nil {
 				return err
@@ -183,6 +200,26 @@ func run(t *testing.T, sp spec) {
 		return nil
 	})
 	require.NoError(t, err)
+}
+
+// writeInput writes rows into in: a registered input on s, by a device
+// copy from a staging buffer that it returns (a late rank's input is then
+// late on its stream, as a producer's would be), any other at once.
+func writeInput(dev device.Device, s device.Stream, in rs2d.Tensor, rows []byte, onStream bool) (device.Ptr, error) {
+	if !onStream {
+		return 0, dev.CopyToDevice(in.Ptr, rows)
+	}
+	staging, err := dev.Alloc(int64(len(rows)))
+	if err != nil {
+		return 0, err
+	}
+	if err := dev.CopyToDevice(staging, rows); err != nil {
+		return 0, errors.Join(err, dev.Free(staging))
+	}
+	if err := dev.Copy(s, in.Ptr, staging, int64(len(rows))); err != nil {
+		return 0, errors.Join(err, dev.Free(staging))
+	}
+	return staging, nil
 }
 
 func TestPullShapesAndDtypes(t *testing.T) {
@@ -380,6 +417,40 @@ func TestPullOneShotBesidePull(t *testing.T) {
 					names.Range(func(k, _ any) bool { found = found || strings.HasPrefix(k.(string), prefix); return true })
 					require.True(t, found, "rank 1 launched no %s kernel", prefix)
 				}
+			})
+		}
+	}
+}
+
+// A registered input pulled by the copy engine: chunks of 48 bytes through
+// three slots per peer, the last two chunks of each block halved down to 16
+// bytes (many chunks, the slots reused within and across calls), on one
+// node and across two, both protocols, with a rank whose copies are late
+// (its peers must not end their calls, and overwrite their inputs, before
+// it read them). The same calls with the copy engine's pulls off make fewer
+// device copies (the rail's, across nodes): the counts show which path ran.
+func TestPullByTheCopyEngine(t *testing.T) {
+	for _, c := range []struct {
+		shape      bootstrap.Shape
+		dt         dtype.DType
+		rowsPer, n int
+	}{
+		{bootstrap.Shape{Nodes: 1, LocalSize: 2}, dtype.I32, 3, 100},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 4}, dtype.BF16, 5, 129},
+		{bootstrap.Shape{Nodes: 2, LocalSize: 2}, dtype.F32, 2, 64},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 3}, dtype.F16, 4, 72},
+	} {
+		for _, graphs := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/%v/graphs=%v", c.shape, c.dt, graphs), func(t *testing.T) {
+				t.Parallel()
+				copies := map[int64]int64{}
+				for _, ceMin := range []int64{-1, 1} {
+					var n atomic.Int64
+					run(t, spec{shape: c.shape, dt: c.dt, rowsPer: c.rowsPer, n: c.n, calls: 4, register: true, graphs: graphs,
+						oneShot: -1, ceMin: ceMin, ceChunk: 48, late: &late{copies: true, delay: 5 * time.Millisecond, copied: &n}})
+					copies[ceMin] = n.Load()
+				}
+				require.Greater(t, copies[1], copies[-1], "rank 1's copies with the copy engine's pulls on and off")
 			})
 		}
 	}

@@ -1,0 +1,222 @@
+package pull
+
+import (
+	"fmt"
+
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/intranode"
+	"github.com/seed12530e24/hiercoll/kernels"
+	"github.com/seed12530e24/hiercoll/symm"
+)
+
+// Pulled by the copy engine: a whole call of a registered input (the peers'
+// buffers, read in place) whose blocks are at least CopyEngine.MinBlock
+// bytes. The receiving rank's copy engine reads its block from every peer's
+// buffer chunk by chunk into landing slots (ceSlots per peer), on the copy
+// stream, and the reduction stream sums each chunk's slots with the own rows
+// into the output as soon as they landed. On two GPUs the copy engine's
+// reads keep 95% of their one-way rate with traffic both ways, where SM
+// loads reach 90% of it (hiercoll floors). The last two chunks of a block
+// are cut in halves, and halves of halves, down to a 32nd of a chunk, so
+// that the sum left after the last copy is short. Handshakes are stream
+// memory operations: ready[src] = epoch (src's input is complete: raised
+// by src at Begin, after its earlier work), done[src] = epoch (src finished
+// reading this rank's input: the call ends only once every peer did).
+//
+// Only registered inputs: with the context's symmetric input as the copies'
+// source the same path measured 31% slower on 2 H200s (its landing slots
+// in the heap or not), and a caller's plain buffer would first be copied
+// in (benchmarks/RESULTS.md).
+
+// CopyEngine is when and how whole calls are pulled by the copy engine.
+type CopyEngine struct {
+	// MinBlock is the smallest block (bytes of one destination's rows per
+	// rank) pulled by the copy engine: 0 takes DefaultCopyEngine's on
+	// nodes of two GPUs and none on larger ones, negative none.
+	MinBlock int64
+	// Chunk is the bytes of one landing slot (0: DefaultCopyEngine's),
+	// rounded up to 16.
+	Chunk int64
+}
+
+// DefaultCopyEngine is the copy engine's pulls on nodes of two GPUs, where
+// they measured faster than the SM pulls from blocks of 256 MiB (2 H200s:
+// not on 4, where the SM pulls stay faster).
+var DefaultCopyEngine = CopyEngine{MinBlock: 256 << 20, Chunk: 64 << 20}
+
+// ceSlots is the landing slots per peer: a chunk landing while the one
+// before it is summed, and one more.
+const ceSlots = 3
+
+// resolve is c with the defaults filled in for spec (MinBlock 0: never),
+// and never where no block reaches MinBlock; the chunk is at most a block.
+func (c CopyEngine) resolve(spec intranode.Spec) CopyEngine {
+	lws := spec.LocalSize()
+	if c.MinBlock == 0 && lws == 2 {
+		c.MinBlock = DefaultCopyEngine.MinBlock
+	}
+	block := int64(spec.MaxRows/spec.Place.Shape.World()) * spec.RowBytes()
+	if c.MinBlock <= 0 || lws < 2 || block < c.MinBlock {
+		return CopyEngine{}
+	}
+	if c.Chunk <= 0 {
+		c.Chunk = DefaultCopyEngine.Chunk
+	}
+	c.Chunk = (min(c.Chunk, block) + 15) / 16 * 16
+	return c
+}
+
+// ceLayout lays out the landing slots (ceSlots × (lws − 1) chunks) and the
+// handshake words.
+func (m *Maker) ceLayout(l *symm.Layout) {
+	lws := m.spec.LocalSize()
+	m.ceLanding = l.Add("pull copy-engine landing slots", int64(ceSlots*(lws-1))*m.ce.Chunk)
+	m.ceReady = l.AddPad("pull copy-engine ready", lws)
+	m.ceDone = l.AddPad("pull copy-engine reads done", lws)
+}
+
+// ceMake makes the engine's copy-engine words and events.
+func (e *Engine) ceMake() error {
+	if e.env.Streams == nil || len(e.env.Streams.Copy) == 0 {
+		return fmt.Errorf("the copy engine's pulls need a copy and a reduction stream: %w", device.ErrInvalidArgument)
+	}
+	place, proto := e.env.Place, e.env.Proto
+	e.ceReady = e.env.Heap.Signals(e.m.ceReady, proto, intranode.ReadyLabel(place))
+	e.ceDone = e.env.Heap.Signals(e.m.ceDone, proto, func(_, src int) string {
+		return "reads done by " + intranode.LocalName(place, src)
+	})
+	for range 2 * ceSlots {
+		ev, err := e.env.Dev.NewEvent()
+		if err != nil {
+			return err
+		}
+		if len(e.ceLanded) < ceSlots {
+			e.ceLanded = append(e.ceLanded, ev)
+		} else {
+			e.ceReduced = append(e.ceReduced, ev)
+		}
+	}
+	return nil
+}
+
+// cePull reports whether call is pulled by the copy engine.
+func (e *Engine) cePull(call intranode.Call) bool {
+	return e.m.ce.MinBlock > 0 && call.InputViews != 0 && !e.oneShot(call) &&
+		int64(call.RowsPer)*e.env.RowBytes() >= e.m.ce.MinBlock
+}
+
+// ceBegin tells every node peer that this rank's input is complete and
+// forks the copy and reduction streams from s.
+func (e *Engine) ceBegin(s device.Stream, call intranode.Call) error {
+	me := e.env.Place.LocalRank
+	for q := range e.env.LocalSize() {
+		if q == me {
+			continue
+		}
+		if err := e.ceReady.At(e.env.Place.NodePeer(q), me).Raise(s, uint32(call.Epoch)); err != nil {
+			return fmt.Errorf("pull: announcing the input to local rank %d: %w", q, err)
+		}
+	}
+	e.ceK = 0
+	return e.env.Streams.Fork(s)
+}
+
+// ceNext is the bytes of the chunk at c0 of a block: a whole chunk while
+// two or more are left, then half of what is left, down to a 32nd of a
+// chunk (16-byte multiples).
+func ceNext(c0, block, chunk int64) int64 {
+	left, least := block-c0, max(16, chunk/32/16*16)
+	switch {
+	case left >= 2*chunk:
+		return chunk
+	case left <= least:
+		return left
+	}
+	return max(least, (left/2+15)/16*16)
+}
+
+// ceStep pulls step's block of this rank from every node peer's registered
+// input chunk by chunk on the copy stream and sums each chunk on the
+// reduction stream into step.ReduceTo.
+func (e *Engine) ceStep(step intranode.Step) (intranode.Done, error) {
+	lws, me, place := e.env.LocalSize(), e.env.Place.LocalRank, e.env.Place
+	cp, r := e.env.Streams.Copy[0], e.env.Streams.Reduction
+	epoch := uint32(step.Epoch)
+	if step.First {
+		for q := range lws {
+			if q == me {
+				continue
+			}
+			if err := e.ceReady.At(place.Rank, q).WaitLast(cp, epoch); err != nil {
+				return intranode.Done{}, fmt.Errorf("pull: waiting for local rank %d's input: %w", q, err)
+			}
+		}
+	}
+	rowBytes, es := e.env.RowBytes(), int64(e.env.DType.Size())
+	block := int64(step.RowsPer) * rowBytes
+	off := int64((step.Node*lws+me)*step.RowsPer) * rowBytes
+	chunk := e.m.ce.Chunk
+	// landing is slot's chunk of the i-th peer after this rank (i = 1 ..
+	// lws-1); the reduce reads lws chunks at a stride of chunk from
+	// landing(slot, 0), that place holding the own rows' (SelfSrc).
+	landing := func(slot, i int) device.Ptr {
+		return e.env.Heap.Local().Add(e.m.ceLanding.Off + int64(slot*(lws-1)+i-1)*chunk)
+	}
+	grid := intranode.BlocksPerSM * e.env.ReductionSMs
+	for c0, n := int64(0), int64(0); c0 < block; c0 += n {
+		n = ceNext(c0, block, chunk)
+		slot := e.ceK % ceSlots
+		if e.ceK >= ceSlots { // the slot's last sum read it
+			if err := cp.WaitEvent(e.ceReduced[slot]); err != nil {
+				return intranode.Done{}, err
+			}
+		}
+		for i := 1; i < lws; i++ {
+			q := (me + i) % lws
+			if err := e.env.Dev.Copy(cp, landing(slot, i), step.InputPeers[q].Add(off+c0), n); err != nil {
+				return intranode.Done{}, fmt.Errorf("pull: copying from local rank %d: %w", q, err)
+			}
+		}
+		if err := e.ceLanded[slot].Record(cp); err != nil {
+			return intranode.Done{}, err
+		}
+		if err := r.WaitEvent(e.ceLanded[slot]); err != nil {
+			return intranode.Done{}, err
+		}
+		b := kernels.Blocks{Src: landing(slot, 1).Add(-chunk), Stride: chunk / es, N: lws, Count: n / es, Self: 0,
+			SelfSrc: step.InputPeers[me].Add(off + c0)}
+		if err := kernels.LaunchReduce(e.env.Dev, r, e.env.DType, grid, step.ReduceTo.Add(c0), b); err != nil {
+			return intranode.Done{}, fmt.Errorf("pull: summing a pulled chunk: %w", err)
+		}
+		if err := e.ceReduced[slot].Record(r); err != nil {
+			return intranode.Done{}, err
+		}
+		e.ceK++
+	}
+	if step.Last {
+		for q := range lws {
+			if q == me {
+				continue
+			}
+			if err := e.ceDone.At(place.NodePeer(q), me).Raise(cp, epoch); err != nil {
+				return intranode.Done{}, fmt.Errorf("pull: telling local rank %d its input was read: %w", q, err)
+			}
+		}
+	}
+	return intranode.Done{Landed: cp, Reduced: r}, nil
+}
+
+// ceEnd has s wait until every node peer read this rank's input, and for
+// the engine's streams.
+func (e *Engine) ceEnd(s device.Stream, call intranode.Call) error {
+	me := e.env.Place.LocalRank
+	for q := range e.env.LocalSize() {
+		if q == me {
+			continue
+		}
+		if err := e.ceDone.At(e.env.Place.Rank, q).WaitLast(s, uint32(call.Epoch)); err != nil {
+			return fmt.Errorf("pull: waiting for local rank %d's reads: %w", q, err)
+		}
+	}
+	return e.env.Streams.Merge(s)
+}
