@@ -232,6 +232,9 @@ func (v Variant) Name(sms int) string {
 		case k.CopyEnginePullBytes > 0:
 			name += fmt.Sprintf(" cepull%d", k.CopyEnginePullBytes)
 		}
+		if k.CopyEnginePullChunk > 0 {
+			name += fmt.Sprintf(" cechunk%d", k.CopyEnginePullChunk)
+		}
 	}
 	if v.Config.Engine == rs2d.EngineRing { // its own tuning (0: default)
 		name = fmt.Sprintf("ring slots%d chunk%d channels%d", k.RingSlots, k.RingChunkBytes, k.RingChannels)

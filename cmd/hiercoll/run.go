@@ -38,6 +38,7 @@ type worldFlags struct {
 	graphs       string
 	oneShot      string
 	cePull       string
+	ceChunk      string
 }
 
 // worldUse says which of the world flags a command takes: every command
@@ -58,7 +59,7 @@ type worldUse struct {
 func (w *worldFlags) register(fs *flag.FlagSet, use worldUse) {
 	w.backend, w.timeout = "auto", 2*time.Minute
 	w.engines, w.transport, w.graphs = "auto", "auto", "off"
-	w.reductionSMs, w.chunks, w.railLanes, w.maxSymm, w.ringChunk, w.oneShot, w.cePull = "0", "0", "0", "0", "0", "0", "0"
+	w.reductionSMs, w.chunks, w.railLanes, w.maxSymm, w.ringChunk, w.oneShot, w.cePull, w.ceChunk = "0", "0", "0", "0", "0", "0", "0", "0"
 	list := ""
 	if use.lists {
 		list = "; a comma-separated list measures each value"
@@ -86,6 +87,7 @@ func (w *worldFlags) register(fs *flag.FlagSet, use worldUse) {
 	}
 	if use.engine && use.registered {
 		fs.StringVar(&w.cePull, "ce-pull", w.cePull, "tuning, pull engine with a registered input (--register): the smallest block (bytes of one destination's rows) that the copy engine pulls, with K/M/G suffixes (0: default, 256M on nodes of 2 GPUs, off on larger ones; off: never)"+list)
+		fs.StringVar(&w.ceChunk, "ce-chunk", w.ceChunk, "tuning, the copy engine's pulls: bytes of each landing slot, with K/M suffixes (0: default, 64M)"+list)
 	}
 }
 
@@ -121,7 +123,7 @@ func (w *worldFlags) positive() []string { return []string{"nodes", "gpus", "tim
 func (w *worldFlags) setting() (rs2d.Config, error) {
 	for _, f := range []struct{ name, value string }{
 		{"engine", w.engines}, {"graphs", w.graphs}, {"reduction-sms", w.reductionSMs}, {"chunks", w.chunks}, {"rail-lanes", w.railLanes},
-		{"one-shot", w.oneShot}, {"ce-pull", w.cePull},
+		{"one-shot", w.oneShot}, {"ce-pull", w.cePull}, {"ce-chunk", w.ceChunk},
 	} {
 		if strings.Contains(f.value, ",") {
 			return rs2d.Config{}, usageError{fmt.Errorf("--%s %s: this command runs one setting; give one value (bench measures lists)", f.name, f.value)}
@@ -172,6 +174,12 @@ func (w *worldFlags) variants() ([]benchmarks.Variant, error) {
 		return out
 	}
 	oneShots, cePulls := sizesOrOff("one-shot", w.oneShot), sizesOrOff("ce-pull", w.cePull)
+	var ceChunks []int64
+	for _, v := range strings.Split(w.ceChunk, ",") {
+		n, err := sizeOrZero("ce-chunk", strings.TrimSpace(v))
+		errs = append(errs, err)
+		ceChunks = append(ceChunks, n)
+	}
 	if w.ringSlots < 0 || w.ringChannels < 0 {
 		errs = append(errs, fmt.Errorf("--ring-slots %d, --ring-channels %d: want non-negative counts", w.ringSlots, w.ringChannels))
 	}
@@ -211,6 +219,7 @@ func (w *worldFlags) variants() ([]benchmarks.Variant, error) {
 	vary(len(lanes), func(v *benchmarks.Variant, i int) { v.Config.Tuning.RailLanes = lanes[i] })
 	vary(len(oneShots), func(v *benchmarks.Variant, i int) { v.Config.Tuning.OneShotBytes = oneShots[i] })
 	vary(len(cePulls), func(v *benchmarks.Variant, i int) { v.Config.Tuning.CopyEnginePullBytes = cePulls[i] })
+	vary(len(ceChunks), func(v *benchmarks.Variant, i int) { v.Config.Tuning.CopyEnginePullChunk = ceChunks[i] })
 	vary(len(graphs), func(v *benchmarks.Variant, i int) { v.Config.Graphs = graphs[i] })
 	return out, nil
 }

@@ -34,22 +34,34 @@ type CopyEngine struct {
 	// rank) pulled by the copy engine: 0 takes DefaultCopyEngine's on
 	// nodes of two GPUs and none on larger ones, negative none.
 	MinBlock int64
-	// Chunk is the bytes of one landing slot (0: DefaultCopyEngine's),
-	// rounded up to 16.
+	// Chunk is the bytes of one landing slot, rounded up to 16, and of
+	// each copy (0: by size: a quarter of the block, at least 64 and at
+	// most 128 MiB).
 	Chunk int64
 }
 
 // DefaultCopyEngine is the copy engine's pulls on nodes of two GPUs, where
 // they measured faster than the SM pulls from blocks of 256 MiB (2 H200s:
 // not on 4, where the SM pulls stay faster).
-var DefaultCopyEngine = CopyEngine{MinBlock: 256 << 20, Chunk: 64 << 20}
+var DefaultCopyEngine = CopyEngine{MinBlock: 256 << 20}
+
+// chunkBySize is the chunk of a block of block bytes when CopyEngine.Chunk
+// is 0: a quarter of it, between ceChunkLeast and ceChunkMost (of 32, 64
+// and 128 MiB that chunk measured fastest at blocks of 256 MiB, 512 MiB and
+// 1 GiB on 2 H200s). Variables for the tests.
+func chunkBySize(block int64) int64 {
+	return (min(max(block/4, ceChunkLeast), ceChunkMost) + 15) / 16 * 16
+}
+
+var ceChunkLeast, ceChunkMost int64 = 64 << 20, 128 << 20
 
 // ceSlots is the landing slots per peer: a chunk landing while the one
 // before it is summed, and one more.
 const ceSlots = 3
 
 // resolve is c with the defaults filled in for spec (MinBlock 0: never),
-// and never where no block reaches MinBlock; the chunk is at most a block.
+// and never where no block reaches MinBlock; the chunk (the slots' size)
+// is at most a block.
 func (c CopyEngine) resolve(spec intranode.Spec) CopyEngine {
 	lws := spec.LocalSize()
 	if c.MinBlock == 0 && lws == 2 {
@@ -60,7 +72,7 @@ func (c CopyEngine) resolve(spec intranode.Spec) CopyEngine {
 		return CopyEngine{}
 	}
 	if c.Chunk <= 0 {
-		c.Chunk = DefaultCopyEngine.Chunk
+		c.Chunk = chunkBySize(block)
 	}
 	c.Chunk = (min(c.Chunk, block) + 15) / 16 * 16
 	return c
@@ -155,12 +167,16 @@ func (e *Engine) ceStep(step intranode.Step) (intranode.Done, error) {
 	rowBytes, es := e.env.RowBytes(), int64(e.env.DType.Size())
 	block := int64(step.RowsPer) * rowBytes
 	off := int64((step.Node*lws+me)*step.RowsPer) * rowBytes
-	chunk := e.m.ce.Chunk
-	// landing is slot's chunk of the i-th peer after this rank (i = 1 ..
-	// lws-1); the reduce reads lws chunks at a stride of chunk from
-	// landing(slot, 0), that place holding the own rows' (SelfSrc).
+	slotBytes := e.m.ce.Chunk
+	chunk := slotBytes
+	if e.m.ceBySize {
+		chunk = min(chunk, chunkBySize(block))
+	}
+	// landing is slot's place for the i-th peer after this rank (i = 1 ..
+	// lws-1); the reduce reads lws chunks at a stride of a slot from where
+	// i = 0 would be, the own rows coming from SelfSrc instead.
 	landing := func(slot, i int) device.Ptr {
-		return e.env.Heap.Local().Add(e.m.ceLanding.Off + int64(slot*(lws-1)+i-1)*chunk)
+		return e.env.Heap.Local().Add(e.m.ceLanding.Off + int64(slot*(lws-1)+i-1)*slotBytes)
 	}
 	grid := intranode.BlocksPerSM * e.env.ReductionSMs
 	for c0, n := int64(0), int64(0); c0 < block; c0 += n {
@@ -183,7 +199,7 @@ func (e *Engine) ceStep(step intranode.Step) (intranode.Done, error) {
 		if err := r.WaitEvent(e.ceLanded[slot]); err != nil {
 			return intranode.Done{}, err
 		}
-		b := kernels.Blocks{Src: landing(slot, 1).Add(-chunk), Stride: chunk / es, N: lws, Count: n / es, Self: 0,
+		b := kernels.Blocks{Src: landing(slot, 1).Add(-slotBytes), Stride: slotBytes / es, N: lws, Count: n / es, Self: 0,
 			SelfSrc: step.InputPeers[me].Add(off + c0)}
 		if err := kernels.LaunchReduce(e.env.Dev, r, e.env.DType, grid, step.ReduceTo.Add(c0), b); err != nil {
 			return intranode.Done{}, fmt.Errorf("pull: summing a pulled chunk: %w", err)

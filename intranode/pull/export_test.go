@@ -16,3 +16,14 @@ func SetBulkMinBytes(n int64) (restore func()) {
 	bulkMinBytes = n
 	return func() { bulkMinBytes = old }
 }
+
+// SetChunkBySize sets the bounds of the copy engine's chunks by size and
+// returns a function that restores them (tests that call it run alone).
+func SetChunkBySize(least, most int64) (restore func()) {
+	l, m := ceChunkLeast, ceChunkMost
+	ceChunkLeast, ceChunkMost = least, most
+	return func() { ceChunkLeast, ceChunkMost = l, m }
+}
+
+// CENext is ceNext.
+var CENext = ceNext

@@ -65,6 +65,7 @@ type Maker struct {
 	// By the copy engine (cepull.go): the settings in effect (MinBlock 0:
 	// never), the landing slots and the handshake words.
 	ce              CopyEngine
+	ceBySize        bool // ce.Chunk was 0: each call's chunk follows its block
 	ceLanding       symm.Region
 	ceReady, ceDone symm.Pad
 }
@@ -81,7 +82,7 @@ var _ intranode.Maker = (*Maker)(nil)
 func NewMaker(spec intranode.Spec, rows int, oneShot int64, ce CopyEngine) *Maker {
 	m := &Maker{spec: spec, rows: rows}
 	if rows == 0 {
-		m.ce = ce.resolve(spec)
+		m.ce, m.ceBySize = ce.resolve(spec), ce.Chunk <= 0
 	}
 	if oneShot == 0 {
 		oneShot = DefaultOneShotInput / int64(spec.LocalSize())

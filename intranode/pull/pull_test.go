@@ -81,9 +81,9 @@ type spec struct {
 	// ceMin and ceChunk are Tuning.CopyEnginePullBytes and
 	// CopyEnginePullChunk (0: the defaults).
 	ceMin, ceChunk int64
-	graphs   bool
-	late     *late // rank 1's device wrapper (nil: none)
-	bound    int64 // MaxSymmetricBytes (0: none); the call then goes in rounds
+	graphs         bool
+	late           *late // rank 1's device wrapper (nil: none)
+	bound          int64 // MaxSymmetricBytes (0: none); the call then goes in rounds
 	// oneShot is Tuning.OneShotBytes (0: the default, which takes these
 	// tests' small blocks in one shot; -1: every call pulled).
 	oneShot int64
@@ -452,6 +452,48 @@ func TestPullByTheCopyEngine(t *testing.T) {
 				}
 				require.Greater(t, copies[1], copies[-1], "rank 1's copies with the copy engine's pulls on and off")
 			})
+		}
+	}
+}
+
+// Chunks by size (Tuning.CopyEnginePullChunk 0), the bounds shrunk so that
+// calls of different sizes take different chunks within the same slots:
+// smaller calls copy chunks smaller than a slot.
+func TestPullByTheCopyEngineChunksBySize(t *testing.T) {
+	defer pull.SetChunkBySize(32, 256)()
+	for _, graphs := range []bool{false, true} {
+		t.Run(fmt.Sprintf("graphs=%v", graphs), func(t *testing.T) {
+			run(t, spec{shape: bootstrap.Shape{Nodes: 1, LocalSize: 3}, dt: dtype.F32, rowsPer: 12, n: 40, calls: 6,
+				rowsPerCall: []int{12, 3, 7}, register: true, graphs: graphs, oneShot: -1, ceMin: 1,
+				late: &late{copies: true, delay: 5 * time.Millisecond}})
+		})
+	}
+}
+
+// A block's chunks: whole ones while two or more are left, then halves of
+// what is left down to a 32nd of a chunk; 16-byte multiples but the last,
+// together the block.
+func TestCopyEngineChunks(t *testing.T) {
+	for _, c := range []struct{ block, chunk int64 }{
+		{1 << 30, 64 << 20}, {1 << 30, 128 << 20}, {256 << 20, 64 << 20}, {1000, 48}, {48, 48}, {100, 64}, {(1 << 30) + 4096*2, 64 << 20},
+	} {
+		var sizes []int64
+		sum := int64(0)
+		for sum < c.block {
+			n := pull.CENext(sum, c.block, c.chunk)
+			require.Positive(t, n)
+			require.LessOrEqual(t, n, c.chunk)
+			sizes = append(sizes, n)
+			sum += n
+		}
+		require.Equal(t, c.block, sum, "%+v: %v", c, sizes)
+		least := max(16, c.chunk/32/16*16)
+		for i, n := range sizes[:len(sizes)-1] {
+			require.Zero(t, n%16, "%+v: chunk %d of %v", c, i, sizes)
+			require.GreaterOrEqual(t, n, least, "%+v: chunk %d of %v", c, i, sizes)
+		}
+		if c.block >= 2*c.chunk { // the tail is short: at most the least chunk, after halves
+			require.LessOrEqual(t, sizes[len(sizes)-1], least, "%+v: %v", c, sizes)
 		}
 	}
 }
