@@ -30,13 +30,19 @@
 // reading its input only itself; no copy in, no reads-done handshake.
 // Blocks from bulkMinBytes are read with bulk copies (kernel.go).
 //
+// Large whole calls of a registered input on nodes of two GPUs go through
+// the copy engine instead (cepull.go): each rank's copy engine reads its
+// block from the peer in chunks into landing slots, and the reduction
+// stream sums each chunk with the own rows as it lands.
+//
 // Its words: the handshake flags (two sets of maxGrid × lws), the one-shot
 // flags (maxGrid × lws) and the kernels' call state, from which they take
 // the values they wait for, so nothing needs a reset under either signal
 // protocol.
 //
 // Files: pull.go (layout and driver), pull.cu (kernels), kernel.go (launch
-// and Go twin), oneshot.go (the one-shot launch and twin), pull_test.go.
+// and Go twin), oneshot.go (the one-shot launch and twin), cepull.go (the
+// copy engine's pulls), pull_test.go.
 package pull
 
 import (
