@@ -41,14 +41,15 @@ type Tuning struct {
 	// (bytes of one destination's rows per rank) of a whole call of a
 	// registered input (Register) that each rank's copy engine pulls from
 	// its node peers, the reduction stream summing each chunk as it lands,
-	// instead of the pull kernel's SM loads (0: the default, 256 MiB on
-	// nodes of 2 GPUs and never on larger ones, where the SM loads
-	// measured faster; negative: never). Its landing slots take 3 × (GPUs
-	// per node − 1) × CopyEnginePullChunk of symmetric memory, and are left
+	// instead of the pull kernel's SM loads (0: the default, 256 MiB on one
+	// node of 2 GPUs, where it was measured, and never elsewhere: on 4 GPUs
+	// the SM loads measured faster; negative: never). Its landing slots
+	// take 3 × (GPUs per node − 1) chunks of symmetric memory, and are left
 	// out where they would not fit MaxSymmetricBytes.
 	CopyEnginePullBytes int64
-	// CopyEnginePullChunk is the bytes of each of those landing slots (0:
-	// 64 MiB; at most a block).
+	// CopyEnginePullChunk is the bytes of each of those landing slots and
+	// copies (0: by size, a quarter of the block, 64 to 128 MiB; at most a
+	// block).
 	CopyEnginePullChunk int64
 }
 

@@ -14,9 +14,9 @@ import (
 // bytes. The receiving rank's copy engine reads its block from every peer's
 // buffer chunk by chunk into landing slots (ceSlots per peer), on the copy
 // stream, and the reduction stream sums each chunk's slots with the own rows
-// into the output as soon as they landed. On two GPUs the copy engine's
+// into the output as soon as they landed. On two H200s the copy engine's
 // reads keep 95% of their one-way rate with traffic both ways, where SM
-// loads reach 90% of it (hiercoll floors). The last two chunks of a block
+// loads reach 85% of it (hiercoll floors). The last two chunks of a block
 // are cut in halves, and halves of halves, down to a 32nd of a chunk, so
 // that the sum left after the last copy is short. Handshakes are stream
 // memory operations: ready[src] = epoch (src's input is complete: raised
@@ -31,8 +31,9 @@ import (
 // CopyEngine is when and how whole calls are pulled by the copy engine.
 type CopyEngine struct {
 	// MinBlock is the smallest block (bytes of one destination's rows per
-	// rank) pulled by the copy engine: 0 takes DefaultCopyEngine's on
-	// nodes of two GPUs and none on larger ones, negative none.
+	// rank) pulled by the copy engine: 0 takes DefaultCopyEngine's on one
+	// node of two GPUs (where it was measured) and none elsewhere,
+	// negative none.
 	MinBlock int64
 	// Chunk is the bytes of one landing slot, rounded up to 16, and of
 	// each copy (0: by size: a quarter of the block, at least 64 and at
@@ -40,9 +41,9 @@ type CopyEngine struct {
 	Chunk int64
 }
 
-// DefaultCopyEngine is the copy engine's pulls on nodes of two GPUs, where
-// they measured faster than the SM pulls from blocks of 256 MiB (2 H200s:
-// not on 4, where the SM pulls stay faster).
+// DefaultCopyEngine is the copy engine's pulls on one node of two GPUs,
+// where they measured faster than the SM pulls from blocks of 256 MiB (2
+// H200s: not on 4, where the SM pulls stay faster).
 var DefaultCopyEngine = CopyEngine{MinBlock: 256 << 20}
 
 // chunkBySize is the chunk of a block of block bytes when CopyEngine.Chunk
@@ -64,7 +65,7 @@ const ceSlots = 3
 // is at most a block.
 func (c CopyEngine) resolve(spec intranode.Spec) CopyEngine {
 	lws := spec.LocalSize()
-	if c.MinBlock == 0 && lws == 2 {
+	if c.MinBlock == 0 && lws == 2 && spec.Place.Shape.Nodes == 1 {
 		c.MinBlock = DefaultCopyEngine.MinBlock
 	}
 	block := int64(spec.MaxRows/spec.Place.Shape.World()) * spec.RowBytes()
@@ -97,15 +98,13 @@ func (e *Engine) ceMake() error {
 	e.ceDone = e.env.Heap.Signals(e.m.ceDone, proto, func(_, src int) string {
 		return "reads done by " + intranode.LocalName(place, src)
 	})
-	for range 2 * ceSlots {
-		ev, err := e.env.Dev.NewEvent()
-		if err != nil {
-			return err
-		}
-		if len(e.ceLanded) < ceSlots {
-			e.ceLanded = append(e.ceLanded, ev)
-		} else {
-			e.ceReduced = append(e.ceReduced, ev)
+	for _, events := range []*[]device.Event{&e.ceLanded, &e.ceReduced} {
+		for range ceSlots {
+			ev, err := e.env.Dev.NewEvent()
+			if err != nil {
+				return err
+			}
+			*events = append(*events, ev)
 		}
 	}
 	return nil

@@ -30,7 +30,7 @@
 // reading its input only itself; no copy in, no reads-done handshake.
 // Blocks from bulkMinBytes are read with bulk copies (kernel.go).
 //
-// Large whole calls of a registered input on nodes of two GPUs go through
+// Large whole calls of a registered input on one node of two GPUs go through
 // the copy engine instead (cepull.go): each rank's copy engine reads its
 // block from the peer in chunks into landing slots, and the reduction
 // stream sums each chunk with the own rows as it lands.
