@@ -432,11 +432,18 @@ func TestBadInputRejectedBeforeWork(t *testing.T) {
 // closes after rank 0 has: released, rank 0's copies into rank 1 resume,
 // and rank 1's released reduce must not read its buffer while they land
 // (garbage either way, but a data race in the simulated memory).
+//
+// The pull engine's copy-engine pulls (a registered input, pulled from the
+// smallest blocks) wait on stream memory operations instead of in a kernel:
+// Close must end those too.
 func TestCloseReleasesStuckWaits(t *testing.T) {
+	copyEngine := rs2d.Tuning{OneShotBytes: -1, CopyEnginePullBytes: 1, CopyEnginePullChunk: 32}
 	for _, c := range []struct {
 		engine rs2d.Engine
 		graphs bool
-	}{{rs2d.EngineCopy, false}, {rs2d.EngineSM, false}, {rs2d.EngineCopy, true}, {rs2d.EngineSM, true}} {
+		tuning rs2d.Tuning // with the pull engine: its input registered
+	}{{rs2d.EngineCopy, false, rs2d.Tuning{}}, {rs2d.EngineSM, false, rs2d.Tuning{}}, {rs2d.EngineCopy, true, rs2d.Tuning{}},
+		{rs2d.EngineSM, true, rs2d.Tuning{}}, {rs2d.EnginePull, false, copyEngine}, {rs2d.EnginePull, true, copyEngine}} {
 		engine := c.engine
 		t.Run(fmt.Sprintf("%v/graphs=%v", engine, c.graphs), func(t *testing.T) {
 			shape := bootstrap.Shape{Nodes: 1, LocalSize: 3}
@@ -452,9 +459,17 @@ func TestCloseReleasesStuckWaits(t *testing.T) {
 			closedCount.Add(2)
 			go func() { closedCount.Wait(); close(survivorsClosed) }()
 			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
-				rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: 6, N: 8, DType: dtype.F32, Engine: engine, Timeout: bound, Graphs: c.graphs})
+				rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: 6, N: 8, DType: dtype.F32, Engine: engine, Timeout: bound, Graphs: c.graphs,
+					Tuning: c.tuning})
 				if err != nil {
 					return err
+				}
+				in, out, free := rankBuffers(t, r.Dev, 6, 8, 3, dtype.F32)
+				defer free()
+				if engine == rs2d.EnginePull {
+					if err := rs.Register(ctx, in); err != nil {
+						return err
+					}
 				}
 				if r.Comm.Rank() == 2 { // gone: never calls, closes only at the very end
 					<-survivorsClosed
@@ -462,8 +477,6 @@ func TestCloseReleasesStuckWaits(t *testing.T) {
 					return nil
 				}
 				defer closedCount.Done()
-				in, out, free := rankBuffers(t, r.Dev, 6, 8, 3, dtype.F32)
-				defer free()
 				s, err := r.Dev.NewStream(device.Normal)
 				if err != nil {
 					return err
