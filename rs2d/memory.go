@@ -58,6 +58,9 @@ type Memory struct {
 	// PullRows is, for the pull engine under a bound, the rows of each
 	// destination's block per round (0: whole calls).
 	PullRows int
+	// CopyEngine is, of Node, the pull engine's landing slots for its
+	// copy-engine pulls (Tuning.CopyEnginePullBytes; 0: none).
+	CopyEngine int64
 }
 
 // Total is the memory per rank.
@@ -70,6 +73,9 @@ func (m Memory) String() string {
 	}
 	if m.PullRows > 0 {
 		s += fmt.Sprintf(", rounds of %d rows per block through two staging sets", m.PullRows)
+	}
+	if m.CopyEngine > 0 {
+		s += fmt.Sprintf(", of it %s of copy-engine landing slots", sizeOf(m.CopyEngine))
 	}
 	if m.Rail > 0 {
 		s += fmt.Sprintf("; rail %s, %d rows per round", sizeOf(m.Rail), m.RailRows)
@@ -174,8 +180,7 @@ func (p planner) maker(ring *ringengine.Shape) intranode.Maker {
 	case p.cfg.Engine == EngineSM:
 		return push.NewMaker(spec)
 	case p.cfg.Engine == EnginePull:
-		return pull.NewMaker(spec, p.pullRows, p.knobs.OneShotBytes,
-			pull.CopyEngine{MinBlock: p.knobs.CopyEnginePullBytes, Chunk: p.knobs.CopyEnginePullChunk})
+		return pull.NewMaker(spec, p.pullRows, p.knobs.OneShotBytes, p.copyEngine())
 	}
 	return ce.NewMaker(spec)
 }
@@ -237,6 +242,11 @@ func mostRows(rows int, fits func(int) bool) int {
 
 func (p planner) rowsPerRank() int { return p.cfg.MaxM / p.place.Shape.World() }
 
+// copyEngine is the pull engine's copy-engine pulls as the knobs set them.
+func (p planner) copyEngine() pull.CopyEngine {
+	return pull.CopyEngine{MinBlock: p.knobs.CopyEnginePullBytes, Chunk: p.knobs.CopyEnginePullChunk}
+}
+
 // direct is the direct path's memory.
 func (p planner) direct() Memory {
 	l, _, _, _ := p.nodeLayout(nil)
@@ -245,7 +255,11 @@ func (p planner) direct() Memory {
 	if p.cfg.Engine == EngineNVLS {
 		node += p.nvlsBound()
 	}
-	return Memory{Engine: p.cfg.Engine, Node: node, Rail: p.railBytes(rows), RailRows: rows}
+	m := Memory{Engine: p.cfg.Engine, Node: node, Rail: p.railBytes(rows), RailRows: rows}
+	if p.cfg.Engine == EnginePull {
+		m.CopyEngine = p.copyEngine().LandingBytes(p.spec())
+	}
+	return m
 }
 
 // nvlsGranularity is the multicast granularity the plan assumes: the

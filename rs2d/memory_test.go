@@ -2,6 +2,7 @@ package rs2d_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -38,5 +39,55 @@ func TestBoundAtThePlanHolds(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// The copy engine's landing slots: on one node of 2 GPUs by default where a
+// block reaches 256 MiB (3 chunks of a quarter block, at most 128 MiB),
+// nowhere else unless asked; counted in Node; and dropped, not the direct
+// path, by a bound that holds the direct path without them.
+func TestMemoryCountsTheCopyEngineSlots(t *testing.T) {
+	const n = 4096
+	dt := dtype.BF16
+	rowsFor := func(perRank int64) int { return int(perRank / (n * 2)) } // MaxM for perRank bytes of input per rank
+	one2 := bootstrap.Shape{Nodes: 1, LocalSize: 2}
+	for _, c := range []struct {
+		name     string
+		shape    bootstrap.Shape
+		perRank  int64
+		tuning   rs2d.Tuning
+		want     int64
+		wantText bool
+	}{
+		{"1x2 2GiB", one2, 2 << 30, rs2d.Tuning{}, 3 * (128 << 20), true},
+		{"1x2 512MiB", one2, 512 << 20, rs2d.Tuning{}, 3 * (64 << 20), true},
+		{"1x2 256MiB: blocks below the least", one2, 256 << 20, rs2d.Tuning{}, 0, false},
+		{"1x2 off", one2, 2 << 30, rs2d.Tuning{CopyEnginePullBytes: -1}, 0, false},
+		{"1x2 chunk", one2, 2 << 30, rs2d.Tuning{CopyEnginePullChunk: 32 << 20}, 3 * (32 << 20), true},
+		{"1x4 default off", bootstrap.Shape{Nodes: 1, LocalSize: 4}, 2 << 30, rs2d.Tuning{}, 0, false},
+		{"1x4 asked", bootstrap.Shape{Nodes: 1, LocalSize: 4}, 2 << 30, rs2d.Tuning{CopyEnginePullBytes: 1}, 9 * (128 << 20), true},
+		{"2x2 default off", bootstrap.Shape{Nodes: 2, LocalSize: 2}, 2 << 30, rs2d.Tuning{}, 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := rs2d.Config{MaxM: rowsFor(c.perRank), N: n, DType: dt, Engine: rs2d.EnginePull, Tuning: c.tuning}
+			mem, err := rs2d.MemoryOf(cfg, c.shape, 0)
+			require.NoError(t, err)
+			require.Equal(t, c.want, mem.CopyEngine, "%v", mem)
+			require.Equal(t, c.wantText, strings.Contains(mem.String(), "copy-engine landing slots"), "%v", mem)
+			if c.want == 0 {
+				return
+			}
+			off := cfg
+			off.Tuning.CopyEnginePullBytes = -1
+			without, err := rs2d.MemoryOf(off, c.shape, 0)
+			require.NoError(t, err)
+			extra := mem.Node - without.Node // the slots and their two handshake pads
+			require.True(t, extra >= c.want && extra < c.want+4096, "the slots are part of the node stage: %d more bytes, want %d and the pads", extra, c.want)
+			bounded := cfg
+			bounded.MaxSymmetricBytes = without.Total()
+			got, err := rs2d.MemoryOf(bounded, c.shape, 0)
+			require.NoError(t, err)
+			require.Equal(t, without, got, "a bound that holds the direct path without the slots")
+		})
 	}
 }

@@ -79,11 +79,23 @@ func (c CopyEngine) resolve(spec intranode.Spec) CopyEngine {
 	return c
 }
 
-// ceLayout lays out the landing slots (ceSlots × (lws − 1) chunks) and the
-// handshake words.
+// LandingBytes is the symmetric memory that the landing slots of c take in
+// an engine made for spec: ceSlots × (GPUs per node − 1) chunks, or 0 where
+// the copy engine's pulls are off.
+func (c CopyEngine) LandingBytes(spec intranode.Spec) int64 {
+	if r := c.resolve(spec); r.MinBlock > 0 {
+		return r.landingBytes(spec.LocalSize())
+	}
+	return 0
+}
+
+// landingBytes is LandingBytes of a resolved c.
+func (c CopyEngine) landingBytes(lws int) int64 { return int64(ceSlots*(lws-1)) * c.Chunk }
+
+// ceLayout lays out the landing slots and the handshake words.
 func (m *Maker) ceLayout(l *symm.Layout) {
 	lws := m.spec.LocalSize()
-	m.ceLanding = l.Add("pull copy-engine landing slots", int64(ceSlots*(lws-1))*m.ce.Chunk)
+	m.ceLanding = l.Add("pull copy-engine landing slots", m.ce.landingBytes(lws))
 	m.ceReady = l.AddPad("pull copy-engine ready", lws)
 	m.ceDone = l.AddPad("pull copy-engine reads done", lws)
 }
