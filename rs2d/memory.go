@@ -21,7 +21,8 @@ import (
 // per node and B(r) = r × N × e rounded up to 256 bytes:
 //
 //	direct path: Node = MaxM × N × e (the scatter buffer, or the pull
-//	             engine's symmetric input) + pads
+//	             engine's symmetric input) + pads (+ the pull engine's
+//	             one-shot slots and copy-engine landing slots: CopyEngine)
 //	             Rail = 3 or 4 × nnodes × B(MaxM/world) + pads   (nnodes > 1)
 //	ring:        Node = channels × (lws−1) × slots × chunk + pads
 //	             Rail = 3 or 4 × nnodes × B(RailRows) + pads     (nnodes > 1)
