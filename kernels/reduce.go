@@ -108,17 +108,21 @@ func reduceHost(dt dtype.DType) device.HostFunc {
 		if err != nil {
 			return fmt.Errorf("reduce output: %w", err)
 		}
-		src, err := mem.Bytes(srcP, (int64(blocks-1)*stride+count)*es)
-		if err != nil {
-			return fmt.Errorf("reduce input: %w", err)
-		}
-		var own []byte
-		if self >= 0 && self < blocks {
-			if own, err = mem.Bytes(selfP, count*es); err != nil {
-				return fmt.Errorf("reduce own block: %w", err)
+		// Each block the kernel reads, and only those: block self comes from
+		// selfP, and src + self·stride need not be memory at all.
+		views := make([][]byte, blocks)
+		for k := range views {
+			if int32(k) == self {
+				if views[k], err = mem.Bytes(selfP, count*es); err != nil {
+					return fmt.Errorf("reduce own block: %w", err)
+				}
+				continue
+			}
+			if views[k], err = mem.Bytes(srcP.Add(int64(k)*stride*es), count*es); err != nil {
+				return fmt.Errorf("reduce input block %d: %w", k, err)
 			}
 		}
-		ReduceParallel(dt, dst, blockViews(dt, src, stride, int(blocks), count, int(self), own), count, grid)
+		ReduceParallel(dt, dst, views, count, grid)
 		return nil
 	}
 }

@@ -420,23 +420,33 @@ func TestReduceCatchesOutOfBounds(t *testing.T) {
 }
 
 // The own block's slot in src is never read, so src need not extend over it
-// when it is the last block (the CUDA kernel does not touch it).
-func TestReduceOwnLastBlockNeedsNoSlotInSrc(t *testing.T) {
-	t.Skip("BUG: reduceHost bounds-checks src over (blocks-1)*stride+count elements even when the last block " +
-		"is the own block read from selfSrc, so the sim faults on a launch the CUDA kernel runs without reading that slot")
+// (the CUDA kernel does not touch it): the own block last, src ending before
+// its slot, or first, src pointing a block before any memory (as the copy
+// engine's pulls lay their landing slots out).
+func TestReduceOwnBlockNeedsNoSlotInSrc(t *testing.T) {
 	rng := kerneltest.NewRNG(t)
 	d, s, ctx := kerneltest.SimDevice(t)
 	const count, stride, n = 40, 48, 3
 	for _, dt := range dtype.All {
-		es := int64(dt.Size())
-		src := kerneltest.RandomElems(rng, dt, (n-2)*stride+count) // blocks 0 and 1 only
-		own := kerneltest.RandomElems(rng, dt, count)
-		want := make([]byte, count*es)
-		kernels.ReduceBlocks(dt, want, append(bytes.Clone(src), make([]byte, stride*es)...), stride, n, count, n-1, own)
-		dst := kerneltest.Upload(t, d, make([]byte, count*es))
-		blocks := kernels.Blocks{Src: kerneltest.Upload(t, d, src), Stride: stride, N: n, Count: count, Self: n - 1, SelfSrc: kerneltest.Upload(t, d, own)}
-		require.NoError(t, kernels.LaunchReduce(d, s, dt, 1, dst, blocks))
-		require.NoError(t, s.Synchronize(ctx), "%v", dt)
-		kerneltest.RequireSameBits(t, dt, want, kerneltest.Download(t, d, dst, int(count*es)))
+		for _, self := range []int{n - 1, 0} {
+			es := int64(dt.Size())
+			others := kerneltest.RandomElems(rng, dt, (n-2)*stride+count) // the other two blocks
+			own := kerneltest.RandomElems(rng, dt, count)
+			full := append(bytes.Clone(others), make([]byte, stride*es)...) // the own slot last
+			if self == 0 {
+				full = append(make([]byte, stride*es), others...) // the own slot first
+			}
+			want := make([]byte, count*es)
+			kernels.ReduceBlocks(dt, want, full, stride, n, count, self, own)
+			src := kerneltest.Upload(t, d, others)
+			if self == 0 {
+				src = src.Add(-stride * es)
+			}
+			dst := kerneltest.Upload(t, d, make([]byte, count*es))
+			blocks := kernels.Blocks{Src: src, Stride: stride, N: n, Count: count, Self: self, SelfSrc: kerneltest.Upload(t, d, own)}
+			require.NoError(t, kernels.LaunchReduce(d, s, dt, 1, dst, blocks))
+			require.NoError(t, s.Synchronize(ctx), "%v, own block %d", dt, self)
+			kerneltest.RequireSameBits(t, dt, want, kerneltest.Download(t, d, dst, int(count*es)))
+		}
 	}
 }
