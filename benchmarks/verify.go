@@ -26,8 +26,12 @@ type VerifyOptions struct {
 	Calls  int // calls per case, each on fresh data
 	Repeat int // calls in a row on one context (small shape, fresh data each)
 	Config rs2d.Config
-	Out    Printer
-	Title  string
+	// Register has the pull engine read the caller's buffer in place,
+	// registered once per context (Context.Register): the path of
+	// registered inputs, the copy engine's pulls among them.
+	Register bool
+	Out      Printer
+	Title    string
 	// Result, if set, is called on rank 0 with each check's result as it
 	// ends (hiercoll verify --json prints them).
 	Result func(VerifyResult)
@@ -212,6 +216,12 @@ func verifyCase(ctx context.Context, r world.Rank, o VerifyOptions, ref *Referen
 		return "", desc, err
 	}
 	defer func() { err = errors.Join(err, buf.free()) }()
+	if err := registerInput(ctx, rs, buf, o.Register); err != nil {
+		return "", desc, err
+	}
+	if o.Register {
+		desc += ", the input registered"
+	}
 
 	rank := r.Comm.Rank()
 	count := c.RowsPer * c.N
@@ -269,6 +279,17 @@ func verifyCase(ctx context.Context, r world.Rank, o VerifyOptions, ref *Referen
 }
 
 // verifyRepeat makes o.Repeat calls on one context with fresh data each.
+// registerInput registers buf's input with rs where register is set.
+func registerInput(ctx context.Context, rs *rs2d.Context, buf *buffers, register bool) error {
+	if !register {
+		return nil
+	}
+	if err := rs.Register(ctx, buf.inTensor()); err != nil {
+		return fmt.Errorf("benchmarks: --register: %w", err)
+	}
+	return nil
+}
+
 func verifyRepeat(ctx context.Context, r world.Rank, o VerifyOptions, s device.Stream) (msg string, err error) {
 	ws, rank := r.Comm.Size(), r.Comm.Rank()
 	const rowsPer, n = 4, 96
@@ -285,6 +306,9 @@ func verifyRepeat(ctx context.Context, r world.Rank, o VerifyOptions, s device.S
 		return "", err
 	}
 	defer func() { err = errors.Join(err, buf.free()) }()
+	if err := registerInput(ctx, rs, buf, o.Register); err != nil {
+		return "", err
+	}
 	seed, err := agreeSeed(ctx, r)
 	if err != nil {
 		return "", err

@@ -13,10 +13,11 @@ import (
 func runVerify(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	var w worldFlags
-	w.register(fs, worldUse{shape: true, rail: true, engine: true})
+	w.register(fs, worldUse{shape: true, rail: true, engine: true, registered: true})
 	dts := fs.String("dtypes", "bf16,fp16,fp32,int32", "element types to check")
 	calls := fs.Int("calls", 3, "calls per shape, each on fresh random data")
 	repeat := fs.Int("repeat", 0, "calls in a row on one context (default: 1000 on GPUs, 100 on the CPU)")
+	register := fs.Bool("register", false, "the pull engine reads the caller's buffer in place, registered once per context (Context.Register; default: copied into its symmetric input)")
 	jsonOut := fs.Bool("json", false, "print each check's result as a JSON object on stdout, one per line (the report goes to stderr)")
 	if err := parseFlags(fs, args, false, append(w.positive(), "calls", "repeat")...); err != nil {
 		return err
@@ -42,7 +43,7 @@ func runVerify(ctx context.Context, args []string) error {
 			}
 			o := benchmarks.VerifyOptions{
 				DTypes: list, Cases: benchmarks.DefaultCases(gpu), Calls: *calls, Repeat: rep,
-				Config: cfg, Out: benchmarks.Printer{W: reportTo(*jsonOut)}, Title: wh.title,
+				Config: cfg, Register: *register, Out: benchmarks.Printer{W: reportTo(*jsonOut)}, Title: wh.title,
 			}
 			if *jsonOut {
 				enc := json.NewEncoder(cmdOut)

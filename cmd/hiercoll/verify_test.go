@@ -20,6 +20,20 @@ func TestVerifySimWithMaxSymm(t *testing.T) {
 	require.Contains(t, out, "PASS")
 }
 
+// The registered input's path from the command line: the pull engine reads
+// the caller's registered buffer, pulled by the copy engine from the
+// smallest blocks (every case's last chunks halved, the slots reused), on
+// 1 node × 2 GPUs and across 2 × 2.
+func TestVerifySimRegisteredByTheCopyEngine(t *testing.T) {
+	for _, nodes := range []string{"1", "2"} {
+		code, out, errOut := hiercoll(t, "verify", "--backend", "sim", "--nodes", nodes, "--gpus", "2", "--engine", "pull", "--register",
+			"--ce-pull", "1K", "--one-shot", "off", "--dtypes", "bf16,int32", "--calls", "2", "--repeat", "10")
+		require.Equal(t, 0, code, "stderr:\n%s\nstdout:\n%s", errOut, out)
+		require.Contains(t, out, "the input registered")
+		require.Contains(t, out, "PASS")
+	}
+}
+
 func TestWorldFlagsMaxSymmAndRing(t *testing.T) {
 	parse := func(args ...string) (*worldFlags, error) {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
