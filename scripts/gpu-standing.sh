@@ -8,7 +8,7 @@
 #   rounds: under --max-symm 64M the pull engine in rounds and the ring,
 #           beside the direct pull engine
 #   checks: verify (the pull engine whole and in rounds, on emulated nodes
-#           too), the GPU tests (dying rank, graph replays), the torch tests
+#           too, and on registered inputs by the copy engine), the GPU tests (dying rank, graph replays), the torch tests
 #   gemm:   GEMM + RS beside torch (bench-gemm; gemm_baseline.py: async-TP),
 #           the older build's bench-gemm in turn
 #   fp8:    scripts/gpu-fp8.sh, when present
@@ -38,6 +38,10 @@ if has checks; then
 	step verify $H verify --repeat 200
 	step verify-pull $H verify --engine pull --repeat 100
 	step verify-pull-rounds $H verify --engine pull --max-symm 64M --repeat 50
+	# Registered inputs, the copy engine's pulls forced from 1 MiB blocks (the
+	# default on 2 GPUs from 256 MiB): on every GPU, and on 2.
+	step verify-cepull $H verify --engine pull --register --ce-pull 1M --one-shot off --repeat 50
+	step verify-cepull-2gpu env CUDA_VISIBLE_DEVICES=0,1 $H verify --engine pull --register --ce-pull 1M --one-shot off --repeat 50
 	if [ "$ngpu" -ge 4 ]; then
 		step verify-pull-2x2 $H verify --engine pull --nodes 2 --max-symm 16M --repeat 50
 		step verify-pull-4x1 $H verify --engine pull --nodes 4 --repeat 50
