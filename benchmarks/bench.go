@@ -263,12 +263,12 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, 
 	defer func() { err = errors.Join(err, rs.Close()) }()
 	v.Config = rs.Config()
 	name := v.Name(r.Dev.Info().SMs)
+	// Once, before anything is timed: every size's call reads the first
+	// rows of the registered buffer.
+	if err := registerInput(ctx, rs, buf, o.Register); err != nil {
+		return nil, err
+	}
 	if o.Register {
-		// Once, before anything is timed: every size's call reads the
-		// first rows of the registered buffer.
-		if err := rs.Register(ctx, rs2d.Tensor{Ptr: buf.in, Rows: maxM, Cols: o.N, DType: o.DType}); err != nil {
-			return nil, fmt.Errorf("benchmarks: --register: %w", err)
-		}
 		name += " registered"
 	}
 	printVariant(p, rs, name, ms[len(ms)-1], o)
