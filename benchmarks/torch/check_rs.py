@@ -55,6 +55,10 @@ def parse_args():
     p.add_argument("--dtypes", default="bf16,fp16,fp32,int32", help="comma-separated: bf16,fp16,fp32,int32")
     p.add_argument("--iters", type=int, default=20, help="timed calls per measurement")
     p.add_argument("--warmup", type=int, default=5, help="untimed calls before each measurement")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="measurements of each path, in turn (the table shows the median of the slowest rank's, "
+                        "a line below the spread and NCCL's time over each path's; with more than one, the "
+                        "unregistered calls are timed after the caller's copy is registered too)")
     p.add_argument("--overhead-calls", type=int, default=2000, help="calls of the host-overhead measurement")
     p.add_argument("--no-sweep", action="store_true", help="only the seed check and the host overhead")
     p.add_argument("--engine", default="auto", choices=("auto", "pull"),
@@ -188,6 +192,7 @@ def sweep(job, args):
     shapes = parse_shapes(args.shapes, job.world) if args.shapes else default_shapes(job.world, args.quick)
     dtypes = [DTYPES[d.strip()] for d in args.dtypes.split(",") if d.strip()]
     iters, warmup = (5, 2) if args.quick else (args.iters, args.warmup)
+    rounds = max(1, args.rounds)
     w = job.world
     job.log("")
     job.log(f"sweep: {w} ranks; times are the slowest rank's median of {iters} calls (CUDA events); "
@@ -224,7 +229,8 @@ def sweep(job, args):
                     torch.cuda.synchronize()
                     problem = problem or compare(out, ref, dtype)
                     xr = x.clone()  # registered below, after the unregistered calls are timed
-                    t_hc = time_ms(job, lambda: rs.reduce_scatter(x, out), iters, warmup)
+                    if rounds == 1:
+                        t_hc = [time_ms(job, lambda: rs.reduce_scatter(x, out), iters, warmup)]
                     rs.register(xr)
                     out.fill_(poison)
                     rs.reduce_scatter(xr, out)
@@ -241,19 +247,30 @@ def sweep(job, args):
                     print(f"rank {job.rank}: {name} [{m}, {n}] FAILED: {problem}", flush=True)
                 ok = job.all_ok(problem is None)
                 job.failures += 0 if ok else 1
-                t_reg = 0.0
-                if xs is None:
-                    t_hc = time_ms(job, lambda: rs.reduce_scatter(x, out), iters, warmup)
-                else:
-                    t_reg = time_ms(job, lambda: rs.reduce_scatter(xr, out), iters, warmup)
-                t_zc = time_ms(job, lambda: rs.reduce_scatter(xs, out), iters, warmup) if xs is not None else 0.0
-                t_nccl = time_ms(job, lambda: dist.reduce_scatter_tensor(ref, x), iters, warmup)
+                # Each round times the paths in turn; 0: a path this engine does not take.
+                if xs is None or rounds > 1:
+                    t_hc = []
+                t_zc, t_reg, t_nccl = [], [], []
+                for _ in range(rounds):
+                    if xs is None or rounds > 1:
+                        t_hc.append(time_ms(job, lambda: rs.reduce_scatter(x, out), iters, warmup))
+                    if xs is None:
+                        t_reg.append(0.0)
+                        t_zc.append(0.0)
+                    else:
+                        t_reg.append(time_ms(job, lambda: rs.reduce_scatter(xr, out), iters, warmup))
+                        t_zc.append(time_ms(job, lambda: rs.reduce_scatter(xs, out), iters, warmup))
+                    t_nccl.append(time_ms(job, lambda: dist.reduce_scatter_tensor(ref, x), iters, warmup))
                 if xs is not None:
                     torch.cuda.synchronize()
                     rs.deregister(xr)
                     del xr
                 del xs
-            t_hc, t_zc, t_reg, t_nccl, err_hc, err_nccl = job.max_over_ranks([t_hc, t_zc, t_reg, t_nccl] + errs)
+            # The slowest rank's time of each measurement, then each path's median over the rounds.
+            slowest = job.max_over_ranks(t_hc + t_zc + t_reg + t_nccl + errs)
+            err_hc, err_nccl = slowest[-2:]
+            per_path = [slowest[i * rounds:(i + 1) * rounds] for i in range(4)]
+            t_hc, t_zc, t_reg, t_nccl = (statistics.median(v) for v in per_path)
             size = m * n * x.element_size()
 
             def busbw(t_ms):
@@ -264,6 +281,11 @@ def sweep(job, args):
             job.log(f"{name:>6} {m:>6} {n:>6} {size / 2**20:>8.2f} | {t_hc:>11.4f} {zc} {reg} {t_nccl:>9.4f} | "
                     f"{busbw(t_hc):>9} {busbw(t_zc):>9} {busbw(t_reg):>9} {busbw(t_nccl):>10} | "
                     f"{err_hc:>9.2e} {err_nccl:>9.2e} | {'ok' if ok else 'FAILED'}")
+            if rounds > 1:
+                names = ("hiercoll", "zero-copy", "registered", "NCCL")
+                spread = ", ".join(f"{nm} [{min(v):.4f}..{max(v):.4f}]" for nm, v in zip(names, per_path) if max(v) > 0)
+                ratios = ", ".join(f"{nm} {t_nccl / t:.3f}" for nm, t in zip(names[:3], (t_hc, t_zc, t_reg)) if t > 0)
+                job.log(f"{'':>30} spread (ms, {rounds} rounds): {spread}; NCCL / path: {ratios}")
             del x, ref, out
 
 
