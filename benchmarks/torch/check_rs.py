@@ -228,7 +228,7 @@ def sweep(job, args):
                     rs.reduce_scatter(xs, out)
                     torch.cuda.synchronize()
                     problem = problem or compare(out, ref, dtype)
-                    xr = x.clone()  # registered below, after the unregistered calls are timed
+                    xr = x.clone()  # registered below; one round times the unregistered calls before it
                     if rounds == 1:
                         t_hc = [time_ms(job, lambda: rs.reduce_scatter(x, out), iters, warmup)]
                     rs.register(xr)
