@@ -248,11 +248,12 @@ def sweep(job, args):
                 ok = job.all_ok(problem is None)
                 job.failures += 0 if ok else 1
                 # Each round times the paths in turn; 0: a path this engine does not take.
-                if xs is None or rounds > 1:
+                plain_in_rounds = xs is None or rounds > 1  # else timed once above, before registering
+                if plain_in_rounds:
                     t_hc = []
                 t_zc, t_reg, t_nccl = [], [], []
                 for _ in range(rounds):
-                    if xs is None or rounds > 1:
+                    if plain_in_rounds:
                         t_hc.append(time_ms(job, lambda: rs.reduce_scatter(x, out), iters, warmup))
                     if xs is None:
                         t_reg.append(0.0)
