@@ -160,7 +160,7 @@ func (l *lab) open() error {
 	if l.src, err = l.r.Dev.Alloc(size); err != nil {
 		return err
 	}
-	for i := 0; i < max(l.n, 2); i++ {
+	for i := 0; i < max(2*l.n-1, 2); i++ {
 		s, err := l.r.Dev.NewStream(device.Normal)
 		if err != nil {
 			return err
@@ -356,16 +356,24 @@ func (l *lab) peerCopies() error {
 	// What a pull engine on the copy engine adds: its landing slots in the
 	// symmetric heap, and its sums beside the copies (on 2 GPUs the engine
 	// path of rs2d's default from 512 MiB).
-	cases = append(cases,
-		copyCase{fmt.Sprintf("CE peer reads (pull) from every peer into the heap, %d stream(s)", n-1), true, l.readsIntoHeap},
-		copyCase{"  the same, the reduce kernel beside (32 SMs, local blocks)", true, func() error {
-			if err := l.readsIntoHeap(); err != nil {
-				return err
-			}
-			part := bytes / int64(n-1) / 2 * 2
-			return kernels.LaunchReduce(l.r.Dev, s0, dtype.BF16, 64, l.block(3),
-				kernels.Blocks{Src: l.src, Stride: part / 2, N: n, Count: part / 2, Self: -1})
-		}})
+	cases = append(cases, copyCase{fmt.Sprintf("CE peer reads (pull) from every peer into the heap, %d stream(s)", n-1), true, l.readsIntoHeap})
+	// The sum of what landed, on a budget of SMs: alone, and beside the
+	// reads (whether the reads slow down while it runs).
+	sum := func(sms int) error {
+		part := bytes / int64(n-1) &^ 4095 // aligned: the kernel's vector path
+		return kernels.LaunchReduce(l.r.Dev, s0, dtype.BF16, 2*sms, l.block(3),
+			kernels.Blocks{Src: l.src, Stride: part / 2, N: n, Count: part / 2, Self: -1})
+	}
+	for _, g := range []int{8, 16, 32} {
+		cases = append(cases,
+			copyCase{fmt.Sprintf("  the reduce kernel alone (%d SMs, local blocks of a part)", g), true, func() error { return sum(g) }},
+			copyCase{fmt.Sprintf("  the reads, the reduce kernel beside (%d SMs, local blocks)", g), true, func() error {
+				if err := l.readsIntoHeap(); err != nil {
+					return err
+				}
+				return sum(g)
+			}})
+	}
 	for _, g := range l.smBudgets(16, 32, 64) {
 		cases = append(cases, copyCase{fmt.Sprintf("SM peer write (push) to rank+1, %d SMs, ring", g), true, func() error {
 			return l.smCopy(s0, 2*g, l.slot((me+1)%n, me), l.src, bytes)
@@ -381,7 +389,53 @@ func (l *lab) peerCopies() error {
 			return err
 		}
 	}
+	// SM loads and the copy engine's reads at once: whether together they
+	// take more from the peers than either alone.
+	part := bytes / int64(n-1) &^ 4095
+	type mix struct{ pct, sumSMs int }
+	for _, m := range []mix{{100, 0}, {67, 0}, {50, 0}, {33, 0}, {67, 8}, {67, 16}, {50, 8}, {50, 16}} {
+		name := fmt.Sprintf("SM reads %d%% (32 SMs), CE reads the rest, from all %d peers", m.pct, n-1)
+		if m.sumSMs > 0 {
+			name = fmt.Sprintf("  the same, %d%%, and a sum of the CE's share (%d SMs)", m.pct, m.sumSMs)
+		}
+		if err := l.measure(name, int64(n-1)*part, true, l.mixedReads(32, m.pct, part, m.sumSMs)); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// mixedReads has every rank read part bytes from each peer's heap: pct
+// percent of it by SM loads (sms SMs shared among the peers), the rest by
+// the copy engine, each peer's two shares on streams of their own; with
+// sumSMs > 0 a reduce kernel on that many SMs beside reads and writes what
+// summing the copy engine's share with the own rows would (local blocks).
+func (l *lab) mixedReads(sms, pct int, part int64, sumSMs int) func() error {
+	n, me := l.n, l.me
+	smPart := part * int64(pct) / 100 &^ 4095
+	return func() error {
+		for i := 1; i < n; i++ {
+			q := (me + i) % n
+			from := l.slot(q, q).Add(int64(i-1) * part)
+			to := l.block(1).Add(int64(i-1) * part)
+			if smPart > 0 {
+				if err := l.smCopy(l.streams[i], max(1, 2*sms/(n-1)), to, from, smPart); err != nil {
+					return err
+				}
+			}
+			if smPart < part {
+				if err := l.r.Dev.Copy(l.streams[n-1+i], to.Add(smPart), from.Add(smPart), part-smPart); err != nil {
+					return err
+				}
+			}
+		}
+		if sumSMs == 0 || smPart == part {
+			return nil
+		}
+		count := (part - smPart) / 2
+		return kernels.LaunchReduce(l.r.Dev, l.streams[0], dtype.BF16, 2*sumSMs, l.block(3),
+			kernels.Blocks{Src: l.src, Stride: count, N: n, Count: count, Self: -1})
+	}
 }
 
 // readsIntoHeap has every rank's copy engine read a part of Bytes from each

@@ -44,6 +44,7 @@ func TestFloorsOnSim(t *testing.T) {
 	text := out.String()
 	for _, want := range []string{
 		"CE peer copy, every rank to rank+1 (ring)",
+		"SM reads 67% (32 SMs), CE reads the rest, from all 3 peers",
 		"GEMM alone, 4 blocks of 2x64x32 bf16",
 		"CE copies to rank+1..+3 in turn, a stream per peer, chained by events, device barrier first",
 		"each copy after its block's GEMM (events), device barrier first",
