@@ -80,6 +80,8 @@ type lab struct {
 	t0, t1  device.Event
 	mapped  bool // every rank's heap is mapped here
 	barrier uint32
+	// pipeEvents are the pipelined reads' (pipeline.go).
+	pipeEvents []device.Event
 }
 
 // srcBlocks is how many blocks of Bytes the source buffer holds: what the
@@ -130,7 +132,7 @@ func run(ctx context.Context, r world.Rank, o Options) (err error) {
 	if o.BesideGemm && !gpu {
 		l.p.Printf("  (CPU backend: the GEMMs beside the copies run in Go, slowly: minutes per measurement)\n")
 	}
-	steps := []func() error{l.copies, l.peerCopies}
+	steps := []func() error{l.copies, l.peerCopies, l.pipelines}
 	if o.BesideGemm && l.n > 1 && l.mapped {
 		steps = append(steps, l.besideGemm)
 	}
@@ -172,6 +174,9 @@ func (l *lab) open() error {
 			return err
 		}
 	}
+	if err := l.openPipeline(); err != nil {
+		return err
+	}
 	fill := make([]byte, min(16<<20, size))
 	for i := range fill {
 		fill[i] = byte(i*7 + l.me)
@@ -185,7 +190,7 @@ func (l *lab) open() error {
 }
 
 func (l *lab) close() error {
-	var errs []error
+	errs := []error{l.closePipeline()}
 	for _, e := range []device.Event{l.t0, l.t1} {
 		if e != nil {
 			errs = append(errs, e.Close())
