@@ -5,7 +5,9 @@
 // neighbour, every rank to all peers at once), SM-driven peer writes and
 // reads (the reduce kernel pointed at peer memory), the reduce kernel's
 // bandwidth against its SM budget, the latency of signals and stream
-// operations, and, optionally, the copy engine beside a GEMM in the
+// operations, SM loads and the copy engine's reads at once, the copy
+// engine's reads in chunks with the sums an engine makes beside them
+// (pipeline.go), and, optionally, the copy engine beside a GEMM in the
 // overlapped path's patterns (beside.go). `hiercoll floors` runs it.
 package floors
 
@@ -363,7 +365,8 @@ func (l *lab) peerCopies() error {
 	// path of rs2d's default from 512 MiB).
 	cases = append(cases, copyCase{fmt.Sprintf("CE peer reads (pull) from every peer into the heap, %d stream(s)", n-1), true, l.readsIntoHeap})
 	// The sum of what landed, on a budget of SMs: alone, and beside the
-	// reads (whether the reads slow down while it runs).
+	// reads (whether the reads slow down while it runs; every row's GB/s
+	// are of the reads' bytes: compare the times).
 	sum := func(sms int) error {
 		part := bytes / int64(n-1) &^ 4095 // aligned: the kernel's vector path
 		return kernels.LaunchReduce(l.r.Dev, s0, dtype.BF16, 2*sms, l.block(3),
@@ -395,7 +398,9 @@ func (l *lab) peerCopies() error {
 		}
 	}
 	// SM loads and the copy engine's reads at once: whether together they
-	// take more from the peers than either alone.
+	// take more from the peers than either alone; with a sum of the copy
+	// engine's share started beside them, unordered (pipeline.go has the
+	// sums ordered after the copies, as an engine needs them).
 	part := bytes / int64(n-1) &^ 4095
 	type mix struct{ pct, sumSMs int }
 	for _, m := range []mix{{100, 0}, {67, 0}, {50, 0}, {33, 0}, {67, 8}, {67, 16}, {50, 8}, {50, 16}} {
