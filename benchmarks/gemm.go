@@ -90,11 +90,15 @@ type GemmRow struct {
 	Shape  GemmShape
 	KLocal int
 	// Gemm is the GEMM alone (whole, every SM); RS the hiercoll
-	// reduce-scatter alone; GemmNCCL the GEMM then NCCL's reduce-scatter
-	// (0 without NCCL); Sequential the GEMM then hiercoll's; Overlap the
-	// overlapped path.
-	Gemm, RS, GemmNCCL, Sequential, Overlap                               time.Duration
-	GemmSpread, RSSpread, GemmNCCLSpread, SequentialSpread, OverlapSpread Spread
+	// reduce-scatter alone in the GemmRS's context (its engine, beside
+	// no GEMM); RSAuto hiercoll's reduce-scatter of the product alone in a
+	// context of its own with Auto's engine, the product registered where
+	// that engine reads registered inputs (the fastest reduce-scatter of
+	// an M×N tensor hiercoll offers); GemmNCCL the GEMM then NCCL's
+	// reduce-scatter (0 without NCCL); Sequential the GEMM then
+	// hiercoll's; Overlap the overlapped path.
+	Gemm, RS, RSAuto, GemmNCCL, Sequential, Overlap                                     time.Duration
+	GemmSpread, RSSpread, RSAutoSpread, GemmNCCLSpread, SequentialSpread, OverlapSpread Spread
 	// GemmAlone and GemmInOverlap are the GEMM's own time on the device in
 	// separate calls (median): whole on an idle GPU, and block by block on
 	// the GEMM stream of the overlapped path beside the communication.
@@ -171,6 +175,21 @@ func (r GemmRow) Slowdown() float64 {
 		return 0
 	}
 	return r.GemmInOverlap.Seconds() / r.GemmAlone.Seconds()
+}
+
+// OverBound is the overlapped call's time over the larger of the GEMM
+// alone and hiercoll's faster reduce-scatter alone (RS or RSAuto): what
+// the overlap would take were one half hidden entirely behind the other.
+func (r GemmRow) OverBound() float64 {
+	rs := r.RS
+	if r.RSAuto > 0 {
+		rs = min(rs, r.RSAuto)
+	}
+	bound := max(r.Gemm, rs)
+	if bound <= 0 {
+		return 0
+	}
+	return r.Overlap.Seconds() / bound.Seconds()
 }
 
 // TFLOPS is the per-rank GEMM rate alone.
@@ -276,8 +295,9 @@ func printGemmHeader(p Printer, r world.Rank, o GemmOptions, gpu bool, ref *Refe
 	}
 	p.Printf("  times per call in us: the median of %s of %s (the paths in turn, each round starting with the next; each the slowest rank's), their spread on the line below; gemm@ovl and gemm1 are the GEMM's own device time in single calls (median)\n",
 		Count(o.Reps, "measurement"), Count(o.Iters, "call"))
-	p.Printf("%-18s %6s %10s %7s %9s %10s %9s %9s %8s %8s %9s %9s %6s %-10s %s\n",
-		"shape(MxNxK)", "kloc", "gemm", "TFLOP/s", "rs", "gemm+nccl", "gemm+rs", "overlap", "vs nccl", "vs seq", "gemm1", "gemm@ovl", "slow", "picks", "check")
+	p.Printf("  rs: the reduce-scatter alone in the GEMM's context; rs auto: alone with Auto's engine, the product registered; ovl/bound: overlap over the larger of gemm and the faster rs\n")
+	p.Printf("%-18s %6s %10s %7s %9s %9s %10s %9s %9s %8s %8s %9s %9s %9s %6s %-10s %s\n",
+		"shape(MxNxK)", "kloc", "gemm", "TFLOP/s", "rs", "rs auto", "gemm+nccl", "gemm+rs", "overlap", "vs nccl", "vs seq", "ovl/bound", "gemm1", "gemm@ovl", "slow", "picks", "check")
 }
 
 // printGemmRow prints a measured shape's table row, its spread, its GEMM's
@@ -293,11 +313,11 @@ func printGemmRow(p Printer, shape GemmShape, row GemmRow) {
 	if row.NCCLChecked {
 		checkText += fmt.Sprintf(", |ovl-nccl| <= %.3g", row.NCCLMaxDiff)
 	}
-	p.Printf("%-18s %6d %10.1f %7.1f %9.1f %10s %9.1f %9.1f %8s %8s %9.1f %9.1f %6.2f %-10s %s\n",
-		shape, row.KLocal, us(row.Gemm), row.TFLOPS(), us(row.RS), usOrDash(row.GemmNCCL), us(row.Sequential), us(row.Overlap),
-		vs(row.GemmNCCL, row.Overlap), vs(row.Sequential, row.Overlap), us(row.GemmAlone), us(row.GemmInOverlap), row.Slowdown(),
+	p.Printf("%-18s %6d %10.1f %7.1f %9.1f %9.1f %10s %9.1f %9.1f %8s %8s %9.3f %9.1f %9.1f %6.2f %-10s %s\n",
+		shape, row.KLocal, us(row.Gemm), row.TFLOPS(), us(row.RS), us(row.RSAuto), usOrDash(row.GemmNCCL), us(row.Sequential), us(row.Overlap),
+		vs(row.GemmNCCL, row.Overlap), vs(row.Sequential, row.Overlap), row.OverBound(), us(row.GemmAlone), us(row.GemmInOverlap), row.Slowdown(),
 		row.Picks, checkText)
-	spread := fmt.Sprintf("spread (us): gemm %v rs %v gemm+rs %v overlap %v", row.GemmSpread, row.RSSpread, row.SequentialSpread, row.OverlapSpread)
+	spread := fmt.Sprintf("spread (us): gemm %v rs %v rs auto %v gemm+rs %v overlap %v", row.GemmSpread, row.RSSpread, row.RSAutoSpread, row.SequentialSpread, row.OverlapSpread)
 	if row.GemmNCCL > 0 {
 		spread += fmt.Sprintf(" gemm+nccl %v", row.GemmNCCLSpread)
 	}
@@ -440,6 +460,9 @@ type gemmCase struct {
 	a, b, out gemmrs.Tensor
 	sc        gemmrs.Scales // e4m3's (unit per tensor: none)
 	refOut    device.Ptr    // NCCL's output, with a reference
+	// auto is the context of RSAuto and product its input: a copy of C.
+	auto    *rs2d.Context
+	product rs2d.Tensor
 }
 
 func gemmShape(ctx context.Context, r world.Rank, o GemmOptions, shape GemmShape, seed uint64, ref *Reference,
@@ -474,6 +497,10 @@ func gemmShape(ctx context.Context, r world.Rank, o GemmOptions, shape GemmShape
 	if err := c.check(ctx, &row); err != nil {
 		return row, err
 	}
+	if err := c.openAuto(ctx); err != nil {
+		return row, err
+	}
+	defer func() { err = errors.Join(err, c.auto.Close()) }()
 	c.status.Printf("bench-gemm: %v: timing...\n", shape)
 	if err := c.timePaths(ctx, &row); err != nil {
 		return row, err
@@ -522,6 +549,7 @@ func (c *gemmCase) allocate(seed uint64) (free func() error, err error) {
 		c.b.Rows, c.b.Cols = shape.N, kl
 	}
 	c.out = gemmrs.Tensor{Ptr: alloc(int64(rpr) * int64(shape.N) * es), Rows: rpr, Cols: shape.N, DType: dt}
+	c.product = rs2d.Tensor{Ptr: alloc(int64(shape.M) * int64(shape.N) * es), Rows: shape.M, Cols: shape.N, DType: dt}
 	if c.ref != nil {
 		c.refOut = alloc(int64(rpr) * int64(shape.N) * es)
 	}
@@ -547,6 +575,25 @@ func (c *gemmCase) allocate(seed uint64) (free func() error, err error) {
 	return free, c.in.uploadB(r.Dev, c.b.Ptr, rank, layout)
 }
 
+// openAuto makes RSAuto's context and copies the checked product into its
+// input, registered where its engine reads registered inputs.
+func (c *gemmCase) openAuto(ctx context.Context) (err error) {
+	cfg := rs2d.Config{MaxM: c.shape.M, N: c.shape.N, DType: c.o.DType, Transport: c.o.Config.Transport, Timeout: c.o.Config.Timeout}
+	if c.auto, err = rs2d.New(ctx, c.r.Comm, c.r.Dev, cfg); err != nil {
+		return fmt.Errorf("the reduce-scatter alone with Auto's engine: %w", err)
+	}
+	if err := c.r.Dev.Copy(c.s, c.product.Ptr, c.g.CBuffer().Ptr, c.product.Bytes()); err != nil {
+		return errors.Join(err, c.auto.Close())
+	}
+	if err := c.s.Synchronize(ctx); err != nil {
+		return errors.Join(err, c.auto.Close())
+	}
+	if err := c.auto.Register(ctx, c.product); err != nil && !errors.Is(err, device.ErrNotSupported) {
+		return errors.Join(err, c.auto.Close())
+	}
+	return nil
+}
+
 // The paths the benchmark times, each one call.
 func (c *gemmCase) runGemm(ctx context.Context) error {
 	_, err := c.g.GemmScaled(ctx, c.a, c.b, c.sc, c.s)
@@ -554,6 +601,9 @@ func (c *gemmCase) runGemm(ctx context.Context) error {
 }
 func (c *gemmCase) runRS(ctx context.Context) error {
 	return c.g.ReduceScatter(ctx, c.g.CBuffer(), c.out, c.s)
+}
+func (c *gemmCase) runRSAuto(ctx context.Context) error {
+	return c.auto.ReduceScatter(ctx, c.product, c.out, c.s)
 }
 func (c *gemmCase) runNCCL(ctx context.Context) error {
 	if err := c.runGemm(ctx); err != nil {
@@ -642,7 +692,7 @@ func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) error {
 		run    func(context.Context) error
 		got    []time.Duration
 	}
-	paths := []*path{{&row.Gemm, &row.GemmSpread, c.runGemm, nil}, {&row.RS, &row.RSSpread, c.runRS, nil},
+	paths := []*path{{&row.Gemm, &row.GemmSpread, c.runGemm, nil}, {&row.RS, &row.RSSpread, c.runRS, nil}, {&row.RSAuto, &row.RSAutoSpread, c.runRSAuto, nil},
 		{&row.Sequential, &row.SequentialSpread, c.runSeq, nil}, {&row.Overlap, &row.OverlapSpread, c.runOverlap, nil}}
 	if c.ref != nil {
 		paths = append(paths, &path{&row.GemmNCCL, &row.GemmNCCLSpread, c.runNCCL, nil})
@@ -811,7 +861,7 @@ func agreeWithNCCL(dt dtype.DType, got, ref []byte, count, world, nodes int, max
 // slowestGemmRow replaces the row's times by the slowest rank's and its
 // error measures by the largest.
 func slowestGemmRow(ctx context.Context, r world.Rank, row GemmRow) (GemmRow, error) {
-	times := []*time.Duration{&row.Gemm, &row.RS, &row.GemmNCCL, &row.Sequential, &row.Overlap, &row.GemmAlone, &row.GemmInOverlap,
+	times := []*time.Duration{&row.Gemm, &row.RS, &row.RSAuto, &row.GemmNCCL, &row.Sequential, &row.Overlap, &row.GemmAlone, &row.GemmInOverlap,
 		&row.Stages.Scatter, &row.Stages.IntraReduce, &row.Stages.InterNode, &row.Stages.Total, &row.HostEnqueue}
 	for i := range row.Stages.Peers {
 		p := &row.Stages.Peers[i]
@@ -855,16 +905,17 @@ func maxAbs(dt dtype.DType, b []byte, count int) float64 {
 // WriteGemmCSV writes the rows as CSV (times in microseconds).
 func WriteGemmCSV(w io.Writer, rows []GemmRow, world int, dt dtype.DType) error {
 	if _, err := fmt.Fprintln(w, "M,N,K,k_local,world,dtype,gemm_us,gemm_tflops,rs_us,gemm_nccl_us,gemm_rs_us,overlap_us,"+
-		"gemm_single_us,gemm_in_overlap_us,gemm_slowdown,picks,bound_use,max_abs_diff_vs_nccl,gemm,simulated"); err != nil {
+		"gemm_single_us,gemm_in_overlap_us,gemm_slowdown,picks,bound_use,max_abs_diff_vs_nccl,gemm,simulated,rs_auto_us,overlap_over_bound"); err != nil {
 		return err
 	}
 	for _, r := range rows {
 		if r.Skipped != "" {
 			continue // no times
 		}
-		if _, err := fmt.Fprintf(w, "%d,%d,%d,%d,%d,%v,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.3f,%v,%.4f,%g,%v,%v\n",
+		if _, err := fmt.Fprintf(w, "%d,%d,%d,%d,%d,%v,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.3f,%v,%.4f,%g,%v,%v,%.2f,%.4f\n",
 			r.Shape.M, r.Shape.N, r.Shape.K, r.KLocal, world, dt, us(r.Gemm), r.TFLOPS(), us(r.RS), us(r.GemmNCCL),
-			us(r.Sequential), us(r.Overlap), us(r.GemmAlone), us(r.GemmInOverlap), r.Slowdown(), r.Picks, r.BoundUse, r.NCCLMaxDiff, r.Choice, r.Simulated); err != nil {
+			us(r.Sequential), us(r.Overlap), us(r.GemmAlone), us(r.GemmInOverlap), r.Slowdown(), r.Picks, r.BoundUse, r.NCCLMaxDiff, r.Choice, r.Simulated,
+			us(r.RSAuto), r.OverBound()); err != nil {
 			return err
 		}
 	}

@@ -89,6 +89,8 @@ func TestGemmBenchOnSim(t *testing.T) {
 					require.Equal(t, gemmrs.Overlap, row.Picks)
 					require.Positive(t, row.Gemm)
 					require.Positive(t, row.RS)
+					require.Positive(t, row.RSAuto)
+					require.InDelta(t, row.Overlap.Seconds()/max(row.Gemm, min(row.RS, row.RSAuto)).Seconds(), row.OverBound(), 1e-12)
 					require.Positive(t, row.Sequential)
 					require.Positive(t, row.Overlap)
 					require.Positive(t, row.GemmInOverlap)
@@ -99,7 +101,7 @@ func TestGemmBenchOnSim(t *testing.T) {
 					for _, x := range []struct {
 						med    time.Duration
 						spread benchmarks.Spread
-					}{{row.Gemm, row.GemmSpread}, {row.RS, row.RSSpread}, {row.Sequential, row.SequentialSpread}, {row.Overlap, row.OverlapSpread}} {
+					}{{row.Gemm, row.GemmSpread}, {row.RS, row.RSSpread}, {row.RSAuto, row.RSAutoSpread}, {row.Sequential, row.SequentialSpread}, {row.Overlap, row.OverlapSpread}} {
 						require.True(t, x.spread.Min <= x.med && x.med <= x.spread.Max, "median %v outside its spread %v", x.med, x.spread)
 					}
 					// The traced call: every block's end (the own GEMM's

@@ -64,9 +64,11 @@ type gemmJSON struct {
 	Gemm      *float64 `json:"gemm_us,omitempty"`
 	TFLOPS    *float64 `json:"gemm_tflops,omitempty"`
 	RS        *float64 `json:"rs_us,omitempty"`
+	RSAuto    *float64 `json:"rs_auto_us,omitempty"`
 	GemmNCCL  *float64 `json:"gemm_nccl_us,omitempty"`
 	GemmRS    *float64 `json:"gemm_rs_us,omitempty"`
 	Overlap   *float64 `json:"overlap_us,omitempty"`
+	OverBound *float64 `json:"overlap_over_bound,omitempty"`
 	Picks     string   `json:"picks,omitempty"`
 	GemmKind  string   `json:"gemm,omitempty"`
 	BoundUse  *float64 `json:"bound_use,omitempty"`
@@ -80,7 +82,8 @@ func WriteGemmJSON(w io.Writer, rows []GemmRow, world int, dt dtype.DType) error
 		j := gemmJSON{M: r.Shape.M, N: r.Shape.N, K: r.Shape.K, KLocal: r.KLocal, World: world, DType: dt.String(),
 			Skipped: r.Skipped, Simulated: r.Simulated}
 		if r.Skipped == "" {
-			j.Gemm, j.TFLOPS, j.RS = ptr(us(r.Gemm)), ptr(r.TFLOPS()), ptr(us(r.RS))
+			j.Gemm, j.TFLOPS, j.RS, j.RSAuto = ptr(us(r.Gemm)), ptr(r.TFLOPS()), ptr(us(r.RS)), ptr(us(r.RSAuto))
+			j.OverBound = ptr(r.OverBound())
 			j.GemmRS, j.Overlap, j.BoundUse = ptr(us(r.Sequential)), ptr(us(r.Overlap)), ptr(r.BoundUse)
 			if r.GemmNCCL > 0 {
 				j.GemmNCCL = ptr(us(r.GemmNCCL))
