@@ -185,6 +185,25 @@ func (x *beside) chained() error {
 	return nil
 }
 
+// perPeer enqueues a block's copy to every peer (or, reads, from every
+// peer's heap into this rank's), each peer's on a stream of its own
+// (streams[2..]), beside the GEMM on streams[1].
+func (x *beside) perPeer(reads bool) error {
+	for i := 1; i < x.n; i++ {
+		q, st := (x.me+i)%x.n, x.streams[1+i]
+		var err error
+		if reads {
+			err = x.r.Dev.Copy(st, x.slot(x.me, q), x.slot(q, q), x.o.Bytes)
+		} else {
+			err = x.r.Dev.Copy(st, x.slot(q, x.me), x.block(q), x.o.Bytes)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // afterBlocks runs each block's GEMM on sms SMs (0: all), then on
 // streams[0] push(i) of block i to its rank after the block's event.
 func (x *beside) afterBlocks(sms int, push func(i int) error) error {
@@ -241,6 +260,9 @@ func (x *beside) measurements() []measurement {
 		{"each copy after its block's GEMM (events)", moved, func() error {
 			return x.afterBlocks(0, func(i int) error { return x.copyOn(x.streams[0], i) })
 		}},
+		{fmt.Sprintf("GEMM and CE copies to all %d peers at once, a stream per peer", n-1), moved, func() error { return errors.Join(x.gemm(false, 0), x.perPeer(false)) }},
+		{fmt.Sprintf("GEMM and CE reads from all %d peers at once, a stream per peer (the readers' GEMMs beside too)", n-1), moved,
+			func() error { return errors.Join(x.gemm(false, 0), x.perPeer(true)) }},
 		{"the same, pushed by SM stores on 16 SMs, the GEMM on the rest", moved, x.smPushes(16)},
 		{"the same, pushed by SM stores on 32 SMs, the GEMM on the rest", moved, x.smPushes(32)},
 	}...)
