@@ -122,6 +122,22 @@ func (x *beside) spec(i, sms int) device.GemmSpec {
 		A: x.a.Add(int64(d*x.rows*x.k) * 2), B: x.b, C: x.block(d), SMs: sms}
 }
 
+// remoteGemm enqueues the n block GEMMs on streams[1] on every SM, each
+// peer's block of C written into its slot in that peer's heap (the
+// GEMM's stores crossing NVLink: no copy after it), the own block locally.
+func (x *beside) remoteGemm() error {
+	for i := 0; i < x.n; i++ {
+		spec := x.spec(i, 0)
+		if d := x.dest(i); d != x.me {
+			spec.C = x.slot(d, x.me)
+		}
+		if err := x.mm.Gemm(x.streams[1], spec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // copyOn enqueues on st the copy of block i to its rank.
 func (x *beside) copyOn(st device.Stream, i int) error {
 	d := x.dest(i)
@@ -246,6 +262,7 @@ func (x *beside) measurements() []measurement {
 	label := fmt.Sprintf("%d blocks of %dx%dx%d bf16", n, x.rows, x.cols, x.k)
 	ms := []measurement{
 		{"GEMM alone, " + label, moved, func() error { return x.gemm(false, 0) }},
+		{"GEMM storing each peer's block of C straight into that peer's heap", moved, x.remoteGemm},
 		{fmt.Sprintf("CE copies to rank+1..+%d in turn, alone", n-1), moved, x.copies},
 		{fmt.Sprintf("CE copies to rank+1..+%d in turn, a stream per peer, chained by events", n-1), moved, x.chained},
 		{fmt.Sprintf("CE copies to rank+1, %d times in turn, alone", n-1), moved, func() error { return x.repeatTo(1) }},
