@@ -98,10 +98,38 @@ type Env struct {
 	// that overlaps waits for a destination's rows on them.
 	Gemm *GemmSignals
 	// Input is the symmetric input region (MaxRows × Cols elements) the
-	// context owns in Heap, where callers may write a call's input, for
-	// engines that read the peers' inputs in place (Heap.At(peer, Input));
-	// zero when the context has none.
+	// context owns in InputHeap, where callers may write a call's input,
+	// for engines that read the peers' inputs in place (InputAt); zero
+	// when the context has none.
 	Input symm.Region
+	// InputHeap is the symmetric allocation Input lies in: one of its own,
+	// apart from Heap, whose landing slots and words an engine's kernels
+	// use while the peers read the input (nil: Heap). On 2 H200s the copy
+	// engine's reads of a peer's memory kept their rate beside the sums
+	// only from an allocation nothing else used (benchmarks/RESULTS.md).
+	InputHeap *symm.Heap
+}
+
+// InputAt is global rank rank's symmetric input as mapped here.
+func (e Env) InputAt(rank int) device.Ptr {
+	h := e.InputHeap
+	if h == nil {
+		h = e.Heap
+	}
+	return h.At(rank, e.Input)
+}
+
+// WriteInputTable writes into table (LocalSize addresses in Heap) every
+// node peer's symmetric input as mapped here, by local rank.
+func WriteInputTable(env Env, table symm.Region) error {
+	b := make([]byte, 0, 8*env.LocalSize())
+	for lr := range env.LocalSize() {
+		b = binary.LittleEndian.AppendUint64(b, uint64(env.InputAt(env.Place.NodePeer(lr))))
+	}
+	if err := env.Dev.CopyToDevice(env.Heap.Local().Add(table.Off), b); err != nil {
+		return fmt.Errorf("intranode: writing the input table: %w", err)
+	}
+	return nil
 }
 
 // Call is one reduce-scatter, as every node step of it sees it.

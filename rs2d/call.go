@@ -214,7 +214,7 @@ func (c *Context) check(in, out Tensor) error {
 		return fmt.Errorf("rs2d: output %v overlaps input %v: %w", out, in, device.ErrInvalidArgument)
 	}
 	if c.input.Size > 0 {
-		sym := c.heap.Local().Add(c.input.Off)
+		sym := c.symInput()
 		if device.Overlap(sym, c.input.Size, out.Ptr, out.Bytes()) {
 			return fmt.Errorf("rs2d: output %v lies in the symmetric input (Input), which the peers read: %w", out, device.ErrInvalidArgument)
 		}
@@ -239,7 +239,7 @@ func (c *Context) Input(m int) (Tensor, error) {
 	case m <= 0 || m > c.cfg.MaxM:
 		return Tensor{}, fmt.Errorf("rs2d: input of %d rows, want 1 to MaxM=%d: %w", m, c.cfg.MaxM, device.ErrInvalidArgument)
 	}
-	return Tensor{Ptr: c.heap.Local().Add(c.input.Off), Rows: m, Cols: c.cfg.N, DType: c.cfg.DType}, nil
+	return Tensor{Ptr: c.symInput(), Rows: m, Cols: c.cfg.N, DType: c.cfg.DType}, nil
 }
 
 // chunks is how many pieces each block of a node step is cut into: what

@@ -11,8 +11,13 @@ func SetCloseStep(f func(string)) func(string) {
 	return old
 }
 
-// NodeHeapBytes is the size of the node stage's symmetric heap as allocated.
+// NodeHeapBytes is the size of the node stage's symmetric allocations as
+// allocated: its heap and the symmetric input's own.
 func (c *Context) NodeHeapBytes() (int64, error) {
 	_, size, err := c.dev.AddressRange(c.heap.Local())
-	return size, err
+	if err != nil || c.inputHeap == nil {
+		return size, err
+	}
+	_, in, err := c.dev.AddressRange(c.inputHeap.Local())
+	return size + in, err
 }

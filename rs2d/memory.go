@@ -191,18 +191,27 @@ func (p planner) maker(ring *ringengine.Shape) intranode.Maker {
 // an overlapped call waits on them), the engine's regions (the ring's
 // with FIFOs of shape ring) and, for the pull engine, the symmetric input
 // it reads the peers' rows from. New allocates exactly this.
-func (p planner) nodeLayout(ring *ringengine.Shape) (*symm.Layout, intranode.Maker, *intranode.GemmSignals, symm.Region) {
+func (p planner) nodeLayout(ring *ringengine.Shape) (*symm.Layout, intranode.Maker, *intranode.GemmSignals) {
 	var l symm.Layout
 	gemm := intranode.NewGemmSignals(&l, p.place, p.knobs.Segments, p.knobs.SplitFirstBlock)
 	m := p.maker(ring)
 	if m != nil {
 		m.AddTo(&l)
 	}
-	var input symm.Region
-	if p.cfg.Engine == EnginePull && p.pullRows == 0 {
-		input = l.Add("symmetric input", int64(p.cfg.MaxM)*p.rowBytes())
+	return &l, m, gemm
+}
+
+// inputLayout is the pull engine's symmetric input for whole calls: MaxM
+// rows in an allocation of its own beside the node heap (the copy engine
+// reads a peer's memory at its rate beside the engine's sums only where
+// nothing else of the peer's lies in the same allocation:
+// benchmarks/RESULTS.md), or nil.
+func (p planner) inputLayout() (*symm.Layout, symm.Region) {
+	if p.cfg.Engine != EnginePull || p.pullRows != 0 {
+		return nil, symm.Region{}
 	}
-	return &l, m, gemm, input
+	var l symm.Layout
+	return &l, l.Add("symmetric input", int64(p.cfg.MaxM)*p.rowBytes())
 }
 
 // railBlock is the bytes of one block in the rail buffers for rounds of
@@ -250,9 +259,12 @@ func (p planner) copyEngine() pull.CopyEngine {
 
 // direct is the direct path's memory.
 func (p planner) direct() Memory {
-	l, _, _, _ := p.nodeLayout(nil)
+	l, _, _ := p.nodeLayout(nil)
 	rows := p.rowsPerRank()
 	node := l.Size()
+	if in, _ := p.inputLayout(); in != nil {
+		node += in.Size()
+	}
 	if p.cfg.Engine == EngineNVLS {
 		node += p.nvlsBound()
 	}
@@ -282,7 +294,7 @@ func (p planner) ringShape() ringengine.Shape {
 }
 
 func (p planner) ringNode(r ringengine.Shape) int64 {
-	l, _, _, _ := p.nodeLayout(&r)
+	l, _, _ := p.nodeLayout(&r)
 	return l.Size()
 }
 
@@ -336,7 +348,7 @@ func (p planner) pullBounded() (Memory, error) {
 	q.cfg.Engine = EnginePull
 	node := func(rows int) int64 {
 		q.pullRows = rows
-		l, _, _, _ := q.nodeLayout(nil)
+		l, _, _ := q.nodeLayout(nil)
 		return l.Size()
 	}
 	total := func(rows int) int64 { return node(rows) + p.railBytes(rows) }

@@ -67,7 +67,7 @@ func (c *Context) Register(ctx context.Context, t Tensor) error {
 		ctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
 		defer cancel()
 	}
-	if c.input.Size > 0 && t.Ptr == c.heap.Local().Add(c.input.Off) {
+	if c.input.Size > 0 && t.Ptr == c.symInput() {
 		return nil // the symmetric input: read in place already
 	}
 	bad := c.checkRegister(t)
@@ -113,7 +113,7 @@ func (c *Context) checkRegister(t Tensor) error {
 	if _, ok := c.regs[t.Ptr]; ok {
 		return fmt.Errorf("rs2d: register %v: already registered (Deregister it first): %w", t, device.ErrInvalidArgument)
 	}
-	if c.input.Size > 0 && device.Overlap(c.heap.Local().Add(c.input.Off), c.input.Size, t.Ptr, t.Bytes()) {
+	if c.input.Size > 0 && device.Overlap(c.symInput(), c.input.Size, t.Ptr, t.Bytes()) {
 		return fmt.Errorf("rs2d: register %v: it lies in the symmetric input but does not start where it does (Input): %w", t, device.ErrInvalidArgument)
 	}
 	return nil

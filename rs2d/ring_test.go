@@ -293,14 +293,14 @@ func TestMemoryExample(t *testing.T) {
 		chunk       int64
 		description string
 	}{
-		{bootstrap.Shape{Nodes: 1, LocalSize: 8}, rs2d.EngineAuto, 0, 260*MiB + 4096, 0, 1024, 0, "1×8 direct"},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 8}, rs2d.EngineAuto, 0, 260*MiB + 4352, 0, 1024, 0, "1×8 direct"},
 		{bootstrap.Shape{Nodes: 1, LocalSize: 8}, rs2d.EngineRing, 0, 28*MiB + 2048, 0, 1024, 128 << 10, "1×8 ring"},
 		{bootstrap.Shape{Nodes: 1, LocalSize: 8}, rs2d.EngineRing, 64 * MiB, 28*MiB + 2048, 0, 1024, 128 << 10, "1×8 ring under 64 MiB"},
-		{bootstrap.Shape{Nodes: 2, LocalSize: 4}, rs2d.EngineAuto, 0, 260*MiB + 2560, 192*MiB + 512, 1024, 0, "2×4 direct over IPC"},
+		{bootstrap.Shape{Nodes: 2, LocalSize: 4}, rs2d.EngineAuto, 0, 260*MiB + 2816, 192*MiB + 512, 1024, 0, "2×4 direct over IPC"},
 		{bootstrap.Shape{Nodes: 2, LocalSize: 4}, rs2d.EngineRing, 64 * MiB, 12*MiB + 1536, 3*2*277*32<<10 + 512, 277, 128 << 10, "2×4 ring under 64 MiB over IPC"},
 		// Auto may pick NVSHMEM, whose puts across hosts are staged in a
 		// fourth set: the plan leaves room for it.
-		{bootstrap.Shape{Nodes: 2, LocalSize: 4}, rs2d.EngineAuto, 0, 260*MiB + 2560, 256*MiB + 256, 1024, 0, "2×4 direct, any transport"},
+		{bootstrap.Shape{Nodes: 2, LocalSize: 4}, rs2d.EngineAuto, 0, 260*MiB + 2816, 256*MiB + 256, 1024, 0, "2×4 direct, any transport"},
 		{bootstrap.Shape{Nodes: 2, LocalSize: 4}, rs2d.EngineRing, 64 * MiB, 12*MiB + 1536, 4*2*207*32<<10 + 256, 207, 128 << 10, "2×4 ring under 64 MiB, any transport"},
 	} {
 		cfg := cfg

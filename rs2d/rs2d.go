@@ -104,7 +104,9 @@ type Context struct {
 	ce      *ce.Engine             // engine, when it is the copy engine
 	rail    *internode.Rail        // nil on one node
 	streams *streams.Set
-	input   symm.Region // the symmetric input (the pull engine's; zero size: none)
+	input   symm.Region // the symmetric input (the pull engine's; zero size: none), in inputHeap
+	// inputHeap is the symmetric input's own allocation (nil: none).
+	inputHeap *symm.Heap
 
 	mem     Memory        // the path and its buffers' sizes
 	railSeq symm.Epoch    // the ring's last rail round (its rail counts rounds, not calls)
@@ -158,7 +160,8 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 	if cfg.Engine == EngineRing {
 		ring = &mem.Ring
 	}
-	l, maker, gemm, input := plan.nodeLayout(ring)
+	l, maker, gemm := plan.nodeLayout(ring)
+	inputLayout, input := plan.inputLayout()
 	if nv, ok := maker.(*nvls.Maker); ok {
 		nv.Permit = permit
 	}
@@ -177,7 +180,12 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 	fail := func(err error) (*Context, error) {
 		return nil, errors.Join(fmt.Errorf("rs2d: %w", err), c.release())
 	}
-	c.input = input
+	if inputLayout != nil {
+		if c.inputHeap, err = symm.New(ctx, comm, dev, inputLayout); err != nil {
+			return fail(err)
+		}
+		c.input = input
+	}
 	gemm.Bind(c.heap, c.proto)
 	c.gemm = gemm
 	// Streams first: the rail is the last collective step, so no rank can
@@ -189,7 +197,7 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 		return fail(err)
 	}
 	if maker != nil {
-		env := intranode.Env{Spec: plan.spec(), Dev: dev, Comm: comm, Heap: c.heap, Streams: c.streams, Input: input}
+		env := intranode.Env{Spec: plan.spec(), Dev: dev, Comm: comm, Heap: c.heap, Streams: c.streams, Input: c.input, InputHeap: c.inputHeap}
 		if cfg.OverlapWithGEMM {
 			env.Gemm = gemm
 		}
@@ -434,6 +442,14 @@ func (c *Context) releaseWaits(ctx context.Context) (err error) {
 	return nil
 }
 
+// symInput is this rank's symmetric input (0: none).
+func (c *Context) symInput() device.Ptr {
+	if c.inputHeap == nil {
+		return 0
+	}
+	return c.inputHeap.Local().Add(c.input.Off)
+}
+
 func (c *Context) release() error {
 	errs := []error{c.closeTracer(), c.releaseRegistrations()}
 	if c.engine != nil {
@@ -451,6 +467,10 @@ func (c *Context) release() error {
 	if c.rail != nil {
 		errs = append(errs, c.rail.Close())
 		c.rail = nil
+	}
+	if c.inputHeap != nil {
+		errs = append(errs, c.inputHeap.Close())
+		c.inputHeap = nil
 	}
 	if c.heap != nil {
 		errs = append(errs, c.heap.Close())

@@ -86,7 +86,7 @@ func (w *worldFlags) register(fs *flag.FlagSet, use worldUse) {
 		fs.StringVar(&w.oneShot, "one-shot", w.oneShot, "tuning, pull engine: the largest block (bytes of one destination's rows) pushed in one shot, with K/M suffixes (0: default, 2M / GPUs per node; off: every call pulled)"+list)
 	}
 	if use.engine && use.registered {
-		fs.StringVar(&w.cePull, "ce-pull", w.cePull, "tuning, pull engine with a registered input (--register): the smallest block (bytes of one destination's rows) that the copy engine pulls, with K/M/G suffixes (0: default, 256M on one node of 2 GPUs, off elsewhere; off: never)"+list)
+		fs.StringVar(&w.cePull, "ce-pull", w.cePull, "tuning, pull engine with a registered or symmetric (zero-copy) input: the smallest block (bytes of one destination's rows) that the copy engine pulls, with K/M/G suffixes (0: default, 256M on one node of 2 GPUs, off elsewhere; off: never)"+list)
 		fs.StringVar(&w.ceChunk, "ce-chunk", w.ceChunk, "tuning, the copy engine's pulls: bytes of each landing slot and copy, with K/M suffixes (0: by size, a quarter of the block, 64M to 128M)"+list)
 	}
 }

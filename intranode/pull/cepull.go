@@ -9,24 +9,24 @@ import (
 	"github.com/seed12530e24/hiercoll/symm"
 )
 
-// Pulled by the copy engine: a whole call of a registered input (the peers'
-// buffers, read in place) whose blocks are at least CopyEngine.MinBlock
-// bytes. The receiving rank's copy engine reads its block from every peer's
-// buffer chunk by chunk into landing slots (ceSlots per peer), on the copy
-// stream, and the reduction stream sums each chunk's slots with the own rows
-// into the output as soon as they landed. On two H200s the copy engine's
-// reads keep 95% of their one-way rate with traffic both ways, where SM
-// loads reach 85% of it (hiercoll floors). The last two chunks of a block
-// are cut in halves, and halves of halves, down to a 32nd of a chunk, so
-// that the sum left after the last copy is short. Handshakes are stream
-// memory operations: ready[src] = epoch (src's input is complete: raised
-// by src at Begin, after its earlier work), done[src] = epoch (src finished
-// reading this rank's input: the call ends only once every peer did).
-//
-// Only registered inputs: with the context's symmetric input as the copies'
-// source the same path measured 31% slower on 2 H200s (its landing slots
-// in the heap or not), and a caller's plain buffer would first be copied
-// in (benchmarks/RESULTS.md).
+// Pulled by the copy engine: a whole call of a registered input or of the
+// context's symmetric input (the peers' buffers, read in place) whose
+// blocks are at least CopyEngine.MinBlock bytes. The receiving rank's copy
+// engine reads its block from every peer's buffer chunk by chunk into
+// landing slots (ceSlots per peer), on the copy stream, and the reduction
+// stream sums each chunk's slots with the own rows into the output as soon
+// as they landed. On two H200s the copy engine's reads keep 95% of their
+// one-way rate with traffic both ways, where SM loads reach 85% of it
+// (hiercoll floors), and beside the sums only where they read an
+// allocation of their own: the symmetric input therefore lies apart from
+// the heap that holds the landing slots (intranode.Env.InputHeap). The
+// last two chunks of a block are cut in halves, and halves of halves, down
+// to a 32nd of a chunk, so that the sum left after the last copy is short.
+// Handshakes are stream memory operations: ready[src] = epoch (src's input
+// is complete: raised by src at Begin, after its earlier work), done[src]
+// = epoch (src finished reading this rank's input: the call ends only once
+// every peer did). A caller's plain buffer is not pulled this way (it
+// would first be copied in; benchmarks/RESULTS.md).
 
 // CopyEngine is when and how whole calls are pulled by the copy engine.
 type CopyEngine struct {
@@ -126,7 +126,8 @@ func (e *Engine) ceMake() error {
 
 // cePull reports whether call is pulled by the copy engine.
 func (e *Engine) cePull(call intranode.Call) bool {
-	return e.m.ce.MinBlock > 0 && call.InputViews != 0 && !e.oneShot(call) &&
+	views, _ := e.views(call)
+	return e.m.ce.MinBlock > 0 && views != 0 && !e.oneShot(call) &&
 		int64(call.RowsPer)*e.env.RowBytes() >= e.m.ce.MinBlock
 }
 
@@ -178,6 +179,7 @@ func (e *Engine) ceStep(step intranode.Step) (intranode.Done, error) {
 		}
 	}
 	rowBytes, es := e.env.RowBytes(), int64(e.env.DType.Size())
+	_, peers := e.views(step.Call)
 	block := int64(step.RowsPer) * rowBytes
 	off := int64((step.Node*lws+me)*step.RowsPer) * rowBytes
 	slotBytes := e.m.ce.Chunk
@@ -202,7 +204,7 @@ func (e *Engine) ceStep(step intranode.Step) (intranode.Done, error) {
 		}
 		for i := 1; i < lws; i++ {
 			q := (me + i) % lws
-			if err := e.env.Dev.Copy(cp, landing(slot, i), step.InputPeers[q].Add(off+c0), n); err != nil {
+			if err := e.env.Dev.Copy(cp, landing(slot, i), peers[q].Add(off+c0), n); err != nil {
 				return intranode.Done{}, fmt.Errorf("pull: copying from local rank %d: %w", q, err)
 			}
 		}
@@ -213,7 +215,7 @@ func (e *Engine) ceStep(step intranode.Step) (intranode.Done, error) {
 			return intranode.Done{}, err
 		}
 		b := kernels.Blocks{Src: landing(slot, 1).Add(-slotBytes), Stride: slotBytes / es, N: lws, Count: n / es, Self: 0,
-			SelfSrc: step.InputPeers[me].Add(off + c0)}
+			SelfSrc: peers[me].Add(off + c0)}
 		if err := kernels.LaunchReduce(e.env.Dev, r, e.env.DType, grid, step.ReduceTo.Add(c0), b); err != nil {
 			return intranode.Done{}, fmt.Errorf("pull: summing a pulled chunk: %w", err)
 		}

@@ -62,6 +62,7 @@ type Maker struct {
 	rows         int // rows of each block per round (0: whole calls)
 	flags, state symm.Pad
 	peerTable    symm.Region
+	inputTable   symm.Region // whole calls: every node peer's symmetric input
 	staging      symm.Region // two sets of world × rows rows (in rounds)
 	// One shot (oneshot.go): bytes of a landing slot (0: none), the slots
 	// (2 parities × lws) and their flags.
@@ -125,6 +126,9 @@ func (m *Maker) AddTo(l *symm.Layout) {
 	m.flags = l.AddPad("pull flags", flagSets*m.maxGrid()*lws)
 	m.state = l.AddPad("pull call state", stateWords)
 	m.peerTable = l.Add("pull peer table", int64(lws)*8)
+	if m.rows == 0 {
+		m.inputTable = l.Add("pull input table", int64(lws)*8)
+	}
 	if m.rows > 0 {
 		m.staging = l.Add("pull staging", 2*m.setBytes())
 	}
@@ -153,6 +157,14 @@ func (m *Maker) Make(_ context.Context, env intranode.Env) (intranode.Engine, er
 		return nil, err
 	}
 	e := &Engine{env: env, m: m}
+	if m.rows == 0 {
+		if err := intranode.WriteInputTable(env, m.inputTable); err != nil {
+			return nil, err
+		}
+		for lr := range lws {
+			e.inputPeers = append(e.inputPeers, env.InputAt(env.Place.NodePeer(lr)))
+		}
+	}
 	if m.ce.MinBlock > 0 {
 		if err := e.ceMake(); err != nil {
 			return nil, errors.Join(fmt.Errorf("pull: %w", err), e.Close())
@@ -181,6 +193,9 @@ type Engine struct {
 	// (the caller's stream).
 	round        int
 	copied, read [2]device.Event
+	// Whole calls: every node peer's symmetric input (inputTable's, on the
+	// host).
+	inputPeers []device.Ptr
 	// By the copy engine (cepull.go): its words, per slot the end of its
 	// copy and of its sum, and the call's chunks so far.
 	ceReady, ceDone     symm.SignalPad
@@ -189,6 +204,22 @@ type Engine struct {
 }
 
 var _ intranode.Engine = (*Engine)(nil)
+
+// sym is this rank's symmetric input.
+func (e *Engine) sym() device.Ptr { return e.env.InputAt(e.env.Place.Rank) }
+
+// views is where call's rows lie on every node peer, read in place: a
+// registered input's views, or the peers' symmetric inputs for a call on
+// this rank's (a whole call); 0 and nil for a call that is neither.
+func (e *Engine) views(call intranode.Call) (device.Ptr, []device.Ptr) {
+	switch {
+	case call.InputViews != 0:
+		return call.InputViews, call.InputPeers
+	case e.m.rows == 0 && call.Input == e.sym():
+		return e.inputs(), e.inputPeers
+	}
+	return 0, nil
+}
 
 // grid is the kernel's blocks for rows rows of rowBytes bytes on a budget
 // of sms SMs (one block each): no more than there are 16-byte vectors for.
@@ -214,12 +245,11 @@ func (e *Engine) Begin(s device.Stream, call intranode.Call) error {
 		e.round = 0
 		return e.env.Streams.Join(e.env.Streams.Copy[0], s)
 	}
-	sym := e.env.Heap.Local().Add(e.env.Input.Off)
-	if call.Input == sym || call.InputViews != 0 {
+	if call.Input == e.sym() || call.InputViews != 0 {
 		return nil
 	}
 	bytes := int64(call.RowsPer) * int64(e.env.Place.Shape.World()) * e.env.RowBytes()
-	if err := e.env.Dev.Copy(s, sym, call.Input, bytes); err != nil {
+	if err := e.env.Dev.Copy(s, e.sym(), call.Input, bytes); err != nil {
 		return fmt.Errorf("pull: copying the input into the symmetric input: %w", err)
 	}
 	return nil
@@ -244,7 +274,7 @@ func (e *Engine) Step(s device.Stream, step intranode.Step) (intranode.Done, err
 	case e.pieces(step.Call) > 1:
 		return e.pieceSteps(s, step)
 	}
-	return e.pull(s, step, e.heaps(), e.env.Input.Off+row, step.First, step.Last)
+	return e.pull(s, step, e.inputs(), row, step.First, step.Last) // in the symmetric inputs
 }
 
 // Whole calls on one node whose input is copied in go in pieces where each
@@ -262,8 +292,7 @@ var minPieceBlock, minPieceBytes int64 = 128 << 20, 16 << 20
 // whole call on one node whose input is neither the symmetric input nor
 // registered.
 func (e *Engine) pieces(call intranode.Call) int {
-	sym := e.env.Heap.Local().Add(e.env.Input.Off)
-	if e.m.rows > 0 || e.env.Place.Shape.Nodes > 1 || call.Input == sym || call.InputViews != 0 {
+	if e.m.rows > 0 || e.env.Place.Shape.Nodes > 1 || call.Input == e.sym() || call.InputViews != 0 {
 		return 1
 	}
 	block := int64(call.RowsPer) * e.env.RowBytes()
@@ -281,7 +310,7 @@ func (e *Engine) pieces(call intranode.Call) int {
 func (e *Engine) pieceSteps(s device.Stream, step intranode.Step) (intranode.Done, error) {
 	n, rowBytes, world := e.pieces(step.Call), e.env.RowBytes(), e.env.Place.Shape.World()
 	per := (step.RowsPer + n - 1) / n
-	cp, sym := e.env.Streams.Copy[0], e.env.Heap.Local().Add(e.env.Input.Off)
+	cp, sym := e.env.Streams.Copy[0], e.sym()
 	var done intranode.Done
 	for r0 := 0; r0 < step.RowsPer; r0 += per {
 		rows := min(per, step.RowsPer-r0)
@@ -300,9 +329,9 @@ func (e *Engine) pieceSteps(s device.Stream, step intranode.Step) (intranode.Don
 		piece := step
 		piece.Row0, piece.Rows = r0, rows
 		piece.ReduceTo = step.ReduceTo.Add(int64(r0) * rowBytes)
-		off := e.env.Input.Off + int64(e.env.Place.LocalRank*step.RowsPer+r0)*rowBytes
+		off := int64(e.env.Place.LocalRank*step.RowsPer+r0) * rowBytes
 		var err error
-		if done, err = e.pull(s, piece, e.heaps(), off, true, r0+rows >= step.RowsPer); err != nil {
+		if done, err = e.pull(s, piece, e.inputs(), off, true, r0+rows >= step.RowsPer); err != nil {
 			return intranode.Done{}, err
 		}
 	}
@@ -311,6 +340,10 @@ func (e *Engine) pieceSteps(s device.Stream, step intranode.Step) (intranode.Don
 
 // heaps is the device table of the node peers' heaps as mapped here.
 func (e *Engine) heaps() device.Ptr { return e.env.Heap.Local().Add(e.m.peerTable.Off) }
+
+// inputs is the device table of the node peers' symmetric inputs as
+// mapped here (whole calls).
+func (e *Engine) inputs() device.Ptr { return e.env.Heap.Local().Add(e.m.inputTable.Off) }
 
 // pull launches the kernel for step's rows of this rank's block at offset
 // off from every peer's input base in the table inputs (the heaps, or a

@@ -422,32 +422,37 @@ func TestPullOneShotBesidePull(t *testing.T) {
 	}
 }
 
-// A registered input pulled by the copy engine: chunks of 48 bytes through
-// three slots per peer, the last two chunks of each block halved down to 16
-// bytes (many chunks, the slots reused within and across calls), on one
-// node and across two, both protocols, with a rank whose copies are late
-// (its peers must not end their calls, and overwrite their inputs, before
-// it read them). The same calls with the copy engine's pulls off make fewer
-// device copies (the rail's, across nodes): the counts show which path ran.
+// A registered input, or the context's symmetric input (zero copy),
+// pulled by the copy engine: chunks of 48 bytes through three slots per
+// peer, the last two chunks of each block halved down to 16 bytes (many
+// chunks, the slots reused within and across calls), on one node and
+// across two, both protocols, with a rank whose copies are late (its peers
+// must not end their calls, and overwrite their inputs, before it read
+// them). The same calls with the copy engine's pulls off make fewer device
+// copies (the rail's, across nodes): the counts show which path ran.
 func TestPullByTheCopyEngine(t *testing.T) {
 	for _, c := range []struct {
 		shape      bootstrap.Shape
 		dt         dtype.DType
 		rowsPer, n int
+		zeroCopy   bool
 	}{
-		{bootstrap.Shape{Nodes: 1, LocalSize: 2}, dtype.I32, 3, 100},
-		{bootstrap.Shape{Nodes: 1, LocalSize: 4}, dtype.BF16, 5, 129},
-		{bootstrap.Shape{Nodes: 2, LocalSize: 2}, dtype.F32, 2, 64},
-		{bootstrap.Shape{Nodes: 1, LocalSize: 3}, dtype.F16, 4, 72},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 2}, dtype.I32, 3, 100, false},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 4}, dtype.BF16, 5, 129, false},
+		{bootstrap.Shape{Nodes: 2, LocalSize: 2}, dtype.F32, 2, 64, false},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 3}, dtype.F16, 4, 72, false},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 2}, dtype.I32, 3, 100, true},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 3}, dtype.BF16, 4, 72, true},
+		{bootstrap.Shape{Nodes: 2, LocalSize: 2}, dtype.F32, 2, 64, true},
 	} {
 		for _, graphs := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%v/%v/graphs=%v", c.shape, c.dt, graphs), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%v/%v/zerocopy=%v/graphs=%v", c.shape, c.dt, c.zeroCopy, graphs), func(t *testing.T) {
 				t.Parallel()
 				copies := map[int64]int64{}
 				for _, ceMin := range []int64{-1, 1} {
 					var n atomic.Int64
-					run(t, spec{shape: c.shape, dt: c.dt, rowsPer: c.rowsPer, n: c.n, calls: 4, register: true, graphs: graphs,
-						oneShot: -1, ceMin: ceMin, ceChunk: 48, late: &late{copies: true, delay: 5 * time.Millisecond, copied: &n}})
+					run(t, spec{shape: c.shape, dt: c.dt, rowsPer: c.rowsPer, n: c.n, calls: 4, register: !c.zeroCopy, zeroCopy: c.zeroCopy,
+						graphs: graphs, oneShot: -1, ceMin: ceMin, ceChunk: 48, late: &late{copies: true, delay: 5 * time.Millisecond, copied: &n}})
 					copies[ceMin] = n.Load()
 				}
 				require.Greater(t, copies[1], copies[-1], "rank 1's copies with the copy engine's pulls on and off")
