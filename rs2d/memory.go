@@ -189,8 +189,8 @@ func (p planner) maker(ring *ringengine.Shape) intranode.Maker {
 // nodeLayout lays out the node stage's heap: the GEMM signals (every
 // context has them: Signals answers with or without overlap, though only
 // an overlapped call waits on them), the engine's regions (the ring's
-// with FIFOs of shape ring) and, for the pull engine, the symmetric input
-// it reads the peers' rows from. New allocates exactly this.
+// with FIFOs of shape ring); the pull engine's symmetric input is an
+// allocation of its own (inputLayout). New allocates exactly these.
 func (p planner) nodeLayout(ring *ringengine.Shape) (*symm.Layout, intranode.Maker, *intranode.GemmSignals) {
 	var l symm.Layout
 	gemm := intranode.NewGemmSignals(&l, p.place, p.knobs.Segments, p.knobs.SplitFirstBlock)

@@ -43,9 +43,8 @@ type CopyEngine struct {
 
 // DefaultCopyEngine is the copy engine's pulls on one node of two GPUs,
 // where they measured faster than the SM pulls from blocks of 256 MiB (2
-// H200s: not on 4, where the SM pulls stay faster: there the copy engine's
-// reads from three peers slow by a quarter to a half while the sums run
-// beside them, hiercoll floors' pipelined rows).
+// H200s: not on 4, where the SM pulls measured faster; benchmarks/RESULTS.md
+// has the floors of the copy engine's reads beside the sums).
 var DefaultCopyEngine = CopyEngine{MinBlock: 256 << 20}
 
 // chunkBySize is the chunk of a block of block bytes when CopyEngine.Chunk

@@ -30,10 +30,11 @@
 // reading its input only itself; no copy in, no reads-done handshake.
 // Blocks from bulkMinBytes are read with bulk copies (kernel.go).
 //
-// Large whole calls of a registered input on one node of two GPUs go through
-// the copy engine instead (cepull.go): each rank's copy engine reads its
-// block from the peer in chunks into landing slots, and the reduction
-// stream sums each chunk with the own rows as it lands.
+// Large whole calls of a registered input or of the symmetric input on one
+// node of two GPUs go through the copy engine instead (cepull.go): each
+// rank's copy engine reads its block from the peer in chunks into landing
+// slots, and the reduction stream sums each chunk with the own rows as it
+// lands.
 //
 // Its words: the handshake flags (two sets of maxGrid × lws), the one-shot
 // flags (maxGrid × lws) and the kernels' call state, from which they take
@@ -346,8 +347,9 @@ func (e *Engine) heaps() device.Ptr { return e.env.Heap.Local().Add(e.m.peerTabl
 func (e *Engine) inputs() device.Ptr { return e.env.Heap.Local().Add(e.m.inputTable.Off) }
 
 // pull launches the kernel for step's rows of this rank's block at offset
-// off from every peer's input base in the table inputs (the heaps, or a
-// registered input's views); arrive and done say which handshakes the
+// off from every peer's input base in the table inputs (the symmetric
+// inputs, the heaps for the rounds' staging, or a registered input's
+// views); arrive and done say which handshakes the
 // launch makes.
 func (e *Engine) pull(s device.Stream, step intranode.Step, inputs device.Ptr, off int64, arrive, done bool) (intranode.Done, error) {
 	lws, me, rowBytes := e.env.LocalSize(), e.env.Place.LocalRank, e.env.RowBytes()
