@@ -29,9 +29,11 @@
 //     reading its block from every node peer's symmetric input (Input: zero
 //     copy where the caller writes its rows there; or a caller's tensor
 //     registered with Register, read in place; else copied in, on one node
-//     in pieces overlapping the pull from blocks of 128 MiB); under a bound
-//     the call goes in rounds through two staging sets (a registered input
-//     is read in place, on one node in one launch);
+//     in pieces overlapping the pull from blocks of 128 MiB); on one node
+//     of 2 GPUs zero-copy and registered calls of large blocks are pulled
+//     by the copy engine instead (Tuning.CopyEnginePullBytes); under a
+//     bound the call goes in rounds through two staging sets (a registered
+//     input is read in place, on one node in one launch);
 //   - ring (intranode/ring, named, or under a bound the pull engine's
 //     rounds do not fit): FIFO slots with head/tail credits, memory that
 //     does not grow with M; the call goes in rail rounds of the rows the
