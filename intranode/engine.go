@@ -120,16 +120,10 @@ func (e Env) InputAt(rank int) device.Ptr {
 }
 
 // WriteInputTable writes into table (LocalSize addresses in Heap) every
-// node peer's symmetric input as mapped here, by local rank.
-func WriteInputTable(env Env, table symm.Region) error {
-	b := make([]byte, 0, 8*env.LocalSize())
-	for lr := range env.LocalSize() {
-		b = binary.LittleEndian.AppendUint64(b, uint64(env.InputAt(env.Place.NodePeer(lr))))
-	}
-	if err := env.Dev.CopyToDevice(env.Heap.Local().Add(table.Off), b); err != nil {
-		return fmt.Errorf("intranode: writing the input table: %w", err)
-	}
-	return nil
+// node peer's symmetric input as mapped here, by local rank, and returns
+// them.
+func WriteInputTable(env Env, table symm.Region) ([]device.Ptr, error) {
+	return writeTable(env, table, "input table", env.InputAt)
 }
 
 // Call is one reduce-scatter, as every node step of it sees it.
@@ -205,16 +199,26 @@ func CheckMapped(env Env) error {
 // peers' heap base addresses as mapped here (lws 64-bit words): how a
 // kernel finds the peers' heaps.
 func WritePeerTable(env Env, table symm.Region) error {
-	lws := env.LocalSize()
-	b := make([]byte, 0, 8*lws)
-	for lr := 0; lr < lws; lr++ {
-		base, _ := env.Heap.Peer(env.Place.NodePeer(lr))
-		b = binary.LittleEndian.AppendUint64(b, uint64(base))
+	_, err := writeTable(env, table, "peer table", func(rank int) device.Ptr {
+		base, _ := env.Heap.Peer(rank)
+		return base
+	})
+	return err
+}
+
+// writeTable writes into table (LocalSize addresses in Heap) at(rank) of
+// every node peer, by local rank, and returns them.
+func writeTable(env Env, table symm.Region, what string, at func(rank int) device.Ptr) ([]device.Ptr, error) {
+	ptrs := make([]device.Ptr, env.LocalSize())
+	b := make([]byte, 0, 8*len(ptrs))
+	for lr := range ptrs {
+		ptrs[lr] = at(env.Place.NodePeer(lr))
+		b = binary.LittleEndian.AppendUint64(b, uint64(ptrs[lr]))
 	}
 	if err := env.Dev.CopyToDevice(env.Heap.Local().Add(table.Off), b); err != nil {
-		return fmt.Errorf("intranode: writing the peer table: %w", err)
+		return nil, fmt.Errorf("intranode: writing the %s: %w", what, err)
 	}
-	return nil
+	return ptrs, nil
 }
 
 // LocalName names local rank lr of place's node with its rank and node.

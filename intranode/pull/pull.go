@@ -159,11 +159,9 @@ func (m *Maker) Make(_ context.Context, env intranode.Env) (intranode.Engine, er
 	}
 	e := &Engine{env: env, m: m}
 	if m.rows == 0 {
-		if err := intranode.WriteInputTable(env, m.inputTable); err != nil {
+		var err error
+		if e.inputPeers, err = intranode.WriteInputTable(env, m.inputTable); err != nil {
 			return nil, err
-		}
-		for lr := range lws {
-			e.inputPeers = append(e.inputPeers, env.InputAt(env.Place.NodePeer(lr)))
 		}
 	}
 	if m.ce.MinBlock > 0 {
