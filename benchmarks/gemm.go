@@ -582,14 +582,19 @@ func (c *gemmCase) openAuto(ctx context.Context) (err error) {
 	if c.auto, err = rs2d.New(ctx, c.r.Comm, c.r.Dev, cfg); err != nil {
 		return fmt.Errorf("the reduce-scatter alone with Auto's engine: %w", err)
 	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, c.auto.Close())
+		}
+	}()
 	if err := c.r.Dev.Copy(c.s, c.product.Ptr, c.g.CBuffer().Ptr, c.product.Bytes()); err != nil {
-		return errors.Join(err, c.auto.Close())
+		return err
 	}
 	if err := c.s.Synchronize(ctx); err != nil {
-		return errors.Join(err, c.auto.Close())
+		return err
 	}
 	if err := c.auto.Register(ctx, c.product); err != nil && !errors.Is(err, device.ErrNotSupported) {
-		return errors.Join(err, c.auto.Close())
+		return err
 	}
 	return nil
 }
