@@ -368,7 +368,7 @@ func (l *lab) peerCopies() error {
 	// reads (whether the reads slow down while it runs; every row's GB/s
 	// are of the reads' bytes: compare the times).
 	sum := func(sms int) error {
-		part := bytes / int64(n-1) &^ 4095 // aligned: the kernel's vector path
+		part := l.part()
 		return kernels.LaunchReduce(l.r.Dev, s0, dtype.BF16, 2*sms, l.block(3),
 			kernels.Blocks{Src: l.src, Stride: part / 2, N: n, Count: part / 2, Self: -1})
 	}
@@ -401,7 +401,7 @@ func (l *lab) peerCopies() error {
 	// take more from the peers than either alone; with a sum of the copy
 	// engine's share started beside them, unordered (pipeline.go has the
 	// sums ordered after the copies, as an engine needs them).
-	part := bytes / int64(n-1) &^ 4095
+	part := l.part()
 	type mix struct{ pct, sumSMs int }
 	for _, m := range []mix{{100, 0}, {67, 0}, {50, 0}, {33, 0}, {67, 8}, {67, 16}, {50, 8}, {50, 16}} {
 		name := fmt.Sprintf("SM reads %d%% (32 SMs), CE reads the rest, from all %d peers", m.pct, n-1)
@@ -414,6 +414,11 @@ func (l *lab) peerCopies() error {
 	}
 	return nil
 }
+
+// part is the bytes each rank reads from each peer where every peer gives
+// it an equal part of Bytes: 4 KiB multiples, so that the reduce kernel
+// over such parts takes its vector path.
+func (l *lab) part() int64 { return l.o.Bytes / int64(l.n-1) &^ 4095 }
 
 // mixedReads has every rank read part bytes from each peer's heap: pct
 // percent of it by SM loads (sms SMs shared among the peers), the rest by

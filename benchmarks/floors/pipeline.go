@@ -18,10 +18,9 @@ const pipeSlots = 3
 // reads a part of Bytes/(n-1) from each peer's heap in chunks of a quarter
 // part into pipeSlots slots per peer of its own heap.
 type pipeline struct {
-	streams int   // copy streams: 1, or one per peer
-	sumSMs  int   // each chunk summed with the own rows on this many SMs (0: no sums)
-	ordered bool  // the sums wait for their chunk's copies, a slot's copies for its last sum
-	chunk   int64 // bytes per peer and chunk (0: a quarter of the part)
+	streams int  // copy streams: 1, or one per peer
+	sumSMs  int  // each chunk summed with the own rows on this many SMs (0: no sums)
+	ordered bool // the sums wait for their chunk's copies, a slot's copies for its last sum
 }
 
 func (p pipeline) String() string {
@@ -33,9 +32,6 @@ func (p pipeline) String() string {
 		s += fmt.Sprintf(", each chunk summed once landed (%d SMs)", p.sumSMs)
 	default:
 		s += fmt.Sprintf(", sums beside, unordered (%d SMs)", p.sumSMs)
-	}
-	if p.chunk > 0 {
-		s += fmt.Sprintf(", %d MiB chunks", p.chunk>>20)
 	}
 	return s
 }
@@ -65,11 +61,8 @@ func (l *lab) closePipeline() error {
 // copies on streams[1..p.streams].
 func (l *lab) pipelined(p pipeline) func() error {
 	n, me := l.n, l.me
-	part := l.o.Bytes / int64(n-1) &^ 4095
+	part := l.part()
 	chunk := max(4096, part/4&^4095)
-	if p.chunk > 0 {
-		chunk = min(chunk, p.chunk)
-	}
 	// The landing slots lie in a receive slot nobody reads.
 	base := l.heap.At(me, l.recv).Add(int64((me+1)%n) * l.o.Bytes)
 	landing := func(slot, i int) device.Ptr { return base.Add(int64(slot*(n-1)+i-1) * chunk) }
@@ -124,17 +117,12 @@ func (l *lab) pipelines() error {
 		return nil
 	}
 	per := l.n - 1
-	forms := []pipeline{{per, 0, false, 0}, {per, 32, true, 0}, {per, 8, true, 0}, {per, 32, false, 0}}
+	forms := []pipeline{{per, 0, false}, {per, 32, true}, {per, 8, true}, {per, 32, false}}
 	if per > 1 {
-		forms = append(forms, pipeline{1, 0, false, 0}, pipeline{1, 32, true, 0})
+		forms = append(forms, pipeline{1, 0, false}, pipeline{1, 32, true})
 	}
-	// Chunks small enough that a sum reads what just landed from L2.
-	for _, c := range []int64{4 << 20, 8 << 20, 16 << 20} {
-		forms = append(forms, pipeline{per, 0, false, c}, pipeline{per, 32, true, c}, pipeline{per, 16, true, c})
-	}
-	part := l.o.Bytes / int64(l.n-1) &^ 4095
 	for _, p := range forms {
-		if err := l.measure(p.String(), int64(l.n-1)*part, true, l.pipelined(p)); err != nil {
+		if err := l.measure(p.String(), int64(l.n-1)*l.part(), true, l.pipelined(p)); err != nil {
 			return err
 		}
 	}
