@@ -40,11 +40,11 @@ type Tuning struct {
 	// CopyEnginePullBytes is, for the pull engine, the smallest block
 	// (bytes of one destination's rows per rank) of a whole call of a
 	// registered input (Register) or of the symmetric input (Input) that
-	// each rank's copy engine pulls from
-	// its node peers, the reduction stream summing each chunk as it lands,
-	// instead of the pull kernel's SM loads (0: the default, 256 MiB on one
-	// node of 2 GPUs, where it was measured, and never elsewhere: on 4 GPUs
-	// the SM loads measured faster; negative: never). Its landing slots
+	// each rank's copy engine pulls from its node peers, the reduction
+	// stream summing each chunk as it lands, instead of the pull kernel's
+	// SM loads (0: the default, 256 MiB on one node of 2 GPUs, where it was
+	// measured, and never elsewhere: on 4 GPUs the SM loads measured
+	// faster; negative: never). Its landing slots
 	// take 3 × (GPUs per node − 1) chunks of symmetric memory, and are left
 	// out where they would not fit MaxSymmetricBytes.
 	CopyEnginePullBytes int64
