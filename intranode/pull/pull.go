@@ -23,7 +23,11 @@
 // input into one of two staging sets, world blocks of rows rows, on the copy
 // stream, while the peers read the previous round's set; a copy into a set
 // waits until the pull that last read it ended, i.e. until every peer read
-// it. The memory is then 2 × world × rows rows, whatever M.
+// it. The memory is then 2 × world × rows rows, whatever M. On one node the
+// rounds' launches alternate between two lanes (the caller's stream and the
+// reduction stream, each with its own flags and call state), so that a
+// round's launch, arrival and first loads overlap the previous round's last
+// loads and reads-done handshake.
 //
 // Small whole calls go in one shot instead (oneshot.go): each rank pushes
 // its rows into its peers' landing slots and sums what lands in its own,
@@ -60,8 +64,9 @@ import (
 // Maker lays out and makes the pull engine.
 type Maker struct {
 	spec         intranode.Spec
-	rows         int // rows of each block per round (0: whole calls)
-	flags, state symm.Pad
+	rows         int      // rows of each block per round (0: whole calls)
+	lanes        int      // launches in flight at once: 2 in rounds on one node, else 1
+	flags, state symm.Pad // per lane
 	peerTable    symm.Region
 	inputTable   symm.Region // whole calls: every node peer's symmetric input
 	staging      symm.Region // two sets of world × rows rows (in rounds)
@@ -88,7 +93,10 @@ var _ intranode.Maker = (*Maker)(nil)
 // of registered inputs whose blocks are at least ce.MinBlock are pulled by
 // the copy engine (CopyEngine; cepull.go).
 func NewMaker(spec intranode.Spec, rows int, oneShot int64, ce CopyEngine) *Maker {
-	m := &Maker{spec: spec, rows: rows}
+	m := &Maker{spec: spec, rows: rows, lanes: 1}
+	if rows > 0 && spec.Place.Shape.Nodes == 1 {
+		m.lanes = 2
+	}
 	if rows == 0 {
 		m.ce, m.ceBySize = ce.resolve(spec), ce.Chunk <= 0
 	}
@@ -104,6 +112,9 @@ func NewMaker(spec intranode.Spec, rows int, oneShot int64, ce CopyEngine) *Make
 
 // maxGrid is the most blocks a launch has: one per SM of the budget.
 func (m *Maker) maxGrid() int { return max(1, min(m.spec.ReductionSMs, maxBlocks)) }
+
+// laneFlags is the handshake flags of one lane: two sets of maxGrid × lws.
+func (m *Maker) laneFlags() int { return flagSets * m.maxGrid() * m.spec.LocalSize() }
 
 // setBytes is one staging set: world blocks of m.rows rows.
 func (m *Maker) setBytes() int64 {
@@ -124,8 +135,8 @@ func (m *Maker) Prepare(dev device.Device) error {
 // (the symmetric input is the context's).
 func (m *Maker) AddTo(l *symm.Layout) {
 	lws := m.spec.LocalSize()
-	m.flags = l.AddPad("pull flags", flagSets*m.maxGrid()*lws)
-	m.state = l.AddPad("pull call state", stateWords)
+	m.flags = l.AddPad("pull flags", m.lanes*m.laneFlags())
+	m.state = l.AddPad("pull call state", m.lanes*stateWords)
 	m.peerTable = l.Add("pull peer table", int64(lws)*8)
 	if m.rows == 0 {
 		m.inputTable = l.Add("pull input table", int64(lws)*8)
@@ -242,6 +253,11 @@ func (e *Engine) Begin(s device.Stream, call intranode.Call) error {
 	}
 	if (e.m.rows > 0 && call.InputViews == 0) || e.pieces(call) > 1 {
 		e.round = 0
+		if e.m.lanes > 1 {
+			if err := e.env.Streams.Join(e.env.Streams.Reduction, s); err != nil {
+				return err
+			}
+		}
 		return e.env.Streams.Join(e.env.Streams.Copy[0], s)
 	}
 	if call.Input == e.sym() || call.InputViews != 0 {
@@ -267,13 +283,13 @@ func (e *Engine) Step(s device.Stream, step intranode.Step) (intranode.Done, err
 	case e.cePull(step.Call):
 		return e.ceStep(step)
 	case step.InputViews != 0: // a registered input: read in place, rounds or not
-		return e.pull(s, step, step.InputViews, row, step.First, step.Last)
+		return e.pull(s, 0, step, step.InputViews, row, step.First, step.Last)
 	case e.m.rows > 0:
 		return e.roundStep(s, step)
 	case e.pieces(step.Call) > 1:
 		return e.pieceSteps(s, step)
 	}
-	return e.pull(s, step, e.inputs(), row, step.First, step.Last) // in the symmetric inputs
+	return e.pull(s, 0, step, e.inputs(), row, step.First, step.Last) // in the symmetric inputs
 }
 
 // Whole calls on one node whose input is copied in go in pieces where each
@@ -330,7 +346,7 @@ func (e *Engine) pieceSteps(s device.Stream, step intranode.Step) (intranode.Don
 		piece.ReduceTo = step.ReduceTo.Add(int64(r0) * rowBytes)
 		off := int64(e.env.Place.LocalRank*step.RowsPer+r0) * rowBytes
 		var err error
-		if done, err = e.pull(s, piece, e.inputs(), off, true, r0+rows >= step.RowsPer); err != nil {
+		if done, err = e.pull(s, 0, piece, e.inputs(), off, true, r0+rows >= step.RowsPer); err != nil {
 			return intranode.Done{}, err
 		}
 	}
@@ -347,9 +363,9 @@ func (e *Engine) inputs() device.Ptr { return e.env.Heap.Local().Add(e.m.inputTa
 // pull launches the kernel for step's rows of this rank's block at offset
 // off from every peer's input base in the table inputs (the symmetric
 // inputs, the heaps for the rounds' staging, or a registered input's
-// views); arrive and done say which handshakes the
-// launch makes.
-func (e *Engine) pull(s device.Stream, step intranode.Step, inputs device.Ptr, off int64, arrive, done bool) (intranode.Done, error) {
+// views) on lane lane's flags and call state; arrive and done say which
+// handshakes the launch makes.
+func (e *Engine) pull(s device.Stream, lane int, step intranode.Step, inputs device.Ptr, off int64, arrive, done bool) (intranode.Done, error) {
 	lws, me, rowBytes := e.env.LocalSize(), e.env.Place.LocalRank, e.env.RowBytes()
 	p := launch{
 		Peers:    e.heaps(),
@@ -357,10 +373,10 @@ func (e *Engine) pull(s device.Stream, step intranode.Step, inputs device.Ptr, o
 		Off:      off,
 		Out:      step.ReduceTo,
 		Count:    int64(step.Rows) * int64(e.env.Cols),
-		FlagsOff: e.m.flags.Off,
+		FlagsOff: e.m.flags.Off + 4*int64(lane*e.m.laneFlags()),
 		LWS:      lws,
 		Me:       me,
-		State:    e.env.Heap.Local().Add(e.m.state.Off),
+		State:    e.state(lane),
 		MaxGrid:  e.m.maxGrid(),
 	}
 	if arrive {
@@ -377,16 +393,26 @@ func (e *Engine) pull(s device.Stream, step intranode.Step, inputs device.Ptr, o
 	return intranode.Done{Landed: s, Reduced: s}, nil
 }
 
+// state is this rank's call state of lane lane.
+func (e *Engine) state(lane int) device.Ptr {
+	return e.env.Heap.Local().Add(e.m.state.Off + 4*int64(lane*stateWords))
+}
+
 // roundStep is a node step of a call in rounds. A round's first node step
 // (the node after this rank's, in node swizzle) copies the round's rows of
 // every destination's block into staging set round%2, once the pull that
 // last read that set ended; its kernels wait for every peer's copy (arrive)
 // in the first step and, in the round's last (the own node), end once every
-// peer read this rank's set (done).
+// peer read this rank's set (done). The round's launches go on its lane's
+// stream (round%lanes: 0 is s, 1 the reduction stream), which End joins
+// back into s.
 func (e *Engine) roundStep(s device.Stream, step intranode.Step) (intranode.Done, error) {
 	nodes, place := e.env.Place.Shape.Nodes, e.env.Place
 	first, last := step.Node == (place.Node+1)%nodes, step.Node == place.Node
-	set := e.round % 2
+	set, lane := e.round%2, e.round%e.m.lanes
+	if lane == 1 {
+		s = e.env.Streams.Reduction
+	}
 	if step.Rows > e.m.rows {
 		return intranode.Done{}, fmt.Errorf("pull: a round of %d rows, at most %d: %w", step.Rows, e.m.rows, device.ErrInvalidArgument)
 	}
@@ -398,7 +424,7 @@ func (e *Engine) roundStep(s device.Stream, step intranode.Step) (intranode.Done
 	}
 	lws, me, rowBytes := e.env.LocalSize(), place.LocalRank, e.env.RowBytes()
 	off := base + int64((step.Node*lws+me)*e.m.rows)*rowBytes
-	done, err := e.pull(s, step, e.heaps(), off, first, last)
+	done, err := e.pull(s, lane, step, e.heaps(), off, first, last)
 	if err != nil || !last {
 		return done, err
 	}
@@ -430,8 +456,8 @@ func (e *Engine) stage(s device.Stream, step intranode.Step, set int, base int64
 	return s.WaitEvent(e.copied[set])
 }
 
-// End has s wait for the copy stream (in rounds; nothing else: the last
-// step's kernel ends the call's handshakes).
+// End has s wait for the copy stream and the second lane (in rounds;
+// nothing else: the last step's kernel ends the call's handshakes).
 func (e *Engine) End(s device.Stream, call intranode.Call) error {
 	if e.cePull(call) {
 		return e.ceEnd(s, call)
@@ -439,14 +465,20 @@ func (e *Engine) End(s device.Stream, call intranode.Call) error {
 	if e.m.rows == 0 || call.InputViews != 0 {
 		return nil
 	}
+	if e.m.lanes > 1 {
+		if err := e.env.Streams.Join(s, e.env.Streams.Reduction); err != nil {
+			return err
+		}
+	}
 	return e.env.Streams.Join(s, e.env.Streams.Copy[0])
 }
 
 // ReleaseWaits enqueues on s the abort word: every wait of the kernel ends.
 func (e *Engine) ReleaseWaits(s device.Stream, epoch symm.Epoch) error {
-	abort := e.env.Heap.Local().Add(e.m.state.Off + 4*stateAbort)
-	if err := e.env.Dev.Memset32(s, abort, 1, 1); err != nil {
-		return fmt.Errorf("pull: aborting the kernel's waits: %w", err)
+	for lane := range e.m.lanes {
+		if err := e.env.Dev.Memset32(s, e.state(lane).Add(4*stateAbort), 1, 1); err != nil {
+			return fmt.Errorf("pull: aborting the kernel's waits: %w", err)
+		}
 	}
 	if e.m.ce.MinBlock > 0 {
 		for _, pad := range []symm.SignalPad{e.ceReady, e.ceDone} {
