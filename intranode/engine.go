@@ -123,7 +123,7 @@ func (e Env) InputAt(rank int) device.Ptr {
 // node peer's symmetric input as mapped here, by local rank, and returns
 // them.
 func WriteInputTable(env Env, table symm.Region) ([]device.Ptr, error) {
-	return writeTable(env, table, "input table", env.InputAt)
+	return WriteTable(env, table, "input table", func(lr int) device.Ptr { return env.InputAt(env.Place.NodePeer(lr)) })
 }
 
 // Call is one reduce-scatter, as every node step of it sees it.
@@ -199,20 +199,23 @@ func CheckMapped(env Env) error {
 // peers' heap base addresses as mapped here (lws 64-bit words): how a
 // kernel finds the peers' heaps.
 func WritePeerTable(env Env, table symm.Region) error {
-	_, err := writeTable(env, table, "peer table", func(rank int) device.Ptr {
-		base, _ := env.Heap.Peer(rank)
-		return base
-	})
+	_, err := WriteTable(env, table, "peer table", func(lr int) device.Ptr { return PeerHeap(env, lr) })
 	return err
 }
 
-// writeTable writes into table (LocalSize addresses in Heap) at(rank) of
-// every node peer, by local rank, and returns them.
-func writeTable(env Env, table symm.Region, what string, at func(rank int) device.Ptr) ([]device.Ptr, error) {
+// PeerHeap is local rank lr's heap as mapped here.
+func PeerHeap(env Env, lr int) device.Ptr {
+	base, _ := env.Heap.Peer(env.Place.NodePeer(lr))
+	return base
+}
+
+// WriteTable writes into table (LocalSize addresses in Heap) at(lr) for
+// every local rank lr, and returns them.
+func WriteTable(env Env, table symm.Region, what string, at func(lr int) device.Ptr) ([]device.Ptr, error) {
 	ptrs := make([]device.Ptr, env.LocalSize())
 	b := make([]byte, 0, 8*len(ptrs))
 	for lr := range ptrs {
-		ptrs[lr] = at(env.Place.NodePeer(lr))
+		ptrs[lr] = at(lr)
 		b = binary.LittleEndian.AppendUint64(b, uint64(ptrs[lr]))
 	}
 	if err := env.Dev.CopyToDevice(env.Heap.Local().Add(table.Off), b); err != nil {

@@ -26,7 +26,7 @@ import (
 //	             Rail = 3 or 4 × nnodes × B(MaxM/world) + pads   (nnodes > 1)
 //	ring:        Node = channels × (lws−1) × slots × chunk + pads
 //	             Rail = 3 or 4 × nnodes × B(RailRows) + pads     (nnodes > 1)
-//	pull, bound: Node = 2 × world × PullRows × N × e + pads
+//	pull, bound: Node = 2 × (world − nnodes) × PullRows × N × e + pads
 //	             Rail = 3 or 4 × nnodes × B(PullRows) + pads     (nnodes > 1)
 //
 // The pads are a few KiB of signal words. The rail's three sets are a

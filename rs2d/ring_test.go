@@ -320,14 +320,16 @@ func TestMemoryExample(t *testing.T) {
 		}
 	}
 	// Auto under 64 MiB: the pull engine in rounds. Rows are 32 KiB; a
-	// round of r rows takes two staging sets of 8r rows (16 × 32 KiB = 512
-	// KiB a row: 127 rows and the pads in 64 MiB) and, on 2 nodes, the
-	// rail's 4 × 2 blocks of r rows (Auto's transport may be NVSHMEM, which
-	// stages in a fourth set: 24 × 32 KiB = 768 KiB a row: 85).
+	// round of r rows takes two staging sets of r rows for each destination
+	// on another GPU of the node (1×8: 2 × 7 × 32 KiB = 448 KiB a row: 146
+	// rows and the pads in 64 MiB) and, on 2 nodes, sets of 2 × 3 blocks
+	// and the rail's 4 × 2 blocks of r rows (Auto's transport may be
+	// NVSHMEM, which stages in a fourth set: 20 × 32 KiB = 640 KiB a row:
+	// 102).
 	for _, c := range []struct {
 		shape bootstrap.Shape
 		rows  int
-	}{{bootstrap.Shape{Nodes: 1, LocalSize: 8}, 127}, {bootstrap.Shape{Nodes: 2, LocalSize: 4}, 85}} {
+	}{{bootstrap.Shape{Nodes: 1, LocalSize: 8}, 146}, {bootstrap.Shape{Nodes: 2, LocalSize: 4}, 102}} {
 		bounded := cfg
 		bounded.MaxSymmetricBytes = 64 * MiB
 		m, err := rs2d.MemoryOf(bounded, c.shape, 132)

@@ -125,11 +125,14 @@ type launch struct {
 	// of the engine has.
 	MaxGrid int
 	Tag     uint32 // the input's tag (inputTag: 0 the symmetric input)
+	// Own, where not 0, is where this rank's rows lie instead of its
+	// table entry + Off (the rounds read them from the caller's input).
+	Own device.Ptr
 }
 
 func (p launch) args() []any {
 	return []any{p.Peers, p.Inputs, p.Off, p.Out, p.Count, p.FlagsOff, int32(p.LWS), int32(p.Me), int32(p.Phases), p.State,
-		int32(p.MaxGrid), p.Tag}
+		int32(p.MaxGrid), p.Tag, p.Own}
 }
 
 // launchArgs reads args back into a launch (the twin's side of args).
@@ -137,12 +140,12 @@ func launchArgs(args []any) (launch, error) {
 	bad := func() (launch, error) {
 		return launch{}, fmt.Errorf("pull: kernel arguments %v: %w", args, device.ErrInvalidArgument)
 	}
-	if len(args) != 12 {
+	if len(args) != 13 {
 		return bad()
 	}
 	var p launch
 	var lws, me, phases, maxGrid int32
-	var ok [12]bool
+	var ok [13]bool
 	p.Peers, ok[0] = args[0].(device.Ptr)
 	p.Inputs, ok[1] = args[1].(device.Ptr)
 	p.Off, ok[2] = args[2].(int64)
@@ -155,8 +158,9 @@ func launchArgs(args []any) (launch, error) {
 	p.State, ok[9] = args[9].(device.Ptr)
 	maxGrid, ok[10] = args[10].(int32)
 	p.Tag, ok[11] = args[11].(uint32)
+	p.Own, ok[12] = args[12].(device.Ptr)
 	p.LWS, p.Me, p.Phases, p.MaxGrid = int(lws), int(me), int(phases), int(maxGrid)
-	if ok != [12]bool{true, true, true, true, true, true, true, true, true, true, true, true} ||
+	if ok != [13]bool{true, true, true, true, true, true, true, true, true, true, true, true, true} ||
 		p.LWS < 1 || p.LWS > MaxLocalSize || p.Me < 0 || p.Me >= p.LWS || p.Count < 0 || p.MaxGrid < 1 || p.Tag > 0xff {
 		return bad()
 	}
@@ -235,11 +239,14 @@ func flagWord(flagsOff int64, lws, maxGrid, set, b, src int) int64 {
 }
 
 // sum is the launch's work: the block summed from the peers' inputs in
-// local-rank order.
+// local-rank order (the own rows at p.Own where given).
 func sum(dt dtype.DType, mem device.HostMemory, p launch) error {
 	inputs, err := peerTable(mem, p.Inputs, p.LWS)
 	if err != nil {
 		return err
+	}
+	if p.Own != 0 {
+		inputs[p.Me] = p.Own.Add(-p.Off)
 	}
 	es := int64(dt.Size())
 	views := make([][]byte, p.LWS)

@@ -345,13 +345,22 @@ __device__ __forceinline__ void pull_sum_vec(const u64* __restrict__ inputs, lon
   pull_sum<T, L, 8 / L>(inputs, off, out, count, lws);
 }
 
+// A launch whose own rows lie elsewhere than its table says (own non-zero:
+// the rounds read them from the caller's input, which is not staged) sums
+// over a copy of the table in shared memory whose own entry points there.
 #define HC_PULL(name, T, E, L, SUM)                                                                                  \
   extern "C" __global__ void __launch_bounds__(512, 1)                                                      \
       name(const u64* peers, const u64* inputs, long long off, E* out, long long count, long long flags_off, \
-           int lws, int lr, int phases, u32* state, int max_blocks, u32 tag) {                              \
+           int lws, int lr, int phases, u32* state, int max_blocks, u32 tag, const E* own) {                \
     const u32 launch = ((volatile u32*)state)[PS_LAUNCHES] + 1;                                             \
     const volatile u32* abort = (const volatile u32*)state + PS_ABORT;                                      \
+    __shared__ u64 table[L];                                                                                \
+    if (own) {                                                                                              \
+      if (threadIdx.x < lws) table[threadIdx.x] = threadIdx.x == lr ? (u64)own - (u64)off : inputs[threadIdx.x]; \
+      inputs = table;                                                                                       \
+    }                                                                                                       \
     if (phases & 1) pull_handshake(peers, flags_off, lws, lr, PF_ARRIVE, max_blocks, launch, abort, tag);  \
+    else __syncthreads();                                                                                   \
     SUM<T, L>(inputs, off, out, count, lws);                                                                \
     if (phases & 2) pull_handshake(peers, flags_off, lws, lr, PF_DONE, max_blocks, launch, abort, 0);      \
     pull_finish(state, launch);                                                                             \

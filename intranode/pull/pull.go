@@ -19,11 +19,13 @@
 //
 // Under a memory bound the call goes in rounds of a few rows of every
 // destination's block (NewMaker's rows; rs2d's loop hands them out as
-// Step.Row0, Step.Rows): each round's rows are copied from the caller's
-// input into one of two staging sets, world blocks of rows rows, on the copy
-// stream, while the peers read the previous round's set; a copy into a set
-// waits until the pull that last read it ended, i.e. until every peer read
-// it. The memory is then 2 × world × rows rows, whatever M. On one node the
+// Step.Row0, Step.Rows): each round's rows for the node peers are copied
+// from the caller's input into one of two staging sets, a block of rows rows
+// per peer destination (world − nodes), on the copy stream, while the peers
+// read the previous round's set; a copy into a set waits until the pull that
+// last read it ended, i.e. until every peer read it. A rank reads its own
+// rows from the caller's input. The memory is then 2 × (world − nodes) ×
+// rows rows, whatever M. On one node the
 // rounds' launches alternate between two lanes (the caller's stream and the
 // reduction stream, each with its own flags and call state), so that a
 // round's launch, arrival and first loads overlap the previous round's last
@@ -69,7 +71,10 @@ type Maker struct {
 	flags, state symm.Pad // per lane
 	peerTable    symm.Region
 	inputTable   symm.Region // whole calls: every node peer's symmetric input
-	staging      symm.Region // two sets of world × rows rows (in rounds)
+	staging      symm.Region // two sets of (world − nodes) × rows rows (in rounds)
+	// roundsTable (in rounds) is every node peer's staging as mapped here,
+	// shifted to where its sets hold this rank's blocks (setBlock).
+	roundsTable symm.Region
 	// One shot (oneshot.go): bytes of a landing slot (0: none), the slots
 	// (2 parities × lws) and their flags.
 	slot         int64
@@ -116,9 +121,25 @@ func (m *Maker) maxGrid() int { return max(1, min(m.spec.ReductionSMs, maxBlocks
 // laneFlags is the handshake flags of one lane: two sets of maxGrid × lws.
 func (m *Maker) laneFlags() int { return flagSets * m.maxGrid() * m.spec.LocalSize() }
 
-// setBytes is one staging set: world blocks of m.rows rows.
+// setBytes is one staging set: a block of m.rows rows for each destination
+// on another GPU of the node, (world − nodes) blocks.
 func (m *Maker) setBytes() int64 {
-	return int64(m.spec.Place.Shape.World()) * int64(m.rows) * m.spec.RowBytes()
+	shape := m.spec.Place.Shape
+	return int64(shape.World()-shape.Nodes) * m.blockBytes()
+}
+
+// blockBytes is one block of a staging set: m.rows rows.
+func (m *Maker) blockBytes() int64 { return int64(m.rows) * m.spec.RowBytes() }
+
+// setBlock is the block of a staging set on local rank owner that holds
+// the rows for local rank lr (≠ owner) of node node: the set leaves out
+// the owner's own blocks.
+func (m *Maker) setBlock(node, lr, owner int) int64 {
+	lws := m.spec.LocalSize()
+	if lr > owner {
+		lr--
+	}
+	return int64(node*(lws-1) + lr)
 }
 
 // Prepare loads the kernel for the spec's dtype and node size.
@@ -142,7 +163,10 @@ func (m *Maker) AddTo(l *symm.Layout) {
 		m.inputTable = l.Add("pull input table", int64(lws)*8)
 	}
 	if m.rows > 0 {
-		m.staging = l.Add("pull staging", 2*m.setBytes())
+		m.roundsTable = l.Add("pull rounds table", int64(lws)*8)
+		if m.setBytes() > 0 {
+			m.staging = l.Add("pull staging", 2*m.setBytes())
+		}
 	}
 	if m.slot > 0 {
 		m.landing = l.Add("pull one-shot landing slots", 2*int64(lws)*m.slot)
@@ -169,6 +193,14 @@ func (m *Maker) Make(_ context.Context, env intranode.Env) (intranode.Engine, er
 		return nil, err
 	}
 	e := &Engine{env: env, m: m}
+	if m.rows > 0 {
+		me := env.Place.LocalRank
+		if _, err := intranode.WriteTable(env, m.roundsTable, "rounds table", func(lr int) device.Ptr {
+			return intranode.PeerHeap(env, lr).Add(m.setBlock(0, me, lr) * m.blockBytes())
+		}); err != nil {
+			return nil, err
+		}
+	}
 	if m.rows == 0 {
 		var err error
 		if e.inputPeers, err = intranode.WriteInputTable(env, m.inputTable); err != nil {
@@ -283,13 +315,13 @@ func (e *Engine) Step(s device.Stream, step intranode.Step) (intranode.Done, err
 	case e.cePull(step.Call):
 		return e.ceStep(step)
 	case step.InputViews != 0: // a registered input: read in place, rounds or not
-		return e.pull(s, 0, step, step.InputViews, row, step.First, step.Last)
+		return e.pull(s, 0, step, step.InputViews, row, 0, step.First, step.Last)
 	case e.m.rows > 0:
 		return e.roundStep(s, step)
 	case e.pieces(step.Call) > 1:
 		return e.pieceSteps(s, step)
 	}
-	return e.pull(s, 0, step, e.inputs(), row, step.First, step.Last) // in the symmetric inputs
+	return e.pull(s, 0, step, e.inputs(), row, 0, step.First, step.Last) // in the symmetric inputs
 }
 
 // Whole calls on one node whose input is copied in go in pieces where each
@@ -346,7 +378,7 @@ func (e *Engine) pieceSteps(s device.Stream, step intranode.Step) (intranode.Don
 		piece.ReduceTo = step.ReduceTo.Add(int64(r0) * rowBytes)
 		off := int64(e.env.Place.LocalRank*step.RowsPer+r0) * rowBytes
 		var err error
-		if done, err = e.pull(s, 0, piece, e.inputs(), off, true, r0+rows >= step.RowsPer); err != nil {
+		if done, err = e.pull(s, 0, piece, e.inputs(), off, 0, true, r0+rows >= step.RowsPer); err != nil {
 			return intranode.Done{}, err
 		}
 	}
@@ -356,16 +388,20 @@ func (e *Engine) pieceSteps(s device.Stream, step intranode.Step) (intranode.Don
 // heaps is the device table of the node peers' heaps as mapped here.
 func (e *Engine) heaps() device.Ptr { return e.env.Heap.Local().Add(e.m.peerTable.Off) }
 
+// rounds is the device table of the node peers' staging as mapped here,
+// shifted to their blocks for this rank (in rounds).
+func (e *Engine) rounds() device.Ptr { return e.env.Heap.Local().Add(e.m.roundsTable.Off) }
+
 // inputs is the device table of the node peers' symmetric inputs as
 // mapped here (whole calls).
 func (e *Engine) inputs() device.Ptr { return e.env.Heap.Local().Add(e.m.inputTable.Off) }
 
 // pull launches the kernel for step's rows of this rank's block at offset
 // off from every peer's input base in the table inputs (the symmetric
-// inputs, the heaps for the rounds' staging, or a registered input's
-// views) on lane lane's flags and call state; arrive and done say which
-// handshakes the launch makes.
-func (e *Engine) pull(s device.Stream, lane int, step intranode.Step, inputs device.Ptr, off int64, arrive, done bool) (intranode.Done, error) {
+// inputs, the rounds table, or a registered input's views), this rank's
+// own rows at own instead where own is not 0, on lane lane's flags and call
+// state; arrive and done say which handshakes the launch makes.
+func (e *Engine) pull(s device.Stream, lane int, step intranode.Step, inputs device.Ptr, off int64, own device.Ptr, arrive, done bool) (intranode.Done, error) {
 	lws, me, rowBytes := e.env.LocalSize(), e.env.Place.LocalRank, e.env.RowBytes()
 	p := launch{
 		Peers:    e.heaps(),
@@ -378,6 +414,7 @@ func (e *Engine) pull(s device.Stream, lane int, step intranode.Step, inputs dev
 		Me:       me,
 		State:    e.state(lane),
 		MaxGrid:  e.m.maxGrid(),
+		Own:      own,
 	}
 	if arrive {
 		p.Phases |= phaseArrive
@@ -423,8 +460,9 @@ func (e *Engine) roundStep(s device.Stream, step intranode.Step) (intranode.Done
 		}
 	}
 	lws, me, rowBytes := e.env.LocalSize(), place.LocalRank, e.env.RowBytes()
-	off := base + int64((step.Node*lws+me)*e.m.rows)*rowBytes
-	done, err := e.pull(s, lane, step, e.heaps(), off, first, last)
+	off := base + int64(step.Node*(lws-1))*e.m.blockBytes() // the node's first block; the table adds this rank's
+	own := step.Input.Add(int64((step.Node*lws+me)*step.RowsPer+step.Row0) * rowBytes)
+	done, err := e.pull(s, lane, step, e.rounds(), off, own, first, last)
 	if err != nil || !last {
 		return done, err
 	}
@@ -432,9 +470,9 @@ func (e *Engine) roundStep(s device.Stream, step intranode.Step) (intranode.Done
 	return done, e.read[set].Record(s)
 }
 
-// stage copies step's rows of every destination's block into staging set
-// set (at heap offset base) on the copy stream, after the pull that last
-// read the set, and has s wait for the copy.
+// stage copies step's rows of every node peer destination's block into
+// staging set set (at heap offset base) on the copy stream, after the pull
+// that last read the set, and has s wait for the copy.
 func (e *Engine) stage(s device.Stream, step intranode.Step, set int, base int64) error {
 	cp, rowBytes := e.env.Streams.Copy[0], e.env.RowBytes()
 	if e.round >= 2 {
@@ -442,10 +480,13 @@ func (e *Engine) stage(s device.Stream, step intranode.Step, set int, base int64
 			return err
 		}
 	}
-	local := e.env.Heap.Local()
+	local, lws, me := e.env.Heap.Local(), e.env.LocalSize(), e.env.Place.LocalRank
 	for g := 0; g < e.env.Place.Shape.World(); g++ {
+		if g%lws == me {
+			continue // read from the input itself
+		}
 		src := step.Input.Add(int64(g*step.RowsPer+step.Row0) * rowBytes)
-		dst := local.Add(base + int64(g*e.m.rows)*rowBytes)
+		dst := local.Add(base + e.m.setBlock(g/lws, g%lws, me)*e.m.blockBytes())
 		if err := e.env.Dev.Copy(cp, dst, src, int64(step.Rows)*rowBytes); err != nil {
 			return fmt.Errorf("pull: staging round %d: %w", e.round, err)
 		}
