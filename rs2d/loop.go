@@ -41,8 +41,8 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch symm.Epoch) err
 		// rounds were for staging sets it does not use.
 		per = rpr
 	}
-	for r0 := 0; r0 < rpr; r0 += per {
-		rows := min(per, rpr-r0)
+	r0 := 0
+	for _, rows := range roundRows(rpr, per, c.shortFirstRound(per, rpr)) {
 		seq := epoch
 		if c.rail != nil && c.roundsRail() {
 			c.railSeq = c.railSeq.Next()
@@ -55,6 +55,7 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch symm.Epoch) err
 		if err := c.endRound(out, s, call, done, r0, rows, seq, r0+rows >= rpr); err != nil {
 			return err
 		}
+		r0 += rows
 	}
 	if !c.capturing {
 		// A record in a capture only orders the captured work: replays
@@ -65,6 +66,33 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch symm.Epoch) err
 		}
 	}
 	return c.mark(func(t *tracer) device.Event { return t.end }, s)
+}
+
+// roundRows cuts a block of rpr rows into rounds of at most per rows, as
+// few as hold them: whole rounds and the rest last, or, with shortFirst, a
+// first round of a quarter of per (more where the count needs it), then
+// whole rounds and the rest last.
+func roundRows(rpr, per int, shortFirst bool) []int {
+	n := (rpr + per - 1) / per
+	rows := make([]int, 0, n)
+	r0 := 0
+	if shortFirst && n > 1 {
+		r0 = max((per+3)/4, rpr-(n-1)*per)
+		rows = append(rows, r0)
+	}
+	for ; r0 < rpr; r0 += per {
+		rows = append(rows, min(per, rpr-r0))
+	}
+	return rows
+}
+
+// shortFirstRound reports whether a call of rpr rows per block in rounds
+// of per starts with a short round: the pull engine's staged rounds on
+// nodes of two GPUs, where the first round's copy, which no pull hides,
+// measured worth shortening (on four GPUs it measured slower from 512 MiB
+// per rank, for reasons not found: RESULTS.md).
+func (c *Context) shortFirstRound(per, rpr int) bool {
+	return c.mem.PullRows > 0 && per < rpr && c.place.Shape.LocalSize == 2
 }
 
 // nodeSteps enqueues one round's node steps, rows [r0, r0+rows) of each
