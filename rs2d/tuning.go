@@ -6,7 +6,9 @@ type Tuning struct {
 	// ReductionSMs bounds the SMs of the intra-node reduce while it runs
 	// beside other work: the copy engine's reduce kernels beside a GEMM
 	// (default 16), the SM engine's reduce blocks beside its push blocks
-	// (default 32); and the pull engine's whole node step (default 32).
+	// (default 32); and the pull engine's whole node step (default 32;
+	// in rounds on one node two rounds' launches overlap, each on this
+	// budget, so the engine holds up to twice it).
 	ReductionSMs int
 	// Chunks cuts each node step of the SM and copy engines so that its
 	// reduction overlaps its scatter (0: by size, as the engine cuts; 1
