@@ -338,11 +338,11 @@ func (p planner) ring() (Memory, error) {
 }
 
 // pullBounded is the pull engine's memory under cfg.MaxSymmetricBytes: the
-// call in rounds of as many rows of each destination's block as two staging
-// sets (world blocks of those rows each: one being read while the next is
-// copied in) and, across nodes, the rail's buffers for a round leave room
-// for. An error names the minimum, a round of one row, when even that does
-// not fit.
+// call in rounds of as many rows of each destination's block as two
+// staging sets (a block of those rows per destination on another GPU of
+// the node: one set being read while the next is copied in) and, across
+// nodes, the rail's buffers for a round leave room for. An error names the
+// minimum, a round of one row, when even that does not fit.
 func (p planner) pullBounded() (Memory, error) {
 	q := p
 	q.cfg.Engine = EnginePull
