@@ -347,7 +347,8 @@ __device__ __forceinline__ void pull_sum_vec(const u64* __restrict__ inputs, lon
 
 // A launch whose own rows lie elsewhere than its table says (own non-zero:
 // the rounds read them from the caller's input, which is not staged) sums
-// over a copy of the table in shared memory whose own entry points there.
+// over a copy of the table in shared memory whose own entry points there;
+// the arrival's barrier, or one of its own, puts the copy before the sum.
 #define HC_PULL(name, T, E, L, SUM)                                                                                  \
   extern "C" __global__ void __launch_bounds__(512, 1)                                                      \
       name(const u64* peers, const u64* inputs, long long off, E* out, long long count, long long flags_off, \

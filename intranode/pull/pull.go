@@ -25,11 +25,10 @@
 // read the previous round's set; a copy into a set waits until the pull that
 // last read it ended, i.e. until every peer read it. A rank reads its own
 // rows from the caller's input. The memory is then 2 × (world − nodes) ×
-// rows rows, whatever M. On one node the
-// rounds' launches alternate between two lanes (the caller's stream and the
-// reduction stream, each with its own flags and call state), so that a
-// round's launch, arrival and first loads overlap the previous round's last
-// loads and reads-done handshake.
+// rows rows, whatever M. On one node the rounds' launches alternate between
+// two lanes (the caller's stream and the reduction stream, each with its own
+// flags and call state), so that a round's launch, arrival and first loads
+// overlap the previous round's last loads and reads-done handshake.
 //
 // Small whole calls go in one shot instead (oneshot.go): each rank pushes
 // its rows into its peers' landing slots and sums what lands in its own,
@@ -437,7 +436,7 @@ func (e *Engine) state(lane int) device.Ptr {
 
 // roundStep is a node step of a call in rounds. A round's first node step
 // (the node after this rank's, in node swizzle) copies the round's rows of
-// every destination's block into staging set round%2, once the pull that
+// every node peer destination's block into staging set round%2, once the pull that
 // last read that set ended; its kernels wait for every peer's copy (arrive)
 // in the first step and, in the round's last (the own node), end once every
 // peer read this rank's set (done). The round's launches go on its lane's
