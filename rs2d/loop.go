@@ -88,9 +88,8 @@ func roundRows(rpr, per int, shortFirst bool) []int {
 
 // shortFirstRound reports whether a call of rpr rows per block in rounds
 // of per starts with a short round: the pull engine's staged rounds on
-// nodes of two GPUs, where the first round's copy, which no pull hides,
-// measured worth shortening (on four GPUs it measured slower from 512 MiB
-// per rank, for reasons not found: RESULTS.md).
+// nodes of two GPUs, where shortening the first round's copy, which no
+// pull hides, measured a gain (on four GPUs it did not: RESULTS.md).
 func (c *Context) shortFirstRound(per, rpr int) bool {
 	return c.mem.PullRows > 0 && per < rpr && c.place.Shape.LocalSize == 2
 }
