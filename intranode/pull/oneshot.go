@@ -176,7 +176,7 @@ func (e *Engine) oneShotStep(s device.Stream, step intranode.Step) (intranode.Do
 		FlagsOff:   e.m.oneShotFlags.Off,
 		LWS:        lws,
 		Me:         me,
-		State:      e.env.Heap.Local().Add(e.m.state.Off),
+		State:      e.state(0),
 	}
 	if err := e.env.Dev.Launch(s, k, grid(rowBytes, step.Rows, e.m.maxGrid()), p.args()...); err != nil {
 		return intranode.Done{}, fmt.Errorf("pull: one-shot node step %d: %w", step.Node, err)
