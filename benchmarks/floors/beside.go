@@ -6,6 +6,7 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/gemm"
 )
 
 // Beside a GEMM (Options.BesideGemm): C [n·rows, N] = A [n·rows, K] ·
@@ -64,6 +65,9 @@ func (l *lab) besideGemm() (err error) {
 func (x *beside) open() (err error) {
 	dev, n := x.r.Dev, x.n
 	if x.mm, err = device.MatmulOf(dev); err != nil {
+		return err
+	}
+	if err := gemm.Prepare(dev, dtype.BF16); err != nil { // before anything is queued: loading can wait for it
 		return err
 	}
 	if x.a, err = dev.Alloc(int64(n*x.rows*x.k) * 2); err != nil {
@@ -132,6 +136,27 @@ func (x *beside) remoteGemm() error {
 			spec.C = x.slot(d, x.me)
 		}
 		if err := x.mm.Gemm(x.streams[1], spec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ownGemm enqueues hiercoll's own GEMM on streams[1]: the n blocks in one
+// launch (whole, C in the source buffer) or one launch per block, each
+// peer's block of C stored straight into its slot in that peer's heap
+// where remote (the TMA stores crossing NVLink), else locally.
+func (x *beside) ownGemm(whole, remote bool) error {
+	if whole {
+		return gemm.Launch(x.r.Dev, x.streams[1], gemm.Params{GemmSpec: device.GemmSpec{M: x.n * x.rows, N: x.cols, K: x.k,
+			DType: dtype.BF16, A: x.a, B: x.b, C: x.block(0)}})
+	}
+	for i := 0; i < x.n; i++ {
+		spec := x.spec(i, 0)
+		if d := x.dest(i); remote && d != x.me {
+			spec.C = x.slot(d, x.me)
+		}
+		if err := gemm.Launch(x.r.Dev, x.streams[1], gemm.Params{GemmSpec: spec}); err != nil {
 			return err
 		}
 	}
@@ -263,6 +288,9 @@ func (x *beside) measurements() []measurement {
 	ms := []measurement{
 		{"GEMM alone, " + label, moved, func() error { return x.gemm(false, 0) }},
 		{"GEMM storing each peer's block of C straight into that peer's heap", moved, x.remoteGemm},
+		{"own GEMM alone, one launch", moved, func() error { return x.ownGemm(true, false) }},
+		{"own GEMM alone, a launch per block", moved, func() error { return x.ownGemm(false, false) }},
+		{"own GEMM, a launch per block, storing each peer's block straight into that peer's heap", moved, func() error { return x.ownGemm(false, true) }},
 		{fmt.Sprintf("CE copies to rank+1..+%d in turn, alone", n-1), moved, x.copies},
 		{fmt.Sprintf("CE copies to rank+1..+%d in turn, a stream per peer, chained by events", n-1), moved, x.chained},
 		{fmt.Sprintf("CE copies to rank+1, %d times in turn, alone", n-1), moved, func() error { return x.repeatTo(1) }},

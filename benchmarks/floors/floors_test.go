@@ -47,6 +47,7 @@ func TestFloorsOnSim(t *testing.T) {
 		"SM reads 67% (32 SMs), CE reads the rest, from all 3 peers",
 		"CE reads in chunks, 3 stream(s), each chunk summed once landed (32 SMs)",
 		"GEMM alone, 4 blocks of 2x64x32 bf16",
+		"own GEMM, a launch per block, storing each peer's block straight into that peer's heap, device barrier first",
 		"CE copies to rank+1..+3 in turn, a stream per peer, chained by events, device barrier first",
 		"each copy after its block's GEMM (events), device barrier first",
 		"signal round trip",
