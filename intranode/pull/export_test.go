@@ -27,3 +27,12 @@ func SetChunkBySize(least, most int64) (restore func()) {
 
 // CENext is ceNext.
 var CENext = ceNext
+
+// SetOwnInPlace sets the smallest block whose own rows a copied-in call
+// reads in place and returns a function that restores it (tests that call
+// it run alone).
+func SetOwnInPlace(n int64) (restore func()) {
+	old := minOwnInPlace
+	minOwnInPlace = n
+	return func() { minOwnInPlace = old }
+}

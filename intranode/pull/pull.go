@@ -294,8 +294,7 @@ func (e *Engine) Begin(s device.Stream, call intranode.Call) error {
 	if call.Input == e.sym() || call.InputViews != 0 {
 		return nil
 	}
-	bytes := int64(call.RowsPer) * int64(e.env.Place.Shape.World()) * e.env.RowBytes()
-	if err := e.env.Dev.Copy(s, e.sym(), call.Input, bytes); err != nil {
+	if err := e.copyIn(s, call, 0, call.RowsPer); err != nil {
 		return fmt.Errorf("pull: copying the input into the symmetric input: %w", err)
 	}
 	return nil
@@ -320,7 +319,70 @@ func (e *Engine) Step(s device.Stream, step intranode.Step) (intranode.Done, err
 	case e.pieces(step.Call) > 1:
 		return e.pieceSteps(s, step)
 	}
-	return e.pull(s, 0, step, e.inputs(), row, 0, step.First, step.Last) // in the symmetric inputs
+	return e.pull(s, 0, step, e.inputs(), row, e.ownRows(step), step.First, step.Last) // in the symmetric inputs
+}
+
+// minOwnInPlace is the smallest block (bytes of one destination's rows)
+// whose own rows a copied-in whole call reads from the caller's input
+// instead of copying them in: below it one copy of the whole input cost
+// less than the two that skipping a middle rank's own block takes
+// (RESULTS.md). A variable for the tests.
+var minOwnInPlace int64 = 16 << 20
+
+// ownInPlace reports whether a whole call copied in leaves its own rows
+// (this rank's blocks, one per node) in the caller's input, where the
+// kernel reads them: blocks from minOwnInPlace, and an input whose blocks
+// are 16-byte aligned (else the kernel would take its element path).
+func (e *Engine) ownInPlace(call intranode.Call) bool {
+	block := int64(call.RowsPer) * e.env.RowBytes()
+	return e.m.rows == 0 && call.InputViews == 0 && call.Input != e.sym() && block >= minOwnInPlace &&
+		(uint64(call.Input)|uint64(e.env.RowBytes()))%16 == 0
+}
+
+// ownRows is where step's own rows lie in the caller's input, where they
+// are read in place (ownInPlace), else 0 (the table's entry).
+func (e *Engine) ownRows(step intranode.Step) device.Ptr {
+	if !e.ownInPlace(step.Call) {
+		return 0
+	}
+	g := step.Node*e.env.LocalSize() + e.env.Place.LocalRank
+	return step.Input.Add(int64(g*step.RowsPer+step.Row0) * e.env.RowBytes())
+}
+
+// copyIn copies rows [r0, r0+rows) of every destination's block of call's
+// input into the symmetric input on s, but this rank's own blocks where
+// they are read in place, in as few copies as the blocks left are runs.
+func (e *Engine) copyIn(s device.Stream, call intranode.Call, r0, rows int) error {
+	world, lws, me, rowBytes := e.env.Place.Shape.World(), e.env.LocalSize(), e.env.Place.LocalRank, e.env.RowBytes()
+	skip := func(g int) bool { return e.ownInPlace(call) && g%lws == me }
+	copyRange := func(g0, g1 int) error { // blocks [g0, g1): one copy where the rows are whole blocks
+		if rows == call.RowsPer {
+			at := int64(g0*call.RowsPer) * rowBytes
+			return e.env.Dev.Copy(s, e.sym().Add(at), call.Input.Add(at), int64((g1-g0)*rows)*rowBytes)
+		}
+		for g := g0; g < g1; g++ {
+			at := int64(g*call.RowsPer+r0) * rowBytes
+			if err := e.env.Dev.Copy(s, e.sym().Add(at), call.Input.Add(at), int64(rows)*rowBytes); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for g0 := 0; g0 < world; {
+		if skip(g0) {
+			g0++
+			continue
+		}
+		g1 := g0 + 1
+		for g1 < world && !skip(g1) {
+			g1++
+		}
+		if err := copyRange(g0, g1); err != nil {
+			return err
+		}
+		g0 = g1
+	}
+	return nil
 }
 
 // Whole calls on one node whose input is copied in go in pieces where each
@@ -349,22 +411,19 @@ func (e *Engine) pieces(call intranode.Call) int {
 }
 
 // pieceSteps is the node step of a whole call on one node copied in
-// pieces: per piece, its rows of every destination's block are copied
-// into the symmetric input on the copy stream and pulled once every peer
-// copied its own (each launch makes the arrival handshake; the last, the
-// reads-done one too).
+// pieces: per piece, its rows of every destination's block (but the own
+// one where it is read in place) are copied into the symmetric input on
+// the copy stream and pulled once every peer copied its own (each launch
+// makes the arrival handshake; the last, the reads-done one too).
 func (e *Engine) pieceSteps(s device.Stream, step intranode.Step) (intranode.Done, error) {
-	n, rowBytes, world := e.pieces(step.Call), e.env.RowBytes(), e.env.Place.Shape.World()
+	n, rowBytes := e.pieces(step.Call), e.env.RowBytes()
 	per := (step.RowsPer + n - 1) / n
-	cp, sym := e.env.Streams.Copy[0], e.sym()
+	cp := e.env.Streams.Copy[0]
 	var done intranode.Done
 	for r0 := 0; r0 < step.RowsPer; r0 += per {
 		rows := min(per, step.RowsPer-r0)
-		for g := range world {
-			at := int64(g*step.RowsPer+r0) * rowBytes
-			if err := e.env.Dev.Copy(cp, sym.Add(at), step.Input.Add(at), int64(rows)*rowBytes); err != nil {
-				return intranode.Done{}, fmt.Errorf("pull: copying rows %d.. of the input in: %w", r0, err)
-			}
+		if err := e.copyIn(cp, step.Call, r0, rows); err != nil {
+			return intranode.Done{}, fmt.Errorf("pull: copying rows %d.. of the input in: %w", r0, err)
 		}
 		if err := e.copied[0].Record(cp); err != nil {
 			return intranode.Done{}, err
@@ -377,7 +436,7 @@ func (e *Engine) pieceSteps(s device.Stream, step intranode.Step) (intranode.Don
 		piece.ReduceTo = step.ReduceTo.Add(int64(r0) * rowBytes)
 		off := int64(e.env.Place.LocalRank*step.RowsPer+r0) * rowBytes
 		var err error
-		if done, err = e.pull(s, 0, piece, e.inputs(), off, 0, true, r0+rows >= step.RowsPer); err != nil {
+		if done, err = e.pull(s, 0, piece, e.inputs(), off, e.ownRows(piece), true, r0+rows >= step.RowsPer); err != nil {
 			return intranode.Done{}, err
 		}
 	}

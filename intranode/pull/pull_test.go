@@ -36,6 +36,7 @@ type late struct {
 	launches      *atomic.Int64 // where not nil: counts the pull kernels launched
 	kernels       *sync.Map     // where not nil: the names of the kernels launched
 	copied        *atomic.Int64 // where not nil: counts the device copies
+	copiedBytes   *atomic.Int64 // where not nil: sums their bytes
 }
 
 func (l *late) sleep(s device.Stream) error {
@@ -46,6 +47,9 @@ func (l *late) sleep(s device.Stream) error {
 func (l *late) Copy(s device.Stream, dst, src device.Ptr, n int64) error {
 	if l.copied != nil {
 		l.copied.Add(1)
+	}
+	if l.copiedBytes != nil {
+		l.copiedBytes.Add(n)
 	}
 	if l.copies {
 		if err := l.sleep(s); err != nil {
@@ -337,6 +341,57 @@ func TestPullCopiedInPieces(t *testing.T) {
 				const calls = 2
 				run(t, spec{shape: c.shape, dt: c.dt, rowsPer: c.rowsPer, n: c.n, calls: calls, graphs: graphs, late: &l, oneShot: -1})
 				require.Equal(t, int64(c.pieces*calls), launches.Load(), "rank 1's pull launches")
+			})
+		}
+	}
+}
+
+// A whole call copied in leaves this rank's own blocks in the caller's
+// input, where the kernel reads them: only the other blocks are copied
+// (rank 1's copied bytes say so), whole and in pieces, on one node
+// (a middle rank's blocks in two runs) and across nodes, every dtype,
+// fresh data and poisoned outputs, both protocols, with a rank whose
+// copies or reads are late; rows that are not 16-byte multiples are copied
+// whole. It changes the thresholds, so it runs alone.
+func TestPullOwnRowsInPlace(t *testing.T) {
+	defer pull.SetOwnInPlace(0)()
+	for _, c := range []struct {
+		name       string
+		shape      bootstrap.Shape
+		dt         dtype.DType
+		rowsPer, n int
+		pieces     bool
+		late       late
+		inPlace    bool
+	}{
+		{"1x2/int32", bootstrap.Shape{Nodes: 1, LocalSize: 2}, dtype.I32, 5, 64, false, late{}, true},
+		{"1x3/bf16/copies late", bootstrap.Shape{Nodes: 1, LocalSize: 3}, dtype.BF16, 7, 24, false, late{copies: true, delay: 20 * time.Millisecond}, true},
+		{"1x4/fp16/reads late", bootstrap.Shape{Nodes: 1, LocalSize: 4}, dtype.F16, 3, 40, false, late{reads: true, delay: 20 * time.Millisecond}, true},
+		{"1x4/fp32/pieces", bootstrap.Shape{Nodes: 1, LocalSize: 4}, dtype.F32, 12, 1024, true, late{}, true},
+		{"1x3/int32/pieces, copies late", bootstrap.Shape{Nodes: 1, LocalSize: 3}, dtype.I32, 9, 1024, true, late{copies: true, delay: 20 * time.Millisecond}, true},
+		{"2x2/int32", bootstrap.Shape{Nodes: 2, LocalSize: 2}, dtype.I32, 4, 32, false, late{}, true},
+		{"3x3/bf16", bootstrap.Shape{Nodes: 3, LocalSize: 3}, dtype.BF16, 2, 56, false, late{}, true},
+		{"1x3/int32/rows of 12 bytes", bootstrap.Shape{Nodes: 1, LocalSize: 3}, dtype.I32, 5, 3, false, late{}, false},
+	} {
+		for _, graphs := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/graphs=%v", c.name, graphs), func(t *testing.T) {
+				if c.pieces {
+					defer pull.SetPieces(8<<10, 4<<10)()
+				}
+				l := c.late
+				var bytes atomic.Int64
+				l.copiedBytes = &bytes
+				const calls = 3
+				run(t, spec{shape: c.shape, dt: c.dt, rowsPer: c.rowsPer, n: c.n, calls: calls, graphs: graphs, late: &l, oneShot: -1})
+				// The node peers' blocks (every block where the rows are
+				// copied whole), and the reduced blocks the rail sends to
+				// the other nodes (the simulated IPC rail copies them).
+				blocks := c.shape.World() + c.shape.Nodes - 1
+				if c.inPlace {
+					blocks -= c.shape.Nodes
+				}
+				want := int64(calls*blocks*c.rowsPer*c.n) * int64(c.dt.Size())
+				require.Equal(t, want, bytes.Load(), "rank 1's bytes copied in")
 			})
 		}
 	}
