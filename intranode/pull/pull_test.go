@@ -397,6 +397,32 @@ func TestPullOwnRowsInPlace(t *testing.T) {
 	}
 }
 
+// Below minOwnInPlace the own blocks stay in place only where that takes
+// no second copy: on one node for the first and last local ranks (rank 1
+// of 1×2), not for a middle one (rank 1 of 1×3) nor across nodes.
+func TestPullOwnRowsInPlaceWhereOneRun(t *testing.T) {
+	for _, c := range []struct {
+		shape   bootstrap.Shape
+		inPlace bool
+	}{
+		{bootstrap.Shape{Nodes: 1, LocalSize: 2}, true},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 3}, false},
+		{bootstrap.Shape{Nodes: 2, LocalSize: 2}, false},
+	} {
+		t.Run(c.shape.String(), func(t *testing.T) {
+			t.Parallel()
+			var bytes atomic.Int64
+			const calls, rowsPer, n = 2, 3, 32
+			run(t, spec{shape: c.shape, dt: dtype.I32, rowsPer: rowsPer, n: n, calls: calls, late: &late{copiedBytes: &bytes}, oneShot: -1})
+			blocks := c.shape.World() + c.shape.Nodes - 1 // and the rail's sends
+			if c.inPlace {
+				blocks -= c.shape.Nodes
+			}
+			require.Equal(t, int64(calls*blocks*rowsPer*n*4), bytes.Load(), "rank 1's bytes copied in")
+		})
+	}
+}
+
 // Blocks from bulkMinBytes up are read with the bulk kernels, smaller ones
 // with the vector kernels (1 KiB here): the right rows either way, on
 // 2 and 4 GPUs and for a block that is no multiple of 16 bytes (the bulk
