@@ -324,22 +324,22 @@ func (e *Engine) Step(s device.Stream, step intranode.Step) (intranode.Done, err
 
 // minOwnInPlace is the smallest block (bytes of one destination's rows)
 // whose own rows a copied-in whole call reads from the caller's input
-// instead of copying them in where skipping them splits the copy in two:
-// on 4 H200s the middle ranks took longer so at blocks of 1 and 2 MiB (the
+// instead of copying them in, where skipping them splits a middle rank's
+// copy in two: on 4 H200s that took longer at blocks of 1 and 2 MiB (the
 // second copy costs more than the bytes it saves), less from 8 MiB
 // (RESULTS.md). A variable for the tests.
 var minOwnInPlace int64 = 8 << 20
 
 // ownInPlace reports whether a whole call copied in leaves its own rows
 // (this rank's blocks, one per node) in the caller's input, where the
-// kernel reads them: where that takes no more copies (one node, this rank
-// first or last: the blocks left are one run) or the blocks are at least
-// minOwnInPlace, and the input's blocks are 16-byte aligned (else the
-// kernel would take its element path).
+// kernel reads them: on one node of two GPUs (no rank's copy splits; a
+// gain from the smallest pulled calls on 2 H200s), or from blocks of
+// minOwnInPlace; and only where the input's blocks are 16-byte aligned
+// (else the kernel would take its element path).
 func (e *Engine) ownInPlace(call intranode.Call) bool {
-	block, lr := int64(call.RowsPer)*e.env.RowBytes(), e.env.Place.LocalRank
-	oneRun := e.env.Place.Shape.Nodes == 1 && (lr == 0 || lr == e.env.LocalSize()-1)
-	return e.m.rows == 0 && call.InputViews == 0 && call.Input != e.sym() && (oneRun || block >= minOwnInPlace) &&
+	block := int64(call.RowsPer) * e.env.RowBytes()
+	pair := e.env.Place.Shape.Nodes == 1 && e.env.LocalSize() == 2
+	return e.m.rows == 0 && call.InputViews == 0 && call.Input != e.sym() && (pair || block >= minOwnInPlace) &&
 		(uint64(call.Input)|uint64(e.env.RowBytes()))%16 == 0
 }
 

@@ -397,10 +397,9 @@ func TestPullOwnRowsInPlace(t *testing.T) {
 	}
 }
 
-// Below minOwnInPlace the own blocks stay in place only where that takes
-// no second copy: on one node for the first and last local ranks (rank 1
-// of 1×2), not for a middle one (rank 1 of 1×3) nor across nodes.
-func TestPullOwnRowsInPlaceWhereOneRun(t *testing.T) {
+// Below minOwnInPlace the own blocks stay in place only on one node of two
+// GPUs (rank 1 of 1×2), where no rank's copy splits; not on 1×3 nor 2×2.
+func TestPullOwnRowsInPlaceOnPairs(t *testing.T) {
 	for _, c := range []struct {
 		shape   bootstrap.Shape
 		inPlace bool
