@@ -7,9 +7,11 @@
 // The rows must lie in the context's symmetric input (intranode.Env.Input,
 // the same offset on every rank): a caller writes them there itself (zero
 // copy), or registers its buffer (intranode.Call.InputViews: the peers read
-// it in place), or they are copied in first: a large whole call on one node
-// in pieces, each piece's copy on the copy stream overlapping the previous
-// piece's pull. Two handshakes inside the kernel
+// it in place), or they are copied in first: the blocks the peers read,
+// this rank's own staying in the caller's input where that pays
+// (ownInPlace); a large whole call on one node in pieces, each piece's copy
+// on the copy stream overlapping the previous piece's pull. Two handshakes
+// inside the kernel
 // guard the input (pull.cu): a rank reads a peer's input only after the
 // peer's launch started, and a call's last launch ends only after every
 // peer finished reading this rank's input, so whatever follows it on the
