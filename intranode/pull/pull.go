@@ -11,11 +11,10 @@
 // this rank's own staying in the caller's input where that pays
 // (ownInPlace); a large whole call on one node in pieces, each piece's copy
 // on the copy stream overlapping the previous piece's pull. Two handshakes
-// inside the kernel
-// guard the input (pull.cu): a rank reads a peer's input only after the
-// peer's launch started, and a call's last launch ends only after every
-// peer finished reading this rank's input, so whatever follows it on the
-// stream may overwrite it.
+// inside the kernel guard the input (pull.cu): a rank reads a peer's input
+// only after the peer's launch started, and a call's last launch ends only
+// after every peer finished reading this rank's input, so whatever follows
+// it on the stream may overwrite it.
 //
 //	rank r of node, step cur:  out = Σ_q input_q[rows of (cur, r)]   q = 0..lws-1
 //
