@@ -361,7 +361,7 @@ func (e *Engine) copyIn(s device.Stream, call intranode.Call, r0, rows int) erro
 	world, lws, me, rowBytes := e.env.Place.Shape.World(), e.env.LocalSize(), e.env.Place.LocalRank, e.env.RowBytes()
 	skip := func(g int) bool { return e.ownInPlace(call) && g%lws == me }
 	copyRange := func(g0, g1 int) error { // blocks [g0, g1): one copy where the rows are whole blocks
-		if rows == call.RowsPer {
+		if r0 == 0 && rows == call.RowsPer {
 			at := int64(g0*call.RowsPer) * rowBytes
 			return e.env.Dev.Copy(s, e.sym().Add(at), call.Input.Add(at), int64((g1-g0)*rows)*rowBytes)
 		}
