@@ -126,7 +126,8 @@ type launch struct {
 	MaxGrid int
 	Tag     uint32 // the input's tag (inputTag: 0 the symmetric input)
 	// Own, where not 0, is where this rank's rows lie instead of its
-	// table entry + Off (the rounds read them from the caller's input).
+	// table entry + Off (the rounds and copied-in calls read them from the
+	// caller's input).
 	Own device.Ptr
 }
 

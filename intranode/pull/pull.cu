@@ -346,7 +346,8 @@ __device__ __forceinline__ void pull_sum_vec(const u64* __restrict__ inputs, lon
 }
 
 // A launch whose own rows lie elsewhere than its table says (own non-zero:
-// the rounds read them from the caller's input, which is not staged) sums
+// the rounds and copied-in calls read them from the caller's input, which
+// is neither staged nor copied in for them) sums
 // over a copy of the table in shared memory whose own entry points there;
 // the arrival's barrier, or one of its own, puts the copy before the sum.
 #define HC_PULL(name, T, E, L, SUM)                                                                                  \

@@ -350,6 +350,12 @@ func (e *Engine) ownRows(step intranode.Step) device.Ptr {
 	if !e.ownInPlace(step.Call) {
 		return 0
 	}
+	return e.ownIn(step)
+}
+
+// ownIn is where step's own rows lie in the caller's input: this rank's
+// block of node step.Node, from row step.Row0.
+func (e *Engine) ownIn(step intranode.Step) device.Ptr {
 	g := step.Node*e.env.LocalSize() + e.env.Place.LocalRank
 	return step.Input.Add(int64(g*step.RowsPer+step.Row0) * e.env.RowBytes())
 }
@@ -359,7 +365,8 @@ func (e *Engine) ownRows(step intranode.Step) device.Ptr {
 // they are read in place, in as few copies as the blocks left are runs.
 func (e *Engine) copyIn(s device.Stream, call intranode.Call, r0, rows int) error {
 	world, lws, me, rowBytes := e.env.Place.Shape.World(), e.env.LocalSize(), e.env.Place.LocalRank, e.env.RowBytes()
-	skip := func(g int) bool { return e.ownInPlace(call) && g%lws == me }
+	inPlace := e.ownInPlace(call)
+	skip := func(g int) bool { return inPlace && g%lws == me }
 	copyRange := func(g0, g1 int) error { // blocks [g0, g1): one copy where the rows are whole blocks
 		if r0 == 0 && rows == call.RowsPer {
 			at := int64(g0*call.RowsPer) * rowBytes
@@ -522,10 +529,8 @@ func (e *Engine) roundStep(s device.Stream, step intranode.Step) (intranode.Done
 			return intranode.Done{}, err
 		}
 	}
-	lws, me, rowBytes := e.env.LocalSize(), place.LocalRank, e.env.RowBytes()
-	off := base + int64(step.Node*(lws-1))*e.m.blockBytes() // the node's first block; the table adds this rank's
-	own := step.Input.Add(int64((step.Node*lws+me)*step.RowsPer+step.Row0) * rowBytes)
-	done, err := e.pull(s, lane, step, e.rounds(), off, own, first, last)
+	off := base + int64(step.Node*(e.env.LocalSize()-1))*e.m.blockBytes() // the node's first block; the table adds this rank's
+	done, err := e.pull(s, lane, step, e.rounds(), off, e.ownIn(step), first, last)
 	if err != nil || !last {
 		return done, err
 	}
