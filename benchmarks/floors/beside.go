@@ -130,12 +130,18 @@ func (x *beside) spec(i, sms int) device.GemmSpec {
 // peer's block of C written into its slot in that peer's heap (the
 // GEMM's stores crossing NVLink: no copy after it), the own block locally.
 func (x *beside) remoteGemm() error {
+	return x.blockGemms(true, func(spec device.GemmSpec) error { return x.mm.Gemm(x.streams[1], spec) })
+}
+
+// blockGemms runs run on the n block GEMMs' specs in turn (all SMs), each
+// peer's block of C in its slot in that peer's heap where remote.
+func (x *beside) blockGemms(remote bool, run func(device.GemmSpec) error) error {
 	for i := 0; i < x.n; i++ {
 		spec := x.spec(i, 0)
-		if d := x.dest(i); d != x.me {
+		if d := x.dest(i); remote && d != x.me {
 			spec.C = x.slot(d, x.me)
 		}
-		if err := x.mm.Gemm(x.streams[1], spec); err != nil {
+		if err := run(spec); err != nil {
 			return err
 		}
 	}
@@ -151,16 +157,9 @@ func (x *beside) ownGemm(whole, remote bool) error {
 		return gemm.Launch(x.r.Dev, x.streams[1], gemm.Params{GemmSpec: device.GemmSpec{M: x.n * x.rows, N: x.cols, K: x.k,
 			DType: dtype.BF16, A: x.a, B: x.b, C: x.block(0)}})
 	}
-	for i := 0; i < x.n; i++ {
-		spec := x.spec(i, 0)
-		if d := x.dest(i); remote && d != x.me {
-			spec.C = x.slot(d, x.me)
-		}
-		if err := gemm.Launch(x.r.Dev, x.streams[1], gemm.Params{GemmSpec: spec}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return x.blockGemms(remote, func(spec device.GemmSpec) error {
+		return gemm.Launch(x.r.Dev, x.streams[1], gemm.Params{GemmSpec: spec})
+	})
 }
 
 // copyOn enqueues on st the copy of block i to its rank.
