@@ -82,6 +82,19 @@ type Blocks struct {
 	SelfSrc device.Ptr
 }
 
+// LaunchCopy enqueues on s a copy of n bytes from src to dst by an SM
+// kernel of at most grid thread blocks (the int32 reduce over one block: a
+// bit-exact copy), or by the device's copy where n or an address is not a
+// multiple of 4. On a few SMs it moves fewer bytes per second than the
+// copy engine, whose copies back to back measured slowing an engine's
+// pulls beside them more (benchmarks/RESULTS.md).
+func LaunchCopy(dev device.Device, s device.Stream, grid int, dst, src device.Ptr, n int64) error {
+	if (n|int64(dst)|int64(src))%4 != 0 {
+		return dev.Copy(s, dst, src, n)
+	}
+	return LaunchReduce(dev, s, dtype.I32, grid, dst, Blocks{Src: src, Stride: n / 4, N: 1, Count: n / 4, Self: -1})
+}
+
 // LaunchReduce enqueues dst[i] = sum over the blocks of block[i] for i <
 // b.Count on s, with at most grid thread blocks.
 func LaunchReduce(dev device.Device, s device.Stream, dt dtype.DType, grid int, dst device.Ptr, b Blocks) error {

@@ -58,6 +58,7 @@ import (
 	"fmt"
 
 	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/intranode"
 	"github.com/seed12530e24/hiercoll/kernels"
 	"github.com/seed12530e24/hiercoll/symm"
@@ -143,10 +144,17 @@ func (m *Maker) setBlock(node, lr, owner int) int64 {
 	return int64(node*(lws-1) + lr)
 }
 
-// Prepare loads the kernel for the spec's dtype and node size.
+// Prepare loads the kernel for the spec's dtype and node size, the
+// reduce kernel of the copy engine's pulls, and the SM copies' of the
+// pieces (whole calls on one node).
 func (m *Maker) Prepare(dev device.Device) error {
 	if m.ce.MinBlock > 0 {
 		if err := kernels.Prepare(dev, m.spec.DType); err != nil {
+			return err
+		}
+	}
+	if m.rows == 0 && m.spec.Place.Shape.Nodes == 1 {
+		if err := kernels.Prepare(dev, dtype.I32); err != nil {
 			return err
 		}
 	}
@@ -308,7 +316,7 @@ func (e *Engine) Begin(s device.Stream, call intranode.Call) error {
 	if call.Input == e.sym() || call.InputViews != 0 {
 		return nil
 	}
-	if err := e.copyIn(s, call, 0, call.RowsPer); err != nil {
+	if err := e.copyIn(s, call, 0, call.RowsPer, 0); err != nil {
 		return fmt.Errorf("pull: copying the input into the symmetric input: %w", err)
 	}
 	return nil
@@ -375,19 +383,24 @@ func (e *Engine) ownIn(step intranode.Step) device.Ptr {
 
 // copyIn copies rows [r0, r0+rows) of every destination's block of call's
 // input into the symmetric input on s, but this rank's own blocks where
-// they are read in place, in as few copies as the blocks left are runs.
-func (e *Engine) copyIn(s device.Stream, call intranode.Call, r0, rows int) error {
+// they are read in place, in as few copies as the blocks left are runs: by
+// the copy engine, or by SM copies on sms SMs where sms is not 0.
+func (e *Engine) copyIn(s device.Stream, call intranode.Call, r0, rows, sms int) error {
 	world, lws, me, rowBytes := e.env.Place.Shape.World(), e.env.LocalSize(), e.env.Place.LocalRank, e.env.RowBytes()
 	inPlace := e.ownInPlace(call)
 	skip := func(g int) bool { return inPlace && g%lws == me }
+	copyAt := func(at, n int64) error {
+		if sms > 0 {
+			return kernels.LaunchCopy(e.env.Dev, s, intranode.BlocksPerSM*sms, e.sym().Add(at), call.Input.Add(at), n)
+		}
+		return e.env.Dev.Copy(s, e.sym().Add(at), call.Input.Add(at), n)
+	}
 	copyRange := func(g0, g1 int) error { // blocks [g0, g1): one copy where the rows are whole blocks
 		if r0 == 0 && rows == call.RowsPer {
-			at := int64(g0*call.RowsPer) * rowBytes
-			return e.env.Dev.Copy(s, e.sym().Add(at), call.Input.Add(at), int64((g1-g0)*rows)*rowBytes)
+			return copyAt(int64(g0*call.RowsPer)*rowBytes, int64((g1-g0)*rows)*rowBytes)
 		}
 		for g := g0; g < g1; g++ {
-			at := int64(g*call.RowsPer+r0) * rowBytes
-			if err := e.env.Dev.Copy(s, e.sym().Add(at), call.Input.Add(at), int64(rows)*rowBytes); err != nil {
+			if err := copyAt(int64(g*call.RowsPer+r0)*rowBytes, int64(rows)*rowBytes); err != nil {
 				return err
 			}
 		}
@@ -415,8 +428,12 @@ func (e *Engine) copyIn(s device.Stream, call intranode.Call, r0, rows int) erro
 // minPieceBytes of each block, at most maxPieces, each piece's copy on the
 // copy stream overlapping the previous piece's pull. Smaller blocks go
 // whole: on 4 H200s pieces of 8 MiB of 32 MiB blocks measured slower than
-// one copy (benchmarks/RESULTS.md).
-const maxPieces = 8
+// one copy (benchmarks/RESULTS.md). The first piece's copy, which no pull
+// hides, goes by the copy engine (the fastest local copy); the later ones
+// by SM copies on pieceCopySMs SMs, beside the pulls: with the copy
+// engine's copies running back to back beside them the pulls took longer
+// (on 2 and 4 H200s; 8 SMs fell behind the pulls at 512 MiB on 4).
+const maxPieces, pieceCopySMs = 8, 16
 
 // Variables for the tests' small pieces.
 var minPieceBlock, minPieceBytes int64 = 128 << 20, 16 << 20
@@ -447,7 +464,11 @@ func (e *Engine) pieceSteps(s device.Stream, step intranode.Step) (intranode.Don
 	var done intranode.Done
 	for r0 := 0; r0 < step.RowsPer; r0 += per {
 		rows := min(per, step.RowsPer-r0)
-		if err := e.copyIn(cp, step.Call, r0, rows); err != nil {
+		sms := pieceCopySMs
+		if r0 == 0 {
+			sms = 0
+		}
+		if err := e.copyIn(cp, step.Call, r0, rows, sms); err != nil {
 			return intranode.Done{}, fmt.Errorf("pull: copying rows %d.. of the input in: %w", r0, err)
 		}
 		if err := e.copied[0].Record(cp); err != nil {

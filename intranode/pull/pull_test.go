@@ -20,6 +20,7 @@ import (
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/internal/check"
 	"github.com/seed12530e24/hiercoll/intranode/pull"
+	"github.com/seed12530e24/hiercoll/kernels"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
 )
@@ -27,8 +28,9 @@ import (
 func TestMain(m *testing.M) { os.Exit(sim.RunTests(m)) }
 
 // late holds back one kind of work on a rank's streams, as a slow GPU
-// would be late: its input copy into the symmetric input (copies) or its
-// pull or one-shot kernels (reads).
+// would be late: its input copy into the symmetric input (copies: the
+// device's copies and the SM copies) or its pull or one-shot kernels
+// (reads).
 type late struct {
 	device.Device
 	delay         time.Duration
@@ -36,7 +38,17 @@ type late struct {
 	launches      *atomic.Int64 // where not nil: counts the pull kernels launched
 	kernels       *sync.Map     // where not nil: the names of the kernels launched
 	copied        *atomic.Int64 // where not nil: counts the device copies
-	copiedBytes   *atomic.Int64 // where not nil: sums their bytes
+	copiedBytes   *atomic.Int64 // where not nil: sums the bytes of both kinds of copies
+	smCopies      *atomic.Int64 // where not nil: counts the SM copies
+}
+
+// smCopyBytes is the bytes that a launch of k with args moves if it is an
+// SM copy (kernels.LaunchCopy: the int32 reduce over one block), else 0.
+func smCopyBytes(k *device.Kernel, args []any) int64 {
+	if r, err := kernels.Reduce(dtype.I32); err != nil || k != r || args[3].(int32) != 1 {
+		return 0
+	}
+	return args[4].(int64) * 4
 }
 
 func (l *late) sleep(s device.Stream) error {
@@ -60,6 +72,19 @@ func (l *late) Copy(s device.Stream, dst, src device.Ptr, n int64) error {
 }
 
 func (l *late) Launch(s device.Stream, k *device.Kernel, grid int, args ...any) error {
+	if n := smCopyBytes(k, args); n > 0 {
+		if l.smCopies != nil {
+			l.smCopies.Add(1)
+		}
+		if l.copiedBytes != nil {
+			l.copiedBytes.Add(n)
+		}
+		if l.copies {
+			if err := l.sleep(s); err != nil {
+				return err
+			}
+		}
+	}
 	if l.launches != nil && strings.HasPrefix(k.Name, "hc_pull_") {
 		l.launches.Add(1)
 	}
@@ -310,8 +335,8 @@ func TestPullInRounds(t *testing.T) {
 
 // A whole call on one node whose input is copied in goes in pieces (blocks
 // of 128 MiB and more, pieces of at least 16 MiB of each; 8 KiB and 4 KiB
-// here), each copied on the copy stream
-// while the last one is pulled: up to the most pieces, uneven ones, fresh
+// here), each copied on the copy stream (the first by the copy engine, the
+// others by SM copies) while the last one is pulled: up to the most pieces, uneven ones, fresh
 // data and poisoned outputs, under both protocols, with a rank whose copies
 // are late (its peers must wait for each of its pieces) or whose reads are;
 // the pieces are taken (one launch each). It changes the piece size, so it
@@ -336,11 +361,12 @@ func TestPullCopiedInPieces(t *testing.T) {
 		for _, graphs := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/graphs=%v", c.name, graphs), func(t *testing.T) {
 				l := c.late
-				var launches atomic.Int64
-				l.launches = &launches
+				var launches, smCopies atomic.Int64
+				l.launches, l.smCopies = &launches, &smCopies
 				const calls = 2
 				run(t, spec{shape: c.shape, dt: c.dt, rowsPer: c.rowsPer, n: c.n, calls: calls, graphs: graphs, late: &l, oneShot: -1})
 				require.Equal(t, int64(c.pieces*calls), launches.Load(), "rank 1's pull launches")
+				require.Equal(t, c.pieces > 1, smCopies.Load() > 0, "rank 1's SM copies (the pieces after the first)")
 			})
 		}
 	}
