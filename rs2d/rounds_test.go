@@ -2,6 +2,7 @@ package rs2d_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -9,9 +10,10 @@ import (
 	"github.com/seed12530e24/hiercoll/rs2d"
 )
 
-// A block is cut into as few rounds as hold it, none above the bound: whole
-// rounds and the rest last, after a first round of a quarter of the bound
-// (or more, where the count needs it) when asked for.
+// A block is cut into as few rounds as hold it, none above the bound: even
+// ones (one row apart at most), or whole rounds and the rest last after a
+// first round of a quarter of the bound (or more, where the count needs
+// it) when asked for.
 func TestRoundRows(t *testing.T) {
 	for _, c := range []struct {
 		rpr, per   int
@@ -19,8 +21,9 @@ func TestRoundRows(t *testing.T) {
 		want       []int
 	}{
 		{10, 10, true, []int{10}},
-		{10, 4, false, []int{4, 4, 2}},
-		{4096, 1365, false, []int{1365, 1365, 1365, 1}},
+		{10, 4, false, []int{4, 3, 3}},
+		{4096, 1365, false, []int{1024, 1024, 1024, 1024}},
+		{65536, 1365, false, append(slices.Repeat([]int{1338}, 23), slices.Repeat([]int{1337}, 26)...)},
 		{8192, 4095, true, []int{1024, 4095, 3073}},
 		{10, 4, true, []int{2, 4, 4}},
 		{5, 4, true, []int{1, 4}},
@@ -41,6 +44,9 @@ func TestRoundRows(t *testing.T) {
 				}
 				require.Equal(t, rpr, sum)
 				require.Len(t, rows, (rpr+per-1)/per)
+				if !shortFirst {
+					require.LessOrEqual(t, slices.Max(rows)-slices.Min(rows), 1, "even rounds: %v", rows)
+				}
 			}
 		}
 	}
