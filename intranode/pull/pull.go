@@ -10,7 +10,8 @@
 // it in place), or they are copied in first: the blocks the peers read,
 // this rank's own staying in the caller's input where that pays
 // (ownInPlace); a large whole call on one node in pieces, each piece's copy
-// on the copy stream overlapping the previous piece's pull. Two handshakes
+// on the copy stream (the first by the copy engine, the others by SM
+// copies) overlapping the previous piece's pull. Two handshakes
 // inside the kernel guard the input (pull.cu): a rank reads a peer's input
 // only after the peer's launch started, and a call's last launch ends only
 // after every peer finished reading this rank's input, so whatever follows
@@ -145,8 +146,8 @@ func (m *Maker) setBlock(node, lr, owner int) int64 {
 }
 
 // Prepare loads the kernel for the spec's dtype and node size, the
-// reduce kernel of the copy engine's pulls, and the SM copies' of the
-// pieces (whole calls on one node).
+// reduce kernel that sums the copy engine's pulls, and the one that
+// copies the pieces (the int32 reduce: whole calls on one node).
 func (m *Maker) Prepare(dev device.Device) error {
 	if m.ce.MinBlock > 0 {
 		if err := kernels.Prepare(dev, m.spec.DType); err != nil {
