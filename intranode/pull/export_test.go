@@ -17,6 +17,15 @@ func SetBulkMinBytes(n int64) (restore func()) {
 	return func() { bulkMinBytes = old }
 }
 
+// SetBulkRoundsMinBlock sets the smallest block whose rounds are read with
+// bulk copies and returns a function that restores it (tests that call it
+// run alone).
+func SetBulkRoundsMinBlock(n int64) (restore func()) {
+	old := bulkRoundsMinBlock
+	bulkRoundsMinBlock = n
+	return func() { bulkRoundsMinBlock = old }
+}
+
 // SetChunkBySize sets the bounds of the copy engine's chunks by size and
 // returns a function that restores them (tests that call it run alone).
 func SetChunkBySize(least, most int64) (restore func()) {

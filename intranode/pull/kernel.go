@@ -32,6 +32,13 @@ const (
 // above it the bulk copies (RESULTS.md).
 var bulkMinBytes int64 = 32 << 20
 
+// bulkRoundsMinBlock is the smallest block (bytes of one destination's rows
+// per rank, the whole call's) whose rounds under a bound are read with bulk
+// copies whatever each round's size: on 2 and 4 H200s that took 1.2–2.5% off
+// calls of 512 MiB and 1 GiB blocks, changed nothing at 64–256 MiB and lost
+// 2% at 32 MiB (RESULTS.md).
+var bulkRoundsMinBlock int64 = 512 << 20
+
 // The words of the call state (this rank's own memory).
 const (
 	stateLaunches = iota // launches run so far: the flag value of the last
@@ -168,9 +175,9 @@ func launchArgs(args []any) (launch, error) {
 	return p, nil
 }
 
-// run enqueues the kernel on s with grid blocks.
-func run(dev device.Device, s device.Stream, dt dtype.DType, grid int, p launch) error {
-	k, err := kernelFor(dt, p.LWS, p.Count*int64(dt.Size()) >= bulkMinBytes)
+// run enqueues the kernel on s with grid blocks, the bulk kernel where bulk.
+func run(dev device.Device, s device.Stream, dt dtype.DType, grid int, p launch, bulk bool) error {
+	k, err := kernelFor(dt, p.LWS, bulk)
 	if err != nil {
 		return err
 	}

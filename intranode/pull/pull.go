@@ -529,7 +529,8 @@ func (e *Engine) pull(s device.Stream, lane int, step intranode.Step, inputs dev
 	}
 	blocks := grid(rowBytes, step.Rows, e.m.maxGrid())
 	p.Tag = inputTag(step.InputSerial)
-	if err := run(e.env.Dev, s, e.env.DType, blocks, p); err != nil {
+	bulk := int64(step.Rows)*rowBytes >= bulkMinBytes || (e.m.rows > 0 && int64(step.RowsPer)*rowBytes >= bulkRoundsMinBlock)
+	if err := run(e.env.Dev, s, e.env.DType, blocks, p, bulk); err != nil {
 		return intranode.Done{}, fmt.Errorf("pull: node step %d: %w", step.Node, err)
 	}
 	return intranode.Done{Landed: s, Reduced: s}, nil

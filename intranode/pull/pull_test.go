@@ -485,6 +485,34 @@ func TestPullBulkFromItsSize(t *testing.T) {
 	}
 }
 
+// Under a bound the rounds of a call whose blocks reach bulkRoundsMinBlock
+// are read with the bulk kernels, however small each round (below
+// bulkMinBytes); a call of smaller blocks, with the vector kernels: the
+// right rows either way. It changes the thresholds, so it runs alone.
+func TestPullRoundsBulkFromTheBlock(t *testing.T) {
+	const rowsPer, n = 12, 256 // blocks of 12 KiB of int32, rounds of 3 rows
+	shape := bootstrap.Shape{Nodes: 1, LocalSize: 4}
+	for _, c := range []struct {
+		name   string
+		from   int64
+		kernel string
+	}{
+		{"bulk", 12 << 10, "hc_pull_bulk_int32_l4"},
+		{"vector", 12<<10 + 1, "hc_pull_int32_l4"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			defer pull.SetBulkRoundsMinBlock(c.from)()
+			var names sync.Map
+			run(t, spec{shape: shape, dt: dtype.I32, rowsPer: rowsPer, n: n, calls: 2, bound: boundFor(shape, rowsPer, n*4, 4),
+				late: &late{kernels: &names}})
+			var got []string
+			names.Range(func(k, _ any) bool { got = append(got, k.(string)); return true })
+			require.Contains(t, got, c.kernel, "rank 1's kernels")
+			require.Len(t, got, 1, "rank 1's kernels: %v", got)
+		})
+	}
+}
+
 // boundFor is a MaxSymmetricBytes that leaves the pull engine rounds of
 // about rows/div rows of rowBytes bytes on shape: the direct path's input
 // (rowsPer rows per rank) would not fit.
