@@ -35,7 +35,8 @@
 // Small whole calls go in one shot instead (oneshot.go): each rank pushes
 // its rows into its peers' landing slots and sums what lands in its own,
 // reading its input only itself; no copy in, no reads-done handshake.
-// Blocks from bulkMinBytes are read with bulk copies (kernel.go).
+// Blocks from bulkMinBytes are read with bulk copies, and every round of a
+// call whose blocks reach bulkRoundsMinBlock (kernel.go).
 //
 // Large whole calls of a registered input or of the symmetric input on one
 // node of two GPUs go through the copy engine instead (cepull.go): each
