@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/seed12530e24/hiercoll/device"
@@ -46,6 +47,10 @@ type BenchOptions struct {
 	// enqueue, as a training step captured in a graph runs). Needs
 	// variants with Config.Graphs.
 	Capture bool
+	// Trace makes one more call after each size, traced on every rank
+	// (rs2d Context.Trace), and prints rank 0's stages: when the call
+	// ended and, for a call in rounds, when each round did.
+	Trace bool
 }
 
 // BenchRow is one size of the table.
@@ -332,8 +337,44 @@ func benchVariant(ctx context.Context, r world.Rank, o BenchOptions, v Variant, 
 		}
 		rows = append(rows, row)
 		printRowEnd(p, row, ws)
+		if o.Trace {
+			if err := traceLine(ctx, p, rs, s, runH); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return rows, nil
+}
+
+// traceLine makes one more call with run, traced, and prints rank 0's
+// stages: the call's end and, in rounds, each round's end (µs from the
+// call's start on the device; the rounds' in the order they were
+// enqueued).
+func traceLine(ctx context.Context, p Printer, rs *rs2d.Context, s device.Stream, run func() error) error {
+	if err := rs.Trace(true); err != nil {
+		return err
+	}
+	err := run()
+	if err == nil {
+		err = s.Synchronize(ctx)
+	}
+	var st rs2d.Stages
+	if err == nil {
+		st, err = rs.LastStages()
+	}
+	if err := errors.Join(err, rs.Trace(false)); err != nil {
+		return err
+	}
+	line := fmt.Sprintf("%12s traced on rank 0: the call %.1f us", "", us(st.Total))
+	if len(st.Rounds) > 0 {
+		ends := make([]string, len(st.Rounds))
+		for i, d := range st.Rounds {
+			ends[i] = fmt.Sprintf("%.1f", us(d))
+		}
+		line += fmt.Sprintf("; its %d rounds ended at %s us", len(st.Rounds), strings.Join(ends, " "))
+	}
+	p.Printf("%s\n", line)
+	return nil
 }
 
 // warmUp runs each of paths twice, in turn (kernel compilation, NCCL's

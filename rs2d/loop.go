@@ -41,8 +41,12 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch symm.Epoch) err
 		// rounds were for staging sets it does not use.
 		per = rpr
 	}
+	if c.tracer != nil {
+		c.tracer.nrounds = 0
+	}
 	r0 := 0
-	for _, rows := range roundRows(rpr, per, c.shortFirstRound(per, rpr)) {
+	rounds := roundRows(rpr, per, c.shortFirstRound(per, rpr))
+	for i, rows := range rounds {
 		seq := epoch
 		if c.rail != nil && c.roundsRail() {
 			c.railSeq = c.railSeq.Next()
@@ -50,6 +54,9 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch symm.Epoch) err
 		}
 		done, err := c.nodeSteps(out, s, call, r0, rows, seq)
 		if err != nil {
+			return err
+		}
+		if err := c.markRound(done.Reduced, i, len(rounds)); err != nil {
 			return err
 		}
 		if err := c.endRound(out, s, call, done, r0, rows, seq, r0+rows >= rpr); err != nil {

@@ -20,6 +20,9 @@ type Stages struct {
 	IntraReduce time.Duration // the last intra-node reduce finished
 	InterNode   time.Duration // the last rail send finished (0 on one node)
 	Total       time.Duration // the final reduce finished: the whole call
+	// Rounds is when each round of a call in rounds (under a bound) ended
+	// its last node step, in order; nil for a call in one round.
+	Rounds []time.Duration
 }
 
 // PeerStages is when the copy-engine scatter of one node peer's rows passed
@@ -41,7 +44,12 @@ func (ps *PeerStages) Points() []*time.Duration {
 // tracer holds the events of a traced call.
 type tracer struct {
 	start, scatter, reduce, p2p, end device.Event
-	recorded                         bool
+	// rounds are the ends of the rounds of a call in rounds (made as
+	// calls need them), of which the last call recorded used the first
+	// nrounds.
+	rounds   []device.Event
+	nrounds  int
+	recorded bool
 }
 
 // Trace turns stage tracing on or off for later calls. A traced call records
@@ -82,7 +90,7 @@ func (c *Context) closeTracer() error {
 	if c.ce != nil {
 		errs = append(errs, c.ce.Trace(false))
 	}
-	for _, e := range []device.Event{t.start, t.scatter, t.reduce, t.p2p, t.end} {
+	for _, e := range append([]device.Event{t.start, t.scatter, t.reduce, t.p2p, t.end}, t.rounds...) {
 		if e != nil {
 			errs = append(errs, e.Close())
 		}
@@ -97,6 +105,24 @@ func (c *Context) mark(pick func(*tracer) device.Event, s device.Stream) error {
 	}
 	c.tracer.recorded = true
 	return pick(c.tracer).Record(s)
+}
+
+// markRound marks on s the end of round i of a call in n rounds, when
+// tracing and n > 1.
+func (c *Context) markRound(s device.Stream, i, n int) error {
+	t := c.tracer
+	if t == nil || n < 2 {
+		return nil
+	}
+	for len(t.rounds) <= i {
+		ev, err := c.dev.NewTimedEvent()
+		if err != nil {
+			return err
+		}
+		t.rounds = append(t.rounds, ev)
+	}
+	t.nrounds = n
+	return t.rounds[i].Record(s)
 }
 
 // markNodeStage marks on s the end of both the scatter and the reduce of
@@ -125,6 +151,9 @@ func (c *Context) LastStages() (Stages, error) {
 		return d
 	}
 	st := Stages{Scatter: since(t.scatter), IntraReduce: since(t.reduce), Total: since(t.end)}
+	for _, e := range t.rounds[:t.nrounds] {
+		st.Rounds = append(st.Rounds, since(e))
+	}
 	if c.rail != nil {
 		st.InterNode = since(t.p2p)
 	}

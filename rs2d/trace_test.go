@@ -416,3 +416,51 @@ func TestHelpPushesTheLastRows(t *testing.T) {
 		})
 	}
 }
+
+// A traced call in rounds (the pull engine under a bound) reports when each
+// round ended, one time per round, within the call (not necessarily in
+// order: on one node the rounds' launches alternate between two streams);
+// a call in one round reports none.
+func TestTraceRounds(t *testing.T) {
+	shape := bootstrap.Shape{Nodes: 1, LocalSize: 4}
+	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
+	require.NoError(t, err)
+	defer w.Close()
+	ws, rowsPer, n, dt := shape.World(), 12, 1024, dtype.F32
+	m := rowsPer * ws
+	bound := int64(2*(ws-1)*4*n*4 + 16<<10) // rounds of about 4 rows
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+		for _, b := range []int64{bound, 0} {
+			tr, err := newTracedRank(ctx, t, r, rs2d.Config{MaxM: m, N: n, DType: dt, Engine: rs2d.EnginePull,
+				MaxSymmetricBytes: b, Timeout: 2 * time.Minute}, ws)
+			if err != nil {
+				return err
+			}
+			st, err := tr.call(ctx, nil)
+			pr := tr.rs.Memory().PullRows
+			tr.close()
+			if err != nil {
+				return err
+			}
+			want := 0
+			if pr > 0 {
+				want = (rowsPer + pr - 1) / pr
+			}
+			if b > 0 && want < 3 {
+				return fmt.Errorf("bound %d: %d rows per round of %d, want 3 rounds or more", b, pr, rowsPer)
+			}
+			if len(st.Rounds) != want {
+				return fmt.Errorf("bound %d: %d round ends traced (%v), want %d", b, len(st.Rounds), st.Rounds, want)
+			}
+			for _, at := range st.Rounds {
+				if at <= 0 || at > st.Total {
+					return fmt.Errorf("bound %d: round ends %v, the call's end %v", b, st.Rounds, st.Total)
+				}
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+}

@@ -31,6 +31,7 @@ func runBench(ctx context.Context, args []string) error {
 	pngPath := fs.String("png", "", "write a plot of bus bandwidth against size to this PNG file")
 	jsonOut := fs.Bool("json", false, jsonHelp)
 	copyIn := fs.Bool("copy-in", false, "the pull engine reads the caller's buffer, copied into its symmetric input by each call (default: rows put there once, zero copy)")
+	trace := fs.Bool("trace", false, "after each size, one more call traced: rank 0's stage times (the call's end; in rounds under --max-symm, each round's end)")
 	register := fs.Bool("register", false, "the pull engine reads the caller's plain buffer in place, registered once before timing (Context.Register; default: rows put into its symmetric input once, zero copy)")
 	capture := fs.Bool("capture", false, "time CUDA-graph launches of the calls, hiercoll's and NCCL's alike (device time without the host's enqueue, "+
 		"as in a captured training step): --iters calls captured once per size, one launch per measurement; needs --graphs on")
@@ -80,7 +81,7 @@ func runBench(ctx context.Context, args []string) error {
 		return func(ctx context.Context, r worldRank) error {
 			var rows []benchmarks.BenchRow
 			opts := benchmarks.BenchOptions{
-				Sizes: list, N: *n, DType: d, Iters: *iters, Reps: *reps, Variants: variants, CopyIn: *copyIn, Register: *register, Capture: *capture,
+				Sizes: list, N: *n, DType: d, Iters: *iters, Reps: *reps, Variants: variants, CopyIn: *copyIn, Register: *register, Capture: *capture, Trace: *trace,
 				Out: benchmarks.Printer{W: report}, Title: wh.title, Rows: &rows,
 			}
 			return benchRank(ctx, r, opts, *jsonOut, *csvPath, *pngPath)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -223,6 +224,30 @@ func TestBenchRegister(t *testing.T) {
 	code, _, errOut = hiercoll(t, "bench", "--backend", "sim", "--nodes", "1", "--gpus", "2", "--engine", "pull", "--register", "--copy-in")
 	require.NotEqual(t, 0, code)
 	require.Contains(t, errOut, "pick one")
+}
+
+// bench --trace follows each size with one more call, traced: rank 0's
+// stage times, with each round's end for a call in rounds (--max-symm), as
+// many ends as rounds; without the bound a call has no rounds to report.
+func TestBenchTrace(t *testing.T) {
+	for _, extra := range [][]string{nil, {"--max-symm", "20K"}} {
+		args := append([]string{"bench", "--backend", "sim", "--nodes", "1", "--gpus", "4", "--n", "256", "--engine", "pull",
+			"--sizes", "8K,64K", "--iters", "2", "--reps", "1", "--copy-in", "--trace"}, extra...)
+		code, out, errOut := hiercoll(t, args...)
+		require.Equal(t, 0, code, errOut)
+		traced := regexp.MustCompile(`traced on rank 0: the call [0-9.]+ us(; its ([0-9]+) rounds ended at ([0-9. ]+) us)?\n`).FindAllStringSubmatch(out, -1)
+		require.Len(t, traced, 2, "a traced line per size:\n%s", out)
+		if extra == nil {
+			for _, m := range traced {
+				require.Empty(t, m[1], "no rounds without a bound: %q", m[0])
+			}
+			continue
+		}
+		rounds, err := strconv.Atoi(traced[1][2])
+		require.NoError(t, err, traced[1][0])
+		require.Greater(t, rounds, 1, traced[1][0])
+		require.Len(t, strings.Fields(traced[1][3]), rounds, traced[1][0])
+	}
 }
 
 // bench --capture times graph launches of captured calls (the simulated
