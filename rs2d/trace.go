@@ -21,7 +21,9 @@ type Stages struct {
 	InterNode   time.Duration // the last rail send finished (0 on one node)
 	Total       time.Duration // the final reduce finished: the whole call
 	// Rounds is when each round of a call in rounds (under a bound) ended
-	// its last node step, in order; nil for a call in one round.
+	// its last node step, in the rounds' order (their ends need not be: on
+	// one node the pull engine's rounds alternate between two streams);
+	// nil for a call in one round.
 	Rounds []time.Duration
 }
 
