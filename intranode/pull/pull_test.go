@@ -56,33 +56,32 @@ func (l *late) sleep(s device.Stream) error {
 	return l.Device.Launch(s, k, 1)
 }
 
-func (l *late) Copy(s device.Stream, dst, src device.Ptr, n int64) error {
-	if l.copied != nil {
-		l.copied.Add(1)
+// copying counts a copy of n bytes on s (in count, where not nil, and in
+// copiedBytes) and holds it back where copies are late.
+func (l *late) copying(s device.Stream, n int64, count *atomic.Int64) error {
+	if count != nil {
+		count.Add(1)
 	}
 	if l.copiedBytes != nil {
 		l.copiedBytes.Add(n)
 	}
 	if l.copies {
-		if err := l.sleep(s); err != nil {
-			return err
-		}
+		return l.sleep(s)
+	}
+	return nil
+}
+
+func (l *late) Copy(s device.Stream, dst, src device.Ptr, n int64) error {
+	if err := l.copying(s, n, l.copied); err != nil {
+		return err
 	}
 	return l.Device.Copy(s, dst, src, n)
 }
 
 func (l *late) Launch(s device.Stream, k *device.Kernel, grid int, args ...any) error {
 	if n := smCopyBytes(k, args); n > 0 {
-		if l.smCopies != nil {
-			l.smCopies.Add(1)
-		}
-		if l.copiedBytes != nil {
-			l.copiedBytes.Add(n)
-		}
-		if l.copies {
-			if err := l.sleep(s); err != nil {
-				return err
-			}
+		if err := l.copying(s, n, l.smCopies); err != nil {
+			return err
 		}
 	}
 	if l.launches != nil && strings.HasPrefix(k.Name, "hc_pull_") {
