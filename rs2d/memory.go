@@ -26,7 +26,8 @@ import (
 //	             Rail = 3 or 4 × nnodes × B(MaxM/world) + pads   (nnodes > 1)
 //	ring:        Node = channels × (lws−1) × slots × chunk + pads
 //	             Rail = 3 or 4 × nnodes × B(RailRows) + pads     (nnodes > 1)
-//	pull, bound: Node = 2 × (world − nnodes) × PullRows × N × e + pads
+//	pull, bound: Node = sets × (world − nnodes) × PullRows × N × e + pads
+//	             (sets: 3 on one node, 2 across nodes)
 //	             Rail = 3 or 4 × nnodes × B(PullRows) + pads     (nnodes > 1)
 //
 // The pads are a few KiB of signal words. The rail's three sets are a
@@ -73,7 +74,7 @@ func (m Memory) String() string {
 		s += fmt.Sprintf(", %d channels × %d slots of %s per peer", m.Ring.Channels, m.Ring.Slots, sizeOf(m.Ring.ChunkBytes))
 	}
 	if m.PullRows > 0 {
-		s += fmt.Sprintf(", rounds of %d rows per block through two staging sets", m.PullRows)
+		s += fmt.Sprintf(", rounds of %d rows per block through staging sets", m.PullRows)
 	}
 	if m.CopyEngine > 0 {
 		s += fmt.Sprintf(", of it %s of copy-engine landing slots", sizeOf(m.CopyEngine))
@@ -338,10 +339,11 @@ func (p planner) ring() (Memory, error) {
 }
 
 // pullBounded is the pull engine's memory under cfg.MaxSymmetricBytes: the
-// call in rounds of as many rows of each destination's block as two
+// call in rounds of as many rows of each destination's block as the
 // staging sets (a block of those rows per destination on another GPU of
-// the node: one set being read while the next is copied in) and, across
-// nodes, the rail's buffers for a round leave room for. An error names the
+// the node; three on one node, where two rounds' sets may be read while
+// the next is copied in, else two) and, across nodes, the rail's buffers
+// for a round leave room for. An error names the
 // minimum, a round of one row, when even that does not fit.
 func (p planner) pullBounded() (Memory, error) {
 	q := p

@@ -320,16 +320,17 @@ func TestMemoryExample(t *testing.T) {
 		}
 	}
 	// Auto under 64 MiB: the pull engine in rounds. Rows are 32 KiB; a
-	// round of r rows takes two staging sets of r rows for each destination
-	// on another GPU of the node (1×8: 2 × 7 × 32 KiB = 448 KiB a row: 146
-	// rows and the pads in 64 MiB) and, on 2 nodes, sets of 2 × 3 blocks
+	// round of r rows takes a staging set of r rows for each destination
+	// on another GPU of the node per set, three sets on one node (1×8: 3 ×
+	// 7 × 32 KiB = 672 KiB a row: 97 rows and the pads in 64 MiB) and two
+	// on 2 nodes, sets of 2 × 3 blocks
 	// and the rail's 4 × 2 blocks of r rows (Auto's transport may be
 	// NVSHMEM, which stages in a fourth set: 20 × 32 KiB = 640 KiB a row:
 	// 102).
 	for _, c := range []struct {
 		shape bootstrap.Shape
 		rows  int
-	}{{bootstrap.Shape{Nodes: 1, LocalSize: 8}, 146}, {bootstrap.Shape{Nodes: 2, LocalSize: 4}, 102}} {
+	}{{bootstrap.Shape{Nodes: 1, LocalSize: 8}, 97}, {bootstrap.Shape{Nodes: 2, LocalSize: 4}, 102}} {
 		bounded := cfg
 		bounded.MaxSymmetricBytes = 64 * MiB
 		m, err := rs2d.MemoryOf(bounded, c.shape, 132)

@@ -32,7 +32,7 @@
 //     in pieces overlapping the pull from blocks of 128 MiB); on one node
 //     of 2 GPUs zero-copy and registered calls of large blocks are pulled
 //     by the copy engine instead (Tuning.CopyEnginePullBytes); under a
-//     bound the call goes in rounds through two staging sets (a registered
+//     bound the call goes in rounds through staging sets (a registered
 //     input is read in place, on one node in one launch);
 //   - ring (intranode/ring, named, or under a bound the pull engine's
 //     rounds do not fit): FIFO slots with head/tail credits, memory that

@@ -22,15 +22,17 @@
 // Under a memory bound the call goes in rounds of a few rows of every
 // destination's block (NewMaker's rows; rs2d's loop hands them out as
 // Step.Row0, Step.Rows): each round's rows for the node peers are copied
-// from the caller's input into one of two staging sets, a block of rows rows
+// from the caller's input into one of the staging sets, a block of rows rows
 // per peer destination (world − nodes), on the copy stream, while the peers
-// read the previous round's set; a copy into a set waits until the pull that
-// last read it ended, i.e. until every peer read it. A rank reads its own
-// rows from the caller's input. The memory is then 2 × (world − nodes) ×
-// rows rows, whatever M. On one node the rounds' launches alternate between
-// two lanes (the caller's stream and the reduction stream, each with its own
-// flags and call state), so that a round's launch, arrival and first loads
-// overlap the previous round's last loads and reads-done handshake.
+// read the sets of the rounds before; a copy into a set waits until the pull
+// that last read it ended, i.e. until every peer read it. A rank reads its
+// own rows from the caller's input. On one node the rounds' launches
+// alternate between two lanes (the caller's stream and the reduction stream,
+// each with its own flags and call state), so that a round's launch, arrival
+// and first loads overlap the previous round's last loads and reads-done
+// handshake. There is a set for each lane and one more, so that the next
+// round's copy waits for neither of the two pulls that may run at once. The
+// memory is then sets × (world − nodes) × rows rows, whatever M.
 //
 // Small whole calls go in one shot instead (oneshot.go): each rank pushes
 // its rows into its peers' landing slots and sums what lands in its own,
@@ -71,11 +73,12 @@ type Maker struct {
 	spec         intranode.Spec
 	rows         int      // rows of each block per round (0: whole calls)
 	lanes        int      // launches in flight at once: 2 in rounds on one node, else 1
+	sets         int      // staging sets in rounds: lanes + 1
 	flags, state symm.Pad // per lane
 	peerTable    symm.Region
 	inputTable   symm.Region // whole calls: every node peer's symmetric input
 	firstCopy    symm.Region // whole calls on one node: the copy stream's first copy (Make)
-	staging      symm.Region // two sets of (world − nodes) × rows rows (in rounds)
+	staging      symm.Region // sets of (world − nodes) × rows rows each (in rounds)
 	// roundsTable (in rounds) is every node peer's staging as mapped here,
 	// shifted to where its sets hold this rank's blocks (setBlock).
 	roundsTable symm.Region
@@ -106,6 +109,7 @@ func NewMaker(spec intranode.Spec, rows int, oneShot int64, ce CopyEngine) *Make
 	if rows > 0 && spec.Place.Shape.Nodes == 1 {
 		m.lanes = 2
 	}
+	m.sets = m.lanes + 1
 	if rows == 0 {
 		m.ce, m.ceBySize = ce.resolve(spec), ce.Chunk <= 0
 	}
@@ -179,7 +183,7 @@ func (m *Maker) AddTo(l *symm.Layout) {
 	if m.rows > 0 {
 		m.roundsTable = l.Add("pull rounds table", int64(lws)*8)
 		if m.setBytes() > 0 {
-			m.staging = l.Add("pull staging", 2*m.setBytes())
+			m.staging = l.Add("pull staging", int64(m.sets)*m.setBytes())
 		}
 	}
 	if m.slot > 0 {
@@ -227,7 +231,7 @@ func (m *Maker) Make(_ context.Context, env intranode.Env) (intranode.Engine, er
 		}
 	}
 	if m.rows > 0 || env.Place.Shape.Nodes == 1 { // rounds, or whole calls copied in pieces
-		for i := range e.copied {
+		for i := range max(1, m.sets) {
 			var err error
 			if e.copied[i], err = env.Dev.NewEvent(); err == nil {
 				e.read[i], err = env.Dev.NewEvent()
@@ -255,9 +259,9 @@ type Engine struct {
 	m   *Maker
 	// In rounds: the round of the call being enqueued, and per staging
 	// set the end of its copy (copy stream) and of the pull that read it
-	// (the caller's stream).
+	// (its lane's stream). A whole call in pieces uses copied[0].
 	round        int
-	copied, read [2]device.Event
+	copied, read [maxSets]device.Event
 	// Whole calls: every node peer's symmetric input (inputTable's, on the
 	// host).
 	inputPeers []device.Ptr
@@ -437,6 +441,9 @@ func (e *Engine) copyIn(s device.Stream, call intranode.Call, r0, rows, sms int)
 // (on 2 and 4 H200s; 8 SMs fell behind the pulls at 512 MiB on 4).
 const maxPieces, pieceCopySMs = 8, 16
 
+// maxSets is the most staging sets (a lane's each and one more).
+const maxSets = 3
+
 // Variables for the tests' small pieces.
 var minPieceBlock, minPieceBytes int64 = 128 << 20, 16 << 20
 
@@ -544,7 +551,7 @@ func (e *Engine) state(lane int) device.Ptr {
 
 // roundStep is a node step of a call in rounds. A round's first node step
 // (the node after this rank's, in node swizzle) copies the round's rows of
-// every node peer destination's block into staging set round%2, once the pull that
+// every node peer destination's block into staging set round%sets, once the pull that
 // last read that set ended; its kernels wait for every peer's copy (arrive)
 // in the first step and, in the round's last (the own node), end once every
 // peer read this rank's set (done). The round's launches go on its lane's
@@ -553,7 +560,7 @@ func (e *Engine) state(lane int) device.Ptr {
 func (e *Engine) roundStep(s device.Stream, step intranode.Step) (intranode.Done, error) {
 	nodes, place := e.env.Place.Shape.Nodes, e.env.Place
 	first, last := step.Node == (place.Node+1)%nodes, step.Node == place.Node
-	set, lane := e.round%2, e.round%e.m.lanes
+	set, lane := e.round%e.m.sets, e.round%e.m.lanes
 	if lane == 1 {
 		s = e.env.Streams.Reduction
 	}
@@ -580,7 +587,7 @@ func (e *Engine) roundStep(s device.Stream, step intranode.Step) (intranode.Done
 // that last read the set, and has s wait for the copy.
 func (e *Engine) stage(s device.Stream, step intranode.Step, set int, base int64) error {
 	cp, rowBytes := e.env.Streams.Copy[0], e.env.RowBytes()
-	if e.round >= 2 {
+	if e.round >= e.m.sets {
 		if err := cp.WaitEvent(e.read[set]); err != nil {
 			return err
 		}
