@@ -177,6 +177,31 @@ func RankSwizzle(lr, lws int) []int {
 	return order
 }
 
+// RoundRows cuts a block of rpr rows into rounds of at most per rows, as
+// few as hold them: rounds that differ by one row at most (not whole
+// rounds and a short rest: a round of one row costs about what a whole
+// one does), or, with shortFirst, a first round of a quarter of per (more
+// where the count needs it), then whole rounds and the rest last.
+func RoundRows(rpr, per int, shortFirst bool) []int {
+	n := (rpr + per - 1) / per
+	rows := make([]int, 0, n)
+	if !shortFirst {
+		for i := range n {
+			rows = append(rows, rpr/n+min(1, max(0, rpr%n-i)))
+		}
+		return rows
+	}
+	r0 := 0
+	if n > 1 {
+		r0 = max((per+3)/4, rpr-(n-1)*per)
+		rows = append(rows, r0)
+	}
+	for ; r0 < rpr; r0 += per {
+		rows = append(rows, min(per, rpr-r0))
+	}
+	return rows
+}
+
 // ChunkRows returns the row range [r0, r1) of chunk c of a block of rows
 // rows cut into chunks pieces.
 func ChunkRows(rows, chunks, c int) (int, int) {

@@ -21,6 +21,3 @@ func (c *Context) NodeHeapBytes() (int64, error) {
 	_, in, err := c.dev.AddressRange(c.inputHeap.Local())
 	return size + in, err
 }
-
-// RoundRows is roundRows: how a call's block is cut into rounds.
-var RoundRows = roundRows

@@ -45,7 +45,7 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch symm.Epoch) err
 		c.tracer.nrounds = 0
 	}
 	r0 := 0
-	rounds := roundRows(rpr, per, c.shortFirstRound(per, rpr))
+	rounds := intranode.RoundRows(rpr, per, c.shortFirstRound(per, rpr))
 	for i, rows := range rounds {
 		seq := epoch
 		if c.rail != nil && c.roundsRail() {
@@ -73,31 +73,6 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch symm.Epoch) err
 		}
 	}
 	return c.mark(func(t *tracer) device.Event { return t.end }, s)
-}
-
-// roundRows cuts a block of rpr rows into rounds of at most per rows, as
-// few as hold them: rounds that differ by one row at most (not whole
-// rounds and a short rest: a round of one row costs about what a whole
-// one does), or, with shortFirst, a first round of a quarter of per (more
-// where the count needs it), then whole rounds and the rest last.
-func roundRows(rpr, per int, shortFirst bool) []int {
-	n := (rpr + per - 1) / per
-	rows := make([]int, 0, n)
-	if !shortFirst {
-		for i := range n {
-			rows = append(rows, rpr/n+min(1, max(0, rpr%n-i)))
-		}
-		return rows
-	}
-	r0 := 0
-	if n > 1 {
-		r0 = max((per+3)/4, rpr-(n-1)*per)
-		rows = append(rows, r0)
-	}
-	for ; r0 < rpr; r0 += per {
-		rows = append(rows, min(per, rpr-r0))
-	}
-	return rows
 }
 
 // shortFirstRound reports whether a call of rpr rows per block in rounds
