@@ -293,7 +293,7 @@ func TestMemoryExample(t *testing.T) {
 		chunk       int64
 		description string
 	}{
-		{bootstrap.Shape{Nodes: 1, LocalSize: 8}, rs2d.EngineAuto, 0, 260*MiB + 4608, 0, 1024, 0, "1×8 direct"},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 8}, rs2d.EngineAuto, 0, 260*MiB + 6912, 0, 1024, 0, "1×8 direct"},
 		{bootstrap.Shape{Nodes: 1, LocalSize: 8}, rs2d.EngineRing, 0, 28*MiB + 2048, 0, 1024, 128 << 10, "1×8 ring"},
 		{bootstrap.Shape{Nodes: 1, LocalSize: 8}, rs2d.EngineRing, 64 * MiB, 28*MiB + 2048, 0, 1024, 128 << 10, "1×8 ring under 64 MiB"},
 		{bootstrap.Shape{Nodes: 2, LocalSize: 4}, rs2d.EngineAuto, 0, 260*MiB + 2816, 192*MiB + 512, 1024, 0, "2×4 direct over IPC"},

@@ -9,9 +9,8 @@
 // copy), or registers its buffer (intranode.Call.InputViews: the peers read
 // it in place), or they are copied in first: the blocks the peers read,
 // this rank's own staying in the caller's input where that pays
-// (ownInPlace); a large whole call on one node in pieces, each piece's copy
-// on the copy stream (the first by the copy engine, the others by SM
-// copies) overlapping the previous piece's pull. Two handshakes
+// (ownInPlace); a large whole call on one node in rounds staged in the
+// symmetric input (below). Two handshakes
 // inside the kernel guard the input (pull.cu): a rank reads a peer's input
 // only after the peer's launch started, and a call's last launch ends only
 // after every peer finished reading this rank's input, so whatever follows
@@ -33,6 +32,11 @@
 // handshake. There is a set for each lane and one more, so that the next
 // round's copy waits for neither of the two pulls that may run at once. The
 // memory is then sets × (world − nodes) × rows rows, whatever M.
+//
+// A large whole call on one node whose input is copied in goes in the same
+// rounds, its staging sets in the symmetric input (which it would otherwise
+// be copied into whole): each round's copy on the copy stream overlaps the
+// pulls of the rounds before, where a whole copy would come first.
 //
 // Small whole calls go in one shot instead (oneshot.go): each rank pushes
 // its rows into its peers' landing slots and sums what lands in its own,
@@ -62,7 +66,6 @@ import (
 	"fmt"
 
 	"github.com/seed12530e24/hiercoll/device"
-	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/intranode"
 	"github.com/seed12530e24/hiercoll/kernels"
 	"github.com/seed12530e24/hiercoll/symm"
@@ -70,18 +73,22 @@ import (
 
 // Maker lays out and makes the pull engine.
 type Maker struct {
-	spec         intranode.Spec
-	rows         int      // rows of each block per round (0: whole calls)
-	lanes        int      // launches in flight at once: 2 in rounds on one node, else 1
-	sets         int      // staging sets in rounds: lanes + 1
+	spec  intranode.Spec
+	rows  int // rows of each block per round (0: whole calls)
+	lanes int // launches in flight at once: 2 in rounds on one node, else 1
+	sets  int // staging sets in rounds: lanes + 1
+	// inRows is the rows of each block per round of a whole call copied
+	// in, staged in the symmetric input (0: such calls copy in whole).
+	inRows       int
 	flags, state symm.Pad // per lane
 	peerTable    symm.Region
 	inputTable   symm.Region // whole calls: every node peer's symmetric input
 	firstCopy    symm.Region // whole calls on one node: the copy stream's first copy (Make)
 	staging      symm.Region // sets of (world − nodes) × rows rows each (in rounds)
 	// roundsTable (in rounds) is every node peer's staging as mapped here,
-	// shifted to where its sets hold this rank's blocks (setBlock).
-	roundsTable symm.Region
+	// shifted to where its sets hold this rank's blocks (setBlock);
+	// inputRounds the same of the staging in the symmetric inputs (inRows).
+	roundsTable, inputRounds symm.Region
 	// One shot (oneshot.go): bytes of a landing slot (0: none), the slots
 	// (2 parities × lws) and their flags.
 	slot         int64
@@ -106,10 +113,15 @@ var _ intranode.Maker = (*Maker)(nil)
 // the copy engine (CopyEngine; cepull.go).
 func NewMaker(spec intranode.Spec, rows int, oneShot int64, ce CopyEngine) *Maker {
 	m := &Maker{spec: spec, rows: rows, lanes: 1}
-	if rows > 0 && spec.Place.Shape.Nodes == 1 {
-		m.lanes = 2
+	lws, rowBytes := int64(spec.LocalSize()), spec.RowBytes()
+	if spec.Place.Shape.Nodes == 1 && lws > 1 {
+		m.lanes = 2 // rounds, or whole calls copied in rounds
 	}
 	m.sets = m.lanes + 1
+	if rows == 0 && m.lanes > 1 {
+		staging := min(inStagingBytes, int64(spec.MaxRows)*rowBytes)
+		m.inRows = int(staging / (int64(m.sets) * (lws - 1) * rowBytes))
+	}
 	if rows == 0 {
 		m.ce, m.ceBySize = ce.resolve(spec), ce.Chunk <= 0
 	}
@@ -129,15 +141,15 @@ func (m *Maker) maxGrid() int { return max(1, min(m.spec.ReductionSMs, maxBlocks
 // laneFlags is the handshake flags of one lane: two sets of maxGrid × lws.
 func (m *Maker) laneFlags() int { return flagSets * m.maxGrid() * m.spec.LocalSize() }
 
-// setBytes is one staging set: a block of m.rows rows for each destination
-// on another GPU of the node, (world − nodes) blocks.
-func (m *Maker) setBytes() int64 {
+// setBytes is one staging set of rounds of rows rows: a block for each
+// destination on another GPU of the node, (world − nodes) blocks.
+func (m *Maker) setBytes(rows int) int64 {
 	shape := m.spec.Place.Shape
-	return int64(shape.World()-shape.Nodes) * m.blockBytes()
+	return int64(shape.World()-shape.Nodes) * m.blockBytes(rows)
 }
 
-// blockBytes is one block of a staging set: m.rows rows.
-func (m *Maker) blockBytes() int64 { return int64(m.rows) * m.spec.RowBytes() }
+// blockBytes is one block of a staging set: rows rows.
+func (m *Maker) blockBytes(rows int) int64 { return int64(rows) * m.spec.RowBytes() }
 
 // setBlock is the block of a staging set on local rank owner that holds
 // the rows for local rank lr (≠ owner) of node node: the set leaves out
@@ -150,17 +162,11 @@ func (m *Maker) setBlock(node, lr, owner int) int64 {
 	return int64(node*(lws-1) + lr)
 }
 
-// Prepare loads the kernel for the spec's dtype and node size, the
-// reduce kernel that sums the copy engine's pulls, and the one that
-// copies the pieces (the int32 reduce: whole calls on one node).
+// Prepare loads the kernel for the spec's dtype and node size and the
+// reduce kernel that sums the copy engine's pulls.
 func (m *Maker) Prepare(dev device.Device) error {
 	if m.ce.MinBlock > 0 {
 		if err := kernels.Prepare(dev, m.spec.DType); err != nil {
-			return err
-		}
-	}
-	if m.rows == 0 && m.spec.Place.Shape.Nodes == 1 {
-		if err := kernels.Prepare(dev, dtype.I32); err != nil {
 			return err
 		}
 	}
@@ -180,10 +186,13 @@ func (m *Maker) AddTo(l *symm.Layout) {
 			m.firstCopy = l.Add("pull copy stream's first copy", 32)
 		}
 	}
+	if m.inRows > 0 {
+		m.inputRounds = l.Add("pull copy-in rounds table", int64(lws)*8)
+	}
 	if m.rows > 0 {
 		m.roundsTable = l.Add("pull rounds table", int64(lws)*8)
-		if m.setBytes() > 0 {
-			m.staging = l.Add("pull staging", int64(m.sets)*m.setBytes())
+		if m.setBytes(m.rows) > 0 {
+			m.staging = l.Add("pull staging", int64(m.sets)*m.setBytes(m.rows))
 		}
 	}
 	if m.slot > 0 {
@@ -214,7 +223,7 @@ func (m *Maker) Make(_ context.Context, env intranode.Env) (intranode.Engine, er
 	if m.rows > 0 {
 		me := env.Place.LocalRank
 		if _, err := intranode.WriteTable(env, m.roundsTable, "rounds table", func(lr int) device.Ptr {
-			return intranode.PeerHeap(env, lr).Add(m.setBlock(0, me, lr) * m.blockBytes())
+			return intranode.PeerHeap(env, lr).Add(m.staging.Off + m.setBlock(0, me, lr)*m.blockBytes(m.rows))
 		}); err != nil {
 			return nil, err
 		}
@@ -225,12 +234,20 @@ func (m *Maker) Make(_ context.Context, env intranode.Env) (intranode.Engine, er
 			return nil, err
 		}
 	}
+	if m.inRows > 0 {
+		me := env.Place.LocalRank
+		if _, err := intranode.WriteTable(env, m.inputRounds, "copy-in rounds table", func(lr int) device.Ptr {
+			return e.inputPeers[lr].Add(m.setBlock(0, me, lr) * m.blockBytes(m.inRows))
+		}); err != nil {
+			return nil, err
+		}
+	}
 	if m.ce.MinBlock > 0 {
 		if err := e.ceMake(); err != nil {
 			return nil, errors.Join(fmt.Errorf("pull: %w", err), e.Close())
 		}
 	}
-	if m.rows > 0 || env.Place.Shape.Nodes == 1 { // rounds, or whole calls copied in pieces
+	if m.rows > 0 || env.Place.Shape.Nodes == 1 { // rounds, or whole calls copied in
 		for i := range max(1, m.sets) {
 			var err error
 			if e.copied[i], err = env.Dev.NewEvent(); err == nil {
@@ -242,8 +259,9 @@ func (m *Maker) Make(_ context.Context, env intranode.Env) (intranode.Engine, er
 		}
 		if m.firstCopy.Size > 0 {
 			// The copy stream copies before any call's copy on the caller's
-			// stream: in the other order the copies of calls in pieces ran
-			// slower for the rest of the process (RESULTS.md).
+			// stream: in the other order the copies of calls copied in on
+			// the copy stream ran slower for the rest of the process
+			// (RESULTS.md).
 			at := env.Heap.Local().Add(m.firstCopy.Off)
 			if err := env.Dev.Copy(env.Streams.Copy[0], at.Add(16), at, 16); err != nil {
 				return nil, errors.Join(fmt.Errorf("pull: %w", err), e.Close())
@@ -259,7 +277,7 @@ type Engine struct {
 	m   *Maker
 	// In rounds: the round of the call being enqueued, and per staging
 	// set the end of its copy (copy stream) and of the pull that read it
-	// (its lane's stream). A whole call in pieces uses copied[0].
+	// (its lane's stream).
 	round        int
 	copied, read [maxSets]device.Event
 	// Whole calls: every node peer's symmetric input (inputTable's, on the
@@ -300,9 +318,8 @@ func grid(rowBytes int64, rows, sms int) int {
 
 // Begin copies the call's rows into the symmetric input, unless the call
 // goes in one shot, or the caller wrote them there (call.Input is the input
-// region) or registered them. In rounds, and for a whole call copied in
-// pieces, the copy stream starts after s instead: each round's or piece's
-// copy comes with its pull.
+// region) or registered them. In rounds the copy stream and the second
+// lane start after s instead: each round's copy comes with its pull.
 func (e *Engine) Begin(s device.Stream, call intranode.Call) error {
 	if e.oneShot(call) {
 		return nil // read in place by its own rank
@@ -310,7 +327,7 @@ func (e *Engine) Begin(s device.Stream, call intranode.Call) error {
 	if e.cePull(call) {
 		return e.ceBegin(s, call)
 	}
-	if (e.m.rows > 0 && call.InputViews == 0) || e.pieces(call) > 1 {
+	if e.staged(call) {
 		e.round = 0
 		if e.m.lanes > 1 {
 			if err := e.env.Streams.Join(e.env.Streams.Reduction, s); err != nil {
@@ -322,7 +339,7 @@ func (e *Engine) Begin(s device.Stream, call intranode.Call) error {
 	if call.Input == e.sym() || call.InputViews != 0 {
 		return nil
 	}
-	if err := e.copyIn(s, call, 0, call.RowsPer, 0); err != nil {
+	if err := e.copyIn(s, call); err != nil {
 		return fmt.Errorf("pull: copying the input into the symmetric input: %w", err)
 	}
 	return nil
@@ -343,9 +360,9 @@ func (e *Engine) Step(s device.Stream, step intranode.Step) (intranode.Done, err
 	case step.InputViews != 0: // a registered input: read in place, rounds or not
 		return e.pull(s, 0, step, step.InputViews, row, 0, step.First, step.Last)
 	case e.m.rows > 0:
-		return e.roundStep(s, step)
-	case e.pieces(step.Call) > 1:
-		return e.pieceSteps(s, step)
+		return e.roundStep(s, step, e.heapStaging())
+	case e.inRounds(step.Call):
+		return e.copyInRounds(s, step)
 	}
 	return e.pull(s, 0, step, e.inputs(), row, e.ownRows(step), step.First, step.Last) // in the symmetric inputs
 }
@@ -387,31 +404,13 @@ func (e *Engine) ownIn(step intranode.Step) device.Ptr {
 	return step.Input.Add(int64(g*step.RowsPer+step.Row0) * e.env.RowBytes())
 }
 
-// copyIn copies rows [r0, r0+rows) of every destination's block of call's
-// input into the symmetric input on s, but this rank's own blocks where
-// they are read in place, in as few copies as the blocks left are runs: by
-// the copy engine, or by SM copies on sms SMs where sms is not 0.
-func (e *Engine) copyIn(s device.Stream, call intranode.Call, r0, rows, sms int) error {
-	world, lws, me, rowBytes := e.env.Place.Shape.World(), e.env.LocalSize(), e.env.Place.LocalRank, e.env.RowBytes()
+// copyIn copies every destination's block of call's input into the
+// symmetric input on s, but this rank's own blocks where they are read in
+// place, in as few copies as the blocks left are runs.
+func (e *Engine) copyIn(s device.Stream, call intranode.Call) error {
+	world, lws, me, block := e.env.Place.Shape.World(), e.env.LocalSize(), e.env.Place.LocalRank, int64(call.RowsPer)*e.env.RowBytes()
 	inPlace := e.ownInPlace(call)
 	skip := func(g int) bool { return inPlace && g%lws == me }
-	copyAt := func(at, n int64) error {
-		if sms > 0 {
-			return kernels.LaunchCopy(e.env.Dev, s, intranode.BlocksPerSM*sms, e.sym().Add(at), call.Input.Add(at), n)
-		}
-		return e.env.Dev.Copy(s, e.sym().Add(at), call.Input.Add(at), n)
-	}
-	copyRange := func(g0, g1 int) error { // blocks [g0, g1): one copy where the rows are whole blocks
-		if r0 == 0 && rows == call.RowsPer {
-			return copyAt(int64(g0*call.RowsPer)*rowBytes, int64((g1-g0)*rows)*rowBytes)
-		}
-		for g := g0; g < g1; g++ {
-			if err := copyAt(int64(g*call.RowsPer+r0)*rowBytes, int64(rows)*rowBytes); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	for g0 := 0; g0 < world; {
 		if skip(g0) {
 			g0++
@@ -421,7 +420,8 @@ func (e *Engine) copyIn(s device.Stream, call intranode.Call, r0, rows, sms int)
 		for g1 < world && !skip(g1) {
 			g1++
 		}
-		if err := copyRange(g0, g1); err != nil {
+		at := int64(g0) * block
+		if err := e.env.Dev.Copy(s, e.sym().Add(at), call.Input.Add(at), int64(g1-g0)*block); err != nil {
 			return err
 		}
 		g0 = g1
@@ -429,71 +429,53 @@ func (e *Engine) copyIn(s device.Stream, call intranode.Call, r0, rows, sms int)
 	return nil
 }
 
-// Whole calls on one node whose input is copied in go in pieces where each
-// destination's block is at least minPieceBlock bytes: pieces of at least
-// minPieceBytes of each block, at most maxPieces, each piece's copy on the
-// copy stream overlapping the previous piece's pull. Smaller blocks go
-// whole: on 4 H200s pieces of 8 MiB of 32 MiB blocks measured slower than
-// one copy (benchmarks/RESULTS.md). The first piece's copy, which no pull
-// hides, goes by the copy engine (the fastest local copy); the later ones
-// by SM copies on pieceCopySMs SMs, beside the pulls: with the copy
-// engine's copies running back to back beside them the pulls took longer
-// (on 2 and 4 H200s; 8 SMs fell behind the pulls at 512 MiB on 4).
-const maxPieces, pieceCopySMs = 8, 16
-
 // maxSets is the most staging sets (a lane's each and one more).
 const maxSets = 3
 
-// Variables for the tests' small pieces.
-var minPieceBlock, minPieceBytes int64 = 128 << 20, 16 << 20
+// Whole calls on one node whose input is copied in go in rounds staged in
+// the symmetric input where each destination's block is at least
+// minInRoundsBlock bytes, the staging sets taking inStagingBytes of it (or
+// all of it, where it is smaller). On 4 H200s rounds under 128 MiB read
+// faster than the whole copy then the pull from blocks of 32 MiB (and than
+// pieces of the copy overlapping the pull), slower at 8 MiB blocks
+// (RESULTS.md). Variables for the tests.
+var (
+	minInRoundsBlock int64 = 32 << 20
+	inStagingBytes   int64 = 128 << 20
+)
 
-// pieces is how many pieces call's copy-in and pull go in: 1 but for a
-// whole call on one node whose input is neither the symmetric input nor
-// registered.
-func (e *Engine) pieces(call intranode.Call) int {
-	if e.m.rows > 0 || e.env.Place.Shape.Nodes > 1 || call.Input == e.sym() || call.InputViews != 0 {
-		return 1
-	}
-	block := int64(call.RowsPer) * e.env.RowBytes()
-	if block < minPieceBlock {
-		return 1
-	}
-	return int(max(1, min(int64(maxPieces), block/minPieceBytes, int64(call.RowsPer))))
+// staged reports whether call goes in rounds through staging sets: a call
+// under a bound whose input is not registered, or a whole call copied in
+// rounds.
+func (e *Engine) staged(call intranode.Call) bool {
+	return (e.m.rows > 0 && call.InputViews == 0) || e.inRounds(call)
 }
 
-// pieceSteps is the node step of a whole call on one node copied in
-// pieces: per piece, its rows of every destination's block (but the own
-// one where it is read in place) are copied into the symmetric input on
-// the copy stream and pulled once every peer copied its own (each launch
-// makes the arrival handshake; the last, the reads-done one too).
-func (e *Engine) pieceSteps(s device.Stream, step intranode.Step) (intranode.Done, error) {
-	n, rowBytes := e.pieces(step.Call), e.env.RowBytes()
-	per := (step.RowsPer + n - 1) / n
-	cp := e.env.Streams.Copy[0]
+// inRounds reports whether call is a whole call copied in rounds staged in
+// the symmetric input: on one node, its input neither the symmetric input
+// nor registered, its blocks from minInRoundsBlock.
+func (e *Engine) inRounds(call intranode.Call) bool {
+	return e.m.inRows > 0 && call.Input != e.sym() && call.InputViews == 0 &&
+		int64(call.RowsPer)*e.env.RowBytes() >= minInRoundsBlock
+}
+
+// copyInRounds is the node step of a whole call copied in rounds: the
+// block cut as rs2d cuts a call under a bound (a short first round on
+// nodes of two GPUs), each round a roundStep through the staging sets in
+// the symmetric input.
+func (e *Engine) copyInRounds(s device.Stream, step intranode.Step) (intranode.Done, error) {
+	st, rowBytes := e.inputStaging(), e.env.RowBytes()
 	var done intranode.Done
-	for r0 := 0; r0 < step.RowsPer; r0 += per {
-		rows := min(per, step.RowsPer-r0)
-		sms := pieceCopySMs
-		if r0 == 0 {
-			sms = 0
-		}
-		if err := e.copyIn(cp, step.Call, r0, rows, sms); err != nil {
-			return intranode.Done{}, fmt.Errorf("pull: copying rows %d.. of the input in: %w", r0, err)
-		}
-		if err := e.copied[0].Record(cp); err != nil {
-			return intranode.Done{}, err
-		}
-		if err := s.WaitEvent(e.copied[0]); err != nil {
-			return intranode.Done{}, err
-		}
-		piece := step
-		piece.Row0, piece.Rows = r0, rows
-		piece.ReduceTo = step.ReduceTo.Add(int64(r0) * rowBytes)
-		off := int64(e.env.Place.LocalRank*step.RowsPer+r0) * rowBytes
+	r0 := 0
+	for _, rows := range intranode.RoundRows(step.RowsPer, st.rows, e.env.LocalSize() == 2 && st.rows < step.RowsPer) {
+		round := step
+		round.Row0, round.Rows = r0, rows
+		round.ReduceTo = step.ReduceTo.Add(int64(r0) * rowBytes)
 		var err error
-		if done, err = e.pull(s, 0, piece, e.inputs(), off, e.ownRows(piece), true, r0+rows >= step.RowsPer); err != nil {
+		if done, err = e.roundStep(s, round, st); err != nil {
 			return intranode.Done{}, err
 		}
+		r0 += rows
 	}
 	return done, nil
 }
@@ -501,9 +483,25 @@ func (e *Engine) pieceSteps(s device.Stream, step intranode.Step) (intranode.Don
 // heaps is the device table of the node peers' heaps as mapped here.
 func (e *Engine) heaps() device.Ptr { return e.env.Heap.Local().Add(e.m.peerTable.Off) }
 
-// rounds is the device table of the node peers' staging as mapped here,
-// shifted to their blocks for this rank (in rounds).
-func (e *Engine) rounds() device.Ptr { return e.env.Heap.Local().Add(e.m.roundsTable.Off) }
+// staging is where a call's rounds are staged: this rank's sets (local),
+// the device table of the node peers' sets as mapped here, shifted to their
+// blocks for this rank, and the rows of a block.
+type staging struct {
+	local, table device.Ptr
+	rows         int
+}
+
+// heapStaging is the staging of a call under a bound: sets in the heap.
+func (e *Engine) heapStaging() staging {
+	local := e.env.Heap.Local()
+	return staging{local.Add(e.m.staging.Off), local.Add(e.m.roundsTable.Off), e.m.rows}
+}
+
+// inputStaging is the staging of a whole call copied in rounds: sets in
+// the symmetric input.
+func (e *Engine) inputStaging() staging {
+	return staging{e.sym(), e.env.Heap.Local().Add(e.m.inputRounds.Off), e.m.inRows}
+}
 
 // inputs is the device table of the node peers' symmetric inputs as
 // mapped here (whole calls).
@@ -537,7 +535,8 @@ func (e *Engine) pull(s device.Stream, lane int, step intranode.Step, inputs dev
 	}
 	blocks := grid(rowBytes, step.Rows, e.m.maxGrid())
 	p.Tag = inputTag(step.InputSerial)
-	bulk := int64(step.Rows)*rowBytes >= bulkMinBytes || (e.m.rows > 0 && int64(step.RowsPer)*rowBytes >= bulkRoundsMinBlock)
+	rounds := e.m.rows > 0 || e.inRounds(step.Call)
+	bulk := int64(step.Rows)*rowBytes >= bulkMinBytes || (rounds && int64(step.RowsPer)*rowBytes >= bulkRoundsMinBlock)
 	if err := run(e.env.Dev, s, e.env.DType, blocks, p, bulk); err != nil {
 		return intranode.Done{}, fmt.Errorf("pull: node step %d: %w", step.Node, err)
 	}
@@ -549,32 +548,32 @@ func (e *Engine) state(lane int) device.Ptr {
 	return e.env.Heap.Local().Add(e.m.state.Off + 4*int64(lane*stateWords))
 }
 
-// roundStep is a node step of a call in rounds. A round's first node step
-// (the node after this rank's, in node swizzle) copies the round's rows of
-// every node peer destination's block into staging set round%sets, once the pull that
-// last read that set ended; its kernels wait for every peer's copy (arrive)
-// in the first step and, in the round's last (the own node), end once every
-// peer read this rank's set (done). The round's launches go on its lane's
-// stream (round%lanes: 0 is s, 1 the reduction stream), which End joins
-// back into s.
-func (e *Engine) roundStep(s device.Stream, step intranode.Step) (intranode.Done, error) {
+// roundStep is a node step of a call in rounds staged in st. A round's
+// first node step (the node after this rank's, in node swizzle) copies the
+// round's rows of every node peer destination's block into staging set
+// round%sets, once the pull that last read that set ended; its kernels
+// wait for every peer's copy (arrive) in the first step and, in the
+// round's last (the own node), end once every peer read this rank's set
+// (done). The round's launches go on its lane's stream (round%lanes: 0 is
+// s, 1 the reduction stream), which End joins back into s.
+func (e *Engine) roundStep(s device.Stream, step intranode.Step, st staging) (intranode.Done, error) {
 	nodes, place := e.env.Place.Shape.Nodes, e.env.Place
 	first, last := step.Node == (place.Node+1)%nodes, step.Node == place.Node
 	set, lane := e.round%e.m.sets, e.round%e.m.lanes
 	if lane == 1 {
 		s = e.env.Streams.Reduction
 	}
-	if step.Rows > e.m.rows {
-		return intranode.Done{}, fmt.Errorf("pull: a round of %d rows, at most %d: %w", step.Rows, e.m.rows, device.ErrInvalidArgument)
+	if step.Rows > st.rows {
+		return intranode.Done{}, fmt.Errorf("pull: a round of %d rows, at most %d: %w", step.Rows, st.rows, device.ErrInvalidArgument)
 	}
-	base := e.m.staging.Off + int64(set)*e.m.setBytes()
+	base := int64(set) * e.m.setBytes(st.rows)
 	if first {
-		if err := e.stage(s, step, set, base); err != nil {
+		if err := e.stage(s, step, set, st.local.Add(base), st.rows); err != nil {
 			return intranode.Done{}, err
 		}
 	}
-	off := base + int64(step.Node*(e.env.LocalSize()-1))*e.m.blockBytes() // the node's first block; the table adds this rank's
-	done, err := e.pull(s, lane, step, e.rounds(), off, e.ownIn(step), first, last)
+	off := base + int64(step.Node*(e.env.LocalSize()-1))*e.m.blockBytes(st.rows) // the node's first block; the table adds this rank's
+	done, err := e.pull(s, lane, step, st.table, off, e.ownIn(step), first, last)
 	if err != nil || !last {
 		return done, err
 	}
@@ -583,22 +582,22 @@ func (e *Engine) roundStep(s device.Stream, step intranode.Step) (intranode.Done
 }
 
 // stage copies step's rows of every node peer destination's block into
-// staging set set (at heap offset base) on the copy stream, after the pull
-// that last read the set, and has s wait for the copy.
-func (e *Engine) stage(s device.Stream, step intranode.Step, set int, base int64) error {
+// staging set set (at local, blocks of rows rows) on the copy stream,
+// after the pull that last read the set, and has s wait for the copy.
+func (e *Engine) stage(s device.Stream, step intranode.Step, set int, local device.Ptr, rows int) error {
 	cp, rowBytes := e.env.Streams.Copy[0], e.env.RowBytes()
 	if e.round >= e.m.sets {
 		if err := cp.WaitEvent(e.read[set]); err != nil {
 			return err
 		}
 	}
-	local, lws, me := e.env.Heap.Local(), e.env.LocalSize(), e.env.Place.LocalRank
+	lws, me := e.env.LocalSize(), e.env.Place.LocalRank
 	for g := 0; g < e.env.Place.Shape.World(); g++ {
 		if g%lws == me {
 			continue // read from the input itself
 		}
 		src := step.Input.Add(int64(g*step.RowsPer+step.Row0) * rowBytes)
-		dst := local.Add(base + e.m.setBlock(g/lws, g%lws, me)*e.m.blockBytes())
+		dst := local.Add(e.m.setBlock(g/lws, g%lws, me) * e.m.blockBytes(rows))
 		if err := e.env.Dev.Copy(cp, dst, src, int64(step.Rows)*rowBytes); err != nil {
 			return fmt.Errorf("pull: staging round %d: %w", e.round, err)
 		}
@@ -615,7 +614,7 @@ func (e *Engine) End(s device.Stream, call intranode.Call) error {
 	if e.cePull(call) {
 		return e.ceEnd(s, call)
 	}
-	if e.m.rows == 0 || call.InputViews != 0 {
+	if !e.staged(call) {
 		return nil
 	}
 	if e.m.lanes > 1 {
