@@ -1,13 +1,22 @@
 package pull
 
-// SetInRounds sets the smallest block copied in rounds and the staging
-// sets' bytes in the symmetric input, and returns a function that
+// SetPieces sets the smallest block copied in pieces and the smallest
+// piece, and returns a function that restores them (tests that call it
+// run alone).
+func SetPieces(block, piece int64) (restore func()) {
+	oldBlock, oldPiece := minPieceBlock, minPieceBytes
+	minPieceBlock, minPieceBytes = block, piece
+	return func() { minPieceBlock, minPieceBytes = oldBlock, oldPiece }
+}
+
+// SetInRounds sets the bounds of the blocks copied in rounds and the
+// staging sets' bytes in the symmetric input, and returns a function that
 // restores them (tests that call it run alone; contexts made after it
 // take the staging).
-func SetInRounds(block, staging int64) (restore func()) {
-	oldBlock, oldStaging := minInRoundsBlock, inStagingBytes
-	minInRoundsBlock, inStagingBytes = block, staging
-	return func() { minInRoundsBlock, inStagingBytes = oldBlock, oldStaging }
+func SetInRounds(least, most, staging int64) (restore func()) {
+	l, m, s := minInRoundsBlock, maxInRoundsBlock, inStagingBytes
+	minInRoundsBlock, maxInRoundsBlock, inStagingBytes = least, most, staging
+	return func() { minInRoundsBlock, maxInRoundsBlock, inStagingBytes = l, m, s }
 }
 
 // SetBulkMinBytes sets the smallest block read with bulk copies and returns

@@ -10,7 +10,9 @@
 // it in place), or they are copied in first: the blocks the peers read,
 // this rank's own staying in the caller's input where that pays
 // (ownInPlace); a large whole call on one node in rounds staged in the
-// symmetric input (below). Two handshakes
+// symmetric input (below) or in pieces, each piece's copy on the copy
+// stream (the first by the copy engine, the others by SM copies)
+// overlapping the previous piece's pull. Two handshakes
 // inside the kernel guard the input (pull.cu): a rank reads a peer's input
 // only after the peer's launch started, and a call's last launch ends only
 // after every peer finished reading this rank's input, so whatever follows
@@ -33,10 +35,11 @@
 // round's copy waits for neither of the two pulls that may run at once. The
 // memory is then sets × (world − nodes) × rows rows, whatever M.
 //
-// A large whole call on one node whose input is copied in goes in the same
-// rounds, its staging sets in the symmetric input (which it would otherwise
-// be copied into whole): each round's copy on the copy stream overlaps the
-// pulls of the rounds before, where a whole copy would come first.
+// A whole call of mid-sized blocks on a node of more than two GPUs whose
+// input is copied in goes in the same rounds, its staging sets in the
+// symmetric input (which it would otherwise be copied into whole): each
+// round's copy on the copy stream overlaps the pulls of the rounds before,
+// where a whole copy would come first.
 //
 // Small whole calls go in one shot instead (oneshot.go): each rank pushes
 // its rows into its peers' landing slots and sums what lands in its own,
@@ -66,6 +69,7 @@ import (
 	"fmt"
 
 	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/intranode"
 	"github.com/seed12530e24/hiercoll/kernels"
 	"github.com/seed12530e24/hiercoll/symm"
@@ -114,7 +118,7 @@ var _ intranode.Maker = (*Maker)(nil)
 func NewMaker(spec intranode.Spec, rows int, oneShot int64, ce CopyEngine) *Maker {
 	m := &Maker{spec: spec, rows: rows, lanes: 1}
 	lws, rowBytes := int64(spec.LocalSize()), spec.RowBytes()
-	if spec.Place.Shape.Nodes == 1 && lws > 1 {
+	if spec.Place.Shape.Nodes == 1 && (rows > 0 || lws > 2) {
 		m.lanes = 2 // rounds, or whole calls copied in rounds
 	}
 	m.sets = m.lanes + 1
@@ -162,11 +166,17 @@ func (m *Maker) setBlock(node, lr, owner int) int64 {
 	return int64(node*(lws-1) + lr)
 }
 
-// Prepare loads the kernel for the spec's dtype and node size and the
-// reduce kernel that sums the copy engine's pulls.
+// Prepare loads the kernel for the spec's dtype and node size, the
+// reduce kernel that sums the copy engine's pulls, and the one that
+// copies the pieces (the int32 reduce: whole calls on one node).
 func (m *Maker) Prepare(dev device.Device) error {
 	if m.ce.MinBlock > 0 {
 		if err := kernels.Prepare(dev, m.spec.DType); err != nil {
+			return err
+		}
+	}
+	if m.rows == 0 && m.spec.Place.Shape.Nodes == 1 {
+		if err := kernels.Prepare(dev, dtype.I32); err != nil {
 			return err
 		}
 	}
@@ -318,8 +328,9 @@ func grid(rowBytes int64, rows, sms int) int {
 
 // Begin copies the call's rows into the symmetric input, unless the call
 // goes in one shot, or the caller wrote them there (call.Input is the input
-// region) or registered them. In rounds the copy stream and the second
-// lane start after s instead: each round's copy comes with its pull.
+// region) or registered them. In rounds and for a whole call copied in
+// pieces the copy stream (and, in rounds, the second lane) start after s
+// instead: each round's or piece's copy comes with its pull.
 func (e *Engine) Begin(s device.Stream, call intranode.Call) error {
 	if e.oneShot(call) {
 		return nil // read in place by its own rank
@@ -327,7 +338,7 @@ func (e *Engine) Begin(s device.Stream, call intranode.Call) error {
 	if e.cePull(call) {
 		return e.ceBegin(s, call)
 	}
-	if e.staged(call) {
+	if e.staged(call) || e.pieces(call) > 1 {
 		e.round = 0
 		if e.m.lanes > 1 {
 			if err := e.env.Streams.Join(e.env.Streams.Reduction, s); err != nil {
@@ -339,7 +350,7 @@ func (e *Engine) Begin(s device.Stream, call intranode.Call) error {
 	if call.Input == e.sym() || call.InputViews != 0 {
 		return nil
 	}
-	if err := e.copyIn(s, call); err != nil {
+	if err := e.copyIn(s, call, 0, call.RowsPer, 0); err != nil {
 		return fmt.Errorf("pull: copying the input into the symmetric input: %w", err)
 	}
 	return nil
@@ -363,6 +374,8 @@ func (e *Engine) Step(s device.Stream, step intranode.Step) (intranode.Done, err
 		return e.roundStep(s, step, e.heapStaging())
 	case e.inRounds(step.Call):
 		return e.copyInRounds(s, step)
+	case e.pieces(step.Call) > 1:
+		return e.pieceSteps(s, step)
 	}
 	return e.pull(s, 0, step, e.inputs(), row, e.ownRows(step), step.First, step.Last) // in the symmetric inputs
 }
@@ -404,13 +417,31 @@ func (e *Engine) ownIn(step intranode.Step) device.Ptr {
 	return step.Input.Add(int64(g*step.RowsPer+step.Row0) * e.env.RowBytes())
 }
 
-// copyIn copies every destination's block of call's input into the
-// symmetric input on s, but this rank's own blocks where they are read in
-// place, in as few copies as the blocks left are runs.
-func (e *Engine) copyIn(s device.Stream, call intranode.Call) error {
-	world, lws, me, block := e.env.Place.Shape.World(), e.env.LocalSize(), e.env.Place.LocalRank, int64(call.RowsPer)*e.env.RowBytes()
+// copyIn copies rows [r0, r0+rows) of every destination's block of call's
+// input into the symmetric input on s, but this rank's own blocks where
+// they are read in place, in as few copies as the blocks left are runs: by
+// the copy engine, or by SM copies on sms SMs where sms is not 0.
+func (e *Engine) copyIn(s device.Stream, call intranode.Call, r0, rows, sms int) error {
+	world, lws, me, rowBytes := e.env.Place.Shape.World(), e.env.LocalSize(), e.env.Place.LocalRank, e.env.RowBytes()
 	inPlace := e.ownInPlace(call)
 	skip := func(g int) bool { return inPlace && g%lws == me }
+	copyAt := func(at, n int64) error {
+		if sms > 0 {
+			return kernels.LaunchCopy(e.env.Dev, s, intranode.BlocksPerSM*sms, e.sym().Add(at), call.Input.Add(at), n)
+		}
+		return e.env.Dev.Copy(s, e.sym().Add(at), call.Input.Add(at), n)
+	}
+	copyRange := func(g0, g1 int) error { // blocks [g0, g1): one copy where the rows are whole blocks
+		if r0 == 0 && rows == call.RowsPer {
+			return copyAt(int64(g0*call.RowsPer)*rowBytes, int64((g1-g0)*rows)*rowBytes)
+		}
+		for g := g0; g < g1; g++ {
+			if err := copyAt(int64(g*call.RowsPer+r0)*rowBytes, int64(rows)*rowBytes); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for g0 := 0; g0 < world; {
 		if skip(g0) {
 			g0++
@@ -420,8 +451,7 @@ func (e *Engine) copyIn(s device.Stream, call intranode.Call) error {
 		for g1 < world && !skip(g1) {
 			g1++
 		}
-		at := int64(g0) * block
-		if err := e.env.Dev.Copy(s, e.sym().Add(at), call.Input.Add(at), int64(g1-g0)*block); err != nil {
+		if err := copyRange(g0, g1); err != nil {
 			return err
 		}
 		g0 = g1
@@ -429,18 +459,86 @@ func (e *Engine) copyIn(s device.Stream, call intranode.Call) error {
 	return nil
 }
 
+// Whole calls on one node whose input is copied in go in pieces where each
+// destination's block is at least minPieceBlock bytes: pieces of at least
+// minPieceBytes of each block, at most maxPieces, each piece's copy on the
+// copy stream overlapping the previous piece's pull. Smaller blocks go
+// whole: on 4 H200s pieces of 8 MiB of 32 MiB blocks measured slower than
+// one copy (benchmarks/RESULTS.md). The first piece's copy, which no pull
+// hides, goes by the copy engine (the fastest local copy); the later ones
+// by SM copies on pieceCopySMs SMs, beside the pulls: with the copy
+// engine's copies running back to back beside them the pulls took longer
+// (on 2 and 4 H200s; 8 SMs fell behind the pulls at 512 MiB on 4).
+const maxPieces, pieceCopySMs = 8, 16
+
+// Variables for the tests' small pieces.
+var minPieceBlock, minPieceBytes int64 = 128 << 20, 16 << 20
+
+// pieces is how many pieces call's copy-in and pull go in: 1 but for a
+// whole call on one node whose input is neither the symmetric input nor
+// registered, and that does not go in rounds.
+func (e *Engine) pieces(call intranode.Call) int {
+	if e.m.rows > 0 || e.env.Place.Shape.Nodes > 1 || call.Input == e.sym() || call.InputViews != 0 || e.inRounds(call) {
+		return 1
+	}
+	block := int64(call.RowsPer) * e.env.RowBytes()
+	if block < minPieceBlock {
+		return 1
+	}
+	return int(max(1, min(int64(maxPieces), block/minPieceBytes, int64(call.RowsPer))))
+}
+
+// pieceSteps is the node step of a whole call on one node copied in
+// pieces: per piece, its rows of every destination's block (but the own
+// one where it is read in place) are copied into the symmetric input on
+// the copy stream and pulled once every peer copied its own (each launch
+// makes the arrival handshake; the last, the reads-done one too).
+func (e *Engine) pieceSteps(s device.Stream, step intranode.Step) (intranode.Done, error) {
+	n, rowBytes := e.pieces(step.Call), e.env.RowBytes()
+	per := (step.RowsPer + n - 1) / n
+	cp := e.env.Streams.Copy[0]
+	var done intranode.Done
+	for r0 := 0; r0 < step.RowsPer; r0 += per {
+		rows := min(per, step.RowsPer-r0)
+		sms := pieceCopySMs
+		if r0 == 0 {
+			sms = 0
+		}
+		if err := e.copyIn(cp, step.Call, r0, rows, sms); err != nil {
+			return intranode.Done{}, fmt.Errorf("pull: copying rows %d.. of the input in: %w", r0, err)
+		}
+		if err := e.copied[0].Record(cp); err != nil {
+			return intranode.Done{}, err
+		}
+		if err := s.WaitEvent(e.copied[0]); err != nil {
+			return intranode.Done{}, err
+		}
+		piece := step
+		piece.Row0, piece.Rows = r0, rows
+		piece.ReduceTo = step.ReduceTo.Add(int64(r0) * rowBytes)
+		off := int64(e.env.Place.LocalRank*step.RowsPer+r0) * rowBytes
+		var err error
+		if done, err = e.pull(s, 0, piece, e.inputs(), off, e.ownRows(piece), true, r0+rows >= step.RowsPer); err != nil {
+			return intranode.Done{}, err
+		}
+	}
+	return done, nil
+}
+
 // maxSets is the most staging sets (a lane's each and one more).
 const maxSets = 3
 
-// Whole calls on one node whose input is copied in go in rounds staged in
-// the symmetric input where each destination's block is at least
-// minInRoundsBlock bytes, the staging sets taking inStagingBytes of it (or
-// all of it, where it is smaller). On 4 H200s rounds under 128 MiB read
-// faster than the whole copy then the pull from blocks of 32 MiB (and than
-// pieces of the copy overlapping the pull), slower at 8 MiB blocks
-// (RESULTS.md). Variables for the tests.
+// Whole calls on nodes of more than two GPUs whose input is copied in go
+// in rounds staged in the symmetric input where each destination's block
+// is minInRoundsBlock to maxInRoundsBlock bytes, the staging sets taking
+// inStagingBytes of it (or all of it, where it is smaller). On 4 H100s
+// these rounds read faster than the whole copy then the pull and than the
+// pieces at blocks of 32–128 MiB, slower than the pieces from 256 MiB; on
+// 2 they were slower at 32, 64 and 512 MiB (RESULTS.md). Variables for the
+// tests.
 var (
 	minInRoundsBlock int64 = 32 << 20
+	maxInRoundsBlock int64 = 128 << 20
 	inStagingBytes   int64 = 128 << 20
 )
 
@@ -452,22 +550,22 @@ func (e *Engine) staged(call intranode.Call) bool {
 }
 
 // inRounds reports whether call is a whole call copied in rounds staged in
-// the symmetric input: on one node, its input neither the symmetric input
-// nor registered, its blocks from minInRoundsBlock.
+// the symmetric input: its input neither the symmetric input nor
+// registered, its blocks from minInRoundsBlock to maxInRoundsBlock (on a
+// node of more than two GPUs: NewMaker).
 func (e *Engine) inRounds(call intranode.Call) bool {
-	return e.m.inRows > 0 && call.Input != e.sym() && call.InputViews == 0 &&
-		int64(call.RowsPer)*e.env.RowBytes() >= minInRoundsBlock
+	block := int64(call.RowsPer) * e.env.RowBytes()
+	return e.m.inRows > 0 && call.Input != e.sym() && call.InputViews == 0 && block >= minInRoundsBlock && block <= maxInRoundsBlock
 }
 
 // copyInRounds is the node step of a whole call copied in rounds: the
-// block cut as rs2d cuts a call under a bound (a short first round on
-// nodes of two GPUs), each round a roundStep through the staging sets in
+// block cut into even rounds, each a roundStep through the staging sets in
 // the symmetric input.
 func (e *Engine) copyInRounds(s device.Stream, step intranode.Step) (intranode.Done, error) {
 	st, rowBytes := e.inputStaging(), e.env.RowBytes()
 	var done intranode.Done
 	r0 := 0
-	for _, rows := range intranode.RoundRows(step.RowsPer, st.rows, e.env.LocalSize() == 2 && st.rows < step.RowsPer) {
+	for _, rows := range intranode.RoundRows(step.RowsPer, st.rows, false) {
 		round := step
 		round.Row0, round.Rows = r0, rows
 		round.ReduceTo = step.ReduceTo.Add(int64(r0) * rowBytes)

@@ -20,6 +20,7 @@ import (
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/internal/check"
 	"github.com/seed12530e24/hiercoll/intranode/pull"
+	"github.com/seed12530e24/hiercoll/kernels"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
 )
@@ -27,8 +28,9 @@ import (
 func TestMain(m *testing.M) { os.Exit(sim.RunTests(m)) }
 
 // late holds back one kind of work on a rank's streams, as a slow GPU
-// would be late: its input copies into the symmetric input or its staging
-// sets (copies) or its pull or one-shot kernels (reads).
+// would be late: its input copy into the symmetric input (copies: the
+// device's copies and the SM copies) or its pull or one-shot kernels
+// (reads).
 type late struct {
 	device.Device
 	delay         time.Duration
@@ -36,7 +38,17 @@ type late struct {
 	launches      *atomic.Int64 // where not nil: counts the pull kernels launched
 	kernels       *sync.Map     // where not nil: the names of the kernels launched
 	copied        *atomic.Int64 // where not nil: counts the device copies
-	copiedBytes   *atomic.Int64 // where not nil: sums the bytes copied
+	copiedBytes   *atomic.Int64 // where not nil: sums the bytes of both kinds of copies
+	smCopies      *atomic.Int64 // where not nil: counts the SM copies
+}
+
+// smCopyBytes is the bytes that a launch of k with args moves if it is an
+// SM copy (kernels.LaunchCopy: the int32 reduce over one block), else 0.
+func smCopyBytes(k *device.Kernel, args []any) int64 {
+	if r, err := kernels.Reduce(dtype.I32); err != nil || k != r || args[3].(int32) != 1 {
+		return 0
+	}
+	return args[4].(int64) * 4
 }
 
 func (l *late) sleep(s device.Stream) error {
@@ -44,22 +56,34 @@ func (l *late) sleep(s device.Stream) error {
 	return l.Device.Launch(s, k, 1)
 }
 
-func (l *late) Copy(s device.Stream, dst, src device.Ptr, n int64) error {
-	if l.copied != nil {
-		l.copied.Add(1)
+// copying counts a copy of n bytes on s (in count, where not nil, and in
+// copiedBytes) and holds it back where copies are late.
+func (l *late) copying(s device.Stream, n int64, count *atomic.Int64) error {
+	if count != nil {
+		count.Add(1)
 	}
 	if l.copiedBytes != nil {
 		l.copiedBytes.Add(n)
 	}
 	if l.copies {
-		if err := l.sleep(s); err != nil {
-			return err
-		}
+		return l.sleep(s)
+	}
+	return nil
+}
+
+func (l *late) Copy(s device.Stream, dst, src device.Ptr, n int64) error {
+	if err := l.copying(s, n, l.copied); err != nil {
+		return err
 	}
 	return l.Device.Copy(s, dst, src, n)
 }
 
 func (l *late) Launch(s device.Stream, k *device.Kernel, grid int, args ...any) error {
+	if n := smCopyBytes(k, args); n > 0 {
+		if err := l.copying(s, n, l.smCopies); err != nil {
+			return err
+		}
+	}
 	if l.launches != nil && strings.HasPrefix(k.Name, "hc_pull_") {
 		l.launches.Add(1)
 	}
@@ -309,17 +333,57 @@ func TestPullInRounds(t *testing.T) {
 	})
 }
 
-// A whole call on one node whose input is copied in goes in rounds staged
-// in the symmetric input (blocks of 32 MiB and more, staging sets of up to
-// 128 MiB; 8 KiB and 24 KiB × (GPUs − 1) here): each round's rows copied
-// into one of three sets on the copy stream while earlier rounds are
-// pulled, the launches alternating between two streams. Even rounds (a
-// short first one on 2 GPUs), more rounds than sets, a symmetric input
+// A whole call on one node whose input is copied in goes in pieces (blocks
+// of 128 MiB and more, pieces of at least 16 MiB of each; 8 KiB and 4 KiB
+// here), each copied on the copy stream (the first by the copy engine, the
+// others by SM copies) while the last one is pulled: up to the most pieces, uneven ones, fresh
+// data and poisoned outputs, under both protocols, with a rank whose copies
+// are late (its peers must wait for each of its pieces) or whose reads are;
+// the pieces are taken (one launch each). It changes the piece size, so it
+// runs alone (no t.Parallel).
+func TestPullCopiedInPieces(t *testing.T) {
+	defer pull.SetPieces(8<<10, 4<<10)()
+	for _, c := range []struct {
+		name       string
+		shape      bootstrap.Shape
+		dt         dtype.DType
+		rowsPer, n int
+		pieces     int
+		late       late
+	}{
+		{"1x2/int32", bootstrap.Shape{Nodes: 1, LocalSize: 2}, dtype.I32, 5, 1024, 5, late{}},
+		{"1x4/int32/most", bootstrap.Shape{Nodes: 1, LocalSize: 4}, dtype.I32, 40, 1024, 8, late{}},
+		{"1x3/bf16/copies late", bootstrap.Shape{Nodes: 1, LocalSize: 3}, dtype.BF16, 7, 4096, 7, late{copies: true, delay: 20 * time.Millisecond}},
+		{"1x2/fp32/reads late", bootstrap.Shape{Nodes: 1, LocalSize: 2}, dtype.F32, 11, 2048, 6, late{reads: true, delay: 20 * time.Millisecond}}, // 8 asked: 2 rows each, the last 1
+		{"1x2/fp16/one piece", bootstrap.Shape{Nodes: 1, LocalSize: 2}, dtype.F16, 1, 1024, 1, late{}},
+		{"1x2/int32/below the block", bootstrap.Shape{Nodes: 1, LocalSize: 2}, dtype.I32, 1, 1024, 1, late{}},
+	} {
+		for _, graphs := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/graphs=%v", c.name, graphs), func(t *testing.T) {
+				l := c.late
+				var launches, smCopies atomic.Int64
+				l.launches, l.smCopies = &launches, &smCopies
+				const calls = 2
+				run(t, spec{shape: c.shape, dt: c.dt, rowsPer: c.rowsPer, n: c.n, calls: calls, graphs: graphs, late: &l, oneShot: -1})
+				require.Equal(t, int64(c.pieces*calls), launches.Load(), "rank 1's pull launches")
+				require.Equal(t, c.pieces > 1, smCopies.Load() > 0, "rank 1's SM copies (the pieces after the first)")
+			})
+		}
+	}
+}
+
+// A whole call on a node of more than two GPUs whose input is copied in
+// goes in rounds staged in the symmetric input where its blocks are 32–128
+// MiB (staging sets of up to 128 MiB; any block and sets of a few rows
+// here): each round's rows copied into one of three sets on the copy
+// stream while earlier rounds are pulled, the launches alternating between
+// two streams. Even rounds, more rounds than sets, a symmetric input
 // smaller than the staging asked for, fresh data and poisoned outputs,
 // both protocols, a rank whose copies are late (its peers must wait for
 // each round's) or whose reads are (no set is overwritten before every
 // peer read it); the rounds are taken (one launch each) and copy only the
-// peers' blocks. It changes the thresholds, so it runs alone.
+// peers' blocks. Above the block's bound, and on nodes of two GPUs, the
+// call goes in pieces. It changes the thresholds, so it runs alone.
 func TestPullCopiedInRounds(t *testing.T) {
 	for _, c := range []struct {
 		name       string
@@ -330,16 +394,15 @@ func TestPullCopiedInRounds(t *testing.T) {
 		rounds     int
 		late       late
 	}{
-		{"1x2/int32", bootstrap.Shape{Nodes: 1, LocalSize: 2}, dtype.I32, 5, 1024, 3 * 4096, 5, late{}},                  // a round of a row
-		{"1x2/int32/short first", bootstrap.Shape{Nodes: 1, LocalSize: 2}, dtype.I32, 10, 1024, 3 * 4 * 4096, 3, late{}}, // 1, 4, 4... of 4
-		{"1x4/bf16", bootstrap.Shape{Nodes: 1, LocalSize: 4}, dtype.BF16, 40, 4096, 9 * 3 * 8192, 14, late{}},            // 3 rows a round
+		{"1x3/int32", bootstrap.Shape{Nodes: 1, LocalSize: 3}, dtype.I32, 5, 1024, 6 * 4096, 5, late{}},       // a round of a row
+		{"1x4/bf16", bootstrap.Shape{Nodes: 1, LocalSize: 4}, dtype.BF16, 40, 4096, 9 * 3 * 8192, 14, late{}}, // 3 rows a round
 		{"1x3/bf16/copies late", bootstrap.Shape{Nodes: 1, LocalSize: 3}, dtype.BF16, 7, 4096, 6 * 8192, 7, late{copies: true, delay: 20 * time.Millisecond}},
 		{"1x3/fp32/reads late", bootstrap.Shape{Nodes: 1, LocalSize: 3}, dtype.F32, 11, 2048, 6 * 2 * 8192, 6, late{reads: true, delay: 20 * time.Millisecond}},
 		{"1x4/fp16/the input smaller", bootstrap.Shape{Nodes: 1, LocalSize: 4}, dtype.F16, 9, 1024, 1 << 30, 3, late{}}, // 36 rows: 4 a round
 	} {
 		for _, graphs := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/graphs=%v", c.name, graphs), func(t *testing.T) {
-				defer pull.SetInRounds(1, c.staging)()
+				defer pull.SetInRounds(1, 1<<40, c.staging)()
 				l := c.late
 				var launches, bytes atomic.Int64
 				l.launches, l.copiedBytes = &launches, &bytes
@@ -351,18 +414,36 @@ func TestPullCopiedInRounds(t *testing.T) {
 			})
 		}
 	}
-	t.Run("below the block", func(t *testing.T) {
-		defer pull.SetInRounds(1<<20, 3*4096)()
-		var launches atomic.Int64
-		l := late{launches: &launches}
-		run(t, spec{shape: bootstrap.Shape{Nodes: 1, LocalSize: 2}, dt: dtype.I32, rowsPer: 5, n: 1024, calls: 2, late: &l, oneShot: -1})
-		require.Equal(t, int64(2), launches.Load(), "rank 1's pull launches: whole calls")
-	})
+	// Outside the blocks' bounds, or on two GPUs: a whole copy (one
+	// launch) below the pieces' block, pieces from it (4 of the 64 KiB
+	// blocks; rounds would take 16 launches on 3 GPUs, 8 on 2).
+	for _, c := range []struct {
+		name        string
+		lws         int
+		least, most int64
+		pieces      int // the smallest piece (0: the default)
+		launches    int
+	}{
+		{"below the block", 3, 1 << 20, 1 << 40, 0, 1},
+		{"above the block", 3, 1, 16 << 10, 16 << 10, 4},
+		{"two GPUs", 2, 1, 1 << 40, 16 << 10, 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			defer pull.SetInRounds(c.least, c.most, 3*2*4096)()
+			if c.pieces > 0 {
+				defer pull.SetPieces(1, int64(c.pieces))()
+			}
+			var launches atomic.Int64
+			l := late{launches: &launches}
+			run(t, spec{shape: bootstrap.Shape{Nodes: 1, LocalSize: c.lws}, dt: dtype.I32, rowsPer: 16, n: 1024, calls: 2, late: &l, oneShot: -1})
+			require.Equal(t, int64(2*c.launches), launches.Load(), "rank 1's pull launches")
+		})
+	}
 }
 
 // A whole call copied in leaves this rank's own blocks in the caller's
 // input, where the kernel reads them: only the other blocks are copied
-// (rank 1's copied bytes say so), whole and in rounds, on one node
+// (rank 1's copied bytes say so), whole, in pieces and in rounds, on one node
 // (a middle rank's blocks in two runs) and across nodes, every dtype,
 // fresh data and poisoned outputs, both protocols, with a rank whose
 // copies or reads are late; rows that are not 16-byte multiples are copied
@@ -374,23 +455,28 @@ func TestPullOwnRowsInPlace(t *testing.T) {
 		shape      bootstrap.Shape
 		dt         dtype.DType
 		rowsPer, n int
-		rounds     bool
+		pieces     bool
 		late       late
 		inPlace    bool
 	}{
 		{"1x2/int32", bootstrap.Shape{Nodes: 1, LocalSize: 2}, dtype.I32, 5, 64, false, late{}, true},
 		{"1x3/bf16/copies late", bootstrap.Shape{Nodes: 1, LocalSize: 3}, dtype.BF16, 7, 24, false, late{copies: true, delay: 20 * time.Millisecond}, true},
 		{"1x4/fp16/reads late", bootstrap.Shape{Nodes: 1, LocalSize: 4}, dtype.F16, 3, 40, false, late{reads: true, delay: 20 * time.Millisecond}, true},
-		{"1x4/fp32/rounds", bootstrap.Shape{Nodes: 1, LocalSize: 4}, dtype.F32, 12, 1024, true, late{}, true},
-		{"1x3/int32/rounds, copies late", bootstrap.Shape{Nodes: 1, LocalSize: 3}, dtype.I32, 9, 1024, true, late{copies: true, delay: 20 * time.Millisecond}, true},
+		{"1x4/fp32/pieces", bootstrap.Shape{Nodes: 1, LocalSize: 4}, dtype.F32, 12, 1024, true, late{}, true},
+		{"1x3/int32/pieces, copies late", bootstrap.Shape{Nodes: 1, LocalSize: 3}, dtype.I32, 9, 1024, true, late{copies: true, delay: 20 * time.Millisecond}, true},
+		{"1x4/bf16/rounds", bootstrap.Shape{Nodes: 1, LocalSize: 4}, dtype.BF16, 12, 1024, false, late{}, true},
+		{"1x3/int32/rounds, reads late", bootstrap.Shape{Nodes: 1, LocalSize: 3}, dtype.I32, 9, 1024, false, late{reads: true, delay: 20 * time.Millisecond}, true},
 		{"2x2/int32", bootstrap.Shape{Nodes: 2, LocalSize: 2}, dtype.I32, 4, 32, false, late{}, true},
 		{"3x3/bf16", bootstrap.Shape{Nodes: 3, LocalSize: 3}, dtype.BF16, 2, 56, false, late{}, true},
 		{"1x3/int32/rows of 12 bytes", bootstrap.Shape{Nodes: 1, LocalSize: 3}, dtype.I32, 5, 3, false, late{}, false},
 	} {
 		for _, graphs := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/graphs=%v", c.name, graphs), func(t *testing.T) {
-				if c.rounds {
-					defer pull.SetInRounds(1, 9*4096*3)()
+				if c.pieces {
+					defer pull.SetPieces(8<<10, 4<<10)()
+				}
+				if strings.Contains(c.name, "rounds") {
+					defer pull.SetInRounds(1, 1<<40, 9*4096*3)()
 				}
 				l := c.late
 				var bytes atomic.Int64
