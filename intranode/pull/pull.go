@@ -77,9 +77,11 @@ import (
 
 // Maker lays out and makes the pull engine.
 type Maker struct {
-	spec  intranode.Spec
-	rows  int // rows of each block per round (0: whole calls)
-	lanes int // launches in flight at once: 2 in rounds on one node, else 1
+	spec intranode.Spec
+	rows int // rows of each block per round (0: whole calls)
+	// lanes is the launches in flight at once: 2 on one node for rounds
+	// (under a bound, or copied in on more than two GPUs), else 1.
+	lanes int
 	sets  int // staging sets in rounds: lanes + 1
 	// inRows is the rows of each block per round of a whole call copied
 	// in, staged in the symmetric input (0: such calls copy in whole).
@@ -534,8 +536,8 @@ const maxSets = 3
 // inStagingBytes of it (or all of it, where it is smaller). On 4 H100s
 // these rounds read faster than the whole copy then the pull and than the
 // pieces at blocks of 32–128 MiB, slower than the pieces from 256 MiB; on
-// 2 they were slower at 32, 64 and 512 MiB (RESULTS.md). Variables for the
-// tests.
+// 2 they were slower at 32, 64, 512 and 1024 MiB (RESULTS.md). Variables
+// for the tests.
 var (
 	minInRoundsBlock int64 = 32 << 20
 	maxInRoundsBlock int64 = 128 << 20
