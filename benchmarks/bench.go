@@ -367,14 +367,22 @@ func traceLine(ctx context.Context, p Printer, rs *rs2d.Context, s device.Stream
 	}
 	line := fmt.Sprintf("%12s traced on rank 0: the call %.1f us", "", us(st.Total))
 	if len(st.Rounds) > 0 {
-		ends := make([]string, len(st.Rounds))
-		for i, d := range st.Rounds {
-			ends[i] = fmt.Sprintf("%.1f", us(d))
-		}
-		line += fmt.Sprintf("; its %d rounds ended at %s us", len(st.Rounds), strings.Join(ends, " "))
+		line += fmt.Sprintf("; its %d rounds ended at %s us, their staging copies at %s us", len(st.Rounds), times(st.Rounds), times(st.Staged))
 	}
 	p.Printf("%s\n", line)
 	return nil
+}
+
+// times prints ds in µs, "-" for a 0 (a round that staged nothing).
+func times(ds []time.Duration) string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = "-"
+		if d > 0 {
+			out[i] = fmt.Sprintf("%.1f", float64(d)/float64(time.Microsecond))
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // warmUp runs each of paths twice, in turn (kernel compilation, NCCL's

@@ -163,8 +163,11 @@ func (s Step) Whole() bool { return s.Row0 == 0 && s.Rows == s.RowsPer }
 // Done is where a node step's work ends: after Landed's work so far every
 // row it moves between GPUs has landed, after Reduced's its block is at
 // Step.ReduceTo (the same stream for engines that do both in one place).
+// Staged, where not nil, is the stream whose work so far ends with the
+// step's staging copy (the pull engine's rounds: the round's rows copied
+// into a staging set), for tracing.
 type Done struct {
-	Landed, Reduced device.Stream
+	Landed, Reduced, Staged device.Stream
 }
 
 // RankSwizzle returns the order in which local rank lr scatters to its node

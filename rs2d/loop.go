@@ -56,7 +56,7 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch symm.Epoch) err
 		if err != nil {
 			return err
 		}
-		if err := c.markRound(done.Reduced, i, len(rounds)); err != nil {
+		if err := c.markRound(done, i, len(rounds)); err != nil {
 			return err
 		}
 		if err := c.endRound(out, s, call, done, r0, rows, seq, r0+rows >= rpr); err != nil {
@@ -85,10 +85,12 @@ func (c *Context) shortFirstRound(per, rpr int) bool {
 
 // nodeSteps enqueues one round's node steps, rows [r0, r0+rows) of each
 // destination's block, each step's block sent to its rail peer after it;
-// it returns where the last step's work ends.
+// it returns where the last step's work ends (and the staging copy of
+// whichever step staged the round).
 func (c *Context) nodeSteps(out Tensor, s device.Stream, call intranode.Call, r0, rows int, seq symm.Epoch) (intranode.Done, error) {
 	shape, place := c.place.Shape, c.place
 	var done intranode.Done
+	var staged device.Stream
 	for n := 0; n < shape.Nodes; n++ {
 		cur := (place.Node + n + 1) % shape.Nodes
 		step := intranode.Step{Call: call, Node: cur, Row0: r0, Rows: rows, Chunks: c.chunks(call.RowsPer),
@@ -101,10 +103,14 @@ func (c *Context) nodeSteps(out Tensor, s device.Stream, call intranode.Call, r0
 		if done, err = c.engine.Step(s, step); err != nil {
 			return done, err
 		}
+		if done.Staged != nil {
+			staged = done.Staged
+		}
 		if err := c.sendRail(done.Reduced, cur, rows, seq); err != nil {
 			return done, err
 		}
 	}
+	done.Staged = staged
 	return done, nil
 }
 

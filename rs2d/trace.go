@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/intranode"
 	"github.com/seed12530e24/hiercoll/intranode/ce"
 )
 
@@ -23,8 +24,10 @@ type Stages struct {
 	// Rounds is when each round of a call in rounds (under a bound) ended
 	// its last node step, in the rounds' order (their ends need not be: on
 	// one node the pull engine's rounds alternate between two streams);
-	// nil for a call in one round.
-	Rounds []time.Duration
+	// nil for a call in one round. Staged is, beside it, when each round's
+	// staging copy ended (the pull engine's rounds of an unregistered
+	// input; 0 for a round that staged nothing).
+	Rounds, Staged []time.Duration
 }
 
 // PeerStages is when the copy-engine scatter of one node peer's rows passed
@@ -46,12 +49,14 @@ func (ps *PeerStages) Points() []*time.Duration {
 // tracer holds the events of a traced call.
 type tracer struct {
 	start, scatter, reduce, p2p, end device.Event
-	// rounds are the ends of the rounds of a call in rounds (made as
-	// calls need them), of which the last call recorded used the first
-	// nrounds.
-	rounds   []device.Event
-	nrounds  int
-	recorded bool
+	// rounds are the ends of the rounds of a call in rounds and staged
+	// the ends of their staging copies (made as calls need them; nil where
+	// the round staged nothing), of which the last call recorded used the
+	// first nrounds.
+	rounds, staged []device.Event
+	staging        []bool // the last call's rounds that staged
+	nrounds        int
+	recorded       bool
 }
 
 // Trace turns stage tracing on or off for later calls. A traced call records
@@ -92,7 +97,7 @@ func (c *Context) closeTracer() error {
 	if c.ce != nil {
 		errs = append(errs, c.ce.Trace(false))
 	}
-	for _, e := range append([]device.Event{t.start, t.scatter, t.reduce, t.p2p, t.end}, t.rounds...) {
+	for _, e := range append(append([]device.Event{t.start, t.scatter, t.reduce, t.p2p, t.end}, t.rounds...), t.staged...) {
 		if e != nil {
 			errs = append(errs, e.Close())
 		}
@@ -109,22 +114,42 @@ func (c *Context) mark(pick func(*tracer) device.Event, s device.Stream) error {
 	return pick(c.tracer).Record(s)
 }
 
-// markRound marks on s the end of round i of a call in n rounds, when
+// markRound marks the end of round i of a call in n rounds (done's
+// Reduced) and of its staging copy (done's Staged, where not nil), when
 // tracing and n > 1.
-func (c *Context) markRound(s device.Stream, i, n int) error {
+func (c *Context) markRound(done intranode.Done, i, n int) error {
 	t := c.tracer
 	if t == nil || n < 2 {
 		return nil
 	}
 	for len(t.rounds) <= i {
-		ev, err := c.dev.NewTimedEvent()
-		if err != nil {
-			return err
+		var evs [2]device.Event
+		for k := range evs {
+			ev, err := c.dev.NewTimedEvent()
+			if err != nil {
+				return errors.Join(err, closeEvents(evs[:k]))
+			}
+			evs[k] = ev
 		}
-		t.rounds = append(t.rounds, ev)
+		t.rounds, t.staged, t.staging = append(t.rounds, evs[0]), append(t.staged, evs[1]), append(t.staging, false)
 	}
 	t.nrounds = n
-	return t.rounds[i].Record(s)
+	t.staging[i] = done.Staged != nil
+	if t.staging[i] {
+		if err := t.staged[i].Record(done.Staged); err != nil {
+			return err
+		}
+	}
+	return t.rounds[i].Record(done.Reduced)
+}
+
+// closeEvents closes evs.
+func closeEvents(evs []device.Event) error {
+	var errs []error
+	for _, e := range evs {
+		errs = append(errs, e.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // markNodeStage marks on s the end of both the scatter and the reduce of
@@ -153,8 +178,13 @@ func (c *Context) LastStages() (Stages, error) {
 		return d
 	}
 	st := Stages{Scatter: since(t.scatter), IntraReduce: since(t.reduce), Total: since(t.end)}
-	for _, e := range t.rounds[:t.nrounds] {
+	for i, e := range t.rounds[:t.nrounds] {
 		st.Rounds = append(st.Rounds, since(e))
+		var staged time.Duration
+		if t.staging[i] {
+			staged = since(t.staged[i])
+		}
+		st.Staged = append(st.Staged, staged)
 	}
 	if c.rail != nil {
 		st.InterNode = since(t.p2p)

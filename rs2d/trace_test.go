@@ -419,16 +419,26 @@ func TestHelpPushesTheLastRows(t *testing.T) {
 
 // A traced call in rounds (the pull engine under a bound) reports when each
 // round ended, one time per round, within the call (not necessarily in
-// order: on one node the rounds' launches alternate between two streams);
-// a call in one round reports none.
+// order: on one node the rounds' launches alternate between two streams),
+// and when each round's staging copy ended, before its round; a call in
+// one round reports none.
 func TestTraceRounds(t *testing.T) {
-	shape := bootstrap.Shape{Nodes: 1, LocalSize: 4}
+	// Rows of 4 KiB, bounds for rounds of a few rows: on 1×4 three staging
+	// sets of 3 blocks, on 2×2 two of 2 blocks and the rail's sets.
+	for _, c := range []struct {
+		shape bootstrap.Shape
+		bound int64
+	}{{bootstrap.Shape{Nodes: 1, LocalSize: 4}, 2*3*4*4096 + 16<<10}, {bootstrap.Shape{Nodes: 2, LocalSize: 2}, 4*(2*2+4*2)*4096 + 32<<10}} {
+		t.Run(fmt.Sprint(c.shape), func(t *testing.T) { traceRounds(t, c.shape, c.bound) })
+	}
+}
+
+func traceRounds(t *testing.T, shape bootstrap.Shape, bound int64) {
 	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
 	require.NoError(t, err)
 	defer w.Close()
 	ws, rowsPer, n, dt := shape.World(), 12, 1024, dtype.F32
 	m := rowsPer * ws
-	bound := int64(2*(ws-1)*4*n*4 + 16<<10) // rounds of about 4 rows
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
@@ -457,6 +467,16 @@ func TestTraceRounds(t *testing.T) {
 			for _, at := range st.Rounds {
 				if at <= 0 || at > st.Total {
 					return fmt.Errorf("bound %d: round ends %v, the call's end %v", b, st.Rounds, st.Total)
+				}
+			}
+			// Each round's rows are staged (an unregistered input) before
+			// its pull reads them.
+			if len(st.Staged) != want {
+				return fmt.Errorf("bound %d: %d staging copies traced (%v), want %d", b, len(st.Staged), st.Staged, want)
+			}
+			for i, at := range st.Staged {
+				if at <= 0 || at > st.Rounds[i] {
+					return fmt.Errorf("bound %d: staging copies ended at %v, the rounds at %v", b, st.Staged, st.Rounds)
 				}
 			}
 		}

@@ -227,15 +227,16 @@ func TestBenchRegister(t *testing.T) {
 }
 
 // bench --trace follows each size with one more call, traced: rank 0's
-// stage times, with each round's end for a call in rounds (--max-symm), as
-// many ends as rounds; without the bound a call has no rounds to report.
+// stage times, with each round's end and its staging copy's for a call in
+// rounds (--max-symm), as many of each as rounds; without the bound a call
+// has no rounds to report.
 func TestBenchTrace(t *testing.T) {
 	for _, extra := range [][]string{nil, {"--max-symm", "20K"}} {
 		args := append([]string{"bench", "--backend", "sim", "--nodes", "1", "--gpus", "4", "--n", "256", "--engine", "pull",
 			"--sizes", "8K,64K", "--iters", "2", "--reps", "1", "--copy-in", "--trace"}, extra...)
 		code, out, errOut := hiercoll(t, args...)
 		require.Equal(t, 0, code, errOut)
-		traced := regexp.MustCompile(`traced on rank 0: the call [0-9.]+ us(; its ([0-9]+) rounds ended at ([0-9. ]+) us)?\n`).FindAllStringSubmatch(out, -1)
+		traced := regexp.MustCompile(`traced on rank 0: the call [0-9.]+ us(; its ([0-9]+) rounds ended at ([0-9. ]+) us, their staging copies at ([0-9. ]+) us)?\n`).FindAllStringSubmatch(out, -1)
 		require.Len(t, traced, 2, "a traced line per size:\n%s", out)
 		if extra == nil {
 			for _, m := range traced {
@@ -247,6 +248,7 @@ func TestBenchTrace(t *testing.T) {
 		require.NoError(t, err, traced[1][0])
 		require.Greater(t, rounds, 1, traced[1][0])
 		require.Len(t, strings.Fields(traced[1][3]), rounds, traced[1][0])
+		require.Len(t, strings.Fields(traced[1][4]), rounds, traced[1][0])
 	}
 }
 

@@ -84,7 +84,8 @@ type Maker struct {
 	lanes int
 	sets  int // staging sets in rounds: lanes + 1
 	// inRows is the rows of each block per round of a whole call copied
-	// in, staged in the symmetric input (0: such calls copy in whole).
+	// in, staged in the symmetric input (0: such calls copy in whole or
+	// in pieces).
 	inRows       int
 	flags, state symm.Pad // per lane
 	peerTable    symm.Region
@@ -674,6 +675,9 @@ func (e *Engine) roundStep(s device.Stream, step intranode.Step, st staging) (in
 	}
 	off := base + int64(step.Node*(e.env.LocalSize()-1))*e.m.blockBytes(st.rows) // the node's first block; the table adds this rank's
 	done, err := e.pull(s, lane, step, st.table, off, e.ownIn(step), first, last)
+	if first {
+		done.Staged = e.env.Streams.Copy[0]
+	}
 	if err != nil || !last {
 		return done, err
 	}
