@@ -58,9 +58,10 @@
 // the values they wait for, so nothing needs a reset under either signal
 // protocol.
 //
-// Files: pull.go (layout and driver), pull.cu (kernels), kernel.go (launch
-// and Go twin), oneshot.go (the one-shot launch and twin), cepull.go (the
-// copy engine's pulls), pull_test.go.
+// Files: pull.go (layout and driver), rounds.go (the rounds through staging
+// sets), pieces.go (a whole call copied in pieces), pull.cu (kernels),
+// kernel.go (launch and Go twin), oneshot.go (the one-shot launch and twin),
+// cepull.go (the copy engine's pulls), pull_test.go.
 package pull
 
 import (
@@ -147,27 +148,6 @@ func (m *Maker) maxGrid() int { return max(1, min(m.spec.ReductionSMs, maxBlocks
 
 // laneFlags is the handshake flags of one lane: two sets of maxGrid × lws.
 func (m *Maker) laneFlags() int { return flagSets * m.maxGrid() * m.spec.LocalSize() }
-
-// setBytes is one staging set of rounds of rows rows: a block for each
-// destination on another GPU of the node, (world − nodes) blocks.
-func (m *Maker) setBytes(rows int) int64 {
-	shape := m.spec.Place.Shape
-	return int64(shape.World()-shape.Nodes) * m.blockBytes(rows)
-}
-
-// blockBytes is one block of a staging set: rows rows.
-func (m *Maker) blockBytes(rows int) int64 { return int64(rows) * m.spec.RowBytes() }
-
-// setBlock is the block of a staging set on local rank owner that holds
-// the rows for local rank lr (≠ owner) of node node: the set leaves out
-// the owner's own blocks.
-func (m *Maker) setBlock(node, lr, owner int) int64 {
-	lws := m.spec.LocalSize()
-	if lr > owner {
-		lr--
-	}
-	return int64(node*(lws-1) + lr)
-}
 
 // Prepare loads the kernel for the spec's dtype and node size, the
 // reduce kernel that sums the copy engine's pulls, and the one that
@@ -462,147 +442,8 @@ func (e *Engine) copyIn(s device.Stream, call intranode.Call, r0, rows, sms int)
 	return nil
 }
 
-// Whole calls on one node whose input is copied in go in pieces where each
-// destination's block is at least minPieceBlock bytes: pieces of at least
-// minPieceBytes of each block, at most maxPieces, each piece's copy on the
-// copy stream overlapping the previous piece's pull. Smaller blocks go
-// whole: on 4 H200s pieces of 8 MiB of 32 MiB blocks measured slower than
-// one copy (benchmarks/RESULTS.md). The first piece's copy, which no pull
-// hides, goes by the copy engine (the fastest local copy); the later ones
-// by SM copies on pieceCopySMs SMs, beside the pulls: with the copy
-// engine's copies running back to back beside them the pulls took longer
-// (on 2 and 4 H200s; 8 SMs fell behind the pulls at 512 MiB on 4).
-const maxPieces, pieceCopySMs = 8, 16
-
-// Variables for the tests' small pieces.
-var minPieceBlock, minPieceBytes int64 = 128 << 20, 16 << 20
-
-// pieces is how many pieces call's copy-in and pull go in: 1 but for a
-// whole call on one node whose input is neither the symmetric input nor
-// registered, and that does not go in rounds.
-func (e *Engine) pieces(call intranode.Call) int {
-	if e.m.rows > 0 || e.env.Place.Shape.Nodes > 1 || call.Input == e.sym() || call.InputViews != 0 || e.inRounds(call) {
-		return 1
-	}
-	block := int64(call.RowsPer) * e.env.RowBytes()
-	if block < minPieceBlock {
-		return 1
-	}
-	return int(max(1, min(int64(maxPieces), block/minPieceBytes, int64(call.RowsPer))))
-}
-
-// pieceSteps is the node step of a whole call on one node copied in
-// pieces: per piece, its rows of every destination's block (but the own
-// one where it is read in place) are copied into the symmetric input on
-// the copy stream and pulled once every peer copied its own (each launch
-// makes the arrival handshake; the last, the reads-done one too).
-func (e *Engine) pieceSteps(s device.Stream, step intranode.Step) (intranode.Done, error) {
-	n, rowBytes := e.pieces(step.Call), e.env.RowBytes()
-	per := (step.RowsPer + n - 1) / n
-	cp := e.env.Streams.Copy[0]
-	var done intranode.Done
-	for r0 := 0; r0 < step.RowsPer; r0 += per {
-		rows := min(per, step.RowsPer-r0)
-		sms := pieceCopySMs
-		if r0 == 0 {
-			sms = 0
-		}
-		if err := e.copyIn(cp, step.Call, r0, rows, sms); err != nil {
-			return intranode.Done{}, fmt.Errorf("pull: copying rows %d.. of the input in: %w", r0, err)
-		}
-		if err := e.copied[0].Record(cp); err != nil {
-			return intranode.Done{}, err
-		}
-		if err := s.WaitEvent(e.copied[0]); err != nil {
-			return intranode.Done{}, err
-		}
-		piece := step
-		piece.Row0, piece.Rows = r0, rows
-		piece.ReduceTo = step.ReduceTo.Add(int64(r0) * rowBytes)
-		off := int64(e.env.Place.LocalRank*step.RowsPer+r0) * rowBytes
-		var err error
-		if done, err = e.pull(s, 0, piece, e.inputs(), off, e.ownRows(piece), true, r0+rows >= step.RowsPer); err != nil {
-			return intranode.Done{}, err
-		}
-	}
-	return done, nil
-}
-
-// maxSets is the most staging sets (a lane's each and one more).
-const maxSets = 3
-
-// Whole calls on nodes of more than two GPUs whose input is copied in go
-// in rounds staged in the symmetric input where each destination's block
-// is minInRoundsBlock to maxInRoundsBlock bytes, the staging sets taking
-// inStagingBytes of it (or all of it, where it is smaller). On 4 H100s
-// these rounds read faster than the whole copy then the pull and than the
-// pieces at blocks of 32–128 MiB, slower than the pieces from 256 MiB; on
-// 2 they were slower at 32, 64, 512 and 1024 MiB (RESULTS.md). Variables
-// for the tests.
-var (
-	minInRoundsBlock int64 = 32 << 20
-	maxInRoundsBlock int64 = 128 << 20
-	inStagingBytes   int64 = 128 << 20
-)
-
-// staged reports whether call goes in rounds through staging sets: a call
-// under a bound whose input is not registered, or a whole call copied in
-// rounds.
-func (e *Engine) staged(call intranode.Call) bool {
-	return (e.m.rows > 0 && call.InputViews == 0) || e.inRounds(call)
-}
-
-// inRounds reports whether call is a whole call copied in rounds staged in
-// the symmetric input: its input neither the symmetric input nor
-// registered, its blocks from minInRoundsBlock to maxInRoundsBlock (on a
-// node of more than two GPUs: NewMaker).
-func (e *Engine) inRounds(call intranode.Call) bool {
-	block := int64(call.RowsPer) * e.env.RowBytes()
-	return e.m.inRows > 0 && call.Input != e.sym() && call.InputViews == 0 && block >= minInRoundsBlock && block <= maxInRoundsBlock
-}
-
-// copyInRounds is the node step of a whole call copied in rounds: the
-// block cut into even rounds, each a roundStep through the staging sets in
-// the symmetric input.
-func (e *Engine) copyInRounds(s device.Stream, step intranode.Step) (intranode.Done, error) {
-	st, rowBytes := e.inputStaging(), e.env.RowBytes()
-	var done intranode.Done
-	r0 := 0
-	for _, rows := range intranode.RoundRows(step.RowsPer, st.rows, false) {
-		round := step
-		round.Row0, round.Rows = r0, rows
-		round.ReduceTo = step.ReduceTo.Add(int64(r0) * rowBytes)
-		var err error
-		if done, err = e.roundStep(s, round, st); err != nil {
-			return intranode.Done{}, err
-		}
-		r0 += rows
-	}
-	return done, nil
-}
-
 // heaps is the device table of the node peers' heaps as mapped here.
 func (e *Engine) heaps() device.Ptr { return e.env.Heap.Local().Add(e.m.peerTable.Off) }
-
-// staging is where a call's rounds are staged: this rank's sets (local),
-// the device table of the node peers' sets as mapped here, shifted to their
-// blocks for this rank, and the rows of a block.
-type staging struct {
-	local, table device.Ptr
-	rows         int
-}
-
-// heapStaging is the staging of a call under a bound: sets in the heap.
-func (e *Engine) heapStaging() staging {
-	local := e.env.Heap.Local()
-	return staging{local.Add(e.m.staging.Off), local.Add(e.m.roundsTable.Off), e.m.rows}
-}
-
-// inputStaging is the staging of a whole call copied in rounds: sets in
-// the symmetric input.
-func (e *Engine) inputStaging() staging {
-	return staging{e.sym(), e.env.Heap.Local().Add(e.m.inputRounds.Off), e.m.inRows}
-}
 
 // inputs is the device table of the node peers' symmetric inputs as
 // mapped here (whole calls).
@@ -647,69 +488,6 @@ func (e *Engine) pull(s device.Stream, lane int, step intranode.Step, inputs dev
 // state is this rank's call state of lane lane.
 func (e *Engine) state(lane int) device.Ptr {
 	return e.env.Heap.Local().Add(e.m.state.Off + 4*int64(lane*stateWords))
-}
-
-// roundStep is a node step of a call in rounds staged in st. A round's
-// first node step (the node after this rank's, in node swizzle) copies the
-// round's rows of every node peer destination's block into staging set
-// round%sets, once the pull that last read that set ended; its kernels
-// wait for every peer's copy (arrive) in the first step and, in the
-// round's last (the own node), end once every peer read this rank's set
-// (done). The round's launches go on its lane's stream (round%lanes: 0 is
-// s, 1 the reduction stream), which End joins back into s.
-func (e *Engine) roundStep(s device.Stream, step intranode.Step, st staging) (intranode.Done, error) {
-	nodes, place := e.env.Place.Shape.Nodes, e.env.Place
-	first, last := step.Node == (place.Node+1)%nodes, step.Node == place.Node
-	set, lane := e.round%e.m.sets, e.round%e.m.lanes
-	if lane == 1 {
-		s = e.env.Streams.Reduction
-	}
-	if step.Rows > st.rows {
-		return intranode.Done{}, fmt.Errorf("pull: a round of %d rows, at most %d: %w", step.Rows, st.rows, device.ErrInvalidArgument)
-	}
-	base := int64(set) * e.m.setBytes(st.rows)
-	if first {
-		if err := e.stage(s, step, set, st.local.Add(base), st.rows); err != nil {
-			return intranode.Done{}, err
-		}
-	}
-	off := base + int64(step.Node*(e.env.LocalSize()-1))*e.m.blockBytes(st.rows) // the node's first block; the table adds this rank's
-	done, err := e.pull(s, lane, step, st.table, off, e.ownIn(step), first, last)
-	if first {
-		done.Staged = e.env.Streams.Copy[0]
-	}
-	if err != nil || !last {
-		return done, err
-	}
-	e.round++
-	return done, e.read[set].Record(s)
-}
-
-// stage copies step's rows of every node peer destination's block into
-// staging set set (at local, blocks of rows rows) on the copy stream,
-// after the pull that last read the set, and has s wait for the copy.
-func (e *Engine) stage(s device.Stream, step intranode.Step, set int, local device.Ptr, rows int) error {
-	cp, rowBytes := e.env.Streams.Copy[0], e.env.RowBytes()
-	if e.round >= e.m.sets {
-		if err := cp.WaitEvent(e.read[set]); err != nil {
-			return err
-		}
-	}
-	lws, me := e.env.LocalSize(), e.env.Place.LocalRank
-	for g := 0; g < e.env.Place.Shape.World(); g++ {
-		if g%lws == me {
-			continue // read from the input itself
-		}
-		src := step.Input.Add(int64(g*step.RowsPer+step.Row0) * rowBytes)
-		dst := local.Add(e.m.setBlock(g/lws, g%lws, me) * e.m.blockBytes(rows))
-		if err := e.env.Dev.Copy(cp, dst, src, int64(step.Rows)*rowBytes); err != nil {
-			return fmt.Errorf("pull: staging round %d: %w", e.round, err)
-		}
-	}
-	if err := e.copied[set].Record(cp); err != nil {
-		return err
-	}
-	return s.WaitEvent(e.copied[set])
 }
 
 // End has s wait for the copy stream and the second lane (in rounds;
