@@ -379,7 +379,7 @@ func times(ds []time.Duration) string {
 	for i, d := range ds {
 		out[i] = "-"
 		if d > 0 {
-			out[i] = fmt.Sprintf("%.1f", float64(d)/float64(time.Microsecond))
+			out[i] = fmt.Sprintf("%.1f", us(d))
 		}
 	}
 	return strings.Join(out, " ")
