@@ -377,10 +377,7 @@ func traceLine(ctx context.Context, p Printer, rs *rs2d.Context, s device.Stream
 func times(ds []time.Duration) string {
 	out := make([]string, len(ds))
 	for i, d := range ds {
-		out[i] = "-"
-		if d > 0 {
-			out[i] = fmt.Sprintf("%.1f", us(d))
-		}
+		out[i] = usOrDash(d)
 	}
 	return strings.Join(out, " ")
 }
