@@ -50,9 +50,9 @@ func (ps *PeerStages) Points() []*time.Duration {
 type tracer struct {
 	start, scatter, reduce, p2p, end device.Event
 	// rounds are the ends of the rounds of a call in rounds and staged
-	// the ends of their staging copies (made as calls need them; nil where
-	// the round staged nothing), of which the last call recorded used the
-	// first nrounds.
+	// the ends of their staging copies (made as calls need them; staging
+	// says which of the last call's rounds staged), of which the last call
+	// recorded used the first nrounds.
 	rounds, staged []device.Event
 	staging        []bool // the last call's rounds that staged
 	nrounds        int
@@ -97,11 +97,7 @@ func (c *Context) closeTracer() error {
 	if c.ce != nil {
 		errs = append(errs, c.ce.Trace(false))
 	}
-	for _, e := range append(append([]device.Event{t.start, t.scatter, t.reduce, t.p2p, t.end}, t.rounds...), t.staged...) {
-		if e != nil {
-			errs = append(errs, e.Close())
-		}
-	}
+	errs = append(errs, closeEvents(append(append([]device.Event{t.start, t.scatter, t.reduce, t.p2p, t.end}, t.rounds...), t.staged...)))
 	return errors.Join(errs...)
 }
 
@@ -143,11 +139,13 @@ func (c *Context) markRound(done intranode.Done, i, n int) error {
 	return t.rounds[i].Record(done.Reduced)
 }
 
-// closeEvents closes evs.
+// closeEvents closes evs, but the nil ones.
 func closeEvents(evs []device.Event) error {
 	var errs []error
 	for _, e := range evs {
-		errs = append(errs, e.Close())
+		if e != nil {
+			errs = append(errs, e.Close())
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -26,7 +26,7 @@ var minPieceBlock, minPieceBytes int64 = 128 << 20, 16 << 20
 // whole call on one node whose input is neither the symmetric input nor
 // registered, and that does not go in rounds.
 func (e *Engine) pieces(call intranode.Call) int {
-	if e.m.rows > 0 || e.env.Place.Shape.Nodes > 1 || call.Input == e.sym() || call.InputViews != 0 || e.inRounds(call) {
+	if e.m.rows > 0 || e.env.Place.Shape.Nodes > 1 || !e.copiedIn(call) || e.inRounds(call) {
 		return 1
 	}
 	block := int64(call.RowsPer) * e.env.RowBytes()
@@ -61,9 +61,7 @@ func (e *Engine) pieceSteps(s device.Stream, step intranode.Step) (intranode.Don
 		if err := s.WaitEvent(e.copied[0]); err != nil {
 			return intranode.Done{}, err
 		}
-		piece := step
-		piece.Row0, piece.Rows = r0, rows
-		piece.ReduceTo = step.ReduceTo.Add(int64(r0) * rowBytes)
+		piece := e.part(step, r0, rows)
 		off := int64(e.env.Place.LocalRank*step.RowsPer+r0) * rowBytes
 		var err error
 		if done, err = e.pull(s, 0, piece, e.inputs(), off, e.ownRows(piece), true, r0+rows >= step.RowsPer); err != nil {

@@ -330,7 +330,7 @@ func (e *Engine) Begin(s device.Stream, call intranode.Call) error {
 		}
 		return e.env.Streams.Join(e.env.Streams.Copy[0], s)
 	}
-	if call.Input == e.sym() || call.InputViews != 0 {
+	if !e.copiedIn(call) {
 		return nil
 	}
 	if err := e.copyIn(s, call, 0, call.RowsPer, 0); err != nil {
@@ -380,8 +380,22 @@ var minOwnInPlace int64 = 8 << 20
 func (e *Engine) ownInPlace(call intranode.Call) bool {
 	block := int64(call.RowsPer) * e.env.RowBytes()
 	pair := e.env.Place.Shape.Nodes == 1 && e.env.LocalSize() == 2
-	return e.m.rows == 0 && call.InputViews == 0 && call.Input != e.sym() && (pair || block >= minOwnInPlace) &&
+	return e.m.rows == 0 && e.copiedIn(call) && (pair || block >= minOwnInPlace) &&
 		(uint64(call.Input)|uint64(e.env.RowBytes()))%16 == 0
+}
+
+// copiedIn reports whether call's input is a buffer of the caller's that
+// the peers cannot read: neither the symmetric input nor registered.
+func (e *Engine) copiedIn(call intranode.Call) bool {
+	return call.Input != e.sym() && call.InputViews == 0
+}
+
+// part is step narrowed to rows [r0, r0+rows) of each block (a round's or
+// a piece's), its result at the same rows of step.ReduceTo.
+func (e *Engine) part(step intranode.Step, r0, rows int) intranode.Step {
+	step.Row0, step.Rows = r0, rows
+	step.ReduceTo = step.ReduceTo.Add(int64(r0) * e.env.RowBytes())
+	return step
 }
 
 // ownRows is where step's own rows lie in the caller's input, where they

@@ -58,22 +58,19 @@ func (e *Engine) staged(call intranode.Call) bool {
 // node of more than two GPUs: NewMaker).
 func (e *Engine) inRounds(call intranode.Call) bool {
 	block := int64(call.RowsPer) * e.env.RowBytes()
-	return e.m.inRows > 0 && call.Input != e.sym() && call.InputViews == 0 && block >= minInRoundsBlock && block <= maxInRoundsBlock
+	return e.m.inRows > 0 && e.copiedIn(call) && block >= minInRoundsBlock && block <= maxInRoundsBlock
 }
 
 // copyInRounds is the node step of a whole call copied in rounds: the
 // block cut into even rounds, each a roundStep through the staging sets in
 // the symmetric input.
 func (e *Engine) copyInRounds(s device.Stream, step intranode.Step) (intranode.Done, error) {
-	st, rowBytes := e.inputStaging(), e.env.RowBytes()
+	st := e.inputStaging()
 	var done intranode.Done
 	r0 := 0
 	for _, rows := range intranode.RoundRows(step.RowsPer, st.rows, false) {
-		round := step
-		round.Row0, round.Rows = r0, rows
-		round.ReduceTo = step.ReduceTo.Add(int64(r0) * rowBytes)
 		var err error
-		if done, err = e.roundStep(s, round, st); err != nil {
+		if done, err = e.roundStep(s, e.part(step, r0, rows), st); err != nil {
 			return intranode.Done{}, err
 		}
 		r0 += rows
