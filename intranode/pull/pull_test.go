@@ -414,19 +414,22 @@ func TestPullCopiedInRounds(t *testing.T) {
 			})
 		}
 	}
-	// Outside the blocks' bounds, or on two GPUs: a whole copy (one
-	// launch) below the pieces' block, pieces from it (4 of the 64 KiB
-	// blocks; rounds would take 16 launches on 3 GPUs, 8 on 2).
+	// Outside the blocks' bounds, on two GPUs, or with rows that are not
+	// 16-byte aligned: a whole copy (one launch) below the pieces' block,
+	// pieces from it (4 of the 64 KiB blocks; rounds would take 16
+	// launches on 3 GPUs, 8 on 2).
 	for _, c := range []struct {
 		name        string
 		lws         int
+		n           int
 		least, most int64
 		pieces      int // the smallest piece (0: the default)
 		launches    int
 	}{
-		{"below the block", 3, 1 << 20, 1 << 40, 0, 1},
-		{"above the block", 3, 1, 16 << 10, 16 << 10, 4},
-		{"two GPUs", 2, 1, 1 << 40, 16 << 10, 4},
+		{"below the block", 3, 1024, 1 << 20, 1 << 40, 0, 1},
+		{"above the block", 3, 1024, 1, 16 << 10, 16 << 10, 4},
+		{"two GPUs", 2, 1024, 1, 1 << 40, 16 << 10, 4},
+		{"rows not 16-byte aligned", 3, 1023, 1, 1 << 40, 0, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			defer pull.SetInRounds(c.least, c.most, 3*2*4096)()
@@ -435,7 +438,7 @@ func TestPullCopiedInRounds(t *testing.T) {
 			}
 			var launches atomic.Int64
 			l := late{launches: &launches}
-			run(t, spec{shape: bootstrap.Shape{Nodes: 1, LocalSize: c.lws}, dt: dtype.I32, rowsPer: 16, n: 1024, calls: 2, late: &l, oneShot: -1})
+			run(t, spec{shape: bootstrap.Shape{Nodes: 1, LocalSize: c.lws}, dt: dtype.I32, rowsPer: 16, n: c.n, calls: 2, late: &l, oneShot: -1})
 			require.Equal(t, int64(2*c.launches), launches.Load(), "rank 1's pull launches")
 		})
 	}

@@ -55,10 +55,13 @@ func (e *Engine) staged(call intranode.Call) bool {
 // inRounds reports whether call is a whole call copied in rounds staged in
 // the symmetric input: its input neither the symmetric input nor
 // registered, its blocks from minInRoundsBlock to maxInRoundsBlock (on a
-// node of more than two GPUs: NewMaker).
+// node of more than two GPUs: NewMaker), its rows 16-byte aligned (the
+// rounds read the own rows in place; an input that is not goes whole or in
+// pieces, its own rows copied in with the others).
 func (e *Engine) inRounds(call intranode.Call) bool {
 	block := int64(call.RowsPer) * e.env.RowBytes()
-	return e.m.inRows > 0 && e.copiedIn(call) && block >= minInRoundsBlock && block <= maxInRoundsBlock
+	return e.m.inRows > 0 && e.copiedIn(call) && block >= minInRoundsBlock && block <= maxInRoundsBlock &&
+		e.vectorRows(call)
 }
 
 // copyInRounds is the node step of a whole call copied in rounds: the
