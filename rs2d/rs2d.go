@@ -30,8 +30,8 @@
 //     copy where the caller writes its rows there; or a caller's tensor
 //     registered with Register, read in place; else copied in, on one node
 //     of more than 2 GPUs in rounds staged in the symmetric input at blocks
-//     of 32-128 MiB where its rows are 16-byte aligned, else in pieces
-//     overlapping the pull from blocks of 128 MiB); on one node
+//     of 32-128 MiB, else in pieces overlapping the pull from blocks of
+//     128 MiB); on one node
 //     of 2 GPUs zero-copy and registered calls of large blocks are pulled
 //     by the copy engine instead (Tuning.CopyEnginePullBytes); under a
 //     bound the call goes in rounds through staging sets (a registered

@@ -118,6 +118,9 @@ type spec struct {
 	// rowsPerCall, where given, are the rows per rank of each call in
 	// turn (rowsPer is then their largest).
 	rowsPerCall []int
+	// inOffset, where given, is each rank's offset in bytes of its input
+	// (a buffer of its own) from a 16-byte aligned base.
+	inOffset []int64
 }
 
 // rowsOf is the rows per rank of call c.
@@ -170,12 +173,15 @@ func run(t *testing.T, sp spec) {
 				return err
 			}
 		} else {
-			p, err := dev.Alloc(int64(m*sp.n) * es)
+			p, err := dev.Alloc(int64(m*sp.n)*es + 16)
 			if err != nil {
 				return err
 			}
 			defer dev.Free(p)
 			in = rs2d.Tensor{Ptr: p, Rows: m, Cols: sp.n, DType: sp.dt}
+			if sp.inOffset != nil {
+				in.Ptr = p.Add(sp.inOffset[r.Comm.Rank()])
+			}
 			if sp.register {
 				if err := rs.Register(ctx, in); err != nil {
 					return err
@@ -414,22 +420,19 @@ func TestPullCopiedInRounds(t *testing.T) {
 			})
 		}
 	}
-	// Outside the blocks' bounds, on two GPUs, or with rows that are not
-	// 16-byte aligned: a whole copy (one launch) below the pieces' block,
-	// pieces from it (4 of the 64 KiB blocks; rounds would take 16
-	// launches on 3 GPUs, 8 on 2).
+	// Outside the blocks' bounds, or on two GPUs: a whole copy (one
+	// launch) below the pieces' block, pieces from it (4 of the 64 KiB
+	// blocks; rounds would take 16 launches on 3 GPUs, 8 on 2).
 	for _, c := range []struct {
 		name        string
 		lws         int
-		n           int
 		least, most int64
 		pieces      int // the smallest piece (0: the default)
 		launches    int
 	}{
-		{"below the block", 3, 1024, 1 << 20, 1 << 40, 0, 1},
-		{"above the block", 3, 1024, 1, 16 << 10, 16 << 10, 4},
-		{"two GPUs", 2, 1024, 1, 1 << 40, 16 << 10, 4},
-		{"rows not 16-byte aligned", 3, 1023, 1, 1 << 40, 0, 1},
+		{"below the block", 3, 1 << 20, 1 << 40, 0, 1},
+		{"above the block", 3, 1, 16 << 10, 16 << 10, 4},
+		{"two GPUs", 2, 1, 1 << 40, 16 << 10, 4},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			defer pull.SetInRounds(c.least, c.most, 3*2*4096)()
@@ -438,9 +441,55 @@ func TestPullCopiedInRounds(t *testing.T) {
 			}
 			var launches atomic.Int64
 			l := late{launches: &launches}
-			run(t, spec{shape: bootstrap.Shape{Nodes: 1, LocalSize: c.lws}, dt: dtype.I32, rowsPer: 16, n: c.n, calls: 2, late: &l, oneShot: -1})
+			run(t, spec{shape: bootstrap.Shape{Nodes: 1, LocalSize: c.lws}, dt: dtype.I32, rowsPer: 16, n: 1024, calls: 2, late: &l, oneShot: -1})
 			require.Equal(t, int64(2*c.launches), launches.Load(), "rank 1's pull launches")
 		})
+	}
+}
+
+// An input whose base is not 16-byte aligned goes in the same rounds as
+// any (the peers read the staging sets), on every rank or only some; a
+// rank whose input is misaligned copies its own rows of each round into its
+// output first and the kernel reads them there (rank 1's copied bytes count
+// them), where its output is aligned. Copied-in rounds under both
+// protocols, and rounds under a bound (which do not replay in graphs).
+func TestPullMisalignedInputInRounds(t *testing.T) {
+	const calls, rowsPer, n = 3, 40, 512
+	dt := dtype.BF16
+	shape := bootstrap.Shape{Nodes: 1, LocalSize: 3}
+	block := int64(rowsPer*n) * int64(dt.Size())
+	for _, c := range []struct {
+		name     string
+		offsets  []int64
+		bound    int64
+		launches int   // rank 1's per call
+		own      int64 // rank 1's own rows copied per call
+	}{
+		{"every rank", []int64{2, 2, 2}, 0, 10, block},
+		{"rank 1 only", []int64{0, 2, 0}, 0, 10, block},
+		{"all but rank 1", []int64{6, 0, 14}, 0, 10, 0},
+		{"every rank, under a bound", []int64{2, 2, 2}, boundFor(shape, rowsPer, n*dt.Size(), 4), 0, block},
+	} {
+		for _, graphs := range []bool{false, true} {
+			if graphs && c.bound > 0 {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s/graphs=%v", c.name, graphs), func(t *testing.T) {
+				defer pull.SetInRounds(1, 1<<40, 3*2*4*int64(n)*int64(dt.Size()))() // 4 rows a round: 10 rounds
+				var launches, bytes atomic.Int64
+				l := late{launches: &launches, copiedBytes: &bytes}
+				run(t, spec{shape: shape, dt: dt, rowsPer: rowsPer, n: n, calls: calls, graphs: graphs, late: &l, oneShot: -1,
+					inOffset: c.offsets, bound: c.bound})
+				if c.launches > 0 {
+					require.Equal(t, int64(c.launches*calls), launches.Load(), "rank 1's pull launches")
+				}
+				want := int64(calls) * (int64(shape.World()-1)*block + c.own)
+				if c.bound == 0 {
+					want += 16 // the copy stream's first copy (Make)
+				}
+				require.Equal(t, want, bytes.Load(), "rank 1's bytes copied: the peers' blocks and its own rows where misaligned")
+			})
+		}
 	}
 }
 

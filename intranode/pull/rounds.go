@@ -55,13 +55,22 @@ func (e *Engine) staged(call intranode.Call) bool {
 // inRounds reports whether call is a whole call copied in rounds staged in
 // the symmetric input: its input neither the symmetric input nor
 // registered, its blocks from minInRoundsBlock to maxInRoundsBlock (on a
-// node of more than two GPUs: NewMaker), its rows 16-byte aligned (the
-// rounds read the own rows in place; an input that is not goes whole or in
-// pieces, its own rows copied in with the others).
+// node of more than two GPUs: NewMaker). Only sizes decide it, so every
+// rank agrees (the peers read the staging sets' layout).
 func (e *Engine) inRounds(call intranode.Call) bool {
 	block := int64(call.RowsPer) * e.env.RowBytes()
-	return e.m.inRows > 0 && e.copiedIn(call) && block >= minInRoundsBlock && block <= maxInRoundsBlock &&
-		e.vectorRows(call)
+	return e.m.inRows > 0 && e.copiedIn(call) && block >= minInRoundsBlock && block <= maxInRoundsBlock
+}
+
+// ownStaged reports whether a round's own rows, which a rank reads from its
+// input in place, are copied into its output rows first and read there: on
+// one node (the output rows are then the call's own, written by this
+// round's kernel alone), where the input is not 16-byte aligned and the
+// output is (the kernel would otherwise take its element path). This rank's
+// choice alone: the peers read the staging sets either way.
+func (e *Engine) ownStaged(step intranode.Step) bool {
+	return e.env.Place.Shape.Nodes == 1 && !e.vectorRows(step.Call) &&
+		(uint64(step.ReduceTo)|uint64(e.env.RowBytes()))%16 == 0
 }
 
 // copyInRounds is the node step of a whole call copied in rounds: the
@@ -125,8 +134,12 @@ func (e *Engine) roundStep(s device.Stream, step intranode.Step, st staging) (in
 			return intranode.Done{}, err
 		}
 	}
+	own := e.ownIn(step)
+	if e.ownStaged(step) {
+		own = step.ReduceTo // copied there by stage (on one node every round's step is its first)
+	}
 	off := base + int64(step.Node*(e.env.LocalSize()-1))*e.m.blockBytes(st.rows) // the node's first block; the table adds this rank's
-	done, err := e.pull(s, lane, step, st.table, off, e.ownIn(step), first, last)
+	done, err := e.pull(s, lane, step, st.table, off, own, first, last)
 	if first {
 		done.Staged = e.env.Streams.Copy[0]
 	}
@@ -139,7 +152,8 @@ func (e *Engine) roundStep(s device.Stream, step intranode.Step, st staging) (in
 
 // stage copies step's rows of every node peer destination's block into
 // staging set set (at local, blocks of rows rows) on the copy stream,
-// after the pull that last read the set, and has s wait for the copy.
+// after the pull that last read the set, and the own rows into the step's
+// output where ownStaged, and has s wait for the copies.
 func (e *Engine) stage(s device.Stream, step intranode.Step, set int, local device.Ptr, rows int) error {
 	cp, rowBytes := e.env.Streams.Copy[0], e.env.RowBytes()
 	if e.round >= e.m.sets {
@@ -156,6 +170,11 @@ func (e *Engine) stage(s device.Stream, step intranode.Step, set int, local devi
 		dst := local.Add(e.m.setBlock(g/lws, g%lws, me) * e.m.blockBytes(rows))
 		if err := e.env.Dev.Copy(cp, dst, src, int64(step.Rows)*rowBytes); err != nil {
 			return fmt.Errorf("pull: staging round %d: %w", e.round, err)
+		}
+	}
+	if e.ownStaged(step) {
+		if err := e.env.Dev.Copy(cp, step.ReduceTo, e.ownIn(step), int64(step.Rows)*rowBytes); err != nil {
+			return fmt.Errorf("pull: staging round %d's own rows: %w", e.round, err)
 		}
 	}
 	if err := e.copied[set].Record(cp); err != nil {
