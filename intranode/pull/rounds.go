@@ -129,14 +129,14 @@ func (e *Engine) roundStep(s device.Stream, step intranode.Step, st staging) (in
 		return intranode.Done{}, fmt.Errorf("pull: a round of %d rows, at most %d: %w", step.Rows, st.rows, device.ErrInvalidArgument)
 	}
 	base := int64(set) * e.m.setBytes(st.rows)
+	own, stageOwn := e.ownIn(step), first && e.ownStaged(step)
+	if stageOwn {
+		own = step.ReduceTo
+	}
 	if first {
-		if err := e.stage(s, step, set, st.local.Add(base), st.rows); err != nil {
+		if err := e.stage(s, step, set, st.local.Add(base), st.rows, stageOwn); err != nil {
 			return intranode.Done{}, err
 		}
-	}
-	own := e.ownIn(step)
-	if e.ownStaged(step) {
-		own = step.ReduceTo // copied there by stage (on one node every round's step is its first)
 	}
 	off := base + int64(step.Node*(e.env.LocalSize()-1))*e.m.blockBytes(st.rows) // the node's first block; the table adds this rank's
 	done, err := e.pull(s, lane, step, st.table, off, own, first, last)
@@ -153,8 +153,8 @@ func (e *Engine) roundStep(s device.Stream, step intranode.Step, st staging) (in
 // stage copies step's rows of every node peer destination's block into
 // staging set set (at local, blocks of rows rows) on the copy stream,
 // after the pull that last read the set, and the own rows into the step's
-// output where ownStaged, and has s wait for the copies.
-func (e *Engine) stage(s device.Stream, step intranode.Step, set int, local device.Ptr, rows int) error {
+// output where own (ownStaged), and has s wait for the copies.
+func (e *Engine) stage(s device.Stream, step intranode.Step, set int, local device.Ptr, rows int, own bool) error {
 	cp, rowBytes := e.env.Streams.Copy[0], e.env.RowBytes()
 	if e.round >= e.m.sets {
 		if err := cp.WaitEvent(e.read[set]); err != nil {
@@ -172,7 +172,7 @@ func (e *Engine) stage(s device.Stream, step intranode.Step, set int, local devi
 			return fmt.Errorf("pull: staging round %d: %w", e.round, err)
 		}
 	}
-	if e.ownStaged(step) {
+	if own {
 		if err := e.env.Dev.Copy(cp, step.ReduceTo, e.ownIn(step), int64(step.Rows)*rowBytes); err != nil {
 			return fmt.Errorf("pull: staging round %d's own rows: %w", e.round, err)
 		}
