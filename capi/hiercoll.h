@@ -219,7 +219,11 @@ int hc_rs2d_reduce_scatter(int64_t ctx, uint64_t in_ptr, int64_t m, uint64_t out
  * are read by the peers in place: the call copies nothing first. The call
  * ends only once every peer read them, so the next rows may be written after
  * it in stream order. Any other in_ptr works too, with one device copy into
- * it first. HC_ERR_NOT_SUPPORTED where the context's engine is not the pull
+ * it first; ranks may mix the two, except where that copy goes in pieces or
+ * rounds (one node, blocks from 32 MiB on more than 2 GPUs, from 128 MiB on
+ * 2): there every rank passes the symmetric input or none does (a call that
+ * mixes them fails on simulated ranks; on GPUs its kernel traps and the CUDA
+ * context is lost). HC_ERR_NOT_SUPPORTED where the context's engine is not the pull
  * engine (HC_OVERLAP_WITH_GEMM; without HC_PULL, nodes of 1 or more than 8
  * GPUs). (ABI version 5.)
  */

@@ -232,6 +232,15 @@ func (c *Context) check(in, out Tensor) error {
 // after every peer has read it, so the next rows may go in once the call's
 // stream reaches them. ErrNotSupported with engines other than pull (they
 // read the input where it is).
+//
+// Ranks may mix Input and buffers of their own in a call, except where a
+// buffer of the caller's goes in pieces or rounds (on one node, blocks from
+// 32 MiB on more than 2 GPUs, from 128 MiB on 2): then every rank passes
+// Input or none does. A call that mixes them there is caught by the
+// kernel's first handshake, as for registered inputs (Register): on the CPU
+// backend the call fails naming both layouts; on GPUs the kernel traps (the
+// CUDA context is lost), since its peers would otherwise sum rows nobody
+// wrote.
 func (c *Context) Input(m int) (Tensor, error) {
 	switch {
 	case c.input.Size == 0:

@@ -131,7 +131,7 @@ type launch struct {
 	// MaxGrid is the flags per set and peer: the most blocks any launch
 	// of the engine has.
 	MaxGrid int
-	Tag     uint32 // the input's tag (inputTag: 0 the symmetric input)
+	Tag     uint32 // what the launch reads (inputTag: 0 the symmetric input whole)
 	// Own, where not 0, is where this rank's rows lie instead of its
 	// table entry + Off (the rounds and copied-in calls read them from the
 	// caller's input).
@@ -278,14 +278,24 @@ const (
 	flagSets
 )
 
-// inputTag is the 8-bit tag of the input a launch reads, carried in its
-// arrival flags: 0 for the symmetric input, 1 to 255 for registration
-// serial (1, 2, ...: serials 255 apart share a tag).
-func inputTag(serial uint32) uint32 {
+// The tags of the symmetric input's layouts other than the whole input
+// (tag 0: zero copy, or copied in whole): a call copied in in pieces, or
+// in rounds staged in it. A rank's peers read its symmetric input as its
+// tag says, so ranks whose tags differ would read what nobody wrote.
+const (
+	tagPieces = 0x80
+	tagRounds = 0x81
+)
+
+// inputTag is the 8-bit tag of what a launch reads, carried in its arrival
+// flags: for registration serial (1, 2, ...) 1 to 127 (serials 127 apart
+// share a tag), for the symmetric input (serial 0) its layout's: 0 whole,
+// tagPieces, tagRounds.
+func inputTag(serial uint32, layout uint32) uint32 {
 	if serial == 0 {
-		return 0
+		return layout
 	}
-	return 1 + (serial-1)%255
+	return 1 + (serial-1)%127
 }
 
 // handshake is pull_handshake for block 0: raise this rank's flag (launch
@@ -319,7 +329,8 @@ func handshake(mem device.HostMemory, p launch, heaps []device.Ptr, set int, lau
 			return err
 		}
 		if theirs := binary.LittleEndian.Uint32(b) & 0xff; theirs != tag {
-			return fmt.Errorf("pull: local rank %d reads %s, local rank %d %s: every rank calls with its registered input or none: %w",
+			return fmt.Errorf("pull: local rank %d reads %s, local rank %d %s: every rank calls with its registered input "+
+				"or none, and where a copied-in call goes in pieces or rounds every rank with Input or none: %w",
 				q, inputName(theirs), p.Me, inputName(tag), device.ErrInvalidArgument)
 		}
 	}
@@ -328,8 +339,13 @@ func handshake(mem device.HostMemory, p launch, heaps []device.Ptr, set int, lau
 
 // inputName names what a tag reads.
 func inputName(tag uint32) string {
-	if tag == 0 {
-		return "the symmetric input"
+	switch tag {
+	case 0:
+		return "the symmetric input whole (zero copy or copied in whole)"
+	case tagPieces:
+		return "the symmetric input copied in in pieces"
+	case tagRounds:
+		return "rounds staged in the symmetric input"
 	}
 	return fmt.Sprintf("a registered input (tag %d)", tag)
 }

@@ -52,9 +52,10 @@ __device__ __forceinline__ u32 pull_wait_geq(const u32* p, u32 target, const vol
 // pull_handshake raises this block's flag (set, launch) on every peer and
 // waits for every peer's on this rank (max_blocks flags per set and peer).
 // A flag's value is launch << 8 | tag: at the arrival the tag says which
-// input the launch reads (0: the symmetric input, 1-255: a registered
-// input's, kernel.go's inputTag) and a rank whose peer reads another
-// traps: ranks that disagree would read inputs nobody wrote. The barrier
+// input the launch reads (kernel.go's inputTag: 0 the symmetric input
+// whole, 0x80 / 0x81 copied in it in pieces / staged in it in rounds,
+// 1-127 a registered input's) and a rank whose peer reads another traps:
+// ranks that disagree would read inputs nobody wrote. The barrier
 // before it puts the block's loads (and, at entry, the stream's earlier
 // writes) before the release, which is cumulative, so no fence of its own
 // is needed (one costs time on every call: RESULTS.md); the barrier after it

@@ -496,13 +496,29 @@ func (e *Engine) pull(s device.Stream, lane int, step intranode.Step, inputs dev
 		p.Phases |= phaseDone
 	}
 	blocks := grid(rowBytes, step.Rows, e.m.maxGrid())
-	p.Tag = inputTag(step.InputSerial)
+	p.Tag = inputTag(step.InputSerial, e.layoutTag(step.Call))
 	rounds := e.m.rows > 0 || e.inRounds(step.Call)
 	bulk := int64(step.Rows)*rowBytes >= bulkMinBytes || (rounds && int64(step.RowsPer)*rowBytes >= bulkRoundsMinBlock)
 	if err := run(e.env.Dev, s, e.env.DType, blocks, p, bulk); err != nil {
 		return intranode.Done{}, fmt.Errorf("pull: node step %d: %w", step.Node, err)
 	}
 	return intranode.Done{Landed: s, Reduced: s}, nil
+}
+
+// layoutTag is the tag of the layout in which a call that reads the
+// symmetric input leaves it for the peers: each rank chooses it from its own
+// input (zero copy or copied in), so the arrival checks that they agree.
+// Under a bound every rank stages its rows in the heap alike (0).
+func (e *Engine) layoutTag(call intranode.Call) uint32 {
+	switch {
+	case e.m.rows > 0:
+		return 0
+	case e.inRounds(call):
+		return tagRounds
+	case e.pieces(call) > 1:
+		return tagPieces
+	}
+	return 0
 }
 
 // state is this rank's call state of lane lane.

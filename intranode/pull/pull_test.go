@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -121,6 +122,13 @@ type spec struct {
 	// inOffset, where given, is each rank's offset in bytes of its input
 	// (a buffer of its own) from a 16-byte aligned base.
 	inOffset []int64
+	// zeroCopyRanks, where given, are the ranks that write their rows
+	// into Context.Input (the others: zeroCopy).
+	zeroCopyRanks []int
+	// wantErr, where given, is the error the ranks return, else none.
+	wantErr error
+	// waitTimeout bounds the simulated device's waits (0: a minute).
+	waitTimeout time.Duration
 }
 
 // rowsOf is the rows per rank of call c.
@@ -139,7 +147,11 @@ func run(t *testing.T, sp spec) {
 	t.Helper()
 	ws := sp.shape.World()
 	m := sp.rowsPer * ws
-	w, err := world.Sim(sp.shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
+	wait := sp.waitTimeout
+	if wait == 0 {
+		wait = time.Minute
+	}
+	w, err := world.Sim(sp.shape, world.SimOptions{Device: sim.Options{WaitTimeout: wait}})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, w.Close()) }()
 	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
@@ -168,7 +180,8 @@ func run(t *testing.T, sp spec) {
 		}
 		es := int64(sp.dt.Size())
 		var in rs2d.Tensor
-		if sp.zeroCopy {
+		zeroCopy := sp.zeroCopy || slices.Contains(sp.zeroCopyRanks, r.Comm.Rank())
+		if zeroCopy {
 			if in, err = rs.Input(m); err != nil {
 				return err
 			}
@@ -202,7 +215,7 @@ func run(t *testing.T, sp spec) {
 		for c := range sp.calls {
 			rows := sp.rowsOf(c)
 			in.Rows, out.Rows = rows*ws, rows
-			if sp.zeroCopy {
+			if zeroCopy {
 				if in, err = rs.Input(rows * ws); err != nil {
 					return err
 				}
@@ -233,6 +246,10 @@ func run(t *testing.T, sp spec) {
 		}
 		return nil
 	})
+	if sp.wantErr != nil {
+		require.ErrorIs(t, err, sp.wantErr)
+		return
+	}
 	require.NoError(t, err)
 }
 
@@ -490,6 +507,42 @@ func TestPullMisalignedInputInRounds(t *testing.T) {
 				require.Equal(t, want, bytes.Load(), "rank 1's bytes copied: the peers' blocks and its own rows where misaligned")
 			})
 		}
+	}
+}
+
+// Ranks may mix zero copy (Input) and copied-in inputs where the copied-in
+// ones are copied in whole (the same layout of the symmetric input); where
+// they go in rounds or pieces, the peers of the zero-copy rank would read
+// rows nobody wrote: the first arrival finds the layouts' tags differ and
+// the ranks fail with ErrInvalidArgument naming both. (On a GPU the kernel
+// traps and the context is lost, ending the rounds' second lane too; the
+// simulated device ends that lane's wait at its timeout, here 10 s.)
+func TestPullMixedInputs(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		lws     int
+		rounds  bool  // the copied-in ranks' calls go in rounds (two lanes)
+		pieces  int64 // the smallest piece, where they go in pieces
+		wantErr error
+	}{
+		{"copied in whole", 3, false, 0, nil},
+		{"copied in in rounds", 3, true, 0, device.ErrInvalidArgument},
+		{"copied in in pieces", 2, false, 16 << 10, device.ErrInvalidArgument},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.rounds {
+				defer pull.SetInRounds(1, 1<<40, 3*2*4*4096)()
+			}
+			if c.pieces > 0 {
+				defer pull.SetPieces(1, c.pieces)()
+			}
+			sp := spec{shape: bootstrap.Shape{Nodes: 1, LocalSize: c.lws}, dt: dtype.I32, rowsPer: 16, n: 1024, calls: 2,
+				oneShot: -1, zeroCopyRanks: []int{1}, wantErr: c.wantErr}
+			if c.rounds {
+				sp.waitTimeout = 10 * time.Second
+			}
+			run(t, sp)
+		})
 	}
 }
 

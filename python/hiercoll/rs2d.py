@@ -181,7 +181,12 @@ class ReduceScatter2D:
         rows written into it and passed to reduce_scatter are read by the peers
         in place, with no copy first. It aliases the context's memory: valid
         until close; a call that reads it ends once every peer has read it, so
-        the next rows may go in after the call in stream order."""
+        the next rows may go in after the call in stream order. Ranks may mix it
+        with tensors of their own, except at sizes where those are copied in
+        pieces or rounds (one node, blocks from 32 MiB on more than 2 GPUs, from
+        128 MiB on 2): there every rank passes it or none does; a call that mixes
+        them fails on simulated ranks, and on GPUs its kernel traps (the CUDA
+        context is lost) rather than sum rows nobody wrote."""
         self._tensors_ok()
         self._check_m(m)
         return _symmetric_tensor(self.input_ptr(), m, self.n, self._torch_dtype, self._device_index)
