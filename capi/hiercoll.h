@@ -223,7 +223,8 @@ int hc_rs2d_reduce_scatter(int64_t ctx, uint64_t in_ptr, int64_t m, uint64_t out
  * rounds (one node, blocks from 32 MiB on more than 2 GPUs, from 128 MiB on
  * 2): there every rank passes the symmetric input or none does (a call that
  * mixes them fails on simulated ranks; on GPUs its kernel traps and the CUDA
- * context is lost). HC_ERR_NOT_SUPPORTED where the context's engine is not the pull
+ * context is lost; on 2 GPUs at blocks from 256 MiB, where the copy engine
+ * pulls the symmetric input, it is not caught and waits). HC_ERR_NOT_SUPPORTED where the context's engine is not the pull
  * engine (HC_OVERLAP_WITH_GEMM; without HC_PULL, nodes of 1 or more than 8
  * GPUs). (ABI version 5.)
  */

@@ -240,7 +240,10 @@ func (c *Context) check(in, out Tensor) error {
 // kernel's first handshake, as for registered inputs (Register): on the CPU
 // backend the call fails naming both layouts; on GPUs the kernel traps (the
 // CUDA context is lost), since its peers would otherwise sum rows nobody
-// wrote.
+// wrote. Not caught: on one node of 2 GPUs, at blocks from
+// Tuning.CopyEnginePullBytes, where the copy engine pulls Input's rows, a
+// rank with a buffer of its own among them waits for peers that never
+// arrive (Close ends the waits).
 func (c *Context) Input(m int) (Tensor, error) {
 	switch {
 	case c.input.Size == 0:

@@ -186,7 +186,8 @@ class ReduceScatter2D:
         pieces or rounds (one node, blocks from 32 MiB on more than 2 GPUs, from
         128 MiB on 2): there every rank passes it or none does; a call that mixes
         them fails on simulated ranks, and on GPUs its kernel traps (the CUDA
-        context is lost) rather than sum rows nobody wrote."""
+        context is lost) rather than sum rows nobody wrote; on 2 GPUs at blocks
+        from 256 MiB (the copy engine's pulls) it is not caught and waits."""
         self._tensors_ok()
         self._check_m(m)
         return _symmetric_tensor(self.input_ptr(), m, self.n, self._torch_dtype, self._device_index)
