@@ -51,6 +51,11 @@ type BenchOptions struct {
 	// (rs2d Context.Trace), and prints rank 0's stages: when the call
 	// ended and, for a call in rounds, when each round did.
 	Trace bool
+	// InputOffset puts the caller's plain buffer (the input NCCL reads,
+	// and hiercoll's but with the pull engine's zero copy) InputOffset
+	// bytes past a 16-byte aligned base, 0 to 15: as a view into a larger
+	// tensor would lie.
+	InputOffset int64
 }
 
 // BenchRow is one size of the table.
@@ -135,6 +140,8 @@ func (o BenchOptions) rowsFor(world int) ([]int, error) {
 		return bad("no sizes")
 	case o.Iters < 0 || o.Reps < 0:
 		return bad("%d iterations, %d repetitions: want positive numbers (0: default)", o.Iters, o.Reps)
+	case o.InputOffset < 0 || o.InputOffset > 15:
+		return bad("input offset of %d bytes: want 0 to 15", o.InputOffset)
 	}
 	quantum, ok := sizes.Product(int64(o.N), int64(o.DType.Size()), int64(world))
 	if !ok {
@@ -174,6 +181,7 @@ func bench(ctx context.Context, r world.Rank, o BenchOptions) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, buf.free()) }()
+	buf.in = buf.inBase.Add(o.InputOffset)
 	rg, err := newRig(r.Dev)
 	if err != nil {
 		return err
@@ -409,6 +417,9 @@ func printVariant(p Printer, rs *rs2d.Context, name string, m int, o BenchOption
 	p.Printf("variant %q: engine %v, reduction SMs %d, chunks %d (0: by size), transport %s\n",
 		name, cfg.Engine, rs.ReductionSMs(), cfg.Tuning.Chunks, rs.Transport())
 	p.Printf("  symmetric memory: %v\n", rs.Memory())
+	if o.InputOffset != 0 {
+		p.Printf("  the plain buffer lies %d bytes past a 16-byte aligned base (--input-offset)\n", o.InputOffset)
+	}
 	if o.Register {
 		p.Printf("  input: the plain buffer NCCL reads too, registered once (Context.Register) and read in place by the peers (--register)\n")
 	} else if _, err := rs.Input(cfg.MaxM); err == nil {

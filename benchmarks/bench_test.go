@@ -90,6 +90,8 @@ func TestBenchRefusesBadOptions(t *testing.T) {
 		"negative iters":  func(o *benchmarks.BenchOptions) { o.Iters = -1 },
 		"no dtype":        func(o *benchmarks.BenchOptions) { o.DType = 0 },
 		"N that overflow": func(o *benchmarks.BenchOptions) { o.N = 1 << 62 },
+		"offset of 16":    func(o *benchmarks.BenchOptions) { o.InputOffset = 16 },
+		"negative offset": func(o *benchmarks.BenchOptions) { o.InputOffset = -2 },
 	} {
 		o := good
 		mod(&o)

@@ -69,6 +69,7 @@ func agreeSeed(ctx context.Context, r world.Rank) (uint64, error) {
 type buffers struct {
 	dev      device.Device
 	in, out  device.Ptr
+	inBase   device.Ptr // in's allocation: in is inBase, or up to 15 bytes past it (bench --input-offset)
 	ref      device.Ptr // NCCL's output, when comparing
 	m, n     int
 	dt       dtype.DType
@@ -85,7 +86,8 @@ func allocBuffers(dev device.Device, m, n, world int, dt dtype.DType, withRef bo
 		}
 	}
 	es := int64(dt.Size())
-	alloc(&b.in, int64(m)*int64(n)*es)
+	alloc(&b.inBase, int64(m)*int64(n)*es+16)
+	b.in = b.inBase
 	alloc(&b.out, int64(b.rowsPer)*int64(n)*es)
 	if withRef {
 		alloc(&b.ref, int64(b.rowsPer)*int64(n)*es)
@@ -112,7 +114,7 @@ func (b *buffers) free() error {
 	}
 	b.released = true
 	var errs []error
-	for _, p := range []device.Ptr{b.in, b.out, b.ref} {
+	for _, p := range []device.Ptr{b.inBase, b.out, b.ref} {
 		if p != 0 {
 			errs = append(errs, b.dev.Free(p))
 		}

@@ -35,6 +35,7 @@ func runBench(ctx context.Context, args []string) error {
 	register := fs.Bool("register", false, "the pull engine reads the caller's plain buffer in place, registered once before timing (Context.Register; default: rows put into its symmetric input once, zero copy)")
 	capture := fs.Bool("capture", false, "time CUDA-graph launches of the calls, hiercoll's and NCCL's alike (device time without the host's enqueue, "+
 		"as in a captured training step): --iters calls captured once per size, one launch per measurement; needs --graphs on")
+	inputOffset := fs.Int("input-offset", 0, "the caller's plain buffer (NCCL's input, and hiercoll's but with the pull engine's zero copy) this many bytes, 0 to 15, past a 16-byte aligned base, as a view into a larger tensor")
 	hostCost := fs.Bool("host-cost", false, "instead of the sweep: the host time of one call in Go (enqueue only, tiny input), per variant; "+
 		"--iters calls per batch (default 20), --reps batches (default 50)")
 	if err := parseFlags(fs, args, false, append(w.positive(), "n", "iters", "reps")...); err != nil {
@@ -81,7 +82,7 @@ func runBench(ctx context.Context, args []string) error {
 		return func(ctx context.Context, r worldRank) error {
 			var rows []benchmarks.BenchRow
 			opts := benchmarks.BenchOptions{
-				Sizes: list, N: *n, DType: d, Iters: *iters, Reps: *reps, Variants: variants, CopyIn: *copyIn, Register: *register, Capture: *capture, Trace: *trace,
+				Sizes: list, N: *n, DType: d, Iters: *iters, Reps: *reps, Variants: variants, CopyIn: *copyIn, Register: *register, Capture: *capture, Trace: *trace, InputOffset: int64(*inputOffset),
 				Out: benchmarks.Printer{W: report}, Title: wh.title, Rows: &rows,
 			}
 			return benchRank(ctx, r, opts, *jsonOut, *csvPath, *pngPath)

@@ -226,6 +226,24 @@ func TestBenchRegister(t *testing.T) {
 	require.Contains(t, errOut, "pick one")
 }
 
+// bench --input-offset puts the plain buffer past a 16-byte aligned base:
+// the heading says so, the calls run (copied in, registered, and in rounds
+// under a bound; the pull engine's tests check the sums at such bases), and
+// an offset past 15 bytes is refused.
+func TestBenchInputOffset(t *testing.T) {
+	for _, extra := range [][]string{{"--copy-in"}, {"--register"}, {"--copy-in", "--max-symm", "20K"}} {
+		args := append([]string{"bench", "--backend", "sim", "--nodes", "1", "--gpus", "4", "--n", "256", "--engine", "pull",
+			"--sizes", "8K,64K", "--iters", "2", "--reps", "1", "--input-offset", "6", "--json"}, extra...)
+		code, out, errOut := hiercoll(t, args...)
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, errOut, "the plain buffer lies 6 bytes past a 16-byte aligned base")
+		require.Len(t, jsonLines(t, out), 2)
+	}
+	code, _, errOut := hiercoll(t, "bench", "--backend", "sim", "--nodes", "1", "--gpus", "2", "--n", "8", "--sizes", "64", "--input-offset", "16")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errOut, "want 0 to 15")
+}
+
 // bench --trace follows each size with one more call, traced: rank 0's
 // stage times, with each round's end and its staging copy's for a call in
 // rounds (--max-symm), as many of each as rounds; without the bound a call
