@@ -30,8 +30,11 @@ type VerifyOptions struct {
 	// registered once per context (Context.Register): the path of
 	// registered inputs, the copy engine's pulls among them.
 	Register bool
-	Out      Printer
-	Title    string
+	// InputOffset puts each case's input InputOffset bytes (0 to 15) past
+	// a 16-byte aligned base, as a view into a larger tensor.
+	InputOffset int64
+	Out         Printer
+	Title       string
 	// Result, if set, is called on rank 0 with each check's result as it
 	// ends (hiercoll verify --json prints them).
 	Result func(VerifyResult)
@@ -67,6 +70,9 @@ func Verify(o VerifyOptions) Job {
 }
 
 func verify(ctx context.Context, r world.Rank, o VerifyOptions) (err error) {
+	if o.InputOffset < 0 || o.InputOffset > 15 {
+		return fmt.Errorf("verify: input offset of %d bytes, want 0 to 15: %w", o.InputOffset, device.ErrInvalidArgument)
+	}
 	p := Printer{W: o.Out.W, Rank: r.Comm.Rank()}
 	ref, why, err := NewReference(ctx, r)
 	if err != nil {
@@ -216,6 +222,10 @@ func verifyCase(ctx context.Context, r world.Rank, o VerifyOptions, ref *Referen
 		return "", desc, err
 	}
 	defer func() { err = errors.Join(err, buf.free()) }()
+	buf.in = buf.inBase.Add(o.InputOffset)
+	if o.InputOffset != 0 {
+		desc += fmt.Sprintf(", the input %d bytes past a 16-byte aligned base", o.InputOffset)
+	}
 	if err := registerInput(ctx, rs, buf, o.Register); err != nil {
 		return "", desc, err
 	}

@@ -19,6 +19,7 @@ func runVerify(ctx context.Context, args []string) error {
 	repeat := fs.Int("repeat", 0, "calls in a row on one context (default: 1000 on GPUs, 100 on the CPU)")
 	register := fs.Bool("register", false, "the pull engine reads the caller's buffer in place, registered once per context (Context.Register; default: copied into its symmetric input)")
 	jsonOut := fs.Bool("json", false, "print each check's result as a JSON object on stdout, one per line (the report goes to stderr)")
+	inputOffset := fs.Int("input-offset", 0, "each shape's input this many bytes, 0 to 15, past a 16-byte aligned base, as a view into a larger tensor")
 	if err := parseFlags(fs, args, false, append(w.positive(), "calls", "repeat")...); err != nil {
 		return err
 	}
@@ -43,7 +44,7 @@ func runVerify(ctx context.Context, args []string) error {
 			}
 			o := benchmarks.VerifyOptions{
 				DTypes: list, Cases: benchmarks.DefaultCases(gpu), Calls: *calls, Repeat: rep,
-				Config: cfg, Register: *register, Out: benchmarks.Printer{W: reportTo(*jsonOut)}, Title: wh.title,
+				Config: cfg, Register: *register, InputOffset: int64(*inputOffset), Out: benchmarks.Printer{W: reportTo(*jsonOut)}, Title: wh.title,
 			}
 			if *jsonOut {
 				enc := json.NewEncoder(cmdOut)
