@@ -380,14 +380,14 @@ var minOwnInPlace int64 = 8 << 20
 func (e *Engine) ownInPlace(call intranode.Call) bool {
 	block := int64(call.RowsPer) * e.env.RowBytes()
 	pair := e.env.Place.Shape.Nodes == 1 && e.env.LocalSize() == 2
-	return e.m.rows == 0 && e.copiedIn(call) && (pair || block >= minOwnInPlace) && e.vectorRows(call)
+	return e.m.rows == 0 && e.copiedIn(call) && (pair || block >= minOwnInPlace) && e.rowsAligned(call.Input)
 }
 
-// vectorRows reports whether every row of call's input starts 16-byte
-// aligned, so that the kernel reads rows in place with vectors (else it
+// rowsAligned reports whether every row of a matrix at p starts 16-byte
+// aligned, so that the kernel reads or writes them with vectors (else it
 // takes its element path, several times slower).
-func (e *Engine) vectorRows(call intranode.Call) bool {
-	return (uint64(call.Input)|uint64(e.env.RowBytes()))%16 == 0
+func (e *Engine) rowsAligned(p device.Ptr) bool {
+	return (uint64(p)|uint64(e.env.RowBytes()))%16 == 0
 }
 
 // copiedIn reports whether call's input is a buffer of the caller's that

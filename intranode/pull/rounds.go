@@ -69,8 +69,7 @@ func (e *Engine) inRounds(call intranode.Call) bool {
 // output is (the kernel would otherwise take its element path). This rank's
 // choice alone: the peers read the staging sets either way.
 func (e *Engine) ownStaged(step intranode.Step) bool {
-	return e.env.Place.Shape.Nodes == 1 && !e.vectorRows(step.Call) &&
-		(uint64(step.ReduceTo)|uint64(e.env.RowBytes()))%16 == 0
+	return e.env.Place.Shape.Nodes == 1 && !e.rowsAligned(step.Input) && e.rowsAligned(step.ReduceTo)
 }
 
 // copyInRounds is the node step of a whole call copied in rounds: the
