@@ -142,6 +142,8 @@ func (o BenchOptions) rowsFor(world int) ([]int, error) {
 		return bad("%d iterations, %d repetitions: want positive numbers (0: default)", o.Iters, o.Reps)
 	case o.InputOffset < 0 || o.InputOffset > 15:
 		return bad("input offset of %d bytes: want 0 to 15", o.InputOffset)
+	case o.InputOffset%int64(o.DType.Size()) != 0:
+		return bad("input offset of %d bytes: want a multiple of %v's %d-byte elements", o.InputOffset, o.DType, o.DType.Size())
 	}
 	quantum, ok := sizes.Product(int64(o.N), int64(o.DType.Size()), int64(world))
 	if !ok {

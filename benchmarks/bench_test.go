@@ -92,6 +92,7 @@ func TestBenchRefusesBadOptions(t *testing.T) {
 		"N that overflow": func(o *benchmarks.BenchOptions) { o.N = 1 << 62 },
 		"offset of 16":    func(o *benchmarks.BenchOptions) { o.InputOffset = 16 },
 		"negative offset": func(o *benchmarks.BenchOptions) { o.InputOffset = -2 },
+		"odd offset":      func(o *benchmarks.BenchOptions) { o.InputOffset = 3 }, // not a whole bf16 element
 	} {
 		o := good
 		mod(&o)

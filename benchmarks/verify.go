@@ -226,6 +226,10 @@ func verifyCase(ctx context.Context, r world.Rank, o VerifyOptions, ref *Referen
 	if o.InputOffset != 0 {
 		desc += fmt.Sprintf(", the input %d bytes past a 16-byte aligned base", o.InputOffset)
 	}
+	if es := int64(dt.Size()); o.InputOffset%es != 0 {
+		desc += fmt.Sprintf(" (not a multiple of %v's %d bytes: refused)", dt, es)
+		return refusedMisaligned(ctx, rs, buf, o.Register, s), desc, nil
+	}
 	if err := registerInput(ctx, rs, buf, o.Register); err != nil {
 		return "", desc, err
 	}
@@ -288,7 +292,20 @@ func verifyCase(ctx context.Context, r world.Rank, o VerifyOptions, ref *Referen
 	return "", desc, nil
 }
 
-// verifyRepeat makes o.Repeat calls on one context with fresh data each.
+// refusedMisaligned checks that an input not aligned to its elements is
+// refused by the call (and by Register, with register) before any work.
+func refusedMisaligned(ctx context.Context, rs *rs2d.Context, buf *buffers, register bool, s device.Stream) string {
+	if err := rs.ReduceScatter(ctx, buf.inTensor(), buf.outTensor(), s); !errors.Is(err, device.ErrInvalidArgument) {
+		return fmt.Sprintf("a misaligned input: got %v, want an invalid-argument error", err)
+	}
+	if register {
+		if err := rs.Register(ctx, buf.inTensor()); !errors.Is(err, device.ErrInvalidArgument) {
+			return fmt.Sprintf("registering a misaligned input: got %v, want an invalid-argument error", err)
+		}
+	}
+	return ""
+}
+
 // registerInput registers buf's input with rs where register is set.
 func registerInput(ctx context.Context, rs *rs2d.Context, buf *buffers, register bool) error {
 	if !register {
@@ -300,6 +317,7 @@ func registerInput(ctx context.Context, rs *rs2d.Context, buf *buffers, register
 	return nil
 }
 
+// verifyRepeat makes o.Repeat calls on one context with fresh data each.
 func verifyRepeat(ctx context.Context, r world.Rank, o VerifyOptions, s device.Stream) (msg string, err error) {
 	ws, rank := r.Comm.Size(), r.Comm.Rank()
 	const rowsPer, n = 4, 96
@@ -386,6 +404,9 @@ func badInputs(ctx context.Context, r world.Rank, base rs2d.Config) (msg string)
 		"output rows wrong":        {in, with(out, func(t *rs2d.Tensor) { t.Rows = rowsPer + 1 })},
 		"output aliases input":     {in, with(out, func(t *rs2d.Tensor) { t.Ptr = in.Ptr })},
 		"input buffer too small":   {with(in, func(t *rs2d.Tensor) { t.Ptr = tail }), out},
+		// Half the rows, so that the 2 bytes further still fit the allocation.
+		"input not element-aligned":  {with(in, func(t *rs2d.Tensor) { t.Ptr, t.Rows = t.Ptr.Add(2), ws }), with(out, func(t *rs2d.Tensor) { t.Rows = 1 })},
+		"output not element-aligned": {with(in, func(t *rs2d.Tensor) { t.Rows = ws }), with(out, func(t *rs2d.Tensor) { t.Ptr, t.Rows = t.Ptr.Add(2), 1 })},
 	}
 	var problems []string
 	for name, tt := range bad {

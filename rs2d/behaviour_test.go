@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -407,6 +408,23 @@ func TestBadInputRejectedBeforeWork(t *testing.T) {
 			if err := rs.ReduceScatter(ctx, c[0], c[1], s); !errors.Is(err, device.ErrInvalidArgument) {
 				return fmt.Errorf("%s: got %v, want an invalid-argument error", name, err)
 			}
+		}
+		// Not aligned to its elements (half the rows, so that the range
+		// check passes): refused as such, and so is its registration.
+		half := func(t *rs2d.Tensor) { t.Rows /= 2 }
+		for name, c := range map[string][2]rs2d.Tensor{
+			"input":  {mod(in, func(t *rs2d.Tensor) { half(t); t.Ptr = t.Ptr.Add(2) }), mod(out, half)},
+			"output": {mod(in, half), mod(out, func(t *rs2d.Tensor) { half(t); t.Ptr = t.Ptr.Add(6) })},
+		} {
+			err := rs.ReduceScatter(ctx, c[0], c[1], s)
+			if !errors.Is(err, device.ErrInvalidArgument) || !strings.Contains(err.Error(), name+" at ") ||
+				!strings.Contains(err.Error(), "not aligned to its 4-byte fp32 elements") {
+				return fmt.Errorf("misaligned %s: got %v, want an invalid-argument error saying so", name, err)
+			}
+		}
+		if err := rs.Register(ctx, mod(in, func(t *rs2d.Tensor) { t.Ptr = t.Ptr.Add(2) })); !errors.Is(err, device.ErrInvalidArgument) ||
+			!strings.Contains(err.Error(), "not aligned") {
+			return fmt.Errorf("registering a misaligned input: got %v, want an invalid-argument error saying so", err)
 		}
 		// Nothing was enqueued, so a good call still works on every rank.
 		if err := rs.ReduceScatter(ctx, in, out, s); err != nil {

@@ -202,6 +202,9 @@ func (c *Context) check(in, out Tensor) error {
 		name string
 		t    Tensor
 	}{{"input", in}, {"output", out}} {
+		if err := t.t.misaligned(t.name); err != nil {
+			return err
+		}
 		base, size, err := c.dev.AddressRange(t.t.Ptr)
 		if err != nil {
 			return fmt.Errorf("rs2d: %s %v is not device memory: %w", t.name, t.t, err)

@@ -34,19 +34,26 @@ func TestVerifySimRegisteredByTheCopyEngine(t *testing.T) {
 	}
 }
 
-// verify --input-offset checks every case at an input 2 bytes past a
-// 16-byte aligned base (the pull engine on one node of 4, whole and in
-// rounds under a bound), and refuses an offset past 15 bytes.
+// verify --input-offset checks every case at an input past a 16-byte
+// aligned base (the pull engine on one node of 4, whole and in rounds under
+// a bound): bf16 at 2 bytes and int32 at 4 are summed, int32 at 2 bytes
+// (not a whole element) must be refused; an offset past 15 bytes is refused.
 func TestVerifySimInputOffset(t *testing.T) {
 	for _, extra := range [][]string{{"--nodes", "1", "--gpus", "4"}, {"--nodes", "1", "--gpus", "4", "--max-symm", "1M"}} {
 		args := append([]string{"verify", "--backend", "sim", "--engine", "pull", "--input-offset", "2", "--dtypes", "bf16,int32",
 			"--calls", "1", "--repeat", "10"}, extra...)
 		code, out, errOut := hiercoll(t, args...)
 		require.Equal(t, 0, code, "stderr:\n%s\nstdout:\n%s", errOut, out)
-		require.Contains(t, out, "the input 2 bytes past a 16-byte aligned base")
+		require.Contains(t, out, "the input 2 bytes past a 16-byte aligned base\n")
+		require.Contains(t, out, "the input 2 bytes past a 16-byte aligned base (not a multiple of int32's 4 bytes: refused)")
 		require.Contains(t, out, "PASS")
 	}
-	code, _, errOut := hiercoll(t, "verify", "--backend", "sim", "--input-offset", "16", "--calls", "1", "--repeat", "1")
+	code, out, errOut := hiercoll(t, "verify", "--backend", "sim", "--nodes", "1", "--gpus", "4", "--engine", "pull", "--input-offset", "4",
+		"--dtypes", "int32", "--calls", "1", "--repeat", "1")
+	require.Equal(t, 0, code, "stderr:\n%s\nstdout:\n%s", errOut, out)
+	require.Contains(t, out, "the input 4 bytes past a 16-byte aligned base\n")
+	require.Contains(t, out, "PASS")
+	code, _, errOut = hiercoll(t, "verify", "--backend", "sim", "--input-offset", "16", "--calls", "1", "--repeat", "1")
 	require.NotEqual(t, 0, code)
 	require.Contains(t, errOut, "want 0 to 15")
 }
