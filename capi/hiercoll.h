@@ -206,7 +206,8 @@ int hc_rs2d_destroy(int64_t ctx);
  * Enqueues on stream: out = (sum over ranks of in)[this rank's M/world rows].
  * in_ptr is [m, n] and out_ptr [m/world, n], row-major, contiguous, of the
  * context's dtype, on the rank's device; every rank calls it with the same m
- * (0 < m <= max_m, m divisible by the world size). Bad arguments fail with
+ * (0 < m <= max_m, m divisible by the world size), each pointer a multiple of
+ * the element size. Bad arguments fail with
  * HC_ERR_INVALID before anything is enqueued. Nothing is synchronised: a rank
  * that never arrives shows when the stream is synchronised.
  */
@@ -221,10 +222,10 @@ int hc_rs2d_reduce_scatter(int64_t ctx, uint64_t in_ptr, int64_t m, uint64_t out
  * it in stream order. Any other in_ptr works too, with one device copy into
  * it first; ranks may mix the two, except where that copy goes in pieces or
  * rounds (one node, blocks from 32 MiB on more than 2 GPUs, from 128 MiB on
- * 2): there every rank passes the symmetric input or none does (a call that
- * mixes them fails on simulated ranks; on GPUs its kernel traps and the CUDA
- * context is lost; on 2 GPUs at blocks from 256 MiB, where the copy engine
- * pulls the symmetric input, it is not caught and waits). HC_ERR_NOT_SUPPORTED where the context's engine is not the pull
+ * 2) or where the copy engine pulls the symmetric input (one node of 2 GPUs,
+ * blocks from 256 MiB): there every rank passes the symmetric input or none
+ * does (a call that mixes them fails on simulated ranks; on GPUs its kernel
+ * traps and the CUDA context is lost). HC_ERR_NOT_SUPPORTED where the context's engine is not the pull
  * engine (HC_OVERLAP_WITH_GEMM; without HC_PULL, nodes of 1 or more than 8
  * GPUs). (ABI version 5.)
  */

@@ -238,15 +238,14 @@ func (c *Context) check(in, out Tensor) error {
 //
 // Ranks may mix Input and buffers of their own in a call, except where a
 // buffer of the caller's goes in pieces or rounds (on one node, blocks from
-// 32 MiB on more than 2 GPUs, from 128 MiB on 2): then every rank passes
-// Input or none does. A call that mixes them there is caught by the
-// kernel's first handshake, as for registered inputs (Register): on the CPU
-// backend the call fails naming both layouts; on GPUs the kernel traps (the
-// CUDA context is lost), since its peers would otherwise sum rows nobody
-// wrote. Not caught: on one node of 2 GPUs, at blocks from
-// Tuning.CopyEnginePullBytes, where the copy engine pulls Input's rows, a
-// rank with a buffer of its own among them waits for peers that never
-// arrive (Close ends the waits).
+// 32 MiB on more than 2 GPUs, from 128 MiB on 2) or where the copy engine
+// pulls Input's rows (one node of 2 GPUs, blocks from
+// Tuning.CopyEnginePullBytes): then every rank passes Input or none does. A
+// call that mixes them there is caught by the first handshake, as for
+// registered inputs (Register): on the CPU backend the call fails naming
+// both layouts; on GPUs the kernel traps (the CUDA context is lost), since
+// its peers would otherwise sum rows nobody wrote or wait for a handshake
+// never made.
 func (c *Context) Input(m int) (Tensor, error) {
 	switch {
 	case c.input.Size == 0:

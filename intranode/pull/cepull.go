@@ -22,11 +22,17 @@ import (
 // the heap that holds the landing slots (intranode.Env.InputHeap). The
 // last two chunks of a block are cut in halves, and halves of halves, down
 // to a 32nd of a chunk, so that the sum left after the last copy is short.
-// Handshakes are stream memory operations: ready[src] = epoch (src's input
-// is complete: raised by src at Begin, after its earlier work), done[src]
-// = epoch (src finished reading this rank's input: the call ends only once
-// every peer did). A caller's plain buffer is not pulled this way (it
-// would first be copied in; benchmarks/RESULTS.md).
+// The call's arrival is the pull kernel's, in a launch of one block that
+// sums nothing, on the caller's stream before the copy stream forks from it:
+// every peer's input is complete (its launch started after the work that
+// wrote it), and its tag says the peers read the same way — a rank that
+// pulls by the copy engine among peers that pull by the kernel (its peers
+// copied their buffers in) traps there, and so do they, where each would
+// otherwise wait for a handshake the other never makes. Reads done is a
+// stream memory operation: done[src] = epoch (src finished reading this
+// rank's input: the call ends only once every peer did). A caller's plain
+// buffer is not pulled this way (it would first be copied in;
+// benchmarks/RESULTS.md).
 
 // CopyEngine is when and how whole calls are pulled by the copy engine.
 type CopyEngine struct {
@@ -93,11 +99,10 @@ func (c CopyEngine) LandingBytes(spec intranode.Spec) int64 {
 // landingBytes is LandingBytes of a resolved c.
 func (c CopyEngine) landingBytes(lws int) int64 { return int64(ceSlots*(lws-1)) * c.Chunk }
 
-// ceLayout lays out the landing slots and the handshake words.
+// ceLayout lays out the landing slots and the reads-done words.
 func (m *Maker) ceLayout(l *symm.Layout) {
 	lws := m.spec.LocalSize()
 	m.ceLanding = l.Add("pull copy-engine landing slots", m.ce.landingBytes(lws))
-	m.ceReady = l.AddPad("pull copy-engine ready", lws)
 	m.ceDone = l.AddPad("pull copy-engine reads done", lws)
 }
 
@@ -107,7 +112,6 @@ func (e *Engine) ceMake() error {
 		return fmt.Errorf("the copy engine's pulls need a copy and a reduction stream: %w", device.ErrInvalidArgument)
 	}
 	place, proto := e.env.Place, e.env.Proto
-	e.ceReady = e.env.Heap.Signals(e.m.ceReady, proto, intranode.ReadyLabel(place))
 	e.ceDone = e.env.Heap.Signals(e.m.ceDone, proto, func(_, src int) string {
 		return "reads done by " + intranode.LocalName(place, src)
 	})
@@ -130,17 +134,23 @@ func (e *Engine) cePull(call intranode.Call) bool {
 		int64(call.RowsPer)*e.env.RowBytes() >= e.m.ce.MinBlock
 }
 
-// ceBegin tells every node peer that this rank's input is complete and
-// forks the copy and reduction streams from s.
+// ceBegin enqueues the call's arrival on s (the pull kernel's handshake in
+// one block, no rows) and forks the copy and reduction streams after it.
 func (e *Engine) ceBegin(s device.Stream, call intranode.Call) error {
-	me := e.env.Place.LocalRank
-	for q := range e.env.LocalSize() {
-		if q == me {
-			continue
-		}
-		if err := e.ceReady.At(e.env.Place.NodePeer(q), me).Raise(s, uint32(call.Epoch)); err != nil {
-			return fmt.Errorf("pull: announcing the input to local rank %d: %w", q, err)
-		}
+	views, _ := e.views(call)
+	p := launch{
+		Peers:    e.heaps(),
+		Inputs:   views,
+		FlagsOff: e.m.flags.Off,
+		LWS:      e.env.LocalSize(),
+		Me:       e.env.Place.LocalRank,
+		Phases:   phaseArrive,
+		State:    e.state(0),
+		MaxGrid:  e.m.maxGrid(),
+		Tag:      inputTag(call.InputSerial, tagCopyEngine),
+	}
+	if err := run(e.env.Dev, s, e.env.DType, 1, p, false); err != nil {
+		return fmt.Errorf("pull: the copy engine's arrival: %w", err)
 	}
 	e.ceK = 0
 	return e.env.Streams.Fork(s)
@@ -166,17 +176,6 @@ func ceNext(c0, block, chunk int64) int64 {
 func (e *Engine) ceStep(step intranode.Step) (intranode.Done, error) {
 	lws, me, place := e.env.LocalSize(), e.env.Place.LocalRank, e.env.Place
 	cp, r := e.env.Streams.Copy[0], e.env.Streams.Reduction
-	epoch := uint32(step.Epoch)
-	if step.First {
-		for q := range lws {
-			if q == me {
-				continue
-			}
-			if err := e.ceReady.At(place.Rank, q).WaitLast(cp, epoch); err != nil {
-				return intranode.Done{}, fmt.Errorf("pull: waiting for local rank %d's input: %w", q, err)
-			}
-		}
-	}
 	rowBytes, es := e.env.RowBytes(), int64(e.env.DType.Size())
 	_, peers := e.views(step.Call)
 	block := int64(step.RowsPer) * rowBytes
@@ -228,7 +227,7 @@ func (e *Engine) ceStep(step intranode.Step) (intranode.Done, error) {
 			if q == me {
 				continue
 			}
-			if err := e.ceDone.At(place.NodePeer(q), me).Raise(cp, epoch); err != nil {
+			if err := e.ceDone.At(place.NodePeer(q), me).Raise(cp, uint32(step.Epoch)); err != nil {
 				return intranode.Done{}, fmt.Errorf("pull: telling local rank %d its input was read: %w", q, err)
 			}
 		}

@@ -247,8 +247,12 @@ func flagWord(flagsOff int64, lws, maxGrid, set, b, src int) int64 {
 }
 
 // sum is the launch's work: the block summed from the peers' inputs in
-// local-rank order (the own rows at p.Own where given).
+// local-rank order (the own rows at p.Own where given); nothing for a
+// launch of no elements (the copy engine's arrival).
 func sum(dt dtype.DType, mem device.HostMemory, p launch) error {
+	if p.Count == 0 {
+		return nil
+	}
 	inputs, err := peerTable(mem, p.Inputs, p.LWS)
 	if err != nil {
 		return err
@@ -279,18 +283,22 @@ const (
 )
 
 // The tags of the symmetric input's layouts other than the whole input
-// (tag 0: zero copy, or copied in whole): a call copied in in pieces, or
-// in rounds staged in it. A rank's peers read its symmetric input as its
-// tag says, so ranks whose tags differ would read what nobody wrote.
+// read by the pull kernel (tag 0: zero copy, or copied in whole): a call
+// copied in in pieces, in rounds staged in it, or read whole by the copy
+// engine (zero copy: cepull.go, whose arrival carries it). A rank's peers
+// read its symmetric input as its tag says and wait for the handshakes of
+// their own path, so ranks whose tags differ would read what nobody wrote,
+// or wait for words nobody raises.
 const (
-	tagPieces = 0x80
-	tagRounds = 0x81
+	tagPieces     = 0x80
+	tagRounds     = 0x81
+	tagCopyEngine = 0x82
 )
 
 // inputTag is the 8-bit tag of what a launch reads, carried in its arrival
 // flags: for registration serial (1, 2, ...) 1 to 127 (serials 127 apart
 // share a tag), for the symmetric input (serial 0) its layout's: 0 whole,
-// tagPieces, tagRounds.
+// tagPieces, tagRounds, tagCopyEngine.
 func inputTag(serial uint32, layout uint32) uint32 {
 	if serial == 0 {
 		return layout
@@ -346,6 +354,8 @@ func inputName(tag uint32) string {
 		return "the symmetric input copied in in pieces"
 	case tagRounds:
 		return "rounds staged in the symmetric input"
+	case tagCopyEngine:
+		return "the symmetric input whole, pulled by the copy engine"
 	}
 	return fmt.Sprintf("a registered input (tag %d)", tag)
 }

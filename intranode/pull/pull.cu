@@ -54,7 +54,9 @@ __device__ __forceinline__ u32 pull_wait_geq(const u32* p, u32 target, const vol
 // A flag's value is launch << 8 | tag: at the arrival the tag says which
 // input the launch reads (kernel.go's inputTag: 0 the symmetric input
 // whole, 0x80 / 0x81 copied in it in pieces / staged in it in rounds,
-// 1-127 a registered input's) and a rank whose peer reads another traps:
+// 0x82 read whole by the copy engine, whose arrival is a launch of this
+// kernel with no rows, 1-127 a registered input's) and a rank whose peer
+// reads another traps:
 // ranks that disagree would read inputs nobody wrote. The barrier
 // before it puts the block's loads (and, at entry, the stream's earlier
 // writes) before the release, which is cumulative, so no fence of its own

@@ -104,10 +104,10 @@ type Maker struct {
 	oneShotFlags symm.Pad
 	// By the copy engine (cepull.go): the settings in effect (MinBlock 0:
 	// never), the landing slots and the handshake words.
-	ce              CopyEngine
-	ceBySize        bool // ce.Chunk was 0: each call's chunk follows its block
-	ceLanding       symm.Region
-	ceReady, ceDone symm.Pad
+	ce        CopyEngine
+	ceBySize  bool // ce.Chunk was 0: each call's chunk follows its block
+	ceLanding symm.Region
+	ceDone    symm.Pad
 }
 
 var _ intranode.Maker = (*Maker)(nil)
@@ -278,7 +278,7 @@ type Engine struct {
 	inputPeers []device.Ptr
 	// By the copy engine (cepull.go): its words, per slot the end of its
 	// copy and of its sum, and the call's chunks so far.
-	ceReady, ceDone     symm.SignalPad
+	ceDone              symm.SignalPad
 	ceLanded, ceReduced []device.Event
 	ceK                 int
 }
@@ -551,10 +551,8 @@ func (e *Engine) ReleaseWaits(s device.Stream, epoch symm.Epoch) error {
 		}
 	}
 	if e.m.ce.MinBlock > 0 {
-		for _, pad := range []symm.SignalPad{e.ceReady, e.ceDone} {
-			if err := pad.Release(s, uint32(epoch)); err != nil {
-				return fmt.Errorf("pull: %w", err)
-			}
+		if err := e.ceDone.Release(s, uint32(epoch)); err != nil {
+			return fmt.Errorf("pull: %w", err)
 		}
 	}
 	return nil

@@ -513,21 +513,26 @@ func TestPullMisalignedInputInRounds(t *testing.T) {
 // Ranks may mix zero copy (Input) and copied-in inputs where the copied-in
 // ones are copied in whole (the same layout of the symmetric input); where
 // they go in rounds or pieces, the peers of the zero-copy rank would read
-// rows nobody wrote: the first arrival finds the layouts' tags differ and
-// the ranks fail with ErrInvalidArgument naming both. (On a GPU the kernel
-// traps and the context is lost, ending the rounds' second lane too; the
-// simulated device ends that lane's wait at its timeout, here 10 s.)
+// rows nobody wrote, and where the zero-copy rank's block is pulled by the
+// copy engine each side would wait for a handshake the other never makes:
+// the first arrival finds the tags differ and the ranks fail with
+// ErrInvalidArgument naming both. (On a GPU the kernel traps and the
+// context is lost, ending the rounds' second lane too; the simulated device
+// ends that lane's wait at its timeout, here 10 s.)
 func TestPullMixedInputs(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		lws     int
 		rounds  bool  // the copied-in ranks' calls go in rounds (two lanes)
 		pieces  int64 // the smallest piece, where they go in pieces
+		ceMin   int64 // Tuning.CopyEnginePullBytes (0: the default, none here)
 		wantErr error
 	}{
-		{"copied in whole", 3, false, 0, nil},
-		{"copied in in rounds", 3, true, 0, device.ErrInvalidArgument},
-		{"copied in in pieces", 2, false, 16 << 10, device.ErrInvalidArgument},
+		{"copied in whole", 3, false, 0, 0, nil},
+		{"copied in in rounds", 3, true, 0, 0, device.ErrInvalidArgument},
+		{"copied in in pieces", 2, false, 16 << 10, 0, device.ErrInvalidArgument},
+		{"copied in whole, zero copy pulled by the copy engine", 2, false, 0, 1, device.ErrInvalidArgument},
+		{"copied in in pieces, zero copy pulled by the copy engine", 2, false, 16 << 10, 1, device.ErrInvalidArgument},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.rounds {
@@ -537,8 +542,8 @@ func TestPullMixedInputs(t *testing.T) {
 				defer pull.SetPieces(1, c.pieces)()
 			}
 			sp := spec{shape: bootstrap.Shape{Nodes: 1, LocalSize: c.lws}, dt: dtype.I32, rowsPer: 16, n: 1024, calls: 2,
-				oneShot: -1, zeroCopyRanks: []int{1}, wantErr: c.wantErr}
-			if c.rounds {
+				oneShot: -1, zeroCopyRanks: []int{1}, ceMin: c.ceMin, wantErr: c.wantErr}
+			if c.rounds || c.ceMin > 0 {
 				sp.waitTimeout = 10 * time.Second
 			}
 			run(t, sp)

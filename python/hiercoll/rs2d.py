@@ -184,10 +184,10 @@ class ReduceScatter2D:
         the next rows may go in after the call in stream order. Ranks may mix it
         with tensors of their own, except at sizes where those are copied in
         pieces or rounds (one node, blocks from 32 MiB on more than 2 GPUs, from
-        128 MiB on 2): there every rank passes it or none does; a call that mixes
-        them fails on simulated ranks, and on GPUs its kernel traps (the CUDA
-        context is lost) rather than sum rows nobody wrote; on 2 GPUs at blocks
-        from 256 MiB (the copy engine's pulls) it is not caught and waits."""
+        128 MiB on 2) or where the copy engine pulls its rows (one node of 2 GPUs,
+        blocks from 256 MiB): there every rank passes it or none does; a call that
+        mixes them fails on simulated ranks, and on GPUs its kernel traps (the CUDA
+        context is lost) rather than sum rows nobody wrote or wait."""
         self._tensors_ok()
         self._check_m(m)
         return _symmetric_tensor(self.input_ptr(), m, self.n, self._torch_dtype, self._device_index)
