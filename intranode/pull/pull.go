@@ -103,7 +103,7 @@ type Maker struct {
 	landing      symm.Region
 	oneShotFlags symm.Pad
 	// By the copy engine (cepull.go): the settings in effect (MinBlock 0:
-	// never), the landing slots and the handshake words.
+	// never), the landing slots and the reads-done words.
 	ce        CopyEngine
 	ceBySize  bool // ce.Chunk was 0: each call's chunk follows its block
 	ceLanding symm.Region
