@@ -202,7 +202,7 @@ func (c *Context) check(in, out Tensor) error {
 		name string
 		t    Tensor
 	}{{"input", in}, {"output", out}} {
-		if err := t.t.misaligned(t.name); err != nil {
+		if err := t.t.checkAligned(t.name); err != nil {
 			return err
 		}
 		base, size, err := c.dev.AddressRange(t.t.Ptr)

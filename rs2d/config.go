@@ -202,10 +202,10 @@ func (t Tensor) Bytes() int64 {
 	return n
 }
 
-// misaligned reports a tensor whose start is not a multiple of its element
+// checkAligned refuses a tensor whose start is not a multiple of its element
 // size: the kernels load and store whole elements, and one that is not
 // aligned to its size faults on GPUs (no framework makes such a tensor).
-func (t Tensor) misaligned(what string) error {
+func (t Tensor) checkAligned(what string) error {
 	if es := int64(t.DType.Size()); es > 0 && int64(t.Ptr)%es != 0 {
 		return fmt.Errorf("rs2d: %s at %v is not aligned to its %d-byte %v elements: %w", what, t.Ptr, es, t.DType, device.ErrInvalidArgument)
 	}

@@ -110,7 +110,7 @@ func (c *Context) checkRegister(t Tensor) error {
 	case t.Rows <= 0 || t.Ptr == 0:
 		return fmt.Errorf("rs2d: register %v: want a non-empty tensor: %w", t, device.ErrInvalidArgument)
 	}
-	if err := t.misaligned("register: the tensor"); err != nil {
+	if err := t.checkAligned("register: the tensor"); err != nil {
 		return err
 	}
 	if _, ok := c.regs[t.Ptr]; ok {
