@@ -25,6 +25,12 @@ if has verify; then
 	run $H verify --engine copy --calls 1 --repeat 100
 	run $BIN/rs2d.test -test.count=1 -test.run TestGPURankDiesMidRun
 	run $H verify --max-symm 64M --calls 1 --repeat 100 # the ring under the bound
+	# Inputs off 16-byte alignment on every engine: at 2 bytes bf16 and fp16
+	# summed, fp32 and int32 refused; at 4 bytes fp32 and int32 summed.
+	for e in auto sm copy ring; do
+		run $H verify --engine $e --input-offset 2 --calls 1 --repeat 10
+		run $H verify --engine $e --input-offset 4 --dtypes fp32,int32 --calls 1 --repeat 10
+	done
 	if [ "$ngpu" -ge 4 ]; then
 		run $H verify --nodes 2 --calls 2 --repeat 200
 		run $H verify --nodes 4 --calls 1 --repeat 100
