@@ -134,22 +134,12 @@ func (e *Engine) cePull(call intranode.Call) bool {
 		int64(call.RowsPer)*e.env.RowBytes() >= e.m.ce.MinBlock
 }
 
-// ceBegin enqueues the call's arrival on s (the pull kernel's handshake in
-// one block, no rows) and forks the copy and reduction streams after it.
+// ceBegin enqueues the call's arrival on s (the pull kernel's launch of
+// no rows: its handshake in one block) and forks the copy and reduction
+// streams after it.
 func (e *Engine) ceBegin(s device.Stream, call intranode.Call) error {
 	views, _ := e.views(call)
-	p := launch{
-		Peers:    e.heaps(),
-		Inputs:   views,
-		FlagsOff: e.m.flags.Off,
-		LWS:      e.env.LocalSize(),
-		Me:       e.env.Place.LocalRank,
-		Phases:   phaseArrive,
-		State:    e.state(0),
-		MaxGrid:  e.m.maxGrid(),
-		Tag:      inputTag(call.InputSerial, tagCopyEngine),
-	}
-	if err := run(e.env.Dev, s, e.env.DType, 1, p, false); err != nil {
+	if _, err := e.pull(s, 0, intranode.Step{Call: call}, views, 0, 0, true, false); err != nil {
 		return fmt.Errorf("pull: the copy engine's arrival: %w", err)
 	}
 	e.ceK = 0

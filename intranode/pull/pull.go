@@ -473,7 +473,8 @@ func (e *Engine) inputs() device.Ptr { return e.env.Heap.Local().Add(e.m.inputTa
 // off from every peer's input base in the table inputs (the symmetric
 // inputs, the rounds table, or a registered input's views), this rank's
 // own rows at own instead where own is not 0, on lane lane's flags and call
-// state; arrive and done say which handshakes the launch makes.
+// state; arrive and done say which handshakes the launch makes (a step of
+// no rows makes them alone: the copy engine's arrival, ceBegin).
 func (e *Engine) pull(s device.Stream, lane int, step intranode.Step, inputs device.Ptr, off int64, own device.Ptr, arrive, done bool) (intranode.Done, error) {
 	lws, me, rowBytes := e.env.LocalSize(), e.env.Place.LocalRank, e.env.RowBytes()
 	p := launch{
@@ -498,7 +499,7 @@ func (e *Engine) pull(s device.Stream, lane int, step intranode.Step, inputs dev
 	blocks := grid(rowBytes, step.Rows, e.m.maxGrid())
 	p.Tag = inputTag(step.InputSerial, e.layoutTag(step.Call))
 	rounds := e.m.rows > 0 || e.inRounds(step.Call)
-	bulk := int64(step.Rows)*rowBytes >= bulkMinBytes || (rounds && int64(step.RowsPer)*rowBytes >= bulkRoundsMinBlock)
+	bulk := step.Rows > 0 && (int64(step.Rows)*rowBytes >= bulkMinBytes || (rounds && int64(step.RowsPer)*rowBytes >= bulkRoundsMinBlock))
 	if err := run(e.env.Dev, s, e.env.DType, blocks, p, bulk); err != nil {
 		return intranode.Done{}, fmt.Errorf("pull: node step %d: %w", step.Node, err)
 	}
@@ -511,6 +512,8 @@ func (e *Engine) pull(s device.Stream, lane int, step intranode.Step, inputs dev
 // Under a bound every rank stages its rows in the heap alike (0).
 func (e *Engine) layoutTag(call intranode.Call) uint32 {
 	switch {
+	case e.cePull(call): // its arrival only (ceBegin)
+		return tagCopyEngine
 	case e.m.rows > 0:
 		return 0
 	case e.inRounds(call):
