@@ -52,9 +52,11 @@ func (r Shape) Check(elemSize int) error {
 }
 
 // The ring's default shape, and the smallest chunk it shrinks to under a
-// bound.
+// bound. Each channel's steps wait on their neighbours' credits, so the
+// rate grows with the channels: on 4 H100s 64 of them moved 2.3–2.6 times
+// what 16 did (benchmarks/RESULTS.md).
 const (
-	defaultChannels = 16
+	defaultChannels = 64
 	defaultSlots    = 2
 	defaultChunk    = 128 << 10
 	MinChunkBytes   = 4 << 10

@@ -50,9 +50,16 @@ __device__ __forceinline__ void rg_wait_geq(const u32* p, u32 target) {
   }
 }
 
+// RG_UNROLL is how many 16-byte vectors of each operand a thread loads
+// before it sums and stores them: one block is a channel, and with a
+// single vector per thread in flight its rate is bound by the loads'
+// latency, not by NVLink.
+#define RG_UNROLL 8
+
 // hop_combine: dst[i] = (recv ? slot[i] : 0) + own[i] for i < n, summed
 // from 0 in that order in the accumulator type and rounded once: the
-// block's threads share the chunk, 16-byte vectors when vec, then the tail.
+// block's threads share the chunk, 16-byte vectors when vec (RG_UNROLL at
+// a time, then one), then the tail.
 template <class T>
 __device__ __forceinline__ void hop_combine(typename T::E* dst, const typename T::E* slot, const typename T::E* own,
                                             long long n, bool vec) {
@@ -61,14 +68,35 @@ __device__ __forceinline__ void hop_combine(typename T::E* dst, const typename T
   const int V = T::V;
   long long done = 0;
   if (vec) {
-    const long long nv = n / V;
-    for (long long v = threadIdx.x; v < nv; v += blockDim.x) {
+    const vec16* s16 = (const vec16*)slot;
+    const vec16* o16 = (const vec16*)own;
+    vec16* d16 = (vec16*)dst;
+    const long long nv = n / V, bd = blockDim.x;
+    long long v = threadIdx.x;
+    for (; v + (RG_UNROLL - 1) * bd < nv; v += RG_UNROLL * bd) {
+      vec16 a[RG_UNROLL], b[RG_UNROLL];
+#pragma unroll
+      for (int u = 0; u < RG_UNROLL; u++) {
+        if (slot) a[u] = ld_cg_vec(s16 + v + u * bd);
+        b[u] = o16[v + u * bd];
+      }
+#pragma unroll
+      for (int u = 0; u < RG_UNROLL; u++) {
+        A acc[V];
+#pragma unroll
+        for (int j = 0; j < V; j++) acc[j] = (A)0;
+        if (slot) T::add(acc, a[u]);
+        T::add(acc, b[u]);
+        d16[v + u * bd] = T::pack(acc);
+      }
+    }
+    for (; v < nv; v += bd) {
       A acc[V];
 #pragma unroll
       for (int j = 0; j < V; j++) acc[j] = (A)0;
-      if (slot) T::add(acc, ld_cg_vec((const vec16*)slot + v));
-      T::add(acc, ((const vec16*)own)[v]);
-      ((vec16*)dst)[v] = T::pack(acc);
+      if (slot) T::add(acc, ld_cg_vec(s16 + v));
+      T::add(acc, o16[v]);
+      d16[v] = T::pack(acc);
     }
     done = nv * V;
   }
