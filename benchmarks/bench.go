@@ -250,6 +250,15 @@ func (v Variant) Name(sms int) string {
 		if k.CopyEnginePullChunk > 0 {
 			name += fmt.Sprintf(" cechunk%d", k.CopyEnginePullChunk)
 		}
+		switch {
+		case k.RingFromBytes < 0:
+			name += " ring-off"
+		case k.RingFromBytes > 0:
+			name += fmt.Sprintf(" ring%d", k.RingFromBytes)
+		}
+		if k.RingChannels > 0 || k.RingSlots > 0 || k.RingChunkBytes > 0 {
+			name += fmt.Sprintf(" ring-slots%d chunk%d channels%d", k.RingSlots, k.RingChunkBytes, k.RingChannels)
+		}
 	}
 	if v.Config.Engine == rs2d.EngineRing { // its own tuning (0: default)
 		name = fmt.Sprintf("ring slots%d chunk%d channels%d", k.RingSlots, k.RingChunkBytes, k.RingChannels)

@@ -55,8 +55,12 @@ type Memory struct {
 	// round carries: MaxM/world (one round per call) unless the ring
 	// rounds a call under a bound.
 	RailRows int
-	// Ring is the ring's FIFO shape (zero on the direct path).
+	// Ring is the ring's FIFO shape: the ring's, or the pull engine's ring
+	// for large calls (RingFifo); zero otherwise.
 	Ring ringengine.Shape
+	// RingFifo is, of Node, the pull engine's ring FIFOs for large calls
+	// (Tuning.RingFromBytes; 0: none).
+	RingFifo int64
 	// PullRows is, for the pull engine under a bound, the rows of each
 	// destination's block per round (0: whole calls).
 	PullRows int
@@ -78,6 +82,9 @@ func (m Memory) String() string {
 	}
 	if m.CopyEngine > 0 {
 		s += fmt.Sprintf(", of it %s of copy-engine landing slots", sizeOf(m.CopyEngine))
+	}
+	if m.RingFifo > 0 {
+		s += fmt.Sprintf(", of it %s of ring FIFOs (%d channels × %d slots of %s per peer)", sizeOf(m.RingFifo), m.Ring.Channels, m.Ring.Slots, sizeOf(m.Ring.ChunkBytes))
 	}
 	if m.Rail > 0 {
 		s += fmt.Sprintf("; rail %s, %d rows per round", sizeOf(m.Rail), m.RailRows)
@@ -115,8 +122,12 @@ func newPlanner(cfg Config, place symm.Place, sms int) (planner, Memory, error) 
 	}
 	asked := cfg.Engine
 	p := planner{cfg: cfg.withDefaults(place.Shape.LocalSize), place: place, knobs: cfg.Tuning, sms: sms}
+	// The copy engine's landing slots, then the ring's FIFOs, only where
+	// the direct path fits with them.
 	if b := p.cfg.MaxSymmetricBytes; b > 0 && p.direct().Total() > b {
-		p.knobs.CopyEnginePullBytes = -1 // its landing slots only where the direct path fits with them
+		if p.knobs.CopyEnginePullBytes = -1; p.direct().Total() > b {
+			p.knobs.RingFromBytes = -1
+		}
 	}
 	mem, err := p.choose(asked)
 	if err != nil {
@@ -182,7 +193,7 @@ func (p planner) maker(ring *ringengine.Shape) intranode.Maker {
 	case p.cfg.Engine == EngineSM:
 		return push.NewMaker(spec)
 	case p.cfg.Engine == EnginePull:
-		return pull.NewMaker(spec, p.pullRows, p.knobs.OneShotBytes, p.copyEngine())
+		return pull.NewMaker(spec, p.pullRows, p.knobs.OneShotBytes, p.copyEngine(), p.pullRing())
 	}
 	return ce.NewMaker(spec)
 }
@@ -258,6 +269,12 @@ func (p planner) copyEngine() pull.CopyEngine {
 	return pull.CopyEngine{MinBlock: p.knobs.CopyEnginePullBytes, Chunk: p.knobs.CopyEnginePullChunk}
 }
 
+// pullRing is the pull engine's ring for large calls as the knobs set it.
+func (p planner) pullRing() pull.Ring {
+	k := p.knobs
+	return pull.Ring{MinBlock: k.RingFromBytes, Shape: ringengine.Shape{Channels: k.RingChannels, Slots: k.RingSlots, ChunkBytes: k.RingChunkBytes}, SMs: p.sms}
+}
+
 // direct is the direct path's memory.
 func (p planner) direct() Memory {
 	l, _, _ := p.nodeLayout(nil)
@@ -270,8 +287,11 @@ func (p planner) direct() Memory {
 		node += p.nvlsBound()
 	}
 	m := Memory{Engine: p.cfg.Engine, Node: node, Rail: p.railBytes(rows), RailRows: rows}
-	if p.cfg.Engine == EnginePull {
+	if p.cfg.Engine == EnginePull && p.pullRows == 0 {
 		m.CopyEngine = p.copyEngine().LandingBytes(p.spec())
+		if r := p.pullRing().Resolved(p.spec()); r.MinBlock > 0 {
+			m.Ring, m.RingFifo = r.Shape, r.Shape.FifoBytes(p.place.Shape.LocalSize)
+		}
 	}
 	return m
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/internode"
+	"github.com/seed12530e24/hiercoll/intranode/pull"
 	"github.com/seed12530e24/hiercoll/rs2d"
 )
 
@@ -88,6 +89,65 @@ func TestMemoryCountsTheCopyEngineSlots(t *testing.T) {
 			got, err := rs2d.MemoryOf(bounded, c.shape, 0)
 			require.NoError(t, err)
 			require.Equal(t, without, got, "a bound that holds the direct path without the slots")
+		})
+	}
+}
+
+// The pull engine's ring FIFOs for large calls: on one node of more than 2
+// GPUs where a block of MaxM rows reaches the ring's least block, at the
+// default shape (a narrower one below blocks of 128 MiB) or the one asked; nowhere else (2 GPUs, 2 nodes, replayable
+// signals, off); counted in Node; and dropped, not the direct path, by a
+// bound that holds the direct path without them.
+func TestMemoryCountsTheRingFifos(t *testing.T) {
+	const n = 4096
+	rowsFor := func(perRank int64) int { return int(perRank / (n * 2)) } // bf16: MaxM for perRank bytes of input per rank
+	d := pull.DefaultRing
+	fifo := func(lws, channels int) int64 { return int64(channels*(lws-1)*d.Shape.Slots) * d.Shape.ChunkBytes }
+	// Below blocks of 128 MiB: 64 channels of 2 slots of 128 KiB.
+	narrow := func(lws int) int64 { return int64(64*(lws-1)*2) * 128 << 10 }
+	one4 := bootstrap.Shape{Nodes: 1, LocalSize: 4}
+	for _, c := range []struct {
+		name    string
+		shape   bootstrap.Shape
+		perRank int64
+		tuning  rs2d.Tuning
+		graphs  bool
+		want    int64
+	}{
+		{"1x4 2GiB", one4, 2 << 30, rs2d.Tuning{}, false, fifo(4, d.Shape.Channels)},
+		{"1x8 2GiB", bootstrap.Shape{Nodes: 1, LocalSize: 8}, 2 << 30, rs2d.Tuning{}, false, fifo(8, d.Shape.Channels)},
+		{"1x4 blocks of 128 MiB", one4, 512 << 20, rs2d.Tuning{}, false, fifo(4, d.Shape.Channels)},
+		{"1x4 blocks below 128 MiB", one4, 512<<20 - 1<<20, rs2d.Tuning{}, false, narrow(4)},
+		{"1x3 at the least block", bootstrap.Shape{Nodes: 1, LocalSize: 3}, 3 * d.MinBlock, rs2d.Tuning{}, false, narrow(3)},
+		{"1x4 blocks below the least", one4, 4*d.MinBlock - 1<<20, rs2d.Tuning{}, false, 0},
+		{"1x4 16 channels", one4, 2 << 30, rs2d.Tuning{RingChannels: 16}, false, fifo(4, 16)},
+		{"1x4 off", one4, 2 << 30, rs2d.Tuning{RingFromBytes: -1}, false, 0},
+		{"1x4 graphs", one4, 2 << 30, rs2d.Tuning{}, true, 0},
+		{"1x2", bootstrap.Shape{Nodes: 1, LocalSize: 2}, 2 << 30, rs2d.Tuning{}, false, 0},
+		{"2x2", bootstrap.Shape{Nodes: 2, LocalSize: 2}, 2 << 30, rs2d.Tuning{}, false, 0},
+		{"2x4", bootstrap.Shape{Nodes: 2, LocalSize: 4}, 2 << 30, rs2d.Tuning{}, false, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := rs2d.Config{MaxM: rowsFor(c.perRank), N: n, DType: dtype.BF16,
+				Engine: rs2d.EnginePull, Tuning: c.tuning, Graphs: c.graphs}
+			mem, err := rs2d.MemoryOf(cfg, c.shape, 132)
+			require.NoError(t, err)
+			require.Equal(t, c.want, mem.RingFifo, "%v", mem)
+			require.Equal(t, c.want > 0, strings.Contains(mem.String(), "ring FIFOs"), "%v", mem)
+			if c.want == 0 {
+				return
+			}
+			off := cfg
+			off.Tuning.RingFromBytes = -1
+			without, err := rs2d.MemoryOf(off, c.shape, 132)
+			require.NoError(t, err)
+			extra := mem.Node - without.Node // the FIFOs, their credit words, ready words and peer table
+			require.True(t, extra >= c.want && extra < c.want+8192, "the FIFOs are part of the node stage: %d more bytes, want %d and the pads", extra, c.want)
+			bounded := cfg
+			bounded.MaxSymmetricBytes = without.Total()
+			got, err := rs2d.MemoryOf(bounded, c.shape, 132)
+			require.NoError(t, err)
+			require.Equal(t, without, got, "a bound that holds the direct path without the FIFOs")
 		})
 	}
 }

@@ -277,8 +277,10 @@ func TestMemoryIsWhatNewAllocates(t *testing.T) {
 
 // The example the README quotes: M = 8192, N = 16384, bf16, 8 GPUs of 132
 // SMs, the direct path (Auto: the pull engine's symmetric input, 256 MiB,
-// and its one-shot slots, 2 × 8 × 256 KiB), the ring (default shape, and
-// under 64 MiB) and Auto under 64 MiB (the pull engine in rounds). The
+// its one-shot slots, 2 × 8 × 256 KiB, and, its blocks being 32 MiB, the
+// ring's FIFOs for large calls, 64 × 7 × 2 × 128 KiB), the ring (default
+// shape, and under 64 MiB) and Auto under 64 MiB (the pull engine in
+// rounds). The
 // bytes past the buffers are the GEMM signals and the engine's own signal
 // pads (a context lays out only its engine's).
 func TestMemoryExample(t *testing.T) {
@@ -293,15 +295,15 @@ func TestMemoryExample(t *testing.T) {
 		chunk       int64
 		description string
 	}{
-		{bootstrap.Shape{Nodes: 1, LocalSize: 8}, rs2d.EngineAuto, 0, 260*MiB + 6912, 0, 1024, 0, "1×8 direct"},
-		{bootstrap.Shape{Nodes: 1, LocalSize: 8}, rs2d.EngineRing, 0, 28*MiB + 2048, 0, 1024, 128 << 10, "1×8 ring"},
-		{bootstrap.Shape{Nodes: 1, LocalSize: 8}, rs2d.EngineRing, 64 * MiB, 28*MiB + 2048, 0, 1024, 128 << 10, "1×8 ring under 64 MiB"},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 8}, rs2d.EngineAuto, 0, 372*MiB + 11008, 0, 1024, 128 << 10, "1×8 direct"},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 8}, rs2d.EngineRing, 0, 112*MiB + 4608, 0, 1024, 128 << 10, "1×8 ring"},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 8}, rs2d.EngineRing, 64 * MiB, 64*7*2*74752 + 4608, 0, 1024, 74752, "1×8 ring under 64 MiB"},
 		{bootstrap.Shape{Nodes: 2, LocalSize: 4}, rs2d.EngineAuto, 0, 260*MiB + 2816, 192*MiB + 512, 1024, 0, "2×4 direct over IPC"},
-		{bootstrap.Shape{Nodes: 2, LocalSize: 4}, rs2d.EngineRing, 64 * MiB, 12*MiB + 1536, 3*2*277*32<<10 + 512, 277, 128 << 10, "2×4 ring under 64 MiB over IPC"},
+		{bootstrap.Shape{Nodes: 2, LocalSize: 4}, rs2d.EngineRing, 64 * MiB, 64*3*2*87296 + 2560, 3*2*170*32<<10 + 512, 170, 87296, "2×4 ring under 64 MiB over IPC"},
 		// Auto may pick NVSHMEM, whose puts across hosts are staged in a
 		// fourth set: the plan leaves room for it.
 		{bootstrap.Shape{Nodes: 2, LocalSize: 4}, rs2d.EngineAuto, 0, 260*MiB + 2816, 256*MiB + 256, 1024, 0, "2×4 direct, any transport"},
-		{bootstrap.Shape{Nodes: 2, LocalSize: 4}, rs2d.EngineRing, 64 * MiB, 12*MiB + 1536, 4*2*207*32<<10 + 256, 207, 128 << 10, "2×4 ring under 64 MiB, any transport"},
+		{bootstrap.Shape{Nodes: 2, LocalSize: 4}, rs2d.EngineRing, 64 * MiB, 64*3*2*87296 + 2560, 4*2*128*32<<10 + 256, 128, 87296, "2×4 ring under 64 MiB, any transport"},
 	} {
 		cfg := cfg
 		cfg.Engine, cfg.MaxSymmetricBytes = c.engine, c.bound

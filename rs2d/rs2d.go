@@ -33,9 +33,12 @@
 //     of 32-128 MiB, else in pieces overlapping the pull from blocks of
 //     128 MiB); on one node
 //     of 2 GPUs zero-copy and registered calls of large blocks are pulled
-//     by the copy engine instead (Tuning.CopyEnginePullBytes); under a
-//     bound the call goes in rounds through staging sets (a registered
-//     input is read in place, on one node in one launch);
+//     by the copy engine instead (Tuning.CopyEnginePullBytes), and on one
+//     node of more than 2 GPUs whole calls of large blocks go around the
+//     ring's SM stores, reading each rank's input where it lies
+//     (Tuning.RingFromBytes); under a bound the call goes in rounds
+//     through staging sets (a registered input is read in place, on one
+//     node in one launch);
 //   - ring (intranode/ring, named, or under a bound the pull engine's
 //     rounds do not fit): FIFO slots with head/tail credits, memory that
 //     does not grow with M; the call goes in rail rounds of the rows the
@@ -279,13 +282,14 @@ func Roundings(nodes int) int {
 	return 1
 }
 
-// Roundings is how many times this context rounds a float result to its
-// dtype on the way: Roundings(nnodes) on the direct path; the ring rounds
-// at each of its lws−1 hops instead of once in the node (partial sums
-// travel in the dtype), so lws−1 (at least 1), plus 1 across nodes.
+// Roundings is the most times this context rounds a float result to its
+// dtype on the way: Roundings(nnodes) on the direct path; the ring (the
+// ring engine, or the pull engine's for large calls: Tuning.RingFromBytes)
+// rounds at each of its lws−1 hops instead of once in the node (partial
+// sums travel in the dtype), so lws−1 (at least 1), plus 1 across nodes.
 func (c *Context) Roundings() int {
 	shape := c.place.Shape
-	if c.cfg.Engine != EngineRing {
+	if c.cfg.Engine != EngineRing && c.mem.RingFifo == 0 {
 		return Roundings(shape.Nodes)
 	}
 	return max(1, shape.LocalSize-1) + Roundings(shape.Nodes) - 1

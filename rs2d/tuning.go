@@ -25,13 +25,27 @@ type Tuning struct {
 	// rows come in (0: one; at most MaxSegments), for a producer that
 	// finishes rows finer than a block (gemmrs's own GEMM).
 	Segments int
-	// RingSlots, RingChunkBytes and RingChannels shape the bounded-memory
-	// ring's FIFOs: slots per node peer, bytes per slot (one chunk), and
-	// independent rings (one thread block each). A chunk size left at 0
-	// shrinks to fit Config.MaxSymmetricBytes.
+	// RingSlots, RingChunkBytes and RingChannels shape the ring's FIFOs:
+	// slots per node peer, bytes per slot (one chunk), and independent
+	// rings (one thread block each); of the bounded-memory ring (EngineRing,
+	// whose chunk left at 0 shrinks to fit Config.MaxSymmetricBytes) and of
+	// the pull engine's ring for large calls (RingFromBytes; 0: its
+	// defaults, 128 channels of 2 slots of 256 KiB).
 	RingSlots      int
 	RingChunkBytes int64
 	RingChannels   int
+	// RingFromBytes is, for the pull engine on one node of more than 2
+	// GPUs, the smallest block (bytes of one destination's rows per rank)
+	// of a whole call that goes around a ring of SM stores (intranode/ring)
+	// instead of being pulled (0: the default, 32 MiB; negative: never).
+	// The ring reads each rank's input where it lies, so such a call
+	// copies nothing in, and rounds its partial sums to the dtype at each
+	// of its GPUs per node − 1 hops (Context.Roundings), as NCCL's ring
+	// does. Its FIFOs take channels × (GPUs per node − 1) × slots × chunk
+	// bytes of symmetric memory where a block of MaxM rows reaches it and
+	// the direct path fits MaxSymmetricBytes with them. Not under Graphs:
+	// the ring does not replay.
+	RingFromBytes int64
 	// OneShotBytes is, for the pull engine, the largest block (bytes of
 	// one destination's rows per rank) of a whole call that each rank
 	// pushes in one shot into its peers' landing slots instead of their

@@ -37,6 +37,7 @@ type worldFlags struct {
 	ringChunk    string
 	graphs       string
 	oneShot      string
+	ringFrom     string
 	cePull       string
 	ceChunk      string
 }
@@ -59,7 +60,7 @@ type worldUse struct {
 func (w *worldFlags) register(fs *flag.FlagSet, use worldUse) {
 	w.backend, w.timeout = "auto", 2*time.Minute
 	w.engines, w.transport, w.graphs = "auto", "auto", "off"
-	w.reductionSMs, w.chunks, w.railLanes, w.maxSymm, w.ringChunk, w.oneShot, w.cePull, w.ceChunk = "0", "0", "0", "0", "0", "0", "0", "0"
+	w.reductionSMs, w.chunks, w.railLanes, w.maxSymm, w.ringChunk, w.oneShot, w.ringFrom, w.cePull, w.ceChunk = "0", "0", "0", "0", "0", "0", "0", "0", "0"
 	list := ""
 	if use.lists {
 		list = "; a comma-separated list measures each value"
@@ -83,6 +84,7 @@ func (w *worldFlags) register(fs *flag.FlagSet, use worldUse) {
 		fs.IntVar(&w.ringSlots, "ring-slots", 0, "tuning, ring: FIFO slots per channel and node peer (0: default)")
 		fs.IntVar(&w.ringChannels, "ring-channels", 0, "tuning, ring: channels, one thread block each (0: default)")
 		fs.StringVar(&w.ringChunk, "ring-chunk", w.ringChunk, "tuning, ring: bytes per slot, with K/M suffixes (0: default, shrunk to fit --max-symm)")
+		fs.StringVar(&w.ringFrom, "ring-from", w.ringFrom, "tuning, pull engine on one node of more than 2 GPUs: the smallest block (bytes of one destination's rows) that goes around a ring of SM stores (shaped by --ring-channels, --ring-slots, --ring-chunk), with K/M/G suffixes (0: default, 32M; off: never)"+list)
 		fs.StringVar(&w.oneShot, "one-shot", w.oneShot, "tuning, pull engine: the largest block (bytes of one destination's rows) pushed in one shot, with K/M suffixes (0: default, 2M / GPUs per node; off: every call pulled)"+list)
 	}
 	if use.engine && use.registered {
@@ -123,7 +125,7 @@ func (w *worldFlags) positive() []string { return []string{"nodes", "gpus", "tim
 func (w *worldFlags) setting() (rs2d.Config, error) {
 	for _, f := range []struct{ name, value string }{
 		{"engine", w.engines}, {"graphs", w.graphs}, {"reduction-sms", w.reductionSMs}, {"chunks", w.chunks}, {"rail-lanes", w.railLanes},
-		{"one-shot", w.oneShot}, {"ce-pull", w.cePull}, {"ce-chunk", w.ceChunk},
+		{"one-shot", w.oneShot}, {"ring-from", w.ringFrom}, {"ce-pull", w.cePull}, {"ce-chunk", w.ceChunk},
 	} {
 		if strings.Contains(f.value, ",") {
 			return rs2d.Config{}, usageError{fmt.Errorf("--%s %s: this command runs one setting; give one value (bench measures lists)", f.name, f.value)}
@@ -173,7 +175,7 @@ func (w *worldFlags) variants() ([]benchmarks.Variant, error) {
 		}
 		return out
 	}
-	oneShots, cePulls := sizesOrOff("one-shot", w.oneShot), sizesOrOff("ce-pull", w.cePull)
+	oneShots, ringFroms, cePulls := sizesOrOff("one-shot", w.oneShot), sizesOrOff("ring-from", w.ringFrom), sizesOrOff("ce-pull", w.cePull)
 	var ceChunks []int64
 	for _, v := range strings.Split(w.ceChunk, ",") {
 		n, err := sizeOrZero("ce-chunk", strings.TrimSpace(v))
@@ -218,6 +220,7 @@ func (w *worldFlags) variants() ([]benchmarks.Variant, error) {
 	vary(len(sms), func(v *benchmarks.Variant, i int) { v.Config.Tuning.ReductionSMs = sms[i] })
 	vary(len(lanes), func(v *benchmarks.Variant, i int) { v.Config.Tuning.RailLanes = lanes[i] })
 	vary(len(oneShots), func(v *benchmarks.Variant, i int) { v.Config.Tuning.OneShotBytes = oneShots[i] })
+	vary(len(ringFroms), func(v *benchmarks.Variant, i int) { v.Config.Tuning.RingFromBytes = ringFroms[i] })
 	vary(len(cePulls), func(v *benchmarks.Variant, i int) { v.Config.Tuning.CopyEnginePullBytes = cePulls[i] })
 	vary(len(ceChunks), func(v *benchmarks.Variant, i int) { v.Config.Tuning.CopyEnginePullChunk = ceChunks[i] })
 	vary(len(graphs), func(v *benchmarks.Variant, i int) { v.Config.Graphs = graphs[i] })

@@ -53,6 +53,10 @@
 // slots, and the reduction stream sums each chunk with the own rows as it
 // lands.
 //
+// Large whole calls on one node of more than two GPUs go around the ring
+// instead (ring.go, on intranode/ring): SM stores to the next rank, each
+// rank adding its own rows, its input read where it lies.
+//
 // Its words: the handshake flags (two sets of maxGrid × lws), the one-shot
 // flags (maxGrid × lws) and the kernels' call state, from which they take
 // the values they wait for, so nothing needs a reset under either signal
@@ -61,7 +65,8 @@
 // Files: pull.go (layout and driver), rounds.go (the rounds through staging
 // sets), pieces.go (a whole call copied in pieces), pull.cu (kernels),
 // kernel.go (launch and Go twin), oneshot.go (the one-shot launch and twin),
-// cepull.go (the copy engine's pulls), pull_test.go.
+// cepull.go (the copy engine's pulls), ring.go (the ring for large calls),
+// pull_test.go.
 package pull
 
 import (
@@ -72,6 +77,7 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/intranode"
+	"github.com/seed12530e24/hiercoll/intranode/ring"
 	"github.com/seed12530e24/hiercoll/kernels"
 	"github.com/seed12530e24/hiercoll/symm"
 )
@@ -108,6 +114,10 @@ type Maker struct {
 	ceBySize  bool // ce.Chunk was 0: each call's chunk follows its block
 	ceLanding symm.Region
 	ceDone    symm.Pad
+	// Around the ring (ring.go): the settings in effect (MinBlock 0:
+	// never) and the ring's maker (nil: never).
+	rg   Ring
+	ring *ring.Maker
 }
 
 var _ intranode.Maker = (*Maker)(nil)
@@ -118,8 +128,9 @@ var _ intranode.Maker = (*Maker)(nil)
 // blocks are at most oneShot bytes go in one shot (0: DefaultOneShotInput
 // / GPUs per node; negative: none), on nodes of several GPUs; whole calls
 // of registered inputs whose blocks are at least ce.MinBlock are pulled by
-// the copy engine (CopyEngine; cepull.go).
-func NewMaker(spec intranode.Spec, rows int, oneShot int64, ce CopyEngine) *Maker {
+// the copy engine (CopyEngine; cepull.go); whole calls whose blocks are at
+// least rg.MinBlock go around the ring (Ring; ring.go).
+func NewMaker(spec intranode.Spec, rows int, oneShot int64, ce CopyEngine, rg Ring) *Maker {
 	m := &Maker{spec: spec, rows: rows, lanes: 1}
 	lws, rowBytes := int64(spec.LocalSize()), spec.RowBytes()
 	if spec.Place.Shape.Nodes == 1 && (rows > 0 || lws > 2) {
@@ -132,6 +143,9 @@ func NewMaker(spec intranode.Spec, rows int, oneShot int64, ce CopyEngine) *Make
 	}
 	if rows == 0 {
 		m.ce, m.ceBySize = ce.resolve(spec), ce.Chunk <= 0
+		if m.rg = rg.Resolved(spec); m.rg.MinBlock > 0 {
+			m.ring = ring.NewMaker(spec, m.rg.Shape)
+		}
 	}
 	if oneShot == 0 {
 		oneShot = DefaultOneShotInput / int64(spec.LocalSize())
@@ -160,6 +174,11 @@ func (m *Maker) Prepare(dev device.Device) error {
 	}
 	if m.rows == 0 && m.spec.Place.Shape.Nodes == 1 {
 		if err := kernels.Prepare(dev, dtype.I32); err != nil {
+			return err
+		}
+	}
+	if m.ring != nil {
+		if err := m.ring.Prepare(dev); err != nil {
 			return err
 		}
 	}
@@ -195,10 +214,13 @@ func (m *Maker) AddTo(l *symm.Layout) {
 	if m.ce.MinBlock > 0 {
 		m.ceLayout(l)
 	}
+	if m.ring != nil {
+		m.ring.AddTo(l)
+	}
 }
 
 // Make builds the engine on env's heap, which must hold a symmetric input.
-func (m *Maker) Make(_ context.Context, env intranode.Env) (intranode.Engine, error) {
+func (m *Maker) Make(ctx context.Context, env intranode.Env) (intranode.Engine, error) {
 	lws := env.LocalSize()
 	switch {
 	case lws > MaxLocalSize:
@@ -237,6 +259,11 @@ func (m *Maker) Make(_ context.Context, env intranode.Env) (intranode.Engine, er
 	}
 	if m.ce.MinBlock > 0 {
 		if err := e.ceMake(); err != nil {
+			return nil, errors.Join(fmt.Errorf("pull: %w", err), e.Close())
+		}
+	}
+	if m.ring != nil {
+		if err := e.ringMake(ctx, env); err != nil {
 			return nil, errors.Join(fmt.Errorf("pull: %w", err), e.Close())
 		}
 	}
@@ -281,6 +308,8 @@ type Engine struct {
 	ceDone              symm.SignalPad
 	ceLanded, ceReduced []device.Event
 	ceK                 int
+	// Around the ring (ring.go; nil: never).
+	ring intranode.Engine
 }
 
 var _ intranode.Engine = (*Engine)(nil)
@@ -318,6 +347,9 @@ func (e *Engine) Begin(s device.Stream, call intranode.Call) error {
 	if e.oneShot(call) {
 		return nil // read in place by its own rank
 	}
+	if e.ringed(call) {
+		return e.ring.Begin(s, call)
+	}
 	if e.cePull(call) {
 		return e.ceBegin(s, call)
 	}
@@ -349,6 +381,8 @@ func (e *Engine) Step(s device.Stream, step intranode.Step) (intranode.Done, err
 	switch {
 	case e.oneShot(step.Call):
 		return e.oneShotStep(s, step)
+	case e.ringed(step.Call):
+		return e.ring.Step(s, step)
 	case e.cePull(step.Call):
 		return e.ceStep(step)
 	case step.InputViews != 0: // a registered input: read in place, rounds or not
@@ -532,6 +566,9 @@ func (e *Engine) state(lane int) device.Ptr {
 // End has s wait for the copy stream and the second lane (in rounds;
 // nothing else: the last step's kernel ends the call's handshakes).
 func (e *Engine) End(s device.Stream, call intranode.Call) error {
+	if e.ringed(call) {
+		return e.ring.End(s, call)
+	}
 	if e.cePull(call) {
 		return e.ceEnd(s, call)
 	}
@@ -558,6 +595,9 @@ func (e *Engine) ReleaseWaits(s device.Stream, epoch symm.Epoch) error {
 			return fmt.Errorf("pull: %w", err)
 		}
 	}
+	if e.ring != nil {
+		return e.ring.ReleaseWaits(s, epoch)
+	}
 	return nil
 }
 
@@ -569,6 +609,9 @@ func (e *Engine) Close() error {
 		if ev != nil {
 			errs = append(errs, ev.Close())
 		}
+	}
+	if e.ring != nil {
+		errs = append(errs, e.ring.Close())
 	}
 	return errors.Join(errs...)
 }

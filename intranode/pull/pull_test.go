@@ -91,7 +91,7 @@ func (l *late) Launch(s device.Stream, k *device.Kernel, grid int, args ...any) 
 	if l.kernels != nil {
 		l.kernels.Store(k.Name, true)
 	}
-	if l.reads && (strings.HasPrefix(k.Name, "hc_pull_") || strings.HasPrefix(k.Name, "hc_oneshot_")) {
+	if l.reads && (strings.HasPrefix(k.Name, "hc_pull_") || strings.HasPrefix(k.Name, "hc_oneshot_") || strings.HasPrefix(k.Name, "hc_ring_")) {
 		if err := l.sleep(s); err != nil {
 			return err
 		}
@@ -110,9 +110,13 @@ type spec struct {
 	// ceMin and ceChunk are Tuning.CopyEnginePullBytes and
 	// CopyEnginePullChunk (0: the defaults).
 	ceMin, ceChunk int64
-	graphs         bool
-	late           *late // rank 1's device wrapper (nil: none)
-	bound          int64 // MaxSymmetricBytes (0: none); the call then goes in rounds
+	// ringMin and ring are Tuning.RingFromBytes and the ring's shape
+	// (RingChannels, RingSlots, RingChunkBytes; zero: the defaults).
+	ringMin int64
+	ring    [3]int
+	graphs  bool
+	late    *late // rank 1's device wrapper (nil: none)
+	bound   int64 // MaxSymmetricBytes (0: none); the call then goes in rounds
 	// oneShot is Tuning.OneShotBytes (0: the default, which takes these
 	// tests' small blocks in one shot; -1: every call pulled).
 	oneShot int64
@@ -170,7 +174,8 @@ func run(t *testing.T, sp spec) {
 			dev = &l
 		}
 		rs, err := rs2d.New(ctx, r.Comm, dev, rs2d.Config{MaxM: m, N: sp.n, DType: sp.dt, Engine: rs2d.EnginePull, Graphs: sp.graphs,
-			Timeout: time.Minute, MaxSymmetricBytes: sp.bound, Tuning: rs2d.Tuning{OneShotBytes: sp.oneShot, CopyEnginePullBytes: sp.ceMin, CopyEnginePullChunk: sp.ceChunk}})
+			Timeout: time.Minute, MaxSymmetricBytes: sp.bound, Tuning: rs2d.Tuning{OneShotBytes: sp.oneShot, CopyEnginePullBytes: sp.ceMin, CopyEnginePullChunk: sp.ceChunk,
+				RingFromBytes: sp.ringMin, RingChannels: sp.ring[0], RingSlots: sp.ring[1], RingChunkBytes: int64(sp.ring[2])}})
 		if err != nil {
 			return err
 		}
@@ -783,6 +788,66 @@ func TestPullByTheCopyEngine(t *testing.T) {
 				require.Greater(t, copies[1], copies[-1], "rank 1's copies with the copy engine's pulls on and off")
 			})
 		}
+	}
+}
+
+// Whole calls from Tuning.RingFromBytes go around the ring, smaller ones
+// in one shot or pulled, in the same context and in any order, with the
+// ranks' inputs in the symmetric input, in buffers of their own
+// (registered or not) or mixed; FIFOs of 3 channels of 2 slots of 64
+// bytes (many messages, the slots reused within and across calls), a rank
+// whose kernels are late; int32 bit for bit, floats within the ring's
+// roundings. The kernels taken are the ones the sizes ask for: the ring's
+// with it on, none of it with it off or under replayable signals (the
+// ring does not replay: its FIFOs are not even laid out).
+func TestPullAroundTheRing(t *testing.T) {
+	for _, c := range []struct {
+		shape    bootstrap.Shape
+		dt       dtype.DType
+		inputs   string
+		graphs   bool
+		ringMin  int64
+		wantRing bool
+	}{
+		{bootstrap.Shape{Nodes: 1, LocalSize: 4}, dtype.I32, "zero copy", false, 0, true},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 4}, dtype.BF16, "plain", false, 0, true},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 3}, dtype.F16, "registered", false, 0, true},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 4}, dtype.F32, "mixed", false, 0, true},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 4}, dtype.I32, "zero copy", false, -1, false},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 4}, dtype.I32, "zero copy", true, 0, false},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 2}, dtype.I32, "zero copy", false, 0, false},
+		{bootstrap.Shape{Nodes: 2, LocalSize: 2}, dtype.I32, "zero copy", false, 0, false},
+	} {
+		t.Run(fmt.Sprintf("%v/%v/%s/graphs=%v/ring=%v", c.shape, c.dt, c.inputs, c.graphs, c.ringMin >= 0), func(t *testing.T) {
+			t.Parallel()
+			var names sync.Map
+			// Rows of 64 elements; slots of 2 rows' bytes: 1 row in one
+			// shot, from 6 rows around the ring, 3 pulled.
+			row := int64(64 * c.dt.Size())
+			ringMin := c.ringMin
+			if ringMin == 0 {
+				ringMin = 6 * row
+			}
+			sp := spec{shape: c.shape, dt: c.dt, rowsPer: 7, n: 64, calls: 8, graphs: c.graphs, oneShot: 2 * row,
+				ringMin: ringMin, ring: [3]int{3, 2, 64}, rowsPerCall: []int{6, 1, 7, 3, 6},
+				late: &late{reads: true, delay: 5 * time.Millisecond, kernels: &names}}
+			switch c.inputs {
+			case "zero copy":
+				sp.zeroCopy = true
+			case "registered":
+				sp.register = true
+			case "mixed":
+				sp.zeroCopyRanks = []int{0, 2}
+			}
+			run(t, sp)
+			launched := func(prefix string) bool {
+				found := false
+				names.Range(func(k, _ any) bool { found = found || strings.HasPrefix(k.(string), prefix); return true })
+				return found
+			}
+			require.Equal(t, c.wantRing, launched("hc_ring_"), "rank 1's ring kernels")
+			require.True(t, launched("hc_pull_"), "rank 1 launched no pull kernel")
+		})
 	}
 }
 

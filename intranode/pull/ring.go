@@ -1,0 +1,84 @@
+package pull
+
+import (
+	"context"
+
+	"github.com/seed12530e24/hiercoll/intranode"
+	"github.com/seed12530e24/hiercoll/intranode/ring"
+	"github.com/seed12530e24/hiercoll/symm"
+)
+
+// Sent around the ring: a whole call whose blocks are at least
+// Ring.MinBlock bytes, on one node of more than two GPUs, goes through the
+// ring engine (intranode/ring) instead of being pulled: each rank's rows
+// travel lr → lr+1 as SM stores into the next rank's FIFO slots, every
+// rank on the way adding its own. On 4 H200s SM stores to one peer move
+// more than SM loads from three (hiercoll floors), so from large blocks the
+// ring, for all its hops, ends sooner than the pull (benchmarks/RESULTS.md).
+// A rank reads only its own input, wherever it lies (the symmetric input,
+// a registered or a plain buffer: nothing is copied in), so ranks may mix
+// them. The ring's credit words count messages on the host, so it does not
+// replay in CUDA graphs: a context with replayable signals pulls every
+// call.
+
+// Ring is when and how whole calls go around the ring.
+type Ring struct {
+	// MinBlock is the smallest block (bytes of one destination's rows per
+	// rank) sent around the ring: 0 takes DefaultRing's on one node of
+	// more than two GPUs under growing signals, negative none.
+	MinBlock int64
+	// Shape is the ring's FIFOs; a field left at 0 takes DefaultRing's.
+	Shape ring.Shape
+	// SMs is the device's SMs, which cap the channels (0: unknown).
+	SMs int
+}
+
+// DefaultRing is the ring on one node of more than two GPUs: from blocks
+// of 32 MiB (below them the pull measured faster on 4 H100s), at the
+// fastest shape measured there from 512 MiB of input per rank, 64 MiB of
+// FIFOs per node peer; an engine whose largest block is below wideBlock
+// takes narrowShape instead, a quarter of that, which measured the same at
+// blocks of 32 MiB (benchmarks/RESULTS.md).
+var DefaultRing = Ring{MinBlock: 32 << 20, Shape: ring.Shape{Channels: 128, Slots: 2, ChunkBytes: 256 << 10}}
+
+var narrowShape = ring.Shape{Channels: 64, Slots: 2, ChunkBytes: 128 << 10}
+
+const wideBlock = 128 << 20
+
+// Resolved is r as an engine made for spec takes it: the defaults filled
+// in, or never (the zero Ring) off one node of more than two GPUs, under
+// replayable signals or where no block reaches MinBlock.
+func (r Ring) Resolved(spec intranode.Spec) Ring {
+	if r.MinBlock == 0 {
+		r.MinBlock = DefaultRing.MinBlock
+	}
+	block := int64(spec.MaxRows/spec.Place.Shape.World()) * spec.RowBytes()
+	if r.MinBlock < 0 || spec.Place.Shape.Nodes != 1 || spec.LocalSize() < 3 || spec.Proto != symm.Growing || block < r.MinBlock {
+		return Ring{}
+	}
+	d := DefaultRing.Shape
+	if block < wideBlock {
+		d = narrowShape
+	}
+	r.Shape = ring.ShapeOf(or(r.Shape.Channels, d.Channels), or(r.Shape.Slots, d.Slots), or(r.Shape.ChunkBytes, d.ChunkBytes), r.SMs)
+	return r
+}
+
+// or is v, or d where v is 0.
+func or[T int | int64](v, d T) T {
+	if v == 0 {
+		return d
+	}
+	return v
+}
+
+// ringed reports whether call goes around the ring.
+func (e *Engine) ringed(call intranode.Call) bool {
+	return e.ring != nil && int64(call.RowsPer)*e.env.RowBytes() >= e.m.rg.MinBlock
+}
+
+// ringMake makes the ring on the engine's heap.
+func (e *Engine) ringMake(ctx context.Context, env intranode.Env) (err error) {
+	e.ring, err = e.m.ring.Make(ctx, env)
+	return err
+}
