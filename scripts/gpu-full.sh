@@ -25,6 +25,10 @@ if has verify; then
 	run $H verify --engine copy --calls 1 --repeat 100
 	run $BIN/rs2d.test -test.count=1 -test.run TestGPURankDiesMidRun
 	run $H verify --max-symm 64M --calls 1 --repeat 100 # the ring under the bound
+	# The pull engine's ring for large calls (nodes of 3+ GPUs), from small
+	# blocks so that most cases take it, plain and registered.
+	run $H verify --ring-from 64K --calls 1 --repeat 100
+	run $H verify --ring-from 64K --register --dtypes bf16,int32 --calls 1 --repeat 10
 	# Inputs off 16-byte alignment on every engine: at 2 bytes bf16 and fp16
 	# summed, fp32 and int32 refused; at 4 bytes fp32 and int32 summed.
 	for e in auto sm copy ring; do
