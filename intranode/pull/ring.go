@@ -34,12 +34,13 @@ type Ring struct {
 }
 
 // DefaultRing is the ring on one node of more than two GPUs: from blocks
-// of 32 MiB (below them the pull measured faster on 4 H100s), at the
-// fastest shape measured there from 512 MiB of input per rank, 64 MiB of
-// FIFOs per node peer; an engine whose largest block is below wideBlock
+// of 16 MiB (on 4 H100s faster than the pull there whatever the input; at
+// blocks of 8 MiB faster for a copied-in input, slower for the others), at
+// the fastest shape measured there from 512 MiB of input per rank, 64 MiB
+// of FIFOs per node peer; an engine whose largest block is below wideBlock
 // takes narrowShape instead, a quarter of that, which measured the same at
-// blocks of 32 MiB (benchmarks/RESULTS.md).
-var DefaultRing = Ring{MinBlock: 32 << 20, Shape: ring.Shape{Channels: 128, Slots: 2, ChunkBytes: 256 << 10}}
+// blocks of 16 and 32 MiB (benchmarks/RESULTS.md).
+var DefaultRing = Ring{MinBlock: 16 << 20, Shape: ring.Shape{Channels: 128, Slots: 2, ChunkBytes: 256 << 10}}
 
 var narrowShape = ring.Shape{Channels: 64, Slots: 2, ChunkBytes: 128 << 10}
 
