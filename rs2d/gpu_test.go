@@ -120,7 +120,8 @@ const envGraphChild = "HIERCOLL_RS2D_GRAPH_CHILD"
 // fresh inputs (outputs poisoned before each), mixed with eager and
 // rejected calls, on 1 rank and on 2 ranks (sharing the GPU where there is
 // one): the SM engine, the copy engine, and the copy engine beside GEMM
-// signals captured with it.
+// signals captured with it; on 3 ranks the ring and the pull engine's ring
+// for large calls (from every block).
 func TestGPUGraphReplays(t *testing.T) {
 	if cfg := os.Getenv(envGraphChild); cfg != "" {
 		graphChild(t, cfg)
@@ -130,45 +131,61 @@ func TestGPUGraphReplays(t *testing.T) {
 	if gpus == 0 {
 		t.Skip("needs a GPU (the CUDA driver sees none)")
 	}
+	type run struct {
+		ranks int
+		cfg   string
+	}
+	var runs []run
 	for _, ranks := range []int{1, 2} {
 		for _, cfg := range []string{"sm", "copy", "gemm"} {
-			t.Run(fmt.Sprintf("%dranks/%s", ranks, cfg), func(t *testing.T) {
-				env := []string{envGraphChild + "=" + cfg, fmt.Sprintf("HIERCOLL_GRAPH_SEED=%d", time.Now().UnixNano())}
-				if ranks > gpus {
-					env = append(env, "HIERCOLL_DEVICE=0")
-				}
-				var out bytes.Buffer
-				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-				defer cancel()
-				err := launch.Run(ctx, launch.Spec{
-					NProc:   ranks,
-					Command: []string{os.Args[0], "-test.run=^TestGPUGraphReplays$", "-test.v"},
-					Env:     env,
-					Stdout:  &out, Stderr: &out,
-				})
-				t.Log(out.String())
-				require.NoError(t, err)
-				for r := 0; r < ranks; r++ {
-					require.Contains(t, out.String(), fmt.Sprintf("[rank %d] GRAPHS OK", r))
-				}
-			})
+			runs = append(runs, run{ranks, cfg})
 		}
+	}
+	runs = append(runs, run{3, "ring"}, run{3, "pull-ring"})
+	for _, c := range runs {
+		ranks, cfg := c.ranks, c.cfg
+		t.Run(fmt.Sprintf("%dranks/%s", ranks, cfg), func(t *testing.T) {
+			env := []string{envGraphChild + "=" + cfg, fmt.Sprintf("HIERCOLL_GRAPH_SEED=%d", time.Now().UnixNano())}
+			if ranks > gpus {
+				env = append(env, "HIERCOLL_DEVICE=0")
+			}
+			var out bytes.Buffer
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			err := launch.Run(ctx, launch.Spec{
+				NProc:   ranks,
+				Command: []string{os.Args[0], "-test.run=^TestGPUGraphReplays$", "-test.v"},
+				Env:     env,
+				Stdout:  &out, Stderr: &out,
+			})
+			t.Log(out.String())
+			require.NoError(t, err)
+			for r := 0; r < ranks; r++ {
+				require.Contains(t, out.String(), fmt.Sprintf("[rank %d] GRAPHS OK", r))
+			}
+		})
 	}
 }
 
 func graphChild(t *testing.T, name string) {
 	cfg := map[string]rs2d.Config{
-		"sm":   {Engine: rs2d.EngineSM},
-		"copy": {Engine: rs2d.EngineCopy},
-		"gemm": {OverlapWithGEMM: true},
+		"sm":        {Engine: rs2d.EngineSM},
+		"copy":      {Engine: rs2d.EngineCopy},
+		"gemm":      {OverlapWithGEMM: true},
+		"ring":      {Engine: rs2d.EngineRing},
+		"pull-ring": {Engine: rs2d.EnginePull},
 	}[name]
+	var knobs rs2d.Tuning
+	if name == "pull-ring" {
+		knobs = rs2d.Tuning{RingFromBytes: 1, OneShotBytes: -1}
+	}
 	var seed uint64
 	_, err := fmt.Sscan(os.Getenv("HIERCOLL_GRAPH_SEED"), &seed)
 	require.NoError(t, err)
 	w, err := world.Process(context.Background())
 	require.NoError(t, err)
 	defer w.Close()
-	spec := graphSpec{shape: w.Shape, cfg: cfg, rowsPer: 64, n: 1000, replays: 100, eagerEvery: 7, rejectEvery: 11}
+	spec := graphSpec{shape: w.Shape, cfg: cfg, knobs: knobs, rowsPer: 64, n: 1000, replays: 100, eagerEvery: 7, rejectEvery: 11}
 	require.NoError(t, graphRanks(t, w, spec, seed))
 	fmt.Printf("GRAPHS OK (%s, %d replays)\n", name, spec.replays)
 }

@@ -149,20 +149,25 @@ func graphRanks(t *testing.T, w *world.World, spec graphSpec, seed uint64) error
 }
 
 // A call captured on a stream replays correctly on fresh inputs, 100 times
-// on one node (both engines, and the copy engine beside GEMM signals
-// captured with it), mixed with eager calls and rejected calls.
+// on one node (the SM and copy engines, the copy engine beside GEMM
+// signals captured with it, the ring, and the pull engine's ring for large
+// calls), mixed with eager calls and rejected calls.
 func TestGraphReplays(t *testing.T) {
 	for _, c := range []struct {
-		name string
-		cfg  rs2d.Config
+		name  string
+		cfg   rs2d.Config
+		knobs rs2d.Tuning
 	}{
-		{"sm", rs2d.Config{Engine: rs2d.EngineSM}},
-		{"copy", rs2d.Config{Engine: rs2d.EngineCopy}},
-		{"gemm", rs2d.Config{OverlapWithGEMM: true}},
+		{"sm", rs2d.Config{Engine: rs2d.EngineSM}, rs2d.Tuning{}},
+		{"copy", rs2d.Config{Engine: rs2d.EngineCopy}, rs2d.Tuning{}},
+		{"gemm", rs2d.Config{OverlapWithGEMM: true}, rs2d.Tuning{}},
+		{"ring", rs2d.Config{Engine: rs2d.EngineRing}, rs2d.Tuning{RingChannels: 3, RingChunkBytes: 64}},
+		// The pull engine's ring for large calls, from every block.
+		{"pull-ring", rs2d.Config{Engine: rs2d.EnginePull}, rs2d.Tuning{RingFromBytes: 1, OneShotBytes: -1, RingChannels: 3, RingChunkBytes: 64}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			runGraph(t, graphSpec{shape: bootstrap.Shape{Nodes: 1, LocalSize: 4}, cfg: c.cfg, rowsPer: 3, n: 33,
+			runGraph(t, graphSpec{shape: bootstrap.Shape{Nodes: 1, LocalSize: 4}, cfg: c.cfg, knobs: c.knobs, rowsPer: 3, n: 33,
 				replays: 100, eagerEvery: 7, rejectEvery: 11})
 		})
 	}
@@ -180,6 +185,7 @@ func TestGraphReplaysShapes(t *testing.T) {
 			{"sm", rs2d.Config{Engine: rs2d.EngineSM}, rs2d.Tuning{Chunks: 3}},
 			{"copy", rs2d.Config{Engine: rs2d.EngineCopy}, rs2d.Tuning{Chunks: 3}},
 			{"gemm-split", rs2d.Config{OverlapWithGEMM: true}, rs2d.Tuning{SplitFirstBlock: true}},
+			{"ring", rs2d.Config{Engine: rs2d.EngineRing}, rs2d.Tuning{RingChannels: 2, RingChunkBytes: 16}},
 		} {
 			t.Run(fmt.Sprintf("%v/%s", shape, c.name), func(t *testing.T) {
 				t.Parallel()

@@ -134,7 +134,7 @@ func newPlanner(cfg Config, place symm.Place, sms int) (planner, Memory, error) 
 		return planner{}, Memory{}, err
 	}
 	p.cfg.Engine, p.pullRows = mem.Engine, mem.PullRows
-	if p.cfg.Graphs && (mem.Engine == EngineRing || mem.Engine == EngineNVLS || mem.PullRows > 0) && place.Shape.World() > 1 {
+	if p.cfg.Graphs && (mem.Engine == EngineNVLS || mem.PullRows > 0) && place.Shape.World() > 1 {
 		return planner{}, Memory{}, fmt.Errorf("rs2d: the %v engine%s does not replay in CUDA graphs (Config.Graphs): %w", mem.Engine, boundNote(mem), device.ErrNotSupported)
 	}
 	return p, mem, nil

@@ -43,8 +43,7 @@ type Tuning struct {
 	// of its GPUs per node − 1 hops (Context.Roundings), as NCCL's ring
 	// does. Its FIFOs take channels × (GPUs per node − 1) × slots × chunk
 	// bytes of symmetric memory where a block of MaxM rows reaches it and
-	// the direct path fits MaxSymmetricBytes with them. Not under Graphs:
-	// the ring does not replay.
+	// the direct path fits MaxSymmetricBytes with them.
 	RingFromBytes int64
 	// OneShotBytes is, for the pull engine, the largest block (bytes of
 	// one destination's rows per rank) of a whole call that each rank

@@ -797,9 +797,9 @@ func TestPullByTheCopyEngine(t *testing.T) {
 // (registered or not) or mixed; FIFOs of 3 channels of 2 slots of 64
 // bytes (many messages, the slots reused within and across calls), a rank
 // whose kernels are late; int32 bit for bit, floats within the ring's
-// roundings. The kernels taken are the ones the sizes ask for: the ring's
-// with it on, none of it with it off or under replayable signals (the
-// ring does not replay: its FIFOs are not even laid out).
+// roundings, under either signal protocol. The kernels taken are the ones
+// the sizes ask for: the ring's with it on, none of it with it off or off
+// one node of more than two GPUs.
 func TestPullAroundTheRing(t *testing.T) {
 	for _, c := range []struct {
 		shape    bootstrap.Shape
@@ -814,7 +814,8 @@ func TestPullAroundTheRing(t *testing.T) {
 		{bootstrap.Shape{Nodes: 1, LocalSize: 3}, dtype.F16, "registered", false, 0, true},
 		{bootstrap.Shape{Nodes: 1, LocalSize: 4}, dtype.F32, "mixed", false, 0, true},
 		{bootstrap.Shape{Nodes: 1, LocalSize: 4}, dtype.I32, "zero copy", false, -1, false},
-		{bootstrap.Shape{Nodes: 1, LocalSize: 4}, dtype.I32, "zero copy", true, 0, false},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 4}, dtype.I32, "zero copy", true, 0, true},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 3}, dtype.BF16, "mixed", true, 0, true},
 		{bootstrap.Shape{Nodes: 1, LocalSize: 2}, dtype.I32, "zero copy", false, 0, false},
 		{bootstrap.Shape{Nodes: 2, LocalSize: 2}, dtype.I32, "zero copy", false, 0, false},
 	} {

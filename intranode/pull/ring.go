@@ -5,7 +5,6 @@ import (
 
 	"github.com/seed12530e24/hiercoll/intranode"
 	"github.com/seed12530e24/hiercoll/intranode/ring"
-	"github.com/seed12530e24/hiercoll/symm"
 )
 
 // Sent around the ring: a whole call whose blocks are at least
@@ -17,9 +16,8 @@ import (
 // ring, for all its hops, ends sooner than the pull (benchmarks/RESULTS.md).
 // A rank reads only its own input, wherever it lies (the symmetric input,
 // a registered or a plain buffer: nothing is copied in), so ranks may mix
-// them. The ring's credit words count messages on the host, so it does not
-// replay in CUDA graphs: a context with replayable signals pulls every
-// call.
+// them. The ring keeps its counts on the device, so its launches replay in
+// CUDA graphs like the pull's.
 
 // Ring is when and how whole calls go around the ring.
 type Ring struct {
@@ -47,14 +45,14 @@ var narrowShape = ring.Shape{Channels: 64, Slots: 2, ChunkBytes: 128 << 10}
 const wideBlock = 128 << 20
 
 // Resolved is r as an engine made for spec takes it: the defaults filled
-// in, or never (the zero Ring) off one node of more than two GPUs, under
-// replayable signals or where no block reaches MinBlock.
+// in, or never (the zero Ring) off one node of more than two GPUs or where
+// no block reaches MinBlock.
 func (r Ring) Resolved(spec intranode.Spec) Ring {
 	if r.MinBlock == 0 {
 		r.MinBlock = DefaultRing.MinBlock
 	}
 	block := int64(spec.MaxRows/spec.Place.Shape.World()) * spec.RowBytes()
-	if r.MinBlock < 0 || spec.Place.Shape.Nodes != 1 || spec.LocalSize() < 3 || spec.Proto != symm.Growing || block < r.MinBlock {
+	if r.MinBlock < 0 || spec.Place.Shape.Nodes != 1 || spec.LocalSize() < 3 || block < r.MinBlock {
 		return Ring{}
 	}
 	d := DefaultRing.Shape

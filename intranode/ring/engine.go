@@ -8,8 +8,10 @@
 // block's rows (Step.Row0, Step.Rows), so that a rail with bounded buffers
 // can take a call in rounds.
 //
-// Its words: ready[src] (the kernel's readiness handshake, the call's
-// epoch), and the tails and heads, which count messages and only grow.
+// Its words: ready[src] (the kernel's readiness handshake, the launch's
+// number), the tails and heads, which count messages and only grow, and
+// the call state the kernel keeps its counts in (Params.State), so that
+// its launches replay in CUDA graphs under either signal protocol.
 package ring
 
 import (
@@ -98,6 +100,7 @@ type Maker struct {
 	shape           Shape
 	ready           symm.Pad
 	tails, heads    symm.Pad
+	state           symm.Pad
 	peerTable, fifo symm.Region
 }
 
@@ -117,6 +120,7 @@ func (m *Maker) AddTo(l *symm.Layout) {
 	m.peerTable = l.Add("peer table", int64(lws)*8)
 	m.tails = l.AddPad("ring tails", m.shape.Words(lws))
 	m.heads = l.AddPad("ring heads", m.shape.Words(lws))
+	m.state = l.AddPad("ring call state", StateWords(m.shape.Channels))
 	m.fifo = l.Add("ring fifo", m.shape.FifoBytes(lws))
 }
 
@@ -129,25 +133,13 @@ func (m *Maker) Make(_ context.Context, env intranode.Env) (intranode.Engine, er
 		return nil, err
 	}
 	e := &Engine{env: env, m: m}
-	rank0, lws := env.Place.NodePeer(0), env.LocalSize()
-	e.ready = env.Heap.Signals(m.ready, env.Proto, intranode.ReadyLabel(env.Place))
-	e.tails = env.Heap.Signals(m.tails, env.Proto, func(owner, i int) string {
-		return TailLabel(rank0, lws, owner-rank0, i)
-	})
-	e.heads = env.Heap.Signals(m.heads, env.Proto, func(owner, i int) string {
-		return HeadLabel(rank0, lws, owner-rank0, i)
-	})
 	return e, nil
 }
 
 // Engine is one rank's ring.
 type Engine struct {
-	env                 intranode.Env
-	m                   *Maker
-	ready, tails, heads symm.SignalPad
-	// sent is the messages so far per (channel, hop) FIFO: the count of
-	// every tail and head word once they all landed.
-	sent uint32
+	env intranode.Env
+	m   *Maker
 }
 
 var _ intranode.Engine = (*Engine)(nil)
@@ -189,8 +181,7 @@ func (e *Engine) Step(s device.Stream, step intranode.Step) (intranode.Done, err
 		HeadsOff:  e.m.heads.Off,
 		ReadyOff:  e.m.ready.Off,
 		Msgs:      msgs,
-		Base:      e.sent,
-		Epoch:     uint32(step.Epoch),
+		State:     e.state(),
 		LWS:       lws,
 		Rank:      e.env.Place.LocalRank,
 		Slots:     shape.Slots,
@@ -200,9 +191,11 @@ func (e *Engine) Step(s device.Stream, step intranode.Step) (intranode.Done, err
 	if err := Launch(e.env.Dev, s, e.env.DType, p); err != nil {
 		return intranode.Done{}, fmt.Errorf("ring: %w", err)
 	}
-	e.sent += msgs
 	return intranode.Done{Landed: s, Reduced: s}, nil
 }
+
+// state is this rank's call state.
+func (e *Engine) state() device.Ptr { return e.env.Heap.Local().Add(e.m.state.Off) }
 
 // ReceiveRows is this rank's FIFO slots, where its ring predecessor writes
 // (whatever the rows).
@@ -210,22 +203,11 @@ func (e *Engine) ReceiveRows(int) (device.Ptr, int64) {
 	return e.env.Heap.Local().Add(e.m.fifo.Off), e.m.fifo.Size
 }
 
-// ReleaseWaits ends every wait on this rank's ready, tail and head words.
-func (e *Engine) ReleaseWaits(s device.Stream, epoch symm.Epoch) error {
-	for _, w := range []struct {
-		pad  symm.SignalPad
-		last uint32
-	}{
-		{e.ready, uint32(epoch)},
-		{e.tails, e.sent},
-		{e.heads, e.sent},
-	} {
-		if w.pad.Words() == 0 {
-			continue
-		}
-		if err := w.pad.Release(s, w.last); err != nil {
-			return fmt.Errorf("ring: %w", err)
-		}
+// ReleaseWaits sets the abort word: every wait of the kernel on this rank
+// ends.
+func (e *Engine) ReleaseWaits(s device.Stream, _ symm.Epoch) error {
+	if err := e.env.Dev.Memset32(s, e.state().Add(AbortWord), 1, 1); err != nil {
+		return fmt.Errorf("ring: aborting the kernel's waits: %w", err)
 	}
 	return nil
 }

@@ -49,8 +49,11 @@ func Prepare(dev device.Device, dt dtype.DType) error {
 // how it works): this rank's rows for local rank d are Count elements at
 // In + d*Stride; the result for this rank goes to Out (Count elements).
 // Channels independent rings each take Per elements of every block, in
-// Msgs chunks of Chunk elements per hop; Base is the number of messages
-// each (channel, hop) FIFO carried before this launch.
+// Msgs chunks of Chunk elements per hop. State is this rank's call state
+// (StateWords(Channels) words in its own memory, zero before the first
+// launch): the launches run so far, the abort word, and the messages each
+// channel's FIFOs carried before this launch, which the launch reads and
+// advances.
 //
 // Offsets are into the symmetric heap, the same on every rank: the FIFO
 // slots (channels × (LWS-1) hops × Slots slots, SlotBytes apart), the tail
@@ -65,10 +68,27 @@ type Params struct {
 	FifoOff, SlotBytes int64
 	TailsOff, HeadsOff int64
 	ReadyOff           int64
-	Msgs, Base, Epoch  uint32
+	Msgs               uint32
+	State              device.Ptr
 	LWS, Rank, Slots   int
 	Channels, Rank0    int
 }
+
+// The words of the call state (ring.cu's RS_*): launches run so far,
+// blocks finished of the running launch, the abort word, then one word per
+// channel (the messages its FIFOs carried).
+const (
+	stateLaunches = iota
+	stateFinished
+	stateAbort
+	stateMsgs
+)
+
+// StateWords is the call state's words for a ring of channels channels.
+func StateWords(channels int) int { return stateMsgs + channels }
+
+// AbortWord is the offset in bytes of the abort word in the call state.
+const AbortWord = 4 * stateAbort
 
 // Check reports whether the description is one the kernel can run.
 func (p Params) Check(dt dtype.DType) error {
@@ -93,7 +113,7 @@ func Launch(dev device.Device, s device.Stream, dt dtype.DType, p Params) error 
 		return err
 	}
 	return dev.Launch(s, k, p.Channels, p.In, p.Out, p.Peers, p.Stride, p.Count, p.Per, p.Chunk,
-		p.FifoOff, p.SlotBytes, p.TailsOff, p.HeadsOff, p.ReadyOff, p.Msgs, p.Base, p.Epoch,
+		p.FifoOff, p.SlotBytes, p.TailsOff, p.HeadsOff, p.ReadyOff, p.Msgs, p.State,
 		int32(p.LWS), int32(p.Rank), int32(p.Slots), int32(p.Rank0))
 }
 
@@ -137,6 +157,9 @@ func ringHost(dt dtype.DType) device.HostFunc {
 		if err := r.ready(); err != nil {
 			return err
 		}
+		if r.aborted() {
+			return nil
+		}
 		var wg sync.WaitGroup
 		errs := make([]error, p.Channels)
 		for ch := range errs {
@@ -152,7 +175,7 @@ func ringHost(dt dtype.DType) device.HostFunc {
 				return err
 			}
 		}
-		return nil
+		return mem.Store32(p.State.Add(4*stateLaunches), r.launch)
 	}
 }
 
@@ -161,12 +184,11 @@ func ringHost(dt dtype.DType) device.HostFunc {
 func ringArgs(args []any, grid int) (Params, error) {
 	var p Params
 	bad := fmt.Errorf("ring arguments %v: %w", args, device.ErrInvalidArgument)
-	if len(args) != 19 {
+	if len(args) != 18 {
 		return p, bad
 	}
 	ptrs := []*device.Ptr{&p.In, &p.Out, &p.Peers}
 	i64 := []*int64{&p.Stride, &p.Count, &p.Per, &p.Chunk, &p.FifoOff, &p.SlotBytes, &p.TailsOff, &p.HeadsOff, &p.ReadyOff}
-	u32 := []*uint32{&p.Msgs, &p.Base, &p.Epoch}
 	i32 := []*int{&p.LWS, &p.Rank, &p.Slots, &p.Rank0}
 	at := 0
 	for _, d := range ptrs {
@@ -183,13 +205,12 @@ func ringArgs(args []any, grid int) (Params, error) {
 		}
 		*d, at = v, at+1
 	}
-	for _, d := range u32 {
-		v, ok := args[at].(uint32)
-		if !ok {
-			return p, bad
-		}
-		*d, at = v, at+1
+	msgs, ok := args[at].(uint32)
+	state, ok2 := args[at+1].(device.Ptr)
+	if !ok || !ok2 {
+		return p, bad
 	}
+	p.Msgs, p.State, at = msgs, state, at+2
 	for _, d := range i32 {
 		v, ok := args[at].(int32)
 		if !ok {
@@ -203,10 +224,12 @@ func ringArgs(args []any, grid int) (Params, error) {
 
 // hostRing is one launch of the ring kernel on the CPU backend.
 type hostRing struct {
-	mem  device.HostMemory
-	dt   dtype.DType
-	p    Params
-	heap []device.Ptr // by local rank
+	mem    device.HostMemory
+	dt     dtype.DType
+	p      Params
+	heap   []device.Ptr // by local rank
+	launch uint32       // this launch's number
+	abort  device.Ptr   // the call state's abort word
 }
 
 func newHostRing(mem device.HostMemory, dt dtype.DType, p Params) (*hostRing, error) {
@@ -214,11 +237,33 @@ func newHostRing(mem device.HostMemory, dt dtype.DType, p Params) (*hostRing, er
 	if err != nil {
 		return nil, fmt.Errorf("ring peer table: %w", err)
 	}
-	r := &hostRing{mem: mem, dt: dt, p: p, heap: make([]device.Ptr, p.LWS)}
+	r := &hostRing{mem: mem, dt: dt, p: p, heap: make([]device.Ptr, p.LWS), abort: p.State.Add(AbortWord)}
 	for i := range r.heap {
 		r.heap[i] = device.Ptr(binary.LittleEndian.Uint64(table[8*i:]))
 	}
-	return r, nil
+	launches, err := r.word(stateLaunches)
+	r.launch = launches + 1
+	return r, err
+}
+
+// word is word i of the call state.
+func (r *hostRing) word(i int) (uint32, error) {
+	b, err := r.mem.Bytes(r.p.State.Add(4*int64(i)), 4)
+	if err != nil {
+		return 0, fmt.Errorf("ring call state: %w", err)
+	}
+	return binary.LittleEndian.Uint32(b), nil
+}
+
+// aborted reports whether the abort word is set (a wait ended by it).
+func (r *hostRing) aborted() bool {
+	v, err := r.word(stateAbort)
+	return err == nil && v != 0
+}
+
+// wait is the kernel's wait: w reaching v, or the abort word set.
+func (r *hostRing) wait(w device.Word, v uint32) error {
+	return r.mem.Wait32Or(w, device.GEQ, v, r.abort)
 }
 
 // ready raises this rank's ready word on every peer and waits for theirs.
@@ -227,7 +272,7 @@ func (r *hostRing) ready() error {
 	word := func(owner, src int) device.Ptr { return r.heap[owner].Add(p.ReadyOff + 4*int64(src)) }
 	for q := 0; q < p.LWS; q++ {
 		if q != p.Rank {
-			if err := r.mem.Store32(word(q, p.Rank), p.Epoch); err != nil {
+			if err := r.mem.Store32(word(q, p.Rank), r.launch); err != nil {
 				return err
 			}
 		}
@@ -235,7 +280,7 @@ func (r *hostRing) ready() error {
 	for q := 0; q < p.LWS; q++ {
 		if q != p.Rank {
 			w := device.Word{Addr: word(p.Rank, q), Label: ReadyLabel(p.Rank0, p.LWS, q)}
-			if err := r.mem.Wait32(w, device.GEQ, p.Epoch); err != nil {
+			if err := r.wait(w, r.launch); err != nil {
 				return err
 			}
 		}
@@ -252,10 +297,14 @@ func (r *hostRing) channel(ch int) error {
 	me, next, prev := r.heap[p.Rank], r.heap[(p.Rank+1)%p.LWS], r.heap[(p.Rank+hops)%p.LWS]
 	c0 := int64(ch) * p.Per
 	c1 := min(c0+p.Per, p.Count)
+	base, err := r.word(stateMsgs + ch)
+	if err != nil {
+		return err
+	}
 	for k := uint32(0); k < p.Msgs; k++ {
 		lo := c0 + int64(k)*p.Chunk
 		n := max(0, min(lo+p.Chunk, c1)-lo)
-		msg := p.Base + k
+		msg := base + k
 		slot := int64(msg % uint32(p.Slots))
 		for s := 0; s < p.LWS; s++ {
 			d := (p.Rank - s - 1 + 2*p.LWS) % p.LWS
@@ -266,13 +315,13 @@ func (r *hostRing) channel(ch int) error {
 			}
 			if recv {
 				w := device.Word{Addr: me.Add(p.TailsOff + 4*int64(wIn)), Label: TailLabel(p.Rank0, p.LWS, p.Rank, wIn)}
-				if err := r.mem.Wait32(w, device.GEQ, msg+1); err != nil {
+				if err := r.wait(w, msg+1); err != nil {
 					return err
 				}
 			}
 			if send {
 				w := device.Word{Addr: me.Add(p.HeadsOff + 4*int64(wOut)), Label: HeadLabel(p.Rank0, p.LWS, p.Rank, wOut)}
-				if err := r.mem.Wait32(w, device.GEQ, msg+1-uint32(p.Slots)); err != nil {
+				if err := r.wait(w, msg+1-uint32(p.Slots)); err != nil {
 					return err
 				}
 			}
@@ -299,7 +348,7 @@ func (r *hostRing) channel(ch int) error {
 			}
 		}
 	}
-	return nil
+	return r.mem.Store32(p.State.Add(4*int64(stateMsgs+ch)), base+p.Msgs)
 }
 
 // combine is dst = slot + own over n elements (own alone when slot is 0),

@@ -65,8 +65,15 @@ func TestLaunchRingMatchesTheCUDASignature(t *testing.T) {
 	table := make([]byte, 8)
 	binary.LittleEndian.PutUint64(table, uint64(heap))
 	peers := kerneltest.Upload(t, d, table)
+	// The call state after 4 launches that carried 5 messages per channel.
+	words := make([]byte, 4*ring.StateWords(2))
+	binary.LittleEndian.PutUint32(words, 4)
+	for ch := range 2 {
+		binary.LittleEndian.PutUint32(words[4*(3+ch):], 5)
+	}
+	state := kerneltest.Upload(t, d, words)
 	p := ring.Params{In: inP, Out: out, Peers: peers, Stride: count, Count: count, Per: 20, Chunk: 7,
-		ReadyOff: 0, Msgs: 3, Base: 5, Epoch: 1, LWS: 1, Rank: 0, Slots: 1, Channels: 2}
+		ReadyOff: 0, Msgs: 3, State: state, LWS: 1, Rank: 0, Slots: 1, Channels: 2}
 	rec := &kerneltest.LaunchRecorder{Device: d}
 	require.NoError(t, ring.Launch(rec, s, dtype.I32, p))
 	require.NoError(t, s.Synchronize(ctx))
@@ -77,6 +84,11 @@ func TestLaunchRingMatchesTheCUDASignature(t *testing.T) {
 		require.Equal(t, want[i], reflect.TypeOf(a), "argument %d", i)
 	}
 	require.Equal(t, in, kerneltest.Download(t, d, out, 4*count))
+	// The launch advanced the state: its number, and 3 more messages per
+	// channel.
+	got := kerneltest.Download(t, d, state, len(words))
+	require.Equal(t, []uint32{5, 0, 0, 8, 8}, []uint32{binary.LittleEndian.Uint32(got), binary.LittleEndian.Uint32(got[4:]),
+		binary.LittleEndian.Uint32(got[8:]), binary.LittleEndian.Uint32(got[12:]), binary.LittleEndian.Uint32(got[16:])})
 }
 
 // Descriptions the kernel cannot run are refused before the launch.

@@ -25,8 +25,14 @@
 //   head (in the sender's pad)    += 1 when the receiver freed its slot.
 // Message m (0-based over the context's life) of a (channel, hop) sits in
 // slot m % slots; its sender waits for head >= m+1-slots, its receiver for
-// tail >= m+1. Counts are raised with adds, not stores, so that values
-// written past every target to end stuck waits (Close) stay past them.
+// tail >= m+1.
+//
+// Call state, in this rank's own memory: the launches run so far, the
+// blocks finished of the running one, the abort word (non-zero: every wait
+// ends, a peer being gone) and per channel the messages its FIFOs carried.
+// A launch takes its number and each channel its first message from it and
+// leaves them for the next launch, so nothing the host passes changes from
+// call to call and a captured launch replays correctly.
 //
 // Channels: block b of the grid is channel b, an independent ring over
 // elements [b*per, (b+1)*per) of every destination's block, cut into
@@ -34,10 +40,11 @@
 // every channel posts the same number of messages, so the host knows each
 // count). Blocks of a rank wait only on the same block of its neighbours.
 //
-// Readiness: block 0 raises this rank's ready word to epoch on every node
-// peer, and each block waits until every peer's word has reached it before
-// its first op: a rank that never came is then named by every rank that
-// waits, not only by its next.
+// Readiness: block 0 raises this rank's ready word to the launch's number
+// on every node peer, and each block waits until every peer's word has
+// reached it before its first op: a rank that never came is then named by
+// every rank that waits, not only by its next. Every rank makes the same
+// launches, so their numbers agree.
 //
 // Partial sums travel in the element type: fp32 accumulation inside each
 // hop, rounded to the type at every hop (lws-1 roundings at this level; the
@@ -45,8 +52,13 @@
 //
 // Self-contained for NVRTC (no #include).
 
-__device__ __forceinline__ void rg_wait_geq(const u32* p, u32 target) {
-  while ((int)(ld_acquire_sys(p) - target) < 0) {
+#define RS_LAUNCHES 0
+#define RS_FINISHED 1
+#define RS_ABORT 2
+#define RS_MSGS 3
+
+__device__ __forceinline__ void rg_wait_geq(const u32* p, u32 target, const volatile u32* abort) {
+  while ((int)(ld_acquire_sys(p) - target) < 0 && *abort == 0) {
   }
 }
 
@@ -109,15 +121,16 @@ __device__ __forceinline__ void hop_combine(typename T::E* dst, const typename T
 }
 
 // ring_ready raises this rank's ready word on every node peer (block 0) and
-// waits until every peer's ready word here reached epoch.
-__device__ __forceinline__ void ring_ready(const u64* __restrict__ peers, long long ready_off, int lws, int lr, u32 epoch) {
+// waits until every peer's ready word here reached launch.
+__device__ __forceinline__ void ring_ready(const u64* __restrict__ peers, long long ready_off, int lws, int lr, u32 launch,
+                                           const volatile u32* abort) {
   if (blockIdx.x == 0 && (int)threadIdx.x < lws && (int)threadIdx.x != lr) {
-    st_release_sys((u32*)((char*)peers[threadIdx.x] + ready_off) + lr, epoch);
+    st_release_sys((u32*)((char*)peers[threadIdx.x] + ready_off) + lr, launch);
   }
   if (threadIdx.x == 0) {
     const u32* ready = (const u32*)((char*)peers[lr] + ready_off);
     for (int p = 0; p < lws; p++) {
-      if (p != lr) rg_wait_geq(ready + p, epoch);
+      if (p != lr) rg_wait_geq(ready + p, launch, abort);
     }
   }
   __syncthreads();
@@ -126,9 +139,9 @@ __device__ __forceinline__ void ring_ready(const u64* __restrict__ peers, long l
 template <class T>
 __device__ __forceinline__ void ring_step(const typename T::E* __restrict__ in, typename T::E* __restrict__ out,
                                           const u64* __restrict__ peers, long long stride, long long count,
-                                          long long per, long long chunk, u32 msgs, u32 base, long long fifo_off,
+                                          long long per, long long chunk, u32 msgs, long long fifo_off,
                                           long long slot_bytes, long long tails_off, long long heads_off,
-                                          long long ready_off, int lws, int lr, int slots, u32 epoch) {
+                                          long long ready_off, int lws, int lr, int slots, u32* state) {
   typedef typename T::E E;
   const long long es = (long long)sizeof(E);
   const bool vec = ((((u64)in) | ((u64)out) | (u64)(stride * es) | (u64)(per * es) | (u64)(chunk * es) |
@@ -139,7 +152,10 @@ __device__ __forceinline__ void ring_step(const typename T::E* __restrict__ in, 
   char* next_heap = (char*)peers[(lr + 1) % lws];
   char* prev_heap = (char*)peers[(lr + hops) % lws];
 
-  ring_ready(peers, ready_off, lws, lr, epoch);
+  const volatile u32* abort = (const volatile u32*)state + RS_ABORT;
+  const u32 launch = ((volatile u32*)state)[RS_LAUNCHES] + 1;
+  const u32 base = ((volatile u32*)state)[RS_MSGS + ch];
+  ring_ready(peers, ready_off, lws, lr, launch, abort);
 
   const long long c0 = (long long)ch * per;
   const long long c1 = c0 + per < count ? c0 + per : count;
@@ -155,8 +171,8 @@ __device__ __forceinline__ void ring_step(const typename T::E* __restrict__ in, 
       // Word and slot of hop h (1..hops) of this channel: index (ch*hops + h-1).
       const long long w_in = (long long)ch * hops + s - 1, w_out = (long long)ch * hops + s;
       if (threadIdx.x == 0) {
-        if (recv) rg_wait_geq((const u32*)(my_heap + tails_off) + w_in, msg + 1);
-        if (send) rg_wait_geq((const u32*)(my_heap + heads_off) + w_out, msg + 1 - (u32)slots);
+        if (recv) rg_wait_geq((const u32*)(my_heap + tails_off) + w_in, msg + 1, abort);
+        if (send) rg_wait_geq((const u32*)(my_heap + heads_off) + w_out, msg + 1 - (u32)slots, abort);
       }
       __syncthreads();
       const E* src = recv ? (const E*)(my_heap + fifo_off + (w_in * slots + slot) * slot_bytes) : (const E*)0;
@@ -173,16 +189,26 @@ __device__ __forceinline__ void ring_step(const typename T::E* __restrict__ in, 
       }
     }
   }
+  // The call state for the next launch: this channel's messages, and the
+  // launch's number once every block is done.
+  if (threadIdx.x == 0) {
+    state[RS_MSGS + ch] = base + msgs;
+    __threadfence();
+    if (atomicAdd(state + RS_FINISHED, 1u) == gridDim.x - 1) {
+      state[RS_LAUNCHES] = launch;
+      state[RS_FINISHED] = 0;
+    }
+  }
 }
 
 #define HC_RING(name, T, E)                                                                                   \
   extern "C" __global__ void __launch_bounds__(512, 1)                                                      \
       name(const E* in, E* out, const u64* peers, long long stride, long long count, long long per,       \
            long long chunk, long long fifo_off, long long slot_bytes, long long tails_off,                 \
-           long long heads_off, long long ready_off, u32 msgs, u32 base, u32 epoch, int lws, int lr,       \
-           int slots, int rank0 /* names ranks in the host twin's timeouts; unused here */) {              \
-    ring_step<T>(in, out, peers, stride, count, per, chunk, msgs, base, fifo_off, slot_bytes, tails_off,   \
-                 heads_off, ready_off, lws, lr, slots, epoch);                                              \
+           long long heads_off, long long ready_off, u32 msgs, u32* state, int lws, int lr, int slots,     \
+           int rank0 /* names ranks in the host twin's timeouts; unused here */) {                          \
+    ring_step<T>(in, out, peers, stride, count, per, chunk, msgs, fifo_off, slot_bytes, tails_off,         \
+                 heads_off, ready_off, lws, lr, slots, state);                                              \
   }
 
 HC_RING(hc_ring_bf16, EBF16, u16)
