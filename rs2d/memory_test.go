@@ -80,15 +80,7 @@ func TestMemoryCountsTheCopyEngineSlots(t *testing.T) {
 			}
 			off := cfg
 			off.Tuning.CopyEnginePullBytes = -1
-			without, err := rs2d.MemoryOf(off, c.shape, 0)
-			require.NoError(t, err)
-			extra := mem.Node - without.Node // the slots and their two handshake pads
-			require.True(t, extra >= c.want && extra < c.want+4096, "the slots are part of the node stage: %d more bytes, want %d and the pads", extra, c.want)
-			bounded := cfg
-			bounded.MaxSymmetricBytes = without.Total()
-			got, err := rs2d.MemoryOf(bounded, c.shape, 0)
-			require.NoError(t, err)
-			require.Equal(t, without, got, "a bound that holds the direct path without the slots")
+			requireDroppedByBound(t, cfg, off, c.shape, 0, c.want, 4096, "the slots") // and their two handshake pads
 		})
 	}
 }
@@ -140,15 +132,27 @@ func TestMemoryCountsTheRingFifos(t *testing.T) {
 			}
 			off := cfg
 			off.Tuning.RingFromBytes = -1
-			without, err := rs2d.MemoryOf(off, c.shape, 132)
-			require.NoError(t, err)
-			extra := mem.Node - without.Node // the FIFOs, their credit words, ready words and peer table
-			require.True(t, extra >= c.want && extra < c.want+16384, "the FIFOs are part of the node stage: %d more bytes, want %d and the pads", extra, c.want)
-			bounded := cfg
-			bounded.MaxSymmetricBytes = without.Total()
-			got, err := rs2d.MemoryOf(bounded, c.shape, 132)
-			require.NoError(t, err)
-			require.Equal(t, without, got, "a bound that holds the direct path without the FIFOs")
+			// and their credit words, ready words, call state and peer table
+			requireDroppedByBound(t, cfg, off, c.shape, 132, c.want, 16384, "the FIFOs")
 		})
 	}
+}
+
+// requireDroppedByBound checks an optional part of the direct path's
+// memory, what cfg holds and off (cfg without it) does not: it is part of
+// the node stage (want bytes and less than pads more), and a bound that
+// holds the direct path without it drops it, not the direct path.
+func requireDroppedByBound(t *testing.T, cfg, off rs2d.Config, shape bootstrap.Shape, sms int, want, pads int64, what string) {
+	t.Helper()
+	mem, err := rs2d.MemoryOf(cfg, shape, sms)
+	require.NoError(t, err)
+	without, err := rs2d.MemoryOf(off, shape, sms)
+	require.NoError(t, err)
+	extra := mem.Node - without.Node
+	require.True(t, extra >= want && extra < want+pads, "%s are part of the node stage: %d more bytes, want %d and the pads", what, extra, want)
+	bounded := cfg
+	bounded.MaxSymmetricBytes = without.Total()
+	got, err := rs2d.MemoryOf(bounded, shape, sms)
+	require.NoError(t, err)
+	require.Equal(t, without, got, "a bound that holds the direct path without %s", what)
 }
