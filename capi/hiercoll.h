@@ -220,9 +220,10 @@ int hc_rs2d_reduce_scatter(int64_t ctx, uint64_t in_ptr, int64_t m, uint64_t out
  * are read by the peers in place: the call copies nothing first. The call
  * ends only once every peer read them, so the next rows may be written after
  * it in stream order. Any other in_ptr works too, with one device copy into
- * it first; ranks may mix the two, except where that copy goes in pieces or
- * rounds (one node, blocks from 32 MiB on more than 2 GPUs, from 128 MiB on
- * 2) or where the copy engine pulls the symmetric input (one node of 2 GPUs,
+ * it first (on one node of more than 2 GPUs, calls of blocks from 16 MiB go
+ * around a ring that reads each rank's input where it lies: no copy); ranks
+ * may mix the two, except where that copy goes in pieces (one node of 2 GPUs,
+ * blocks from 128 MiB) or where the copy engine pulls the symmetric input (one node of 2 GPUs,
  * blocks from 256 MiB): there every rank passes the symmetric input or none
  * does (a call that mixes them fails on simulated ranks; on GPUs its kernel
  * traps and the CUDA context is lost). HC_ERR_NOT_SUPPORTED where the context's engine is not the pull

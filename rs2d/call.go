@@ -237,8 +237,10 @@ func (c *Context) check(in, out Tensor) error {
 // read the input where it is).
 //
 // Ranks may mix Input and buffers of their own in a call, except where a
-// buffer of the caller's goes in pieces or rounds (on one node, blocks from
-// 32 MiB on more than 2 GPUs, from 128 MiB on 2) or where the copy engine
+// buffer of the caller's goes in pieces or rounds (on one node of 2 GPUs,
+// blocks from 128 MiB; of more than 2, blocks from 32 MiB, but only with
+// the ring for large calls off: Tuning.RingFromBytes, whose ring reads
+// every rank's input where it lies) or where the copy engine
 // pulls Input's rows (one node of 2 GPUs, blocks from
 // Tuning.CopyEnginePullBytes): then every rank passes Input or none does. A
 // call that mixes them there is caught by the first handshake, as for

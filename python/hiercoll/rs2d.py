@@ -183,8 +183,9 @@ class ReduceScatter2D:
         until close; a call that reads it ends once every peer has read it, so
         the next rows may go in after the call in stream order. Ranks may mix it
         with tensors of their own, except at sizes where those are copied in
-        pieces or rounds (one node, blocks from 32 MiB on more than 2 GPUs, from
-        128 MiB on 2) or where the copy engine pulls its rows (one node of 2 GPUs,
+        pieces (one node of 2 GPUs, blocks from 128 MiB; on more than 2 GPUs
+        calls of blocks from 16 MiB go around a ring that reads each rank's
+        tensor where it lies) or where the copy engine pulls its rows (one node of 2 GPUs,
         blocks from 256 MiB): there every rank passes it or none does; a call that
         mixes them fails on simulated ranks, and on GPUs its kernel traps (the CUDA
         context is lost) rather than sum rows nobody wrote or wait."""
