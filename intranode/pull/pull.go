@@ -348,7 +348,7 @@ func (e *Engine) Begin(s device.Stream, call intranode.Call) error {
 		return nil // read in place by its own rank
 	}
 	if e.ringed(call) {
-		return e.ring.Begin(s, call)
+		return e.ringBegin(s, call)
 	}
 	if e.cePull(call) {
 		return e.ceBegin(s, call)
@@ -382,7 +382,7 @@ func (e *Engine) Step(s device.Stream, step intranode.Step) (intranode.Done, err
 	case e.oneShot(step.Call):
 		return e.oneShotStep(s, step)
 	case e.ringed(step.Call):
-		return e.ring.Step(s, step)
+		return e.ringStep(s, step)
 	case e.cePull(step.Call):
 		return e.ceStep(step)
 	case step.InputViews != 0: // a registered input: read in place, rounds or not

@@ -852,6 +852,22 @@ func TestPullAroundTheRing(t *testing.T) {
 	}
 }
 
+// Around the ring, an input whose start is not 16-byte aligned is copied
+// into the symmetric input first (the ring reads it from there with
+// vectors), and an aligned one is read in place: rank 1's device copies
+// with its input 2 bytes off and aligned, the sums checked either way.
+func TestPullRingMisalignedInput(t *testing.T) {
+	copies := map[int64]int64{}
+	for _, off := range []int64{2, 0} {
+		var n atomic.Int64
+		run(t, spec{shape: bootstrap.Shape{Nodes: 1, LocalSize: 4}, dt: dtype.BF16, rowsPer: 6, n: 64, calls: 3, oneShot: -1,
+			ringMin: 1, ring: [3]int{3, 2, 64}, inOffset: []int64{0, off, 4 * off, 0}, late: &late{copied: &n}})
+		copies[off] = n.Load()
+	}
+	// (Aligned, the one copy is the copy stream's first, at Make.)
+	require.Equal(t, int64(3), copies[2]-copies[0], "rank 1's device copies with its input 2 bytes off (%d) and aligned (%d): one more per call", copies[2], copies[0])
+}
+
 // Chunks by size (Tuning.CopyEnginePullChunk 0), the bounds shrunk so that
 // calls of different sizes take different chunks within the same slots:
 // smaller calls copy chunks smaller than a slot.

@@ -2,7 +2,9 @@ package pull
 
 import (
 	"context"
+	"fmt"
 
+	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/intranode"
 	"github.com/seed12530e24/hiercoll/intranode/ring"
 )
@@ -11,19 +13,21 @@ import (
 // Ring.MinBlock bytes, on one node of more than two GPUs, goes through the
 // ring engine (intranode/ring) instead of being pulled: each rank's rows
 // travel lr → lr+1 as SM stores into the next rank's FIFO slots, every
-// rank on the way adding its own. On 4 H200s SM stores to one peer move
-// more than SM loads from three (hiercoll floors), so from large blocks the
-// ring, for all its hops, ends sooner than the pull (benchmarks/RESULTS.md).
-// A rank reads only its own input, wherever it lies (the symmetric input,
-// a registered or a plain buffer: nothing is copied in), so ranks may mix
-// them. The ring keeps its counts on the device, so its launches replay in
-// CUDA graphs like the pull's.
+// rank on the way adding its own. On 4 H100s and 4 H200s SM stores to one
+// peer move more than SM loads from three (hiercoll floors), so from large
+// blocks the ring, for all its hops, ends sooner than the pull
+// (benchmarks/RESULTS.md). A rank reads only its own input, wherever it
+// lies (the symmetric input, a registered or a plain buffer: nothing is
+// copied in), so ranks may mix them; only an input whose start is not
+// 16-byte aligned, which the kernel would read element by element, is
+// copied into the symmetric input first. The ring keeps its counts on the
+// device, so its launches replay in CUDA graphs like the pull's.
 
 // Ring is when and how whole calls go around the ring.
 type Ring struct {
 	// MinBlock is the smallest block (bytes of one destination's rows per
 	// rank) sent around the ring: 0 takes DefaultRing's on one node of
-	// more than two GPUs under growing signals, negative none.
+	// more than two GPUs, negative none.
 	MinBlock int64
 	// Shape is the ring's FIFOs; a field left at 0 takes DefaultRing's.
 	Shape ring.Shape
@@ -74,6 +78,34 @@ func or[T int | int64](v, d T) T {
 // ringed reports whether call goes around the ring.
 func (e *Engine) ringed(call intranode.Call) bool {
 	return e.ring != nil && int64(call.RowsPer)*e.env.RowBytes() >= e.m.rg.MinBlock
+}
+
+// ringIn is where the ring reads call's input: in place, or the symmetric
+// input where the input's start is not 16-byte aligned (ringBegin copies
+// it there).
+func (e *Engine) ringIn(call intranode.Call) device.Ptr {
+	if uint64(call.Input)%16 == 0 {
+		return call.Input
+	}
+	return e.sym()
+}
+
+// ringBegin begins a call around the ring: its input copied into the
+// symmetric input where ringIn says so.
+func (e *Engine) ringBegin(s device.Stream, call intranode.Call) error {
+	if in := e.ringIn(call); in != call.Input {
+		bytes := int64(call.RowsPer*e.env.Place.Shape.World()) * e.env.RowBytes()
+		if err := e.env.Dev.Copy(s, in, call.Input, bytes); err != nil {
+			return fmt.Errorf("pull: copying a misaligned input for the ring: %w", err)
+		}
+	}
+	return e.ring.Begin(s, call)
+}
+
+// ringStep is a node step around the ring, reading the input from ringIn.
+func (e *Engine) ringStep(s device.Stream, step intranode.Step) (intranode.Done, error) {
+	step.Input = e.ringIn(step.Call)
+	return e.ring.Step(s, step)
 }
 
 // ringMake makes the ring on the engine's heap.
