@@ -134,15 +134,18 @@ func newPlanner(cfg Config, place symm.Place, sms int) (planner, Memory, error) 
 		return planner{}, Memory{}, err
 	}
 	p.cfg.Engine, p.pullRows = mem.Engine, mem.PullRows
-	if p.cfg.Graphs && (mem.Engine == EngineNVLS || mem.PullRows > 0) && place.Shape.World() > 1 {
-		return planner{}, Memory{}, fmt.Errorf("rs2d: the %v engine%s does not replay in CUDA graphs (Config.Graphs): %w", mem.Engine, boundNote(mem), device.ErrNotSupported)
+	// Rounds do not replay: the rail's receive sets alternate by round,
+	// counted on the host.
+	rounds := mem.PullRows > 0 || mem.Engine == EngineRing && mem.RailRows < p.rowsPerRank()
+	if p.cfg.Graphs && (mem.Engine == EngineNVLS || rounds) && place.Shape.World() > 1 {
+		return planner{}, Memory{}, fmt.Errorf("rs2d: the %v engine%s does not replay in CUDA graphs (Config.Graphs): %w", mem.Engine, boundNote(rounds), device.ErrNotSupported)
 	}
 	return p, mem, nil
 }
 
-// boundNote says, for the pull engine in rounds, that the bound made it so.
-func boundNote(m Memory) string {
-	if m.PullRows > 0 {
+// boundNote says, for an engine in rounds, that the bound made it so.
+func boundNote(rounds bool) string {
+	if rounds {
 		return " in rounds under MaxSymmetricBytes"
 	}
 	return ""

@@ -211,8 +211,14 @@ func TestMemoryBoundPicksThePath(t *testing.T) {
 	require.ErrorIs(t, err, device.ErrNotSupported, "the ring with GEMM overlap")
 	_, err = rs2d.MemoryOf(rs2d.Config{MaxM: 4, N: 4, DType: dtype.F32, Engine: rs2d.EngineNVLS, Graphs: true}, bootstrap.Shape{Nodes: 1, LocalSize: 2}, 0)
 	require.ErrorIs(t, err, device.ErrNotSupported, "the NVLS engine with CUDA graphs")
-	_, err = rs2d.MemoryOf(rs2d.Config{MaxM: 4, N: 4, DType: dtype.F32, Engine: rs2d.EngineRing, Graphs: true}, bootstrap.Shape{Nodes: 1, LocalSize: 2}, 0)
-	require.NoError(t, err, "the ring with CUDA graphs (its launches replay)")
+	ringGraphs := rs2d.Config{MaxM: 1024, N: 1024, DType: dtype.F32, Engine: rs2d.EngineRing, Graphs: true}
+	for _, shape := range []bootstrap.Shape{{Nodes: 1, LocalSize: 2}, {Nodes: 2, LocalSize: 2}} {
+		_, err = rs2d.MemoryOf(ringGraphs, shape, 0)
+		require.NoError(t, err, "the ring with CUDA graphs on %v (its launches replay)", shape)
+	}
+	ringGraphs.MaxSymmetricBytes = 4 << 20 // the rail in rounds across nodes: they do not replay
+	m, err := rs2d.MemoryOf(ringGraphs, bootstrap.Shape{Nodes: 2, LocalSize: 2}, 0)
+	require.ErrorIs(t, err, device.ErrNotSupported, "the ring in rounds with CUDA graphs: %v", m)
 	_, err = rs2d.MemoryOf(rs2d.Config{MaxM: 4, N: 4, DType: dtype.F32, MaxSymmetricBytes: -1}, bootstrap.Shape{Nodes: 1, LocalSize: 2}, 0)
 	require.ErrorIs(t, err, device.ErrInvalidArgument, "a negative bound")
 	_, err = rs2d.MemoryOf(rs2d.Config{MaxM: 4, N: 4, DType: dtype.F32, Engine: rs2d.EngineRing, Tuning: rs2d.Tuning{RingSlots: -1}}, bootstrap.Shape{Nodes: 1, LocalSize: 2}, 0)
