@@ -94,7 +94,7 @@ const AbortWord = 4 * stateAbort
 func (p Params) Check(dt dtype.DType) error {
 	es := int64(dt.Size())
 	ok := p.LWS >= 1 && p.Rank >= 0 && p.Rank < p.LWS && p.Slots >= 1 && p.Channels >= 1 && p.Count >= 0 &&
-		p.Per >= 1 && p.Chunk >= 1 && p.Msgs >= 1 &&
+		p.Per >= 1 && p.Chunk >= 1 && p.Msgs >= 1 && p.State != 0 &&
 		int64(p.Channels)*p.Per >= p.Count && int64(p.Msgs)*p.Chunk >= p.Per &&
 		(p.LWS == 1 || (p.Stride >= p.Count && p.SlotBytes >= p.Chunk*es && p.SlotBytes%16 == 0))
 	if !ok {

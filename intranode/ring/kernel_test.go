@@ -94,7 +94,7 @@ func TestLaunchRingMatchesTheCUDASignature(t *testing.T) {
 // Descriptions the kernel cannot run are refused before the launch.
 func TestLaunchRingRejectsBadSteps(t *testing.T) {
 	d, s, ctx := kerneltest.SimDevice(t)
-	good := ring.Params{Stride: 64, Count: 64, Per: 32, Chunk: 8, Msgs: 4, SlotBytes: 32, LWS: 2, Rank: 1, Slots: 2, Channels: 2}
+	good := ring.Params{Stride: 64, Count: 64, Per: 32, Chunk: 8, Msgs: 4, SlotBytes: 32, LWS: 2, Rank: 1, Slots: 2, Channels: 2, State: 256}
 	require.NoError(t, good.Check(dtype.F32))
 	for name, edit := range map[string]func(*ring.Params){
 		"rank outside the node":     func(p *ring.Params) { p.Rank = 2 },
@@ -104,6 +104,7 @@ func TestLaunchRingRejectsBadSteps(t *testing.T) {
 		"slot smaller than a chunk": func(p *ring.Params) { p.SlotBytes = 16 },
 		"unaligned slots":           func(p *ring.Params) { p.Chunk, p.SlotBytes = 5, 20 },
 		"blocks overlap":            func(p *ring.Params) { p.Stride = 63 },
+		"no call state":             func(p *ring.Params) { p.State = 0 },
 	} {
 		p := good
 		edit(&p)
