@@ -91,12 +91,12 @@ func (e *Engine) ringIn(call intranode.Call) device.Ptr {
 }
 
 // ringBegin begins a call around the ring: its input copied into the
-// symmetric input where ringIn says so.
+// symmetric input where ringIn says so (copyIn copies every block of an
+// input that is not aligned: ownInPlace holds only for aligned ones).
 func (e *Engine) ringBegin(s device.Stream, call intranode.Call) error {
-	if in := e.ringIn(call); in != call.Input {
-		bytes := int64(call.RowsPer*e.env.Place.Shape.World()) * e.env.RowBytes()
-		if err := e.env.Dev.Copy(s, in, call.Input, bytes); err != nil {
-			return fmt.Errorf("pull: copying a misaligned input for the ring: %w", err)
+	if e.ringIn(call) != call.Input {
+		if err := e.copyIn(s, call, 0, call.RowsPer, 0); err != nil {
+			return fmt.Errorf("pull: copying a misaligned input into the symmetric input for the ring: %w", err)
 		}
 	}
 	return e.ring.Begin(s, call)
