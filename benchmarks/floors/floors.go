@@ -399,30 +399,25 @@ func (l *lab) peerCopies() error {
 	}
 	// SM stores and SM loads with every peer at once (what a pushing or a
 	// pulling engine on n > 2 GPUs moves): the SM budget shared among the
-	// peers, a stream per peer, an equal part of Bytes each.
+	// peers, a stream per peer, an equal part of Bytes each (the loads are
+	// mixedReads' with no share for the copy engine).
 	if n > 2 {
 		part := l.part()
-		withAll := func(grid int, push bool) func() error {
-			return func() error {
+		for _, g := range l.smBudgets(32, 64) {
+			grid := max(1, 2*g/(n-1))
+			push := func() error {
 				for i := 1; i < n; i++ {
-					q, at := (me+i)%n, int64(i-1)*part
-					dst, from := l.block(1).Add(at), l.slot(q, q).Add(at)
-					if push {
-						dst, from = l.slot(q, me).Add(at), l.src.Add(at)
-					}
-					if err := l.smCopy(l.streams[i], grid, dst, from, part); err != nil {
+					at := int64(i-1) * part
+					if err := l.smCopy(l.streams[i], grid, l.slot((me+i)%n, me).Add(at), l.src.Add(at), part); err != nil {
 						return err
 					}
 				}
 				return nil
 			}
-		}
-		for _, g := range l.smBudgets(32, 64) {
-			grid := max(1, 2*g/(n-1))
-			if err := l.measure(fmt.Sprintf("SM peer writes (push) to all %d peers, %d SMs", n-1, g), int64(n-1)*part, true, withAll(grid, true)); err != nil {
+			if err := l.measure(fmt.Sprintf("SM peer writes (push) to all %d peers, %d SMs", n-1, g), int64(n-1)*part, true, push); err != nil {
 				return err
 			}
-			if err := l.measure(fmt.Sprintf("SM peer reads (pull) from all %d peers, %d SMs", n-1, g), int64(n-1)*part, true, withAll(grid, false)); err != nil {
+			if err := l.measure(fmt.Sprintf("SM peer reads (pull) from all %d peers, %d SMs", n-1, g), int64(n-1)*part, true, l.mixedReads(g, 100, part, 0)); err != nil {
 				return err
 			}
 		}
