@@ -258,6 +258,14 @@ func run(t *testing.T, sp spec) {
 	require.NoError(t, err)
 }
 
+// launched reports whether names (a late device's kernels) holds a kernel
+// whose name starts with prefix.
+func launched(names *sync.Map, prefix string) bool {
+	found := false
+	names.Range(func(k, _ any) bool { found = found || strings.HasPrefix(k.(string), prefix); return true })
+	return found
+}
+
 // writeInput writes rows into in: a registered input on s, by a device
 // copy from a staging buffer that it returns (a late rank's input is then
 // late on its stream, as a producer's would be), any other at once.
@@ -743,9 +751,7 @@ func TestPullOneShotBesidePull(t *testing.T) {
 				run(t, spec{shape: shape, dt: dtype.I32, rowsPer: 5, n: 64, calls: 9, graphs: graphs, oneShot: 512,
 					rowsPerCall: []int{1, 1, 5, 2, 5, 5, 1}, late: &late{reads: true, delay: 10 * time.Millisecond, kernels: &names}})
 				for _, prefix := range []string{"hc_oneshot_int32_", "hc_pull_int32_"} {
-					found := false
-					names.Range(func(k, _ any) bool { found = found || strings.HasPrefix(k.(string), prefix); return true })
-					require.True(t, found, "rank 1 launched no %s kernel", prefix)
+					require.True(t, launched(&names, prefix), "rank 1 launched no %s kernel", prefix)
 				}
 			})
 		}
@@ -841,13 +847,8 @@ func TestPullAroundTheRing(t *testing.T) {
 				sp.zeroCopyRanks = []int{0, 2}
 			}
 			run(t, sp)
-			launched := func(prefix string) bool {
-				found := false
-				names.Range(func(k, _ any) bool { found = found || strings.HasPrefix(k.(string), prefix); return true })
-				return found
-			}
-			require.Equal(t, c.wantRing, launched("hc_ring_"), "rank 1's ring kernels")
-			require.True(t, launched("hc_pull_"), "rank 1 launched no pull kernel")
+			require.Equal(t, c.wantRing, launched(&names, "hc_ring_"), "rank 1's ring kernels")
+			require.True(t, launched(&names, "hc_pull_"), "rank 1 launched no pull kernel")
 		})
 	}
 }
