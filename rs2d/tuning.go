@@ -37,7 +37,7 @@ type Tuning struct {
 	// RingFromBytes is, for the pull engine on one node of more than 2
 	// GPUs, the smallest block (bytes of one destination's rows per rank)
 	// of a whole call that goes around a ring of SM stores (intranode/ring)
-	// instead of being pulled (0: the default, 16 MiB; negative: never).
+	// instead of being pulled (0: the default, 8 MiB; negative: never).
 	// The ring reads each rank's input where it lies, so such a call
 	// copies nothing in, and rounds its partial sums to the dtype at each
 	// of its GPUs per node − 1 hops (Context.Roundings), as NCCL's ring

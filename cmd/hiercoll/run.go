@@ -84,7 +84,7 @@ func (w *worldFlags) register(fs *flag.FlagSet, use worldUse) {
 		fs.IntVar(&w.ringSlots, "ring-slots", 0, "tuning, ring: FIFO slots per channel and node peer (0: default)")
 		fs.IntVar(&w.ringChannels, "ring-channels", 0, "tuning, ring: channels, one thread block each (0: default)")
 		fs.StringVar(&w.ringChunk, "ring-chunk", w.ringChunk, "tuning, ring: bytes per slot, with K/M suffixes (0: default, shrunk to fit --max-symm)")
-		fs.StringVar(&w.ringFrom, "ring-from", w.ringFrom, "tuning, pull engine on one node of more than 2 GPUs: the smallest block (bytes of one destination's rows) that goes around a ring of SM stores (shaped by --ring-channels, --ring-slots, --ring-chunk), with K/M/G suffixes (0: default, 16M; off: never)"+list)
+		fs.StringVar(&w.ringFrom, "ring-from", w.ringFrom, "tuning, pull engine on one node of more than 2 GPUs: the smallest block (bytes of one destination's rows) that goes around a ring of SM stores (shaped by --ring-channels, --ring-slots, --ring-chunk), with K/M/G suffixes (0: default, 8M; off: never)"+list)
 		fs.StringVar(&w.oneShot, "one-shot", w.oneShot, "tuning, pull engine: the largest block (bytes of one destination's rows) pushed in one shot, with K/M suffixes (0: default, 2M / GPUs per node; off: every call pulled)"+list)
 	}
 	if use.engine && use.registered {

@@ -20,9 +20,12 @@ import (
 	"github.com/seed12530e24/hiercoll/device/sim"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/internal/check"
+	"github.com/seed12530e24/hiercoll/intranode"
 	"github.com/seed12530e24/hiercoll/intranode/pull"
+	"github.com/seed12530e24/hiercoll/intranode/ring"
 	"github.com/seed12530e24/hiercoll/kernels"
 	"github.com/seed12530e24/hiercoll/rs2d"
+	"github.com/seed12530e24/hiercoll/symm"
 	"github.com/seed12530e24/hiercoll/world"
 )
 
@@ -972,4 +975,39 @@ func TestPullInputRefusals(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, err)
+}
+
+// The ring's shape: at the default, 128 channels of 2 slots of 256 KiB
+// where a block of MaxM rows reaches 128 MiB, a quarter of that below; the
+// default's channels capped by the SMs (an asked count is kept); asked
+// fields kept, the others defaulted; never below the least block.
+func TestPullRingResolved(t *testing.T) {
+	const cols = 4096
+	spec := func(perRank int64) intranode.Spec {
+		return intranode.Spec{Place: symm.Place{Shape: bootstrap.Shape{Nodes: 1, LocalSize: 4}}, DType: dtype.BF16,
+			Cols: cols, MaxRows: int(perRank / (2 * cols))}
+	}
+	narrow := ring.Shape{Channels: 64, Slots: 2, ChunkBytes: 128 << 10}
+	for _, c := range []struct {
+		name    string
+		asked   pull.Ring
+		perRank int64
+		want    ring.Shape
+	}{
+		{"wide", pull.Ring{}, 2 << 30, ring.Shape{Channels: 128, Slots: 2, ChunkBytes: 256 << 10}},
+		{"wide on 108 SMs", pull.Ring{SMs: 108}, 2 << 30, ring.Shape{Channels: 108, Slots: 2, ChunkBytes: 256 << 10}},
+		{"narrow on 32 SMs", pull.Ring{SMs: 32}, 256 << 20, ring.Shape{Channels: 32, Slots: 2, ChunkBytes: 128 << 10}},
+		{"channels asked beyond the SMs", pull.Ring{SMs: 32, Shape: ring.Shape{Channels: 96}}, 2 << 30, ring.Shape{Channels: 96, Slots: 2, ChunkBytes: 256 << 10}},
+		{"chunk asked", pull.Ring{Shape: ring.Shape{ChunkBytes: 1 << 20}}, 2 << 30, ring.Shape{Channels: 128, Slots: 2, ChunkBytes: 1 << 20}},
+		{"narrow", pull.Ring{}, 512<<20 - 1<<20, narrow},
+		{"at the least block", pull.Ring{}, 4 * (8 << 20), narrow},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := c.asked.Resolved(spec(c.perRank))
+			require.Equal(t, int64(8<<20), r.MinBlock)
+			require.Equal(t, c.want, r.Shape)
+		})
+	}
+	require.Zero(t, pull.Ring{}.Resolved(spec(4*(8<<20)-1<<20)).MinBlock, "blocks below the least: never")
+	require.Zero(t, pull.Ring{MinBlock: -1}.Resolved(spec(2<<30)).MinBlock, "off: never")
 }

@@ -31,18 +31,20 @@ type Ring struct {
 	MinBlock int64
 	// Shape is the ring's FIFOs; a field left at 0 takes DefaultRing's.
 	Shape ring.Shape
-	// SMs is the device's SMs, which cap the channels (0: unknown).
+	// SMs is the device's SMs, which cap the default's channels (0:
+	// unknown).
 	SMs int
 }
 
 // DefaultRing is the ring on one node of more than two GPUs: from blocks
-// of 16 MiB (on 4 H100s faster than the pull there whatever the input; at
-// blocks of 8 MiB faster for a copied-in input, slower for the others), at
-// the fastest shape measured there from 512 MiB of input per rank, 64 MiB
-// of FIFOs per node peer; an engine whose largest block is below wideBlock
-// takes narrowShape instead, a quarter of that, which measured the same at
-// blocks of 16 and 32 MiB (benchmarks/RESULTS.md).
-var DefaultRing = Ring{MinBlock: 16 << 20, Shape: ring.Shape{Channels: 128, Slots: 2, ChunkBytes: 256 << 10}}
+// of 8 MiB (on 4 H200s a copied-in input then reads 1.2 times as fast as
+// the pull, which copies it in first, and the symmetric input 1-2%
+// slower: the choice goes by size alone, and a plain buffer is what most
+// callers pass), at the fastest shape measured there from 512 MiB of input
+// per rank, 64 MiB of FIFOs per node peer; an engine whose largest block is
+// below wideBlock takes narrowShape instead, a quarter of that, which
+// measured the same at blocks of 16 and 32 MiB (benchmarks/RESULTS.md).
+var DefaultRing = Ring{MinBlock: 8 << 20, Shape: ring.Shape{Channels: 128, Slots: 2, ChunkBytes: 256 << 10}}
 
 var narrowShape = ring.Shape{Channels: 64, Slots: 2, ChunkBytes: 128 << 10}
 
@@ -62,6 +64,9 @@ func (r Ring) Resolved(spec intranode.Spec) Ring {
 	d := DefaultRing.Shape
 	if block < wideBlock {
 		d = narrowShape
+	}
+	if r.Shape.Channels == 0 && r.SMs > 0 { // the default's channels, capped by the SMs
+		d.Channels = min(d.Channels, r.SMs)
 	}
 	r.Shape = ring.ShapeOf(or(r.Shape.Channels, d.Channels), or(r.Shape.Slots, d.Slots), or(r.Shape.ChunkBytes, d.ChunkBytes), r.SMs)
 	return r

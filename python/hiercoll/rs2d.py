@@ -184,7 +184,7 @@ class ReduceScatter2D:
         the next rows may go in after the call in stream order. Ranks may mix it
         with tensors of their own, except at sizes where those are copied in
         pieces (one node of 2 GPUs, blocks from 128 MiB; on more than 2 GPUs
-        calls of blocks from 16 MiB go around a ring that reads each rank's
+        calls of blocks from 8 MiB go around a ring that reads each rank's
         tensor where it lies) or where the copy engine pulls its rows (one node of 2 GPUs,
         blocks from 256 MiB): there every rank passes it or none does; a call that
         mixes them fails on simulated ranks, and on GPUs its kernel traps (the CUDA
