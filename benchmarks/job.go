@@ -77,6 +77,9 @@ type buffers struct {
 	released bool
 }
 
+// inputRound is the granule the input's allocation is rounded up to.
+const inputRound = 2 << 20
+
 func allocBuffers(dev device.Device, m, n, world int, dt dtype.DType, withRef bool) (*buffers, error) {
 	b := &buffers{dev: dev, m: m, n: n, dt: dt, rowsPer: m / world}
 	var err error
@@ -86,7 +89,11 @@ func allocBuffers(dev device.Device, m, n, world int, dt dtype.DType, withRef bo
 		}
 	}
 	es := int64(dt.Size())
-	alloc(&b.inBase, int64(m)*int64(n)*es+16)
+	// The input with room for --input-offset, rounded up to whole 2 MiB
+	// pages as PyTorch's caching allocator rounds its large blocks: on 2
+	// H200s the copy engine read a registered allocation 16 bytes past
+	// them 25-35% slower (benchmarks/RESULTS.md).
+	alloc(&b.inBase, (int64(m)*int64(n)*es+16+inputRound-1)/inputRound*inputRound)
 	b.in = b.inBase
 	alloc(&b.out, int64(b.rowsPer)*int64(n)*es)
 	if withRef {

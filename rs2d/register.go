@@ -47,7 +47,11 @@ type registration struct {
 //   - The memory must be IPC-exportable: cudaMalloc'ed memory, such as
 //     PyTorch's default caching allocator's. Memory from cuMemCreate (VMM,
 //     PyTorch's expandable segments) cannot be registered (ErrNotSupported);
-//     calls with it unregistered still work.
+//     calls with it unregistered still work. On one node of 2 GPUs the copy
+//     engine reads large registered inputs; on 2 H200s it read an
+//     allocation that is not whole 2 MiB pages (cudaMalloc of a size 16
+//     bytes past them) 25-35% slower, so allocate whole pages, as
+//     PyTorch's caching allocator does for large tensors.
 //
 // Registering costs each rank one small device table (8 bytes per GPU of
 // the node), which Memory does not count: the registered memory is the
