@@ -181,6 +181,10 @@ type Info struct {
 	CopyEngines int
 	HostID      string // ranks with the same HostID can OpenPeer each other
 	Multicast   bool   // the device reports NVLink multicast support (MULTICAST_SUPPORTED); see AllowMulticast
+	// PageBytes is the large page of device allocations (cuda: 2 MiB):
+	// the copy engine reads a peer's allocation that is not a whole number
+	// of them markedly slower (benchmarks/RESULTS.md). 0: no such pages.
+	PageBytes int64
 }
 
 // The errors every backend and layer wraps (internal/errs), re-exported

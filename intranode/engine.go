@@ -142,6 +142,10 @@ type Call struct {
 	InputSerial uint32
 	// InputPeers is InputViews's table on the host (nil with InputViews 0).
 	InputPeers []device.Ptr
+	// InputWholePages reports that every rank's registered input lies in
+	// an allocation of whole large pages (device.Info.PageBytes), which
+	// the copy engine reads at its rate (false with InputViews 0).
+	InputWholePages bool
 }
 
 // Step is one node step of a call: the rows destined to node Node.

@@ -30,7 +30,7 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch symm.Epoch) err
 	rpr := in.Rows / c.place.Shape.World()
 	call := intranode.Call{Epoch: epoch, Input: in.Ptr, RowsPer: rpr}
 	if r := c.registrationOf(in); r != nil { // read in place (Register)
-		call.InputViews, call.InputSerial, call.InputPeers = r.views, r.serial, r.peers
+		call.InputViews, call.InputSerial, call.InputPeers, call.InputWholePages = r.views, r.serial, r.peers, r.wholePages
 	}
 	if err := c.engine.Begin(s, call); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device"
@@ -20,6 +21,9 @@ type registration struct {
 	peers  []device.Ptr // the same on the host
 	serial uint32       // 1, 2, ...: the same on every rank
 	bytes  int64        // of each rank's buffer
+	// wholePages: every rank's buffer lies in an allocation of whole large
+	// pages (wholePages), so the copy engine may pull it.
+	wholePages bool
 }
 
 // Register registers t, this rank's input of later calls, with every rank
@@ -48,10 +52,11 @@ type registration struct {
 //     PyTorch's default caching allocator's. Memory from cuMemCreate (VMM,
 //     PyTorch's expandable segments) cannot be registered (ErrNotSupported);
 //     calls with it unregistered still work. On one node of 2 GPUs the copy
-//     engine reads large registered inputs; on 2 H200s it read an
-//     allocation that is not whole 2 MiB pages (cudaMalloc of a size 16
-//     bytes past them) 25-35% slower, so allocate whole pages, as
-//     PyTorch's caching allocator does for large tensors.
+//     engine reads large registered inputs, but only where every rank's
+//     tensor lies in an allocation of whole 2 MiB pages (device.Info's
+//     PageBytes; PyTorch's caching allocator rounds large tensors so): on
+//     2 H200s it read an allocation 16 bytes past them 25-35% slower than
+//     the SM loads that read the others.
 //
 // Registering costs each rank one small device table (8 bytes per GPU of
 // the node), which Memory does not count: the registered memory is the
@@ -92,10 +97,13 @@ func (c *Context) Register(ctx context.Context, t Tensor) error {
 	r := &registration{win: win, serial: c.regSerial, bytes: t.Bytes()}
 	local := r.writeViews(c)
 	// All or nothing: a registration on some ranks only would have the
-	// others read garbage.
-	if _, err := bootstrap.Agree(ctx, c.comm, local, nil); err != nil {
+	// others read garbage. The ranks agree on the pages too, so that they
+	// pull its calls the same way.
+	pages, err := bootstrap.Agree(ctx, c.comm, local, []byte{boolByte(c.wholePages(t))})
+	if err != nil {
 		return errors.Join(fmt.Errorf("rs2d: register %v: %w", t, err), r.release(c.dev))
 	}
+	r.wholePages = !slices.ContainsFunc(pages, func(p []byte) bool { return len(p) != 1 || p[0] != 1 })
 	if c.regs == nil {
 		c.regs = map[device.Ptr]*registration{}
 	}
@@ -124,6 +132,24 @@ func (c *Context) checkRegister(t Tensor) error {
 		return fmt.Errorf("rs2d: register %v: it lies in the symmetric input but does not start where it does (Input): %w", t, device.ErrInvalidArgument)
 	}
 	return nil
+}
+
+// wholePages reports whether t lies in an allocation of whole large pages
+// of the device (any allocation does where it has none).
+func (c *Context) wholePages(t Tensor) bool {
+	page := c.dev.Info().PageBytes
+	if page <= 0 {
+		return true
+	}
+	base, size, err := c.dev.AddressRange(t.Ptr)
+	return err == nil && int64(base)%page == 0 && size%page == 0
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // writeViews allocates and fills the table of the node peers' buffers.

@@ -162,6 +162,7 @@ func open(drv api, ordinal int, opts Options) (*Device, error) {
 			CopyEngines: at.engines,
 			HostID:      host,
 			Multicast:   at.multicast == 1,
+			PageBytes:   largePage,
 		},
 	}
 	d.mods.init()
@@ -265,6 +266,11 @@ func (d *Device) live() error {
 	}
 	return nil
 }
+
+// largePage is the page of large allocations on the GPUs this backend
+// targets (Hopper: 2 MiB, the granularity cuMemGetAllocationGranularity
+// recommends there).
+const largePage = 2 << 20
 
 // Alloc implements device.Device with cuMemAlloc_v2 (256-byte aligned).
 func (d *Device) Alloc(size int64) (device.Ptr, error) {

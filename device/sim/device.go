@@ -38,6 +38,9 @@ type Options struct {
 	// MulticastGranularity is what a simulated multicast object's size must
 	// be a multiple of. Default DefaultMulticastGranularity.
 	MulticastGranularity int64
+	// PageBytes is what Info reports as the large page (0: none, as by
+	// default).
+	PageBytes int64
 }
 
 // Device is one simulated GPU.
@@ -87,6 +90,7 @@ func (d *Device) Info() device.Info {
 		CopyEngines: 1,
 		HostID:      d.host.name,
 		Multicast:   true, // a simulated multicast object is a list of host buffers (multicast.go)
+		PageBytes:   d.opts.PageBytes,
 	}
 }
 

@@ -44,6 +44,15 @@ type late struct {
 	copied        *atomic.Int64 // where not nil: counts the device copies
 	copiedBytes   *atomic.Int64 // where not nil: sums the bytes of both kinds of copies
 	smCopies      *atomic.Int64 // where not nil: counts the SM copies
+	pageBytes     int64         // where not 0: the large page its Info reports
+}
+
+func (l *late) Info() device.Info {
+	info := l.Device.Info()
+	if l.pageBytes != 0 {
+		info.PageBytes = l.pageBytes
+	}
+	return info
 }
 
 // smCopyBytes is the bytes that a launch of k with args moves if it is an
@@ -136,6 +145,8 @@ type spec struct {
 	wantErr error
 	// waitTimeout bounds the simulated device's waits (0: a minute).
 	waitTimeout time.Duration
+	// pageBytes is the simulated devices' large page (0: none).
+	pageBytes int64
 }
 
 // rowsOf is the rows per rank of call c.
@@ -158,7 +169,7 @@ func run(t *testing.T, sp spec) {
 	if wait == 0 {
 		wait = time.Minute
 	}
-	w, err := world.Sim(sp.shape, world.SimOptions{Device: sim.Options{WaitTimeout: wait}})
+	w, err := world.Sim(sp.shape, world.SimOptions{Device: sim.Options{WaitTimeout: wait, PageBytes: sp.pageBytes}})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, w.Close()) }()
 	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
@@ -797,6 +808,44 @@ func TestPullByTheCopyEngine(t *testing.T) {
 				require.Greater(t, copies[1], copies[-1], "rank 1's copies with the copy engine's pulls on and off")
 			})
 		}
+	}
+}
+
+// A registered input is pulled by the copy engine only where every rank's
+// buffer lies in an allocation of whole large pages: the tests' buffers are
+// M × N elements and 16 bytes, whole pages of 16 bytes and not of 4 KiB;
+// and where only rank 1's device has pages of 4 KiB, every rank pulls with
+// the kernel (the ranks agree at Register: a rank pulling by the copy
+// engine among ranks pulling by the kernel would fail at the arrival). The
+// device copies with the copy engine's pulls asked for show which path
+// ran, against the same calls with them off; the sums are checked either
+// way.
+func TestPullByTheCopyEngineOnlyOnWholePages(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		pages, rank1   int64 // every device's large page, rank 1's where not 0
+		wantCopyEngine bool
+	}{
+		{"no pages", 0, 0, true},
+		{"whole pages", 16, 0, true},
+		{"not whole pages", 4096, 0, false},
+		{"not whole pages on rank 1", 0, 4096, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			copies := map[int64]int64{}
+			for _, ceMin := range []int64{-1, 1} {
+				var n atomic.Int64
+				run(t, spec{shape: bootstrap.Shape{Nodes: 1, LocalSize: 2}, dt: dtype.I32, rowsPer: 3, n: 100, calls: 3, register: true,
+					oneShot: -1, ceMin: ceMin, ceChunk: 48, pageBytes: c.pages, late: &late{copied: &n, pageBytes: c.rank1}})
+				copies[ceMin] = n.Load()
+			}
+			if c.wantCopyEngine {
+				require.Greater(t, copies[1], copies[-1], "rank 1's copies with the copy engine's pulls on and off")
+			} else {
+				require.Equal(t, copies[-1], copies[1], "rank 1's copies with the copy engine's pulls on and off")
+			}
+		})
 	}
 }
 
