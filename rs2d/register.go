@@ -54,9 +54,10 @@ type registration struct {
 //     calls with it unregistered still work. On one node of 2 GPUs the copy
 //     engine reads large registered inputs, but only where every rank's
 //     tensor lies in an allocation of whole 2 MiB pages (device.Info's
-//     PageBytes; PyTorch's caching allocator rounds large tensors so): on
-//     2 H200s it read an allocation 16 bytes past them 25-35% slower than
-//     the SM loads that read the others.
+//     PageBytes; PyTorch's caching allocator rounds large tensors so); SM
+//     loads read the others (the copy engine read an allocation 16 bytes
+//     past whole pages about a third slower, below the SM loads' rate:
+//     benchmarks/RESULTS.md).
 //
 // Registering costs each rank one small device table (8 bytes per GPU of
 // the node), which Memory does not count: the registered memory is the
