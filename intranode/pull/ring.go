@@ -1,6 +1,7 @@
 package pull
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -68,16 +69,8 @@ func (r Ring) Resolved(spec intranode.Spec) Ring {
 	if r.Shape.Channels == 0 && r.SMs > 0 { // the default's channels, capped by the SMs
 		d.Channels = min(d.Channels, r.SMs)
 	}
-	r.Shape = ring.ShapeOf(or(r.Shape.Channels, d.Channels), or(r.Shape.Slots, d.Slots), or(r.Shape.ChunkBytes, d.ChunkBytes), r.SMs)
+	r.Shape = ring.ShapeOf(cmp.Or(r.Shape.Channels, d.Channels), cmp.Or(r.Shape.Slots, d.Slots), cmp.Or(r.Shape.ChunkBytes, d.ChunkBytes), r.SMs)
 	return r
-}
-
-// or is v, or d where v is 0.
-func or[T int | int64](v, d T) T {
-	if v == 0 {
-		return d
-	}
-	return v
 }
 
 // ringed reports whether call goes around the ring.
