@@ -41,6 +41,23 @@ const (
 	DefaultGroup = 8
 )
 
+// GroupFor is the walk's group (Params.Group) for a product whose signal
+// segments have segRows rows each: the largest count of row tiles up to
+// DefaultGroup that divides a segment's row tiles, so that no group spans
+// two segments. A group's tiles finish together: one that spans two
+// segments holds the first one's signal until the second is nearly done
+// (with segments of 512 rows, groups of 8 row tiles raised the signals of
+// two destinations' blocks at once, the last one's only at the GEMM's end).
+func GroupFor(segRows int) int {
+	tiles := max(1, segRows/TileM)
+	for g := min(DefaultGroup, tiles); g > 1; g-- {
+		if tiles%g == 0 {
+			return g
+		}
+	}
+	return 1
+}
+
 // gemmStreamKMin is the fewest k tiles per CTA for which the last wave
 // goes stream-K: below it the partial sums cost more than the idle CTAs
 // they replace (benchmarks/RESULTS.md, stream-K). A variable for the tests.
