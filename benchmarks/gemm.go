@@ -89,9 +89,9 @@ type GemmOptions struct {
 type GemmRow struct {
 	Shape  GemmShape
 	KLocal int
-	// Gemm is the GEMM alone (whole, every SM); RS the hiercoll
-	// reduce-scatter alone in the GemmRS's context (its engine, beside
-	// no GEMM); RSAuto hiercoll's reduce-scatter of the product alone in a
+	// Gemm is the GEMM alone (whole, every SM); RS the GemmRS's
+	// reduce-scatter of C alone (ReduceScatter: the sequential calls'
+	// context, reading C in place); RSAuto hiercoll's reduce-scatter of the product alone in a
 	// context of its own with Auto's engine, the product registered where
 	// that engine reads registered inputs (the fastest reduce-scatter of
 	// an M×N tensor hiercoll offers); GemmNCCL the GEMM then NCCL's
@@ -295,7 +295,7 @@ func printGemmHeader(p Printer, r world.Rank, o GemmOptions, gpu bool, ref *Refe
 	}
 	p.Printf("  times per call in us: the median of %s of %s (the paths in turn, each round starting with the next; each the slowest rank's), their spread on the line below; gemm@ovl and gemm1 are the GEMM's own device time in single calls (median)\n",
 		Count(o.Reps, "measurement"), Count(o.Iters, "call"))
-	p.Printf("  rs: the reduce-scatter alone in the GEMM's context; rs auto: alone with Auto's engine, the product registered; ovl/bound: overlap over the larger of gemm and the faster rs\n")
+	p.Printf("  rs: the GemmRS's reduce-scatter of C alone (its sequential calls' context); rs auto: alone with Auto's engine, the product registered; ovl/bound: overlap over the larger of gemm and the faster rs\n")
 	p.Printf("%-18s %6s %10s %7s %9s %9s %10s %9s %9s %8s %8s %9s %9s %9s %6s %-10s %s\n",
 		"shape(MxNxK)", "kloc", "gemm", "TFLOP/s", "rs", "rs auto", "gemm+nccl", "gemm+rs", "overlap", "vs nccl", "vs seq", "ovl/bound", "gemm1", "gemm@ovl", "slow", "picks", "check")
 }

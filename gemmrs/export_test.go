@@ -1,6 +1,9 @@
 package gemmrs
 
-import "github.com/seed12530e24/hiercoll/device"
+import (
+	"github.com/seed12530e24/hiercoll/device"
+	"github.com/seed12530e24/hiercoll/rs2d"
+)
 
 // SetTestHooks perturbs g's producer (see hooks): order rearranges the
 // overlapped GEMM's blocks, beforeBlock runs before each block's GEMM is
@@ -19,3 +22,6 @@ func SetAutoThresholds(g *GemmRS, flop float64, rows int) {
 	defer g.mu.Unlock()
 	g.minFLOP, g.minRows = flop, rows
 }
+
+// SequentialContext is g's context of the sequential calls.
+func SequentialContext(g *GemmRS) *rs2d.Context { return g.seq }

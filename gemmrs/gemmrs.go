@@ -29,11 +29,14 @@
 // between calls and a failed call leaves nothing a later call could mistake
 // for its own.
 //
-// For small problems the overlap cannot win (each block's GEMM is too short
-// to hide a copy, and splitting the GEMM costs efficiency): Mode Auto then
-// runs the GEMM whole and the reduce-scatter after it on the caller's
-// stream (Sequential). ModeFor says which a call of M rows takes, LastMode
-// which the last call took.
+// For small problems the overlap cannot win (the GEMM is too short to hide
+// the copy engine's latencies, and the copies cannot start before its first
+// segment): Mode Auto then runs the GEMM whole and the reduce-scatter after
+// it on the caller's stream (Sequential), by a second context of the
+// default engine (the pull engine on nodes of 2 to 8 GPUs), whose symmetric
+// input C is, so that it reads C where the GEMM wrote it. ModeFor says which
+// a call of M rows takes, LastMode which the last call took. Every rank
+// calls in the same mode (Auto's choice depends on M alone).
 //
 //	g, err := gemmrs.New(ctx, comm, dev, gemmrs.Config{MaxM: 8192, N: 8192, KLocal: 7168, DType: dtype.BF16})
 //	defer g.Close()
@@ -83,7 +86,8 @@ const (
 	// block's signal, while the reduce-scatter scatters the blocks done.
 	Overlap
 	// Sequential computes C whole on the caller's stream, then
-	// reduce-scatters it.
+	// reduce-scatters it by the sequential calls' context (the default
+	// engine, reading C in place). Every rank calls in the same mode.
 	Sequential
 )
 
@@ -115,10 +119,11 @@ func ParseMode(s string) (Mode, error) {
 // Auto's thresholds (ModeFor).
 const (
 	// autoMinFLOP is the per-rank GEMM work (2·M·N·K_local) below which
-	// Auto runs Sequential: smaller GEMMs are too short to hide the
-	// communication (Triton-distributed's users saw GEMM+RS lose to
-	// matmul + NCCL under about 1e11 FLOP).
-	autoMinFLOP = 1e11
+	// Auto runs Sequential: the GEMM then the sequential context's
+	// reduce-scatter took less time than the overlap at 3.4e10 FLOP per
+	// rank, about as long at 6.9e10 on 4 GPUs and more on 2
+	// (benchmarks/RESULTS.md, 2026-11-28).
+	autoMinFLOP = 6e10
 	// autoMinRowsPerRank is the M/world below which Auto runs Sequential:
 	// a block's GEMM that small runs far below the GPU's rate.
 	autoMinRowsPerRank = 128
@@ -232,8 +237,14 @@ type GemmRS struct {
 	world   int
 
 	rs    *rs2d.Context
-	order []int      // rs.ConsumptionOrder(): the GEMM's block order
-	cBuf  device.Ptr // [MaxM, N]
+	order []int // rs.ConsumptionOrder(): the GEMM's block order
+	// seq is the sequential calls' reduce-scatter (and ReduceScatter's):
+	// a context of the default engine without GEMM overlap. C ([MaxM, N])
+	// is seq's symmetric input where it has one (cOwned false), else a
+	// buffer of the GemmRS's.
+	seq    *rs2d.Context
+	cBuf   device.Ptr
+	cOwned bool
 	// ovl is the own GEMM's overlapped producer (knobs.Gemm, own.go); why
 	// it was chosen or not. The fields after it are ovl's, which the
 	// device's matmul shares: its producer and GEMM stream; ready joins
@@ -326,7 +337,37 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 	}
 	g.rs = rs
 	g.order = rs.ConsumptionOrder()
+	if err := g.makeSequential(ctx, rsCfg); err != nil {
+		return nil, errors.Join(fmt.Errorf("gemmrs: %w", err), g.Close())
+	}
 	return g, nil
+}
+
+// makeSequential makes the sequential calls' context, with rsCfg's sizes,
+// transport and timeout, and C: its symmetric input where it has one (a
+// pull engine: then the sequential reduce-scatter copies nothing in), else
+// a buffer of C's size. Its engine's large-call extras stay off (the ring's
+// FIFOs and the copy engine's landing slots: Auto runs small products
+// sequentially), so its memory beyond C is the pads and the small calls'
+// landing slots.
+func (g *GemmRS) makeSequential(ctx context.Context, rsCfg rs2d.Config) error {
+	cfg := rs2d.Config{MaxM: rsCfg.MaxM, N: rsCfg.N, DType: rsCfg.DType, Transport: rsCfg.Transport, Timeout: rsCfg.Timeout,
+		Graphs: rsCfg.Graphs, Tuning: rs2d.Tuning{RingFromBytes: -1, CopyEnginePullBytes: -1}}
+	seq, err := rs2d.New(ctx, g.comm, g.dev, cfg)
+	if err != nil {
+		return fmt.Errorf("the sequential calls' context: %w", err)
+	}
+	g.seq = seq
+	if in, err := seq.Input(g.cfg.MaxM); err == nil {
+		g.cBuf = in.Ptr
+		return nil
+	}
+	size := (int64(g.cfg.MaxM)*int64(g.cfg.N)*int64(g.cfg.DType.Size()) + 3) &^ 3 // whole words, for PoisonC
+	if g.cBuf, err = g.dev.Alloc(size); err != nil {
+		return fmt.Errorf("C buffer of %d bytes: %w", size, err)
+	}
+	g.cOwned = true
+	return nil
 }
 
 // resolve settles the knobs once every rank voted for the own GEMM or not:
@@ -368,14 +409,7 @@ func (g *GemmRS) prepare(ctx context.Context) error {
 	}
 	g.gemmStream, g.producer = g.ovl.Stream(), g.ovl.Producer()
 	g.ready, g.gemmDone, g.gemmStart, g.gemmEnd = g.ovl.Events()
-	if err := selfTest(ctx, g.dev, g.mm, g.gemmStream, g.cfg.DType); err != nil {
-		return err
-	}
-	size := (int64(g.cfg.MaxM)*int64(g.cfg.N)*int64(g.cfg.DType.Size()) + 3) &^ 3 // whole words, for PoisonC
-	if g.cBuf, err = g.dev.Alloc(size); err != nil {
-		return fmt.Errorf("C buffer of %d bytes: %w", size, err)
-	}
-	return nil
+	return selfTest(ctx, g.dev, g.mm, g.gemmStream, g.cfg.DType)
 }
 
 // selfTest multiplies [[1 2] [3 4]] by [[5 6] [7 8]] on s and checks the
@@ -441,7 +475,7 @@ func (g *GemmRS) SplitsFirstBlock() bool { return g.knobs.SplitFirstBlock == Spl
 // ModeFor returns the mode a call of m rows runs in: Config.Mode unless it
 // is Auto, which picks Sequential on one rank, when M/world is below
 // its threshold or the per-rank GEMM (2·M·N·KLocal FLOP) is below its
-// threshold (128 rows per rank, 1e11 FLOP per rank), and Overlap
+// threshold (128 rows per rank, 6e10 FLOP per rank), and Overlap
 // otherwise. Every rank picks the same.
 func (g *GemmRS) ModeFor(m int) Mode {
 	if g.cfg.Mode != Auto {
@@ -566,16 +600,23 @@ func (g *GemmRS) Close() error {
 			errs = append(errs, fmt.Errorf("gemmrs: close: draining the GEMM stream: %w", err))
 		}
 	}
+	if g.seq != nil { // after the GEMM stream, which may still write C into seq's heap
+		errs = append(errs, g.seq.Close())
+		g.seq = nil
+		if !g.cOwned {
+			g.cBuf = 0
+		}
+	}
 	return errors.Join(append(errs, g.release())...)
 }
 
 // release frees what prepare took.
 func (g *GemmRS) release() error {
 	var errs []error
-	if g.cBuf != 0 {
+	if g.cBuf != 0 && g.cOwned {
 		errs = append(errs, g.dev.Free(g.cBuf))
-		g.cBuf = 0
 	}
+	g.cBuf, g.cOwned = 0, false
 	if g.ovl != nil {
 		errs = append(errs, g.ovl.Close())
 		g.ovl = nil

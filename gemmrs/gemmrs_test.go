@@ -201,10 +201,44 @@ func baseConfig(dt dtype.DType, m, n, k int) gemmrs.Config {
 
 var worlds = []bootstrap.Shape{{Nodes: 1, LocalSize: 2}, {Nodes: 2, LocalSize: 2}, {Nodes: 1, LocalSize: 4}, {Nodes: 1, LocalSize: 1}, {Nodes: 2, LocalSize: 1}}
 
+// TestSequentialReadsCInPlace: on nodes of several GPUs C is the sequential
+// calls' context's symmetric input, so that their reduce-scatter reads it
+// where the GEMM wrote it; on nodes of one GPU (no symmetric input) C is a
+// buffer of the GemmRS's.
+func TestSequentialReadsCInPlace(t *testing.T) {
+	for _, shape := range worlds {
+		t.Run(shape.String(), func(t *testing.T) {
+			w := simWorld(t, shape, 10*time.Second)
+			m := 4 * shape.World()
+			err := w.Run(testCtx(t), func(ctx context.Context, r world.Rank) (err error) {
+				g, err := gemmrs.New(ctx, r.Comm, r.Dev, baseConfig(dtype.BF16, m, 16, 16))
+				if err != nil {
+					return err
+				}
+				defer func() { err = errors.Join(err, g.Close()) }()
+				in, err := gemmrs.SequentialContext(g).Input(m)
+				switch {
+				case shape.LocalSize == 1 && !errors.Is(err, device.ErrNotSupported):
+					return fmt.Errorf("one GPU per node: the sequential context's Input: %v, want ErrNotSupported", err)
+				case shape.LocalSize == 1:
+					return nil
+				case err != nil:
+					return err
+				case in.Ptr != g.CBuffer().Ptr:
+					return fmt.Errorf("C at %#x, the sequential context's input at %#x", g.CBuffer().Ptr, in.Ptr)
+				}
+				return nil
+			})
+			require.NoError(t, err)
+		})
+	}
+}
+
 // TestOverlapAndSequentialMatchReference runs both modes on the same random
 // inputs for several calls and checks each against the fp64 reference
 // within gemmrs.Tolerance; on the CPU backend the two modes also agree bit
-// for bit (the same fp32 arithmetic per element, the same reduce-scatter).
+// for bit (the same fp32 arithmetic per element; both contexts' engines add
+// the blocks in rank order in fp32 and round once).
 func TestOverlapAndSequentialMatchReference(t *testing.T) {
 	for _, shape := range worlds {
 		for _, dt := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32} {
@@ -767,7 +801,7 @@ func TestModeFor(t *testing.T) {
 		}
 		defer func() { err = errors.Join(err, g.Close()) }()
 		if got := g.ModeFor(1024); got != gemmrs.Sequential {
-			return fmt.Errorf("2·1024·8·4 FLOP is far below 1e11: got %v", got)
+			return fmt.Errorf("2·1024·8·4 FLOP is far below the threshold: got %v", got)
 		}
 		g2, err := gemmrs.New(ctx, r.Comm, r.Dev, cfg)
 		if err != nil {

@@ -39,8 +39,9 @@ func (g *GemmRS) RunModeScaled(ctx context.Context, mode Mode, a, b Tensor, sc S
 	return g.run(ctx, mode, a, b, sc, out, s)
 }
 
-// RunMode is Run in the given mode (Auto: ModeFor(M)). Both modes raise the
-// same signals for the reduce-scatter, so ranks may even differ in mode.
+// RunMode is Run in the given mode (Auto: ModeFor(M)). The two modes go
+// through different reduce-scatter contexts, so every rank passes the same
+// mode (a rank in the other one waits for its peers until the timeout).
 func (g *GemmRS) RunMode(ctx context.Context, mode Mode, a, b, out Tensor, s device.Stream) error {
 	return g.run(ctx, mode, a, b, Scales{}, out, s)
 }
@@ -59,7 +60,11 @@ func (g *GemmRS) run(ctx context.Context, mode Mode, a, b Tensor, sc Scales, out
 	if mode != Overlap && mode != Sequential {
 		return fmt.Errorf("gemmrs: unknown mode %v: %w", mode, device.ErrInvalidArgument)
 	}
-	call, err := g.rs.Prepare(g.cTensor(a.Rows), out)
+	rs := g.rs
+	if mode == Sequential {
+		rs = g.seq
+	}
+	call, err := rs.Prepare(g.cTensor(a.Rows), out)
 	if err != nil {
 		return fmt.Errorf("gemmrs: %w", err)
 	}
@@ -67,7 +72,7 @@ func (g *GemmRS) run(ctx context.Context, mode Mode, a, b Tensor, sc Scales, out
 	if mode == Overlap {
 		err = g.enqueueOverlap(ctx, a, b, sc, call, s, &raised)
 	} else {
-		err = g.enqueueSequential(ctx, a, b, sc, call, s, &raised)
+		err = g.enqueueSequential(ctx, a, b, sc, call, s)
 	}
 	if err != nil {
 		if mode == Overlap {
@@ -114,24 +119,16 @@ func (g *GemmRS) GemmScaled(ctx context.Context, a, b Tensor, sc Scales, s devic
 }
 
 // ReduceScatter enqueues the reduce-scatter of an [M, N] tensor in (C from
-// Gemm, or any other) into out on s, without a GEMM: it raises every signal
-// on s, then runs the call.
+// Gemm, or any other) into out on s, without a GEMM, by the sequential
+// calls' context (C, its symmetric input, is read in place; another tensor
+// is copied in or read as that context's engine reads a caller's buffer).
 func (g *GemmRS) ReduceScatter(ctx context.Context, in, out Tensor, s device.Stream) error {
 	if err := g.lockUsable(ctx); err != nil {
 		return err
 	}
 	defer g.mu.Unlock()
-	call, err := g.rs.Prepare(in, out)
-	if err != nil {
-		return fmt.Errorf("gemmrs: %w", err)
-	}
-	raised := false
-	err = g.raiseAll(s, call.Signals(), &raised)
-	if err == nil {
-		err = call.Enqueue(ctx, s)
-	}
-	if err != nil {
-		return g.fail("reduce-scatter", raised, err)
+	if err := g.seq.ReduceScatter(ctx, in, out, s); err != nil {
+		return fmt.Errorf("gemmrs: reduce-scatter: %w", err)
 	}
 	return nil
 }
@@ -286,13 +283,11 @@ func (g *GemmRS) split(sig rs2d.Signals, m, d int) bool {
 	return d == g.order[0] && sig.EarlyRows(m) > 0
 }
 
-// enqueueSequential: the whole GEMM on s, every signal raised after it on
-// s, then the reduce-scatter.
-func (g *GemmRS) enqueueSequential(ctx context.Context, a, b Tensor, sc Scales, call *rs2d.Call, s device.Stream, raised *bool) error {
+// enqueueSequential: the whole GEMM on s, then call, prepared on the
+// sequential context (no signals: it follows the GEMM on s).
+func (g *GemmRS) enqueueSequential(ctx context.Context, a, b Tensor, sc Scales, call *rs2d.Call, s device.Stream) error {
 	if err := g.gemmWhole(a, b, sc, g.cTensor(a.Rows), s); err != nil {
-		return err
-	}
-	if err := g.raiseAll(s, call.Signals(), raised); err != nil {
+		call.Skip()
 		return err
 	}
 	return call.Enqueue(ctx, s)
@@ -341,24 +336,6 @@ func splitRows(spec device.GemmSpec, rows int) (head, tail device.GemmSpec) {
 	tail.A = spec.A.Add(int64(rows) * int64(spec.LDA) * es)
 	tail.C = spec.C.Add(int64(rows) * int64(spec.LDC) * es)
 	return head, tail
-}
-
-// raiseAll enqueues on s every signal of the call, and the early one of the
-// first block when the context splits first blocks (a call whose blocks are
-// one row does not wait for it; the write is harmless).
-func (g *GemmRS) raiseAll(s device.Stream, sig rs2d.Signals, raised *bool) error {
-	*raised = true
-	if g.SplitsFirstBlock() {
-		if err := sig.RaiseEarly(s, g.order[0]); err != nil {
-			return err
-		}
-	}
-	for d := 0; d < g.world; d++ {
-		if err := sig.Raise(s, d); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func (g *GemmRS) cTensor(m int) Tensor {
