@@ -18,6 +18,7 @@ import (
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/gemm"
 	"github.com/seed12530e24/hiercoll/gemmrs"
+	"github.com/seed12530e24/hiercoll/internal/check"
 	"github.com/seed12530e24/hiercoll/rs2d"
 	"github.com/seed12530e24/hiercoll/world"
 )
@@ -124,7 +125,7 @@ type GemmRow struct {
 	Segments    int
 	BoundUse    float64 // largest sampled error / gemmrs.Tolerance (any rank)
 	NCCLChecked bool
-	NCCLMaxDiff float64 // largest |overlap − (GEMM + NCCL)| over every element
+	NCCLMaxDiff float64 // largest |output − (GEMM + NCCL)| over every element, overlapped and sequential
 	// Skipped says why the shape did not run (the GEMM asked for cannot
 	// compute it here); its times are then zero.
 	Skipped string
@@ -287,7 +288,8 @@ func printGemmHeader(p Printer, r world.Rank, o GemmOptions, gpu bool, ref *Refe
 	}
 	p.Printf("  overlapped path: C computed in the scatter's order by hiercoll's own GEMM (one launch that signals each segment of a\n" +
 		"  destination's rows as its tiles are stored) or by the matmul block by block (a signal per block); the copy engine copies\n" +
-		"  each part to the node peers after its signal\n")
+		"  each part to the node peers after its signal; sequential path (gemm+rs): the GEMM whole, then the reduce-scatter of C in\n" +
+		"  place by a context of the default engine; check: both paths' outputs (poisoned first) against fp64 samples and NCCL\n")
 	if ref == nil {
 		p.Printf("  NCCL: not run (%s)\n", why)
 	} else {
@@ -311,7 +313,7 @@ func printGemmRow(p Printer, shape GemmShape, row GemmRow) {
 	}
 	checkText := fmt.Sprintf("ok %.0f%% of bound", 100*row.BoundUse)
 	if row.NCCLChecked {
-		checkText += fmt.Sprintf(", |ovl-nccl| <= %.3g", row.NCCLMaxDiff)
+		checkText += fmt.Sprintf(", |out-nccl| <= %.3g", row.NCCLMaxDiff)
 	}
 	p.Printf("%-18s %6d %10.1f %7.1f %9.1f %9.1f %10s %9.1f %9.1f %8s %8s %9.3f %9.1f %9.1f %6.2f %-10s %s\n",
 		shape, row.KLocal, us(row.Gemm), row.TFLOPS(), us(row.RS), us(row.RSAuto), usOrDash(row.GemmNCCL), us(row.Sequential), us(row.Overlap),
@@ -493,7 +495,7 @@ func gemmShape(ctx context.Context, r world.Rank, o GemmOptions, shape GemmShape
 		return row, err
 	}
 
-	c.status.Printf("bench-gemm: %v: checking the overlapped path...\n", shape)
+	c.status.Printf("bench-gemm: %v: checking the overlapped and sequential paths...\n", shape)
 	if err := c.check(ctx, &row); err != nil {
 		return row, err
 	}
@@ -626,7 +628,8 @@ func (c *gemmCase) runOverlap(ctx context.Context) error {
 // check runs the checked overlapped call, C poisoned first so that a block
 // read before its GEMM wrote it shows as NaN: sampled elements against the
 // exact fp64 sum, C scanned for NaNs and, with NCCL, every element against
-// GEMM + NCCL. Every rank fails if any rank's check did.
+// GEMM + NCCL; then the sequential call alike, C and the output poisoned
+// first. Every rank fails if any rank's check did.
 func (c *gemmCase) check(ctx context.Context, row *GemmRow) error {
 	r, shape, dt := c.r, c.shape, c.o.DType
 	ws, rank, nodes := r.Comm.Size(), r.Comm.Rank(), r.Comm.Size()/r.Comm.LocalSize()
@@ -658,6 +661,15 @@ func (c *gemmCase) check(ctx context.Context, row *GemmRow) error {
 			local = append(local, fmt.Errorf("rank %d: C's rows for rank %d hold NaNs after the overlapped call (a block the GEMM never wrote?)", rank, d))
 		}
 	}
+	seq, err := c.sequentialOutput(ctx)
+	if err != nil {
+		return err
+	}
+	if use, err := checkSamples(c.in, c.o, rank, nodes, seq, outCount); err != nil {
+		local = append(local, fmt.Errorf("the sequential call: %w", err))
+	} else {
+		row.BoundUse = max(row.BoundUse, use)
+	}
 	if c.ref != nil {
 		row.NCCLChecked = true
 		if err := c.runNCCL(ctx); err != nil {
@@ -671,14 +683,43 @@ func (c *gemmCase) check(ctx context.Context, row *GemmRow) error {
 			return err
 		}
 		maxC := maxAbs(dt, cHost, shape.M*shape.N)
-		if row.NCCLMaxDiff, err = agreeWithNCCL(dt, got, refHost, outCount, ws, nodes, maxC, rank); err != nil {
-			local = append(local, err)
+		for _, out := range []struct {
+			what string
+			got  []byte
+		}{{"the overlapped call", got}, {"the sequential call", seq}} {
+			diff, err := agreeWithNCCL(dt, out.got, refHost, outCount, ws, nodes, maxC, rank)
+			if err != nil {
+				local = append(local, fmt.Errorf("%s: %w", out.what, err))
+			}
+			row.NCCLMaxDiff = max(row.NCCLMaxDiff, diff)
 		}
 	}
 	if _, err := bootstrap.Agree(ctx, r.Comm, errors.Join(local...), nil); err != nil {
 		return fmt.Errorf("check failed: %w", err)
 	}
 	return nil
+}
+
+// sequentialOutput runs a sequential call, C and the output poisoned
+// first, and returns this rank's output.
+func (c *gemmCase) sequentialOutput(ctx context.Context) ([]byte, error) {
+	if err := c.g.PoisonC(c.s, c.shape.M); err != nil {
+		return nil, err
+	}
+	if err := c.s.Synchronize(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.r.Dev.CopyToDevice(c.out.Ptr, check.Poison(c.o.DType, c.out.Rows*c.out.Cols)); err != nil {
+		return nil, err
+	}
+	if err := c.runSeq(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.s.Synchronize(ctx); err != nil {
+		return nil, err
+	}
+	got := make([]byte, c.out.Bytes())
+	return got, c.r.Dev.CopyToHost(got, c.out.Ptr)
 }
 
 // Spread is the least and the greatest of a time's measurements.
