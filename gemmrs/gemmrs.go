@@ -505,8 +505,8 @@ func (g *GemmRS) CBuffer() Tensor {
 // destination ranks' blocks (the reduce-scatter's consumption order).
 func (g *GemmRS) ConsumptionOrder() []int { return append([]int(nil), g.order...) }
 
-// Trace turns stage tracing on or off for later calls: the reduce-scatter's
-// (rs2d.Trace) and the end of each block of an overlapped call's GEMM
+// Trace turns stage tracing on or off for later overlapped calls: their
+// reduce-scatter's (rs2d.Trace) and the end of each block of their GEMM
 // (LastBlockEnds).
 func (g *GemmRS) Trace(on bool) error {
 	g.mu.Lock()
@@ -536,7 +536,8 @@ func (g *GemmRS) closeBlockEnds() error {
 }
 
 // LastStages returns the reduce-scatter's stage ends of the last traced
-// call (rs2d.LastStages); synchronize its stream first.
+// overlapped call (rs2d.LastStages; sequential calls are not traced);
+// synchronize its stream first.
 func (g *GemmRS) LastStages() (rs2d.Stages, error) { return g.rs.LastStages() }
 
 // LastBlockEnds returns, for the last traced overlapped call, when each

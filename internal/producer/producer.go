@@ -56,8 +56,9 @@ func NewProducer(dev device.Device, world int) (*Producer, error) {
 // Enqueue enqueues on s the own GEMM spec (spec.C the call's [M, N] input,
 // spec.M its rows) in one launch that computes C's row tiles in order (the
 // context's consumption order), in groups that keep the segments apart
-// (gemm.GroupFor), and raises each segment of sig as its tiles are stored. It refuses a product the GEMM cannot compute and a context
-// that splits its first block (a producer of two block GEMMs), wrapping
+// (gemm.GroupFor), and raises each segment of sig as its tiles are stored.
+// It refuses a product the GEMM cannot compute and a context that splits
+// its first block (a producer of two block GEMMs), wrapping
 // ErrNotSupported, before enqueuing anything.
 func (p *Producer) Enqueue(s device.Stream, spec gemm.Params, order []int, sig rs2d.Signals) error {
 	if err := spec.Check(); err != nil {
