@@ -222,8 +222,30 @@ func createRS2D(h int64, maxM, n int64, dt int, overlap int, reductionSMs int) (
 	if err != nil {
 		return 0, err
 	}
+	obj := &rs2dObj{rs: rs, owner: r, world: r.shape.World(), n: int(n), dt: d}
+	if cfg.OverlapWithGEMM {
+		if obj.seq, err = newSequential(r, cfg); err != nil {
+			return 0, errors.Join(err, rs.Close())
+		}
+	}
 	made = true
-	return register(&rs2dObj{rs: rs, owner: r, world: r.shape.World(), n: int(n), dt: d}), nil
+	return register(obj), nil
+}
+
+// newSequential makes an overlap context's second context, for the small
+// products of hc_rs2d_matmul_reduce_scatter (sequentialFor): cfg's sizes
+// and graphs, the default engine (the pull engine on nodes of 2 to 8 GPUs)
+// without its large-call extras (the ring's FIFOs, the copy engine's
+// landing slots), so that it adds its symmetric input of max_m x n
+// elements and its pads.
+func newSequential(r *rankObj, cfg rs2d.Config) (*rs2d.Context, error) {
+	seq := rs2d.Config{MaxM: cfg.MaxM, N: cfg.N, DType: cfg.DType, Graphs: cfg.Graphs,
+		Tuning: rs2d.Tuning{RingFromBytes: -1, CopyEnginePullBytes: -1}}
+	ctx, err := newRS2D(context.Background(), r.rank.Comm, r.rank.Dev, seq)
+	if err != nil {
+		return nil, fmt.Errorf("hiercoll: the small products' context: %w", err)
+	}
+	return ctx, nil
 }
 
 // newRS2D is rs2d.New (a test makes it panic).
@@ -243,6 +265,9 @@ func destroyRS2D(h int64) error {
 	err := c.rs.Close()
 	if c.mm != nil {
 		err = errors.Join(err, c.mm.Close())
+	}
+	if c.seq != nil { // after the GEMM stream, which may write into its input
+		err = errors.Join(err, c.seq.Close())
 	}
 	table.mu.Lock()
 	c.owner.contexts--
@@ -277,13 +302,19 @@ func reduceScatter(h int64, in uint64, m int64, out uint64, stream uint64) error
 	return c.rs.ReduceScatter(context.Background(), inT, outT, s)
 }
 
-// symmetricInput is hc_rs2d_input: the context's symmetric input.
+// symmetricInput is hc_rs2d_input: the context's symmetric input; with
+// GEMM overlap, its small products' context's (the product buffer that
+// context reduce-scatters in place).
 func symmetricInput(h int64) (uint64, error) {
 	c, err := lookup[*rs2dObj](h, kindRS2D)
 	if err != nil {
 		return 0, err
 	}
-	t, err := c.rs.Input(c.rs.Config().MaxM)
+	rs := c.rs
+	if c.seq != nil {
+		rs = c.seq
+	}
+	t, err := rs.Input(rs.Config().MaxM)
 	return uint64(t.Ptr), err
 }
 

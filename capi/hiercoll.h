@@ -66,10 +66,13 @@ extern "C" {
  * (row-wise and block-wise fp8 scales); version 7 hc_rs2d_register and
  * hc_rs2d_deregister; version 8 made the pull engine what a context without
  * HC_OVERLAP_WITH_GEMM takes by default on nodes of 2 to 8 GPUs (its
- * hc_rs2d_input and hc_rs2d_register then work without HC_PULL); no earlier
- * signature changed.
+ * hc_rs2d_input and hc_rs2d_register then work without HC_PULL); version 9
+ * gave a context made with HC_OVERLAP_WITH_GEMM a second context of the
+ * default engine for small products, which hc_rs2d_matmul_reduce_scatter
+ * runs as the GEMM then the reduce-scatter, and whose symmetric input
+ * hc_rs2d_input then gives; no earlier signature changed.
  */
-#define HC_ABI_VERSION 8
+#define HC_ABI_VERSION 9
 
 /* Return codes. */
 #define HC_OK 0
@@ -182,7 +185,10 @@ int hc_world_close(int64_t world);
  * signal (see hc_rs2d_raise_signal), optionally | HC_SPLIT_FIRST_BLOCK: the
  * first block in consumption order then goes in two parts, its first
  * hc_rs2d_early_rows rows after the early signal (hc_rs2d_raise_early), the
- * rest after its GEMM signal; or HC_PULL (without HC_OVERLAP_WITH_GEMM): the
+ * rest after its GEMM signal (a context made with HC_OVERLAP_WITH_GEMM also
+ * holds a second context of the default engine, for the small products of
+ * hc_rs2d_matmul_reduce_scatter: its symmetric input of max_m x n elements
+ * and pads more; ABI version 9); or HC_PULL (without HC_OVERLAP_WITH_GEMM): the
  * pull engine, whose symmetric input hc_rs2d_input gives, which a context
  * without HC_OVERLAP_WITH_GEMM takes by default too on nodes of 2 to 8 GPUs
  * (ABI version 8; elsewhere the default is the SM engine); other bits fail
@@ -226,9 +232,12 @@ int hc_rs2d_reduce_scatter(int64_t ctx, uint64_t in_ptr, int64_t m, uint64_t out
  * blocks from 128 MiB) or where the copy engine pulls the symmetric input (one node of 2 GPUs,
  * blocks from 256 MiB): there every rank passes the symmetric input or none
  * does (a call that mixes them fails on simulated ranks; on GPUs its kernel
- * traps and the CUDA context is lost). HC_ERR_NOT_SUPPORTED where the context's engine is not the pull
- * engine (HC_OVERLAP_WITH_GEMM; without HC_PULL, nodes of 1 or more than 8
- * GPUs). (ABI version 5.)
+ * traps and the CUDA context is lost). On a context made with
+ * HC_OVERLAP_WITH_GEMM (ABI version 9) it is the symmetric input of its
+ * small products' context (hc_rs2d_matmul_reduce_scatter): pass it as c
+ * there, and a small product is reduce-scattered where the GEMM wrote it.
+ * HC_ERR_NOT_SUPPORTED where the engine is not the pull engine (without
+ * HC_PULL, nodes of 1 or more than 8 GPUs). (ABI version 5.)
  */
 int hc_rs2d_input(int64_t ctx, uint64_t* ptr);
 
@@ -338,7 +347,12 @@ int hc_rs2d_consumption_order(int64_t ctx, int* order, int len);
  * before anything is enqueued, where the own GEMM cannot compute the product
  * (fp32 or int32, rows of a, b or c not 16-byte aligned, a GPU that is not
  * Hopper): the caller then computes c itself and raises the signals.
- * (ABI version 3.)
+ * Small products (below 6e10 FLOP per rank, 2·m·n·k, or fewer than 128
+ * rows per rank, or one rank: ABI version 9) go instead as the GEMM on
+ * stream, then the reduce-scatter by the context's second context of the
+ * default engine, which reads c in place where c is its symmetric input
+ * (hc_rs2d_input): the copy engine's latencies would cost them more than the
+ * overlap hides. (ABI version 3.)
  */
 int hc_rs2d_matmul_reduce_scatter(int64_t ctx, uint64_t a, int64_t lda, uint64_t b, int64_t ldb, int b_layout,
                                   int64_t m, int64_t k, uint64_t c, uint64_t out, uint64_t stream);

@@ -7,6 +7,7 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
 	owngemm "github.com/seed12530e24/hiercoll/gemm"
+	"github.com/seed12530e24/hiercoll/gemmrs"
 	"github.com/seed12530e24/hiercoll/internal/producer"
 	"github.com/seed12530e24/hiercoll/rs2d"
 )
@@ -107,8 +108,11 @@ type matmulArgs struct {
 // with GEMM overlap), c[:m] = a·b by the own GEMM on the context's GEMM
 // stream after stream's earlier work, each segment of a destination's rows
 // signalled as it is stored, and the reduce-scatter of c into out on
-// stream, which then waits for the GEMM. What the own GEMM cannot compute
-// fails with ErrNotSupported before anything is enqueued.
+// stream, which then waits for the GEMM; or, for a small product
+// (sequentialFor), the GEMM on stream and then the reduce-scatter of c by
+// the small products' context (in place where c is its input,
+// hc_rs2d_input). What the own GEMM cannot compute fails with
+// ErrNotSupported before anything is enqueued.
 func matmulReduceScatter(h int64, x matmulArgs, stream uint64) error {
 	c, s, err := contextAndStream(h, stream)
 	if err != nil {
@@ -147,12 +151,33 @@ func matmulReduceScatter(h int64, x matmulArgs, stream uint64) error {
 	}
 	cT := rs2d.Tensor{Ptr: device.Ptr(x.c), Rows: int(x.m), Cols: c.n, DType: c.dt}
 	out := rs2d.Tensor{Ptr: device.Ptr(x.out), Rows: int(x.m) / c.world, Cols: c.n, DType: c.dt}
+	if c.seq != nil && sequentialFor(int(x.m), c.n, int(x.k), c.world) {
+		call, err := c.seq.Prepare(cT, out)
+		if err != nil {
+			return err
+		}
+		spec.Workspace = st.Producer().Workspace()
+		if err := owngemm.Launch(c.owner.rank.Dev, s, spec); err != nil {
+			call.Skip()
+			return fmt.Errorf("hiercoll: %w", err)
+		}
+		return call.Enqueue(context.Background(), s)
+	}
 	call, err := c.rs.Prepare(cT, out)
 	if err != nil {
 		return err
 	}
 	_, err = st.Enqueue(context.Background(), s, spec, c.rs.ConsumptionOrder(), call, 0)
 	return err
+}
+
+// sequentialFor reports whether hc_rs2d_matmul_reduce_scatter runs a
+// product of m x n rows of k per rank over world ranks as the GEMM then the
+// reduce-scatter rather than overlapped: where gemmrs's Auto does (too
+// little work per rank to hide the copy engine's latencies). A variable,
+// so that the tests can hold calls to either path.
+var sequentialFor = func(m, n, k, world int) bool {
+	return gemmrs.AutoModeFor(m, n, k, world) == gemmrs.Sequential
 }
 
 // gemmArgs are hc_gemm's and hc_gemm_ex's operands (in, out and scaling

@@ -14,14 +14,43 @@ import (
 	"github.com/seed12530e24/hiercoll/internal/check"
 )
 
-// hc_rs2d_matmul_reduce_scatter on simulated worlds, B in both layouts:
-// small integer operands make every product and sum exact in bf16, so the
-// output must equal the exact sum of the ranks' products bit for bit; c and
-// out start poisoned. Three calls in a row, on fresh operands.
+// paths are hc_rs2d_matmul_reduce_scatter's two ways: overlapped (the own
+// GEMM signalling the copy engine's context) and sequential (the GEMM, then
+// the small products' context).
+var paths = []struct {
+	name    string
+	overlap bool
+}{{"overlapped", true}, {"sequential", false}}
+
+// holdPath makes every hc_rs2d_matmul_reduce_scatter call take the
+// overlapped path or the sequential one until the test ends, whatever the
+// product's size.
+func holdPath(t *testing.T, overlap bool) {
+	old := sequentialFor
+	sequentialFor = func(int, int, int, int) bool { return !overlap }
+	t.Cleanup(func() { sequentialFor = old })
+}
+
+// forEachPath runs test as subtests name/overlapped and name/sequential,
+// each holding its path.
+func forEachPath(t *testing.T, name string, test func(t *testing.T)) {
+	for _, p := range paths {
+		t.Run(name+"/"+p.name, func(t *testing.T) {
+			holdPath(t, p.overlap)
+			test(t)
+		})
+	}
+}
+
+// hc_rs2d_matmul_reduce_scatter on simulated worlds, B in both layouts, by
+// either path: small integer operands make every product and sum exact in
+// bf16, so the output must equal the exact sum of the ranks' products bit
+// for bit; c and out start poisoned. Three calls in a row, on fresh
+// operands.
 func TestMatmulReduceScatter(t *testing.T) {
 	for _, shape := range []struct{ nodes, gpus int }{{1, 2}, {2, 2}} {
 		for _, layout := range []int{layoutKN, layoutNK} {
-			t.Run(fmt.Sprintf("%dx%d/layout%d", shape.nodes, shape.gpus, layout), func(t *testing.T) {
+			forEachPath(t, fmt.Sprintf("%dx%d/layout%d", shape.nodes, shape.gpus, layout), func(t *testing.T) {
 				const dt, rowsPer, n, k = dtype.BF16, 20, 24, 16
 				hs := simRanks(t, shape.nodes, shape.gpus)
 				world := len(hs)
@@ -139,7 +168,7 @@ func TestMatmulReduceScatterRefusals(t *testing.T) {
 // ranks' products bit for bit; c and out start poisoned.
 func TestScaledMatmulReduceScatter(t *testing.T) {
 	for _, shape := range []struct{ nodes, gpus int }{{1, 2}, {2, 2}} {
-		t.Run(fmt.Sprintf("%dx%d", shape.nodes, shape.gpus), func(t *testing.T) {
+		forEachPath(t, fmt.Sprintf("%dx%d", shape.nodes, shape.gpus), func(t *testing.T) {
 			const out8, rowsPer, n, k = dtype.BF16, 20, 24, 32
 			hs := simRanks(t, shape.nodes, shape.gpus)
 			world := len(hs)
@@ -302,4 +331,60 @@ func matmulOutput(h, ctx int64, x matmulArgs, s uint64, bytes int) ([]byte, erro
 	}
 	got := make([]byte, bytes)
 	return got, copyToHost(h, got, x.out)
+}
+
+// A small product takes the sequential path by default: the overlap
+// context's signal value stays (no overlapped call consumed it), the output
+// is right with c anywhere or in the small products' context's input
+// (hc_rs2d_input, read in place there); held to the overlapped path, the
+// same call consumes the value.
+func TestMatmulReduceScatterPath(t *testing.T) {
+	const world, rowsPer, n, k = 2, 8, 16, 16
+	hs := simRanks(t, 1, world)
+	eachRank(t, hs, func(rank int, h int64) error {
+		ctx, err := createRS2D(h, rowsPer*world, n, 1, overlapWithGEMM, 0)
+		if err != nil {
+			return err
+		}
+		defer func() { require.NoError(t, destroyRS2D(ctx)) }()
+		x, err := newOnesCall(h, ctx, world, rowsPer, n, k)
+		if err != nil {
+			return err
+		}
+		input, err := symmetricInput(ctx)
+		if err != nil {
+			return fmt.Errorf("hc_rs2d_input on an overlap context: %w", err)
+		}
+		onInput := x.args()
+		onInput.c = input
+		for _, c := range []struct {
+			what     string
+			args     matmulArgs
+			overlap  bool
+			advances bool
+		}{
+			{"c of the caller's", x.args(), false, false},
+			{"c in the small products' context's input", onInput, false, false},
+			{"held to the overlapped path", x.args(), true, true},
+		} {
+			if c.overlap {
+				holdPath(t, true)
+			}
+			before, err := signalValue(ctx)
+			if err != nil {
+				return err
+			}
+			if err := x.run(c.args); err != nil {
+				return fmt.Errorf("%s: %w", c.what, err)
+			}
+			after, err := signalValue(ctx)
+			if err != nil {
+				return err
+			}
+			if (after != before) != c.advances {
+				return fmt.Errorf("%s: the overlap context's signal value went from %d to %d", c.what, before, after)
+			}
+		}
+		return nil
+	})
 }

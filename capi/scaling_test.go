@@ -148,7 +148,7 @@ func TestGemmExABI(t *testing.T) {
 func TestScaledMatmulReduceScatterEx(t *testing.T) {
 	for _, shape := range []struct{ nodes, gpus int }{{1, 2}, {2, 2}} {
 		for _, scaling := range []int{scaleRow, scaleBlock} {
-			t.Run(fmt.Sprintf("%dx%d/%d", shape.nodes, shape.gpus, scaling), func(t *testing.T) {
+			forEachPath(t, fmt.Sprintf("%dx%d/%d", shape.nodes, shape.gpus, scaling), func(t *testing.T) {
 				const rowsPer, n, k = 36, 136, 144
 				hs := simRanks(t, shape.nodes, shape.gpus)
 				world := len(hs)

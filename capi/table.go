@@ -53,7 +53,11 @@ type streamRef struct {
 
 // rs2dObj is one ReduceScatter2D context.
 type rs2dObj struct {
-	rs    *rs2d.Context
+	rs *rs2d.Context
+	// seq, with GEMM overlap, is the context of the small products'
+	// reduce-scatter after their GEMM (matmul.go): the default engine
+	// without GEMM overlap, whose symmetric input hc_rs2d_input gives.
+	seq   *rs2d.Context
 	owner *rankObj
 	world int // ranks
 	n     int

@@ -481,8 +481,19 @@ func (g *GemmRS) ModeFor(m int) Mode {
 	if g.cfg.Mode != Auto {
 		return g.cfg.Mode
 	}
-	flop := 2 * float64(m) * float64(g.cfg.N) * float64(g.cfg.KLocal)
-	if g.world == 1 || m/g.world < g.minRows || flop < g.minFLOP {
+	return autoMode(m, g.cfg.N, g.cfg.KLocal, g.world, g.minFLOP, g.minRows)
+}
+
+// AutoModeFor is the mode Auto picks for a GEMM + RS of an [m, kLocal] by
+// [kLocal, n] product per rank over world ranks (ModeFor's rule), for
+// producers other than a GemmRS's (the C ABI's).
+func AutoModeFor(m, n, kLocal, world int) Mode {
+	return autoMode(m, n, kLocal, world, autoMinFLOP, autoMinRowsPerRank)
+}
+
+func autoMode(m, n, kLocal, world int, minFLOP float64, minRows int) Mode {
+	flop := 2 * float64(m) * float64(n) * float64(kLocal)
+	if world == 1 || m/world < minRows || flop < minFLOP {
 		return Sequential
 	}
 	return Overlap

@@ -5,7 +5,7 @@ import os
 import pathlib
 import threading
 
-ABI_VERSION = 8  # HC_ABI_VERSION of capi/hiercoll.h
+ABI_VERSION = 9  # HC_ABI_VERSION of capi/hiercoll.h
 
 # Return codes (hiercoll.h).
 HC_OK = 0

@@ -188,7 +188,10 @@ class ReduceScatter2D:
         tensor where it lies) or where the copy engine pulls its rows (one node of 2 GPUs,
         blocks from 256 MiB): there every rank passes it or none does; a call that
         mixes them fails on simulated ranks, and on GPUs its kernel traps (the CUDA
-        context is lost) rather than sum rows nobody wrote or wait."""
+        context is lost) rather than sum rows nobody wrote or wait. On a context
+        made with overlap_with_gemm it is the input of the context's second
+        context, which reduce-scatters matmul_reduce_scatter's small products
+        (the product buffer, read there in place)."""
         self._tensors_ok()
         self._check_m(m)
         return _symmetric_tensor(self.input_ptr(), m, self.n, self._torch_dtype, self._device_index)
@@ -277,7 +280,7 @@ class ReduceScatter2D:
 
     def matmul_reduce_scatter(self, a, b, output=None):
         """GEMM + reduce-scatter, overlapped (a context made with
-        overlap_with_gemm=True): enqueues output = (sum over ranks of a @ b)
+        overlap_with_gemm=True) where the product is large enough: enqueues output = (sum over ranks of a @ b)
         [this rank's rows] on the current CUDA stream and returns output
         ([M/world, n], allocated when None). a is [M, K] and b [K, n] (K: this
         rank's share of the inner dimension), both of the context's dtype
@@ -294,7 +297,12 @@ class ReduceScatter2D:
         block's signal right after it (with split_first_block the first block
         in two GEMMs, the early signal between them). Inside a CUDA graph
         capture the own GEMM is used for an M it already ran with outside
-        one. Every rank calls it with the same M. Nothing is synchronised."""
+        one. Small products with the own GEMM (below 6e10 FLOP per rank,
+        2·M·n·K, or fewer than 128 rows per rank) go instead as the GEMM, then
+        the reduce-scatter of the product in place by the context's second
+        context (the default engine): there the copy engine's latencies would
+        cost more than the overlap hides. Every rank calls it with the same M.
+        Nothing is synchronised."""
         self._handle()
         if output is None and _compiling is not None and _compiling():
             return _torch.ops.hiercoll.matmul_reduce_scatter(a, b, self._h)
@@ -349,7 +357,14 @@ class ReduceScatter2D:
         else:
             self._check_tensor("output", output, rows)
         if self._c is None:
-            self._c = _torch.empty((self.max_m, self.n), dtype=self._torch_dtype, device=device)
+            # The small products' context's symmetric input (ABI 9), so that those
+            # reduce-scatter the product where the GEMM wrote it; a buffer of ours
+            # where that context's engine has none (one GPU per node, more than 8).
+            try:
+                self._c = _symmetric_tensor(self.input_ptr(), self.max_m, self.n, self._torch_dtype,
+                                            self._device_index)
+            except _lib.NotSupportedError:
+                self._c = _torch.empty((self.max_m, self.n), dtype=self._torch_dtype, device=device)
         return output, rows
 
     def _own_matmul(self, a, b, m, k, c, output):

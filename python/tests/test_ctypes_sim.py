@@ -202,8 +202,8 @@ class CtypesSimTest(unittest.TestCase):
                 for call in range(4):
                     self.check_int32_call(w, rs, s, call, sym if call % 2 == 0 else own, dst, world, rows_per, n)
             with hiercoll.ReduceScatter2D(m, n, "int32", world=w, overlap_with_gemm=True) as rs:
-                with self.assertRaises(hiercoll.NotSupportedError):  # the copy engine has no symmetric input
-                    rs.input_ptr()
+                # The copy engine has no symmetric input: this is its small products' context's (ABI 9).
+                self.assertNotEqual(rs.input_ptr(), 0)
             with hiercoll.ReduceScatter2D(m, n, "int32", world=w) as rs:
                 self.assertNotEqual(rs.input_ptr(), 0)  # the default engine here: pull
             w.stream_destroy(s)
