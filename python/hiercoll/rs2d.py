@@ -279,11 +279,11 @@ class ReduceScatter2D:
         return output
 
     def matmul_reduce_scatter(self, a, b, output=None):
-        """GEMM + reduce-scatter, overlapped (a context made with
-        overlap_with_gemm=True) where the product is large enough: enqueues output = (sum over ranks of a @ b)
-        [this rank's rows] on the current CUDA stream and returns output
-        ([M/world, n], allocated when None). a is [M, K] and b [K, n] (K: this
-        rank's share of the inner dimension), both of the context's dtype
+        """GEMM + reduce-scatter, overlapped where the product is large enough
+        (a context made with overlap_with_gemm=True): enqueues output = (sum
+        over ranks of a @ b)[this rank's rows] on the current CUDA stream and
+        returns output ([M/world, n], allocated when None). a is [M, K] and b
+        [K, n] (K: this rank's share of the inner dimension), both of the context's dtype
         (bfloat16, float16 or float32) on the rank's GPU, any strides.
 
         hiercoll's own GEMM (Hopper GPUs, bf16 and fp16, rows of a and b
