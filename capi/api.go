@@ -233,15 +233,11 @@ func createRS2D(h int64, maxM, n int64, dt int, overlap int, reductionSMs int) (
 }
 
 // newSequential makes an overlap context's second context, for the small
-// products of hc_rs2d_matmul_reduce_scatter (sequentialFor): cfg's sizes
-// and graphs, the default engine (the pull engine on nodes of 2 to 8 GPUs)
-// without its large-call extras (the ring's FIFOs, the copy engine's
-// landing slots), so that it adds its symmetric input of max_m x n
-// elements and its pads.
+// products of hc_rs2d_matmul_reduce_scatter (sequentialFor): the overlap
+// context cfg's producer.SequentialConfig, which adds its symmetric input
+// of max_m x n elements and its pads.
 func newSequential(r *rankObj, cfg rs2d.Config) (*rs2d.Context, error) {
-	seq := rs2d.Config{MaxM: cfg.MaxM, N: cfg.N, DType: cfg.DType, Graphs: cfg.Graphs,
-		Tuning: rs2d.Tuning{RingFromBytes: -1, CopyEnginePullBytes: -1}}
-	ctx, err := newRS2D(context.Background(), r.rank.Comm, r.rank.Dev, seq)
+	ctx, err := newRS2D(context.Background(), r.rank.Comm, r.rank.Dev, producer.SequentialConfig(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("hiercoll: the small products' context: %w", err)
 	}

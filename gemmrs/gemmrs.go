@@ -343,17 +343,13 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 	return g, nil
 }
 
-// makeSequential makes the sequential calls' context, with rsCfg's sizes,
-// transport and timeout, and C: its symmetric input where it has one (a
-// pull engine: then the sequential reduce-scatter copies nothing in), else
-// a buffer of C's size. Its engine's large-call extras stay off (the ring's
-// FIFOs and the copy engine's landing slots: Auto runs small products
-// sequentially), so its memory beyond C is the pads and the small calls'
-// landing slots.
+// makeSequential makes the sequential calls' context
+// (producer.SequentialConfig of the overlap context's rsCfg: Auto runs
+// small products sequentially) and C: its symmetric input where it has one
+// (a pull engine: then the sequential reduce-scatter copies nothing in),
+// else a buffer of C's size.
 func (g *GemmRS) makeSequential(ctx context.Context, rsCfg rs2d.Config) error {
-	cfg := rs2d.Config{MaxM: rsCfg.MaxM, N: rsCfg.N, DType: rsCfg.DType, Transport: rsCfg.Transport, Timeout: rsCfg.Timeout,
-		Graphs: rsCfg.Graphs, Tuning: rs2d.Tuning{RingFromBytes: -1, CopyEnginePullBytes: -1}}
-	seq, err := rs2d.New(ctx, g.comm, g.dev, cfg)
+	seq, err := rs2d.New(ctx, g.comm, g.dev, producer.SequentialConfig(rsCfg))
 	if err != nil {
 		return fmt.Errorf("the sequential calls' context: %w", err)
 	}

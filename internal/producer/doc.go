@@ -3,5 +3,6 @@
 // counters, Overlapped is the one place that enqueues an overlapped GEMM +
 // reduce-scatter (the producer, the push after the GEMM, the scatter), for
 // gemmrs's calls and the C ABI's; HelpRows sizes that push, SegmentsFor the
-// signal segments.
+// signal segments, SequentialConfig the context of the small products,
+// which go GEMM then reduce-scatter.
 package producer
