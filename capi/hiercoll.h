@@ -347,12 +347,12 @@ int hc_rs2d_consumption_order(int64_t ctx, int* order, int len);
  * before anything is enqueued, where the own GEMM cannot compute the product
  * (fp32 or int32, rows of a, b or c not 16-byte aligned, a GPU that is not
  * Hopper): the caller then computes c itself and raises the signals.
- * Small products (below 6e10 FLOP per rank, 2·m·n·k, or fewer than 128
- * rows per rank, or one rank: ABI version 9) go instead as the GEMM on
- * stream, then the reduce-scatter by the context's second context of the
- * default engine, which reads c in place where c is its symmetric input
- * (hc_rs2d_input): the copy engine's latencies would cost them more than the
- * overlap hides. (ABI version 3.)
+ * Small products (below 3e10 FLOP per rank, 2·m·n·k, times the ranks less
+ * one; fewer than 128 rows per rank; one rank: ABI version 9) go instead as
+ * the GEMM on stream, then the reduce-scatter by the context's second
+ * context of the default engine, which reads c in place where c is its
+ * symmetric input (hc_rs2d_input): the copy engine's latencies would cost
+ * them more than the overlap hides. (ABI version 3.)
  */
 int hc_rs2d_matmul_reduce_scatter(int64_t ctx, uint64_t a, int64_t lda, uint64_t b, int64_t ldb, int b_layout,
                                   int64_t m, int64_t k, uint64_t c, uint64_t out, uint64_t stream);

@@ -118,12 +118,14 @@ func ParseMode(s string) (Mode, error) {
 
 // Auto's thresholds (ModeFor).
 const (
-	// autoMinFLOP is the per-rank GEMM work (2·M·N·K_local) below which
-	// Auto runs Sequential: the GEMM then the sequential context's
-	// reduce-scatter took less time than the overlap at 3.4e10 FLOP per
-	// rank, about as long at 6.9e10 on 4 GPUs and more on 2
-	// (benchmarks/RESULTS.md, 2026-11-28).
-	autoMinFLOP = 6e10
+	// autoMinFLOPPerPeer, times the ranks less one, is the per-rank GEMM
+	// work (2·M·N·K_local) below which Auto runs Sequential: the overlap's
+	// own costs (the copy engine's latencies, its waits per peer) grow with
+	// the peers. Measured (benchmarks/RESULTS.md, 2026-11-28): on 2 H200s
+	// the GEMM then the sequential context's reduce-scatter was faster at
+	// 1.7e10 FLOP per rank, as fast at 3.4e10 and slower from 6.9e10; on 4
+	// H100s faster to 3.4e10, as fast or faster at 6.9e10, slower at 1.4e11.
+	autoMinFLOPPerPeer = 3e10
 	// autoMinRowsPerRank is the M/world below which Auto runs Sequential:
 	// a block's GEMM that small runs far below the GPU's rate.
 	autoMinRowsPerRank = 128
@@ -307,7 +309,7 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 		defer cancel()
 	}
 
-	g := &GemmRS{cfg: cfg, knobs: knobs, minFLOP: autoMinFLOP, minRows: autoMinRowsPerRank, comm: comm, dev: dev, world: world}
+	g := &GemmRS{cfg: cfg, knobs: knobs, minFLOP: autoMinFLOP(world), minRows: autoMinRowsPerRank, comm: comm, dev: dev, world: world}
 	if knobs.SplitFirstBlock == SplitOn && knobs.Gemm == GemmAuto {
 		g.knobs.Gemm = GemmCuBLAS
 		g.why = "the split first block asked for is the block producer's"
@@ -471,8 +473,9 @@ func (g *GemmRS) SplitsFirstBlock() bool { return g.knobs.SplitFirstBlock == Spl
 // ModeFor returns the mode a call of m rows runs in: Config.Mode unless it
 // is Auto, which picks Sequential on one rank, when M/world is below
 // its threshold or the per-rank GEMM (2·M·N·KLocal FLOP) is below its
-// threshold (128 rows per rank, 6e10 FLOP per rank), and Overlap
-// otherwise. Every rank picks the same.
+// threshold (128 rows per rank; 3e10 FLOP per rank times the ranks less
+// one: 3e10 on 2, 9e10 on 4), and Overlap otherwise. Every rank picks the
+// same.
 func (g *GemmRS) ModeFor(m int) Mode {
 	if g.cfg.Mode != Auto {
 		return g.cfg.Mode
@@ -484,8 +487,12 @@ func (g *GemmRS) ModeFor(m int) Mode {
 // [kLocal, n] product per rank over world ranks (ModeFor's rule), for
 // producers other than a GemmRS's (the C ABI's).
 func AutoModeFor(m, n, kLocal, world int) Mode {
-	return autoMode(m, n, kLocal, world, autoMinFLOP, autoMinRowsPerRank)
+	return autoMode(m, n, kLocal, world, autoMinFLOP(world), autoMinRowsPerRank)
 }
+
+// autoMinFLOP is the per-rank GEMM work below which Auto runs Sequential
+// over world ranks.
+func autoMinFLOP(world int) float64 { return autoMinFLOPPerPeer * float64(max(1, world-1)) }
 
 func autoMode(m, n, kLocal, world int, minFLOP float64, minRows int) Mode {
 	flop := 2 * float64(m) * float64(n) * float64(kLocal)

@@ -823,6 +823,24 @@ func TestModeFor(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, err)
+	// The products RESULTS measured (2026-11-28), M×N×KLocal over world
+	// ranks, and the faster path there (a tie goes either way).
+	for _, c := range []struct {
+		m, n, kLocal, world int
+		want                gemmrs.Mode
+	}{
+		{256, 8192, 4096, 2, gemmrs.Sequential},  // 1.7e10 FLOP per rank, 2 H200s
+		{1024, 8192, 4096, 2, gemmrs.Overlap},    // 6.9e10
+		{4096, 8192, 1024, 2, gemmrs.Overlap},    // 6.9e10
+		{1024, 8192, 2048, 4, gemmrs.Sequential}, // 3.4e10, 4 H100s
+		{4096, 8192, 1024, 4, gemmrs.Sequential}, // 6.9e10
+		{8192, 8192, 1024, 4, gemmrs.Overlap},    // 1.4e11
+		{8192, 8192, 2048, 4, gemmrs.Overlap},    // 2.7e11
+		{64, 8192, 65536, 2, gemmrs.Sequential},  // 64 rows per rank
+		{8192, 8192, 8192, 1, gemmrs.Sequential}, // one rank
+	} {
+		require.Equal(t, c.want, gemmrs.AutoModeFor(c.m, c.n, c.kLocal, c.world), "%+v", c)
+	}
 	for _, s := range []string{"auto", "overlap", "sequential"} {
 		m, err := gemmrs.ParseMode(s)
 		require.NoError(t, err)
