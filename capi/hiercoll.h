@@ -347,7 +347,7 @@ int hc_rs2d_consumption_order(int64_t ctx, int* order, int len);
  * before anything is enqueued, where the own GEMM cannot compute the product
  * (fp32 or int32, rows of a, b or c not 16-byte aligned, a GPU that is not
  * Hopper): the caller then computes c itself and raises the signals.
- * Small products (below 3e10 FLOP per rank, 2·m·n·k, times the ranks less
+ * Small products (below 4e10 FLOP per rank, 2·m·n·k, times the ranks less
  * one; fewer than 128 rows per rank; one rank: ABI version 9) go instead as
  * the GEMM on stream, then the reduce-scatter by the context's second
  * context of the default engine, which reads c in place where c is its

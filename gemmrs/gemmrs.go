@@ -122,10 +122,10 @@ const (
 	// work (2·M·N·K_local) below which Auto runs Sequential: the overlap's
 	// own costs (the copy engine's latencies, its waits per peer) grow with
 	// the peers. Measured (benchmarks/RESULTS.md, 2026-11-28): on 2 H200s
-	// the GEMM then the sequential context's reduce-scatter was faster at
-	// 1.7e10 FLOP per rank, as fast at 3.4e10 and slower from 6.9e10; on 4
-	// H100s faster to 3.4e10, as fast or faster at 6.9e10, slower at 1.4e11.
-	autoMinFLOPPerPeer = 3e10
+	// the GEMM then the sequential context's reduce-scatter was faster to
+	// 3.4e10 FLOP per rank (or as fast) and slower from 6.9e10; on 4 H100s
+	// faster to 3.4e10, as fast or faster at 6.9e10, slower at 1.4e11.
+	autoMinFLOPPerPeer = 4e10
 	// autoMinRowsPerRank is the M/world below which Auto runs Sequential:
 	// a block's GEMM that small runs far below the GPU's rate.
 	autoMinRowsPerRank = 128
@@ -473,8 +473,8 @@ func (g *GemmRS) SplitsFirstBlock() bool { return g.knobs.SplitFirstBlock == Spl
 // ModeFor returns the mode a call of m rows runs in: Config.Mode unless it
 // is Auto, which picks Sequential on one rank, when M/world is below
 // its threshold or the per-rank GEMM (2·M·N·KLocal FLOP) is below its
-// threshold (128 rows per rank; 3e10 FLOP per rank times the ranks less
-// one: 3e10 on 2, 9e10 on 4), and Overlap otherwise. Every rank picks the
+// threshold (128 rows per rank; 4e10 FLOP per rank times the ranks less
+// one: 4e10 on 2, 1.2e11 on 4), and Overlap otherwise. Every rank picks the
 // same.
 func (g *GemmRS) ModeFor(m int) Mode {
 	if g.cfg.Mode != Auto {

@@ -830,6 +830,7 @@ func TestModeFor(t *testing.T) {
 		want                gemmrs.Mode
 	}{
 		{256, 8192, 4096, 2, gemmrs.Sequential},  // 1.7e10 FLOP per rank, 2 H200s
+		{512, 8192, 4096, 2, gemmrs.Sequential},  // 3.4e10
 		{1024, 8192, 4096, 2, gemmrs.Overlap},    // 6.9e10
 		{4096, 8192, 1024, 2, gemmrs.Overlap},    // 6.9e10
 		{1024, 8192, 2048, 4, gemmrs.Sequential}, // 3.4e10, 4 H100s

@@ -297,7 +297,7 @@ class ReduceScatter2D:
         block's signal right after it (with split_first_block the first block
         in two GEMMs, the early signal between them). Inside a CUDA graph
         capture the own GEMM is used for an M it already ran with outside
-        one. Small products with the own GEMM (below 3e10 FLOP per rank,
+        one. Small products with the own GEMM (below 4e10 FLOP per rank,
         2·M·n·K, times the ranks less one, or fewer than 128 rows per rank) go instead as the GEMM, then
         the reduce-scatter of the product in place by the context's second
         context (the default engine): there the copy engine's latencies would
