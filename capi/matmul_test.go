@@ -336,55 +336,40 @@ func matmulOutput(h, ctx int64, x matmulArgs, s uint64, bytes int) ([]byte, erro
 // A small product takes the sequential path by default: the overlap
 // context's signal value stays (no overlapped call consumed it), the output
 // is right with c anywhere or in the small products' context's input
-// (hc_rs2d_input, read in place there); held to the overlapped path, the
-// same call consumes the value.
+// (hc_rs2d_input, read in place there); held to the overlapped path (before
+// the ranks start: every rank must take the same path), the same call
+// consumes the value.
 func TestMatmulReduceScatterPath(t *testing.T) {
 	const world, rowsPer, n, k = 2, 8, 16, 16
-	hs := simRanks(t, 1, world)
-	eachRank(t, hs, func(rank int, h int64) error {
-		ctx, err := createRS2D(h, rowsPer*world, n, 1, overlapWithGEMM, 0)
-		if err != nil {
-			return err
-		}
-		defer func() { require.NoError(t, destroyRS2D(ctx)) }()
-		x, err := newOnesCall(h, ctx, world, rowsPer, n, k)
-		if err != nil {
-			return err
-		}
-		input, err := symmetricInput(ctx)
-		if err != nil {
-			return fmt.Errorf("hc_rs2d_input on an overlap context: %w", err)
-		}
-		onInput := x.args()
-		onInput.c = input
-		for _, c := range []struct {
-			what     string
-			args     matmulArgs
-			overlap  bool
-			advances bool
-		}{
-			{"c of the caller's", x.args(), false, false},
-			{"c in the small products' context's input", onInput, false, false},
-			{"held to the overlapped path", x.args(), true, true},
-		} {
-			if c.overlap {
-				holdPath(t, true)
+	check := func(what string, onInput, advances bool) {
+		eachOnesCall(t, world, rowsPer, n, k, func(x onesCall) error {
+			args := x.args()
+			if onInput {
+				input, err := symmetricInput(x.ctx)
+				if err != nil {
+					return fmt.Errorf("hc_rs2d_input on an overlap context: %w", err)
+				}
+				args.c = input
 			}
-			before, err := signalValue(ctx)
+			before, err := signalValue(x.ctx)
 			if err != nil {
 				return err
 			}
-			if err := x.run(c.args); err != nil {
-				return fmt.Errorf("%s: %w", c.what, err)
+			if err := x.run(args); err != nil {
+				return fmt.Errorf("%s: %w", what, err)
 			}
-			after, err := signalValue(ctx)
+			after, err := signalValue(x.ctx)
 			if err != nil {
 				return err
 			}
-			if (after != before) != c.advances {
-				return fmt.Errorf("%s: the overlap context's signal value went from %d to %d", c.what, before, after)
+			if (after != before) != advances {
+				return fmt.Errorf("%s: the overlap context's signal value went from %d to %d", what, before, after)
 			}
-		}
-		return nil
-	})
+			return nil
+		})
+	}
+	check("c of the caller's", false, false)
+	check("c in the small products' context's input", true, false)
+	holdPath(t, true)
+	check("held to the overlapped path", false, true)
 }

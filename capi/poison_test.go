@@ -20,6 +20,24 @@ type onesCall struct {
 	world, rowsPer, n, k int
 }
 
+// eachOnesCall runs test on every rank of a simulated node of world GPUs,
+// each with an overlap context for calls of rowsPer rows per rank and a
+// onesCall on it.
+func eachOnesCall(t *testing.T, world, rowsPer, n, k int, test func(x onesCall) error) {
+	eachRank(t, simRanks(t, 1, world), func(_ int, h int64) error {
+		ctx, err := createRS2D(h, int64(rowsPer*world), int64(n), 1, overlapWithGEMM, 0)
+		if err != nil {
+			return err
+		}
+		defer func() { require.NoError(t, destroyRS2D(ctx)) }()
+		x, err := newOnesCall(h, ctx, world, rowsPer, n, k)
+		if err != nil {
+			return err
+		}
+		return test(x)
+	})
+}
+
 func newOnesCall(h, ctx int64, world, rowsPer, n, k int) (onesCall, error) {
 	x := onesCall{h: h, ctx: ctx, world: world, rowsPer: rowsPer, n: n, k: k}
 	m := rowsPer * world
@@ -76,17 +94,8 @@ func (x onesCall) run(args matmulArgs) error {
 // context then runs and is right.
 func TestMatmulReduceScatterBadOperandsLeaveContextUsable(t *testing.T) {
 	const world, rowsPer, n, k = 2, 8, 16, 16
-	hs := simRanks(t, 1, world)
-	eachRank(t, hs, func(rank int, h int64) error {
-		ctx, err := createRS2D(h, rowsPer*world, n, 1, overlapWithGEMM, 0)
-		if err != nil {
-			return err
-		}
-		defer func() { require.NoError(t, destroyRS2D(ctx)) }()
-		x, err := newOnesCall(h, ctx, world, rowsPer, n, k)
-		if err != nil {
-			return err
-		}
+	eachOnesCall(t, world, rowsPer, n, k, func(x onesCall) error {
+		h := x.h
 		short, err := allocMem(h, 64) // device memory, far too small for any operand
 		if err != nil {
 			return err
