@@ -185,7 +185,15 @@ func TestMatmulReduceScatterGemmStreamFailureRecovers(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, matmulReduceScatter(ctx, doomed.args(), x.s))
 	require.NoError(t, freeMem(h, doomed.a))
-	require.NoError(t, copyToDevice(h, gate, []byte{1, 0, 0, 0}))
+	// Released by a write on another stream, as the device writes words
+	// (atomically: the held stream polls it).
+	opener, err := createStream(h)
+	require.NoError(t, err)
+	table.mu.Lock()
+	open, err := r.streamLocked(opener)
+	table.mu.Unlock()
+	require.NoError(t, err)
+	require.NoError(t, r.rank.Dev.WriteValue32(open, device.Ptr(gate), 1))
 	// The failure reaches the caller's stream through the GEMM stream's
 	// event, not as a wait for GEMM signals that times out.
 	err = synchronizeStream(h, x.s, 60_000)
