@@ -95,3 +95,26 @@ func (e *PeerError) Error() string {
 func (e *PeerError) Is(target error) bool {
 	return target == hcerr.ErrPeer || (e.unsupported && target == hcerr.ErrNotSupported)
 }
+
+// Vote is a yes-or-no payload for Agree (a rank's answer to a question
+// every rank must settle alike).
+func Vote(yes bool) []byte {
+	if yes {
+		return []byte{1}
+	}
+	return []byte{0}
+}
+
+// Yes reports whether payload is a yes Vote.
+func Yes(payload []byte) bool { return len(payload) == 1 && payload[0] == 1 }
+
+// CountYes is how many of payloads are yes Votes.
+func CountYes(payloads [][]byte) int {
+	n := 0
+	for _, p := range payloads {
+		if Yes(p) {
+			n++
+		}
+	}
+	return n
+}

@@ -77,3 +77,14 @@ func TestAgreeNamesEveryFailedRank(t *testing.T) {
 	})
 	require.ErrorIs(t, failures[0], hcerr.ErrNotSupported)
 }
+
+// A Vote reads back as what it said; anything else a payload may hold is
+// not a yes.
+func TestVotes(t *testing.T) {
+	require.True(t, Yes(Vote(true)))
+	require.False(t, Yes(Vote(false)))
+	for _, p := range [][]byte{nil, {}, {2}, {1, 1}} {
+		require.False(t, Yes(p), "%v", p)
+	}
+	require.Equal(t, 2, CountYes([][]byte{Vote(true), Vote(false), {1, 0}, Vote(true)}))
+}

@@ -315,18 +315,15 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 		g.why = "the split first block asked for is the block producer's"
 	}
 	local := g.prepare(ctx)
-	vote := []byte{0}
+	own := false
 	if local == nil {
-		own, why, err := g.chooseGemm(ctx)
-		local = err
+		var why string
+		own, why, local = g.chooseGemm(ctx)
 		if g.why == "" {
 			g.why = why
 		}
-		if own {
-			vote[0] = 1
-		}
 	}
-	votes, err := bootstrap.Agree(ctx, comm, local, vote)
+	votes, err := bootstrap.Agree(ctx, comm, local, bootstrap.Vote(own))
 	if err != nil {
 		return nil, errors.Join(gemmUnusable(err), g.release())
 	}
@@ -374,11 +371,7 @@ func (g *GemmRS) makeSequential(ctx context.Context, rsCfg rs2d.Config) error {
 // block by block.
 func (g *GemmRS) resolve(votes [][]byte) Tuning {
 	k := g.knobs
-	own := true
-	for _, v := range votes {
-		own = own && len(v) == 1 && v[0] == 1
-	}
-	if own {
+	if bootstrap.CountYes(votes) == len(votes) {
 		k.Gemm = GemmOwn
 		if k.ReduceScatter.Segments == 0 {
 			k.ReduceScatter.Segments = producer.SegmentsFor(g.cfg.MaxM / g.world)
@@ -386,7 +379,7 @@ func (g *GemmRS) resolve(votes [][]byte) Tuning {
 		k.SplitFirstBlock = SplitOff
 		return k
 	}
-	if k.Gemm != GemmCuBLAS && g.why != "" && votes[g.comm.Rank()][0] == 1 {
+	if k.Gemm != GemmCuBLAS && g.why != "" && bootstrap.Yes(votes[g.comm.Rank()]) {
 		g.why = "another rank cannot use the own GEMM or measured cuBLAS faster"
 	}
 	k.Gemm = GemmCuBLAS

@@ -292,16 +292,12 @@ func shmemAllocate(ctx context.Context, ep Endpoint, lib *nvshmem.Lib, lay shmem
 		p = 0 // a malloc left running keeps what it returns
 	}
 	t.base = p
-	got := []byte{0}
-	if mallocErr == nil {
-		got[0] = 1
-	}
-	votes, err := bootstrap.Agree(ctx, ep.Comm, nil, got)
+	votes, err := bootstrap.Agree(ctx, ep.Comm, nil, bootstrap.Vote(mallocErr == nil))
 	if err != nil {
 		shmemBreak(err)
 		return nil, errors.Join(fmt.Errorf("internode: nvshmem: %w", err), mallocErr)
 	}
-	if some := countYes(votes); some != len(votes) {
+	if some := bootstrap.CountYes(votes); some != len(votes) {
 		if some > 0 {
 			// The PEs that got memory cannot free it without the others.
 			shmemBreak(fmt.Errorf("the symmetric allocation succeeded on %d of %d PEs", some, len(votes)))
@@ -312,17 +308,6 @@ func shmemAllocate(ctx context.Context, ep Endpoint, lib *nvshmem.Lib, lay shmem
 		return nil, errors.Join(fmt.Errorf("internode: nvshmem: rank %d: %w", ep.Place.Rank, mallocErr), t.release(false))
 	}
 	return t, nil
-}
-
-// countYes counts the payloads that are a single 1 byte.
-func countYes(votes [][]byte) int {
-	yes := 0
-	for _, v := range votes {
-		if len(v) == 1 && v[0] == 1 {
-			yes++
-		}
-	}
-	return yes
 }
 
 func (t *shmemRail) zeroSignals(ctx context.Context) error {

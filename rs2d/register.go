@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device"
@@ -100,11 +99,11 @@ func (c *Context) Register(ctx context.Context, t Tensor) error {
 	// All or nothing: a registration on some ranks only would have the
 	// others read garbage. The ranks agree on the pages too, so that they
 	// pull its calls the same way.
-	pages, err := bootstrap.Agree(ctx, c.comm, local, []byte{boolByte(c.wholePages(t))})
+	pages, err := bootstrap.Agree(ctx, c.comm, local, bootstrap.Vote(c.wholePages(t)))
 	if err != nil {
 		return errors.Join(fmt.Errorf("rs2d: register %v: %w", t, err), r.release(c.dev))
 	}
-	r.wholePages = !slices.ContainsFunc(pages, func(p []byte) bool { return len(p) != 1 || p[0] != 1 })
+	r.wholePages = bootstrap.CountYes(pages) == len(pages)
 	if c.regs == nil {
 		c.regs = map[device.Ptr]*registration{}
 	}
@@ -144,13 +143,6 @@ func (c *Context) wholePages(t Tensor) bool {
 	}
 	base, size, err := c.dev.AddressRange(t.Ptr)
 	return err == nil && int64(base)%page == 0 && size%page == 0
-}
-
-func boolByte(b bool) byte {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // writeViews allocates and fills the table of the node peers' buffers.
