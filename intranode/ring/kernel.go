@@ -117,24 +117,24 @@ func Launch(dev device.Device, s device.Stream, dt dtype.DType, p Params) error 
 		int32(p.LWS), int32(p.Rank), int32(p.Slots), int32(p.Rank0))
 }
 
-// TailLabel names word i of the ring tails of local rank owner (the
-// chunks its prev posted), HeadLabel word i of its heads (the slots its
+// tailLabel names word i of the ring tails of local rank owner (the
+// chunks its prev posted), headLabel word i of its heads (the slots its
 // next freed), on a node whose local rank 0 is global rank rank0.
-func TailLabel(rank0, lws, owner, i int) string {
+func tailLabel(rank0, lws, owner, i int) string {
 	prev := (owner + lws - 1) % lws
 	return fmt.Sprintf("ring tail of rank %d, channel %d, hop %d: chunks posted by rank %d (local rank %d)",
 		rank0+owner, i/(lws-1), i%(lws-1)+1, rank0+prev, prev)
 }
 
-// HeadLabel: see TailLabel.
-func HeadLabel(rank0, lws, owner, i int) string {
+// headLabel: see tailLabel.
+func headLabel(rank0, lws, owner, i int) string {
 	next := (owner + 1) % lws
 	return fmt.Sprintf("ring head of rank %d, channel %d, hop %d: slots freed by rank %d (local rank %d)",
 		rank0+owner, i/(lws-1), i%(lws-1)+2, rank0+next, next)
 }
 
-// ReadyLabel names the ready word of local rank src.
-func ReadyLabel(rank0, lws, src int) string {
+// readyLabel names the ready word of local rank src.
+func readyLabel(rank0, lws, src int) string {
 	return fmt.Sprintf("ready flag of rank %d (node %d, local rank %d)", rank0+src, rank0/lws, src)
 }
 
@@ -279,7 +279,7 @@ func (r *hostRing) ready() error {
 	}
 	for q := 0; q < p.LWS; q++ {
 		if q != p.Rank {
-			w := device.Word{Addr: word(p.Rank, q), Label: ReadyLabel(p.Rank0, p.LWS, q)}
+			w := device.Word{Addr: word(p.Rank, q), Label: readyLabel(p.Rank0, p.LWS, q)}
 			if err := r.wait(w, r.launch); err != nil {
 				return err
 			}
@@ -314,13 +314,13 @@ func (r *hostRing) channel(ch int) error {
 				return heap.Add(p.FifoOff + (int64(w)*int64(p.Slots)+slot)*p.SlotBytes)
 			}
 			if recv {
-				w := device.Word{Addr: me.Add(p.TailsOff + 4*int64(wIn)), Label: TailLabel(p.Rank0, p.LWS, p.Rank, wIn)}
+				w := device.Word{Addr: me.Add(p.TailsOff + 4*int64(wIn)), Label: tailLabel(p.Rank0, p.LWS, p.Rank, wIn)}
 				if err := r.wait(w, msg+1); err != nil {
 					return err
 				}
 			}
 			if send {
-				w := device.Word{Addr: me.Add(p.HeadsOff + 4*int64(wOut)), Label: HeadLabel(p.Rank0, p.LWS, p.Rank, wOut)}
+				w := device.Word{Addr: me.Add(p.HeadsOff + 4*int64(wOut)), Label: headLabel(p.Rank0, p.LWS, p.Rank, wOut)}
 				if err := r.wait(w, msg+1-uint32(p.Slots)); err != nil {
 					return err
 				}
