@@ -22,6 +22,25 @@ import (
 
 const envDieChild = "HIERCOLL_RS2D_DIE_CHILD"
 
+// runRanks runs this test binary's test as n processes, one rank each (with
+// env added to theirs), within timeout, and returns their output, which it
+// logs; every process must exit cleanly.
+func runRanks(t *testing.T, n int, test string, env []string, timeout time.Duration) string {
+	t.Helper()
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	err := launch.Run(ctx, launch.Spec{
+		NProc:   n,
+		Command: []string{os.Args[0], "-test.run=^" + test + "$", "-test.v"},
+		Env:     env,
+		Stdout:  &out, Stderr: &out,
+	})
+	t.Log(out.String())
+	require.NoError(t, err)
+	return out.String()
+}
+
 // On GPUs, one process per GPU (two sharing the one GPU where there is
 // only one): the last rank exits right after joining the context, as a
 // killed rank would. Every other rank's call must fail with a timeout when
@@ -41,19 +60,9 @@ func TestGPURankDiesMidRun(t *testing.T) {
 	}
 	for _, engine := range []string{"sm", "copy", "ring"} {
 		t.Run(engine, func(t *testing.T) {
-			var out bytes.Buffer
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			err := launch.Run(ctx, launch.Spec{
-				NProc:   n,
-				Command: []string{os.Args[0], "-test.run=^TestGPURankDiesMidRun$", "-test.v"},
-				Env:     append([]string{envDieChild + "=" + engine}, env...),
-				Stdout:  &out, Stderr: &out,
-			})
-			t.Log(out.String())
-			require.NoError(t, err)
+			out := runRanks(t, n, "TestGPURankDiesMidRun", append([]string{envDieChild + "=" + engine}, env...), 2*time.Minute)
 			for r := 0; r < n-1; r++ {
-				require.Contains(t, out.String(), fmt.Sprintf("[rank %d] SURVIVOR OK", r))
+				require.Contains(t, out, fmt.Sprintf("[rank %d] SURVIVOR OK", r))
 			}
 		})
 	}
@@ -149,19 +158,9 @@ func TestGPUGraphReplays(t *testing.T) {
 			if ranks > gpus {
 				env = append(env, "HIERCOLL_DEVICE=0")
 			}
-			var out bytes.Buffer
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			err := launch.Run(ctx, launch.Spec{
-				NProc:   ranks,
-				Command: []string{os.Args[0], "-test.run=^TestGPUGraphReplays$", "-test.v"},
-				Env:     env,
-				Stdout:  &out, Stderr: &out,
-			})
-			t.Log(out.String())
-			require.NoError(t, err)
+			out := runRanks(t, ranks, "TestGPUGraphReplays", env, 3*time.Minute)
 			for r := 0; r < ranks; r++ {
-				require.Contains(t, out.String(), fmt.Sprintf("[rank %d] GRAPHS OK", r))
+				require.Contains(t, out, fmt.Sprintf("[rank %d] GRAPHS OK", r))
 			}
 		})
 	}
