@@ -26,8 +26,9 @@
 // the dtype and stages them in shared memory for a storer thread that
 // stores them with TMA, the two consumers' halves in turn through one
 // 32 KiB buffer (one that holds the whole tile would leave room for 3
-// stages only). setmaxnreg moves registers from the producer to the
-// consumers.
+// stages only); with row-wise scales a warp of the producer warpgroup
+// copies each tile's scales into shared memory while its mainloop runs.
+// setmaxnreg moves registers from the producer to the consumers.
 //
 // Signals: after both consumers stored a tile, one thread adds 1 to the
 // counter of every segment (a row range of C) the tile's rows meet, with
@@ -67,9 +68,11 @@ struct __align__(64) hc_tensor_map { u64 opaque[16]; };
 #define GM_C_STAGE (GM_BM / 2 * GM_BN * 2)  // 32 KiB: one consumer's half of the output tile
 #define GM_THREADS 384
 // Dynamic shared memory: the stages, the staging buffer, 1 KiB to align
-// them for the 128-byte swizzle, and the barriers (full and empty per stage,
-// staged and freed per consumer).
-#define GM_SMEM (GM_STAGES * (GM_A_STAGE + GM_B_STAGE) + GM_C_STAGE + 1024 + (2 * GM_STAGES + 4) * 8)
+// them for the 128-byte swizzle, the barriers (full and empty per stage,
+// staged and freed per consumer, the row scales' ready and taken) and a
+// tile's row-wise scales (GM_BM of A's, then GM_BN of B's).
+#define GM_BARS (2 * GM_STAGES + 6)
+#define GM_SMEM (GM_STAGES * (GM_A_STAGE + GM_B_STAGE) + GM_C_STAGE + 1024 + GM_BARS * 8 + (GM_BM + GM_BN) * 4)
 
 // A segment: rows [r0, r1) of C; need tiles complete it; its signal word.
 struct hc_gemm_segment {
@@ -588,25 +591,49 @@ __device__ __forceinline__ void gm_mainloop_block(float* d, int kb, int ke, int&
   }
 }
 
+// gm_row_scales is the scale loader's loop (one warp of the producer
+// warpgroup, row-wise scales with the TMA store): per tile this CTA
+// finishes, in the storer's order, it waits until the consumers have read
+// the last tile's scales, copies the tile's row scales of A and column
+// scales of B into shared memory at s (0 past M and N: those rows and
+// columns are never stored) and lets the consumers read them. Loaded while
+// the consumers run the tile's mainloop, the scales cost their epilogue
+// shared memory reads instead of 66 global loads' latency per thread.
+__device__ __forceinline__ void gm_row_scales(float* s, u32 ready, u32 taken, const float* scale_a,
+                                              const float* scale_b, int M, int N, const int* order, int row_tiles,
+                                              int col_tiles, int group, int tiles, int sk, int kt, int lane) {
+  int n = 0;
+  gm_item w;
+  for (int i = 0; gm_item_at(i, tiles, sk, kt, &w); i++) {
+    if (!w.final) continue;
+    int rt, ct;
+    gm_tile(w.t, order, row_tiles, col_tiles, group, &rt, &ct);
+    if (n > 0) gm_bar_wait(taken, (n - 1) & 1);
+    for (int j = lane; j < GM_BM; j += 32) s[j] = rt * GM_BM + j < M ? scale_a[rt * GM_BM + j] : 0.f;
+    for (int j = lane; j < GM_BN; j += 32) s[GM_BM + j] = ct * GM_BN + j < N ? scale_b[ct * GM_BN + j] : 0.f;
+    gm_bar_arrive(ready);  // each lane's arrival releases its stores
+    n++;
+  }
+}
+
+// gm_f2 is two floats moved as one 8-byte access.
+struct __align__(8) gm_f2 {
+  float x, y;
+};
+
 // gm_scale_rows multiplies this thread's share of a consumer's 64 x 256
-// rows (rows row and row + 8, columns col + 8·i and col + 8·i + 1) by the
-// row-wise scales: d *= sa[row]·sb[col] (the scales' product first, as the
-// per-tensor path multiplies by sa·sb). 2 + 64 scale loads per thread per
-// tile, in the epilogue only; rows past M and columns past N (never
-// stored) read nothing.
-__device__ __forceinline__ void gm_scale_rows(float* d, const float* scale_a, const float* scale_b, int M, int N, int row,
-                                              int col) {
-  const float a0 = row < M ? scale_a[row] : 0.f;
-  const float a1 = row + 8 < M ? scale_a[row + 8] : 0.f;
+// rows (tile rows r and r + 8, tile columns c + 8·i and c + 8·i + 1) by the
+// row-wise scales the scale loader left at s: d *= sa[r]·sb[c] (the scales'
+// product first, as the per-tensor path multiplies by sa·sb).
+__device__ __forceinline__ void gm_scale_rows(float* d, const float* s, int r, int c) {
+  const float a0 = s[r], a1 = s[r + 8];
 #pragma unroll
   for (int i = 0; i < 32; i++) {
-    const int c = col + 8 * i;
-    const float b0 = c < N ? scale_b[c] : 0.f;
-    const float b1 = c + 1 < N ? scale_b[c + 1] : 0.f;
-    d[4 * i] *= a0 * b0;
-    d[4 * i + 1] *= a0 * b1;
-    d[4 * i + 2] *= a1 * b0;
-    d[4 * i + 3] *= a1 * b1;
+    const gm_f2 b = *(const gm_f2*)(s + GM_BM + c + 8 * i);
+    d[4 * i] *= a0 * b.x;
+    d[4 * i + 1] *= a0 * b.y;
+    d[4 * i + 2] *= a1 * b.x;
+    d[4 * i + 3] *= a1 * b.y;
   }
 }
 
@@ -624,8 +651,9 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
   const u32 base = (raw + 1023) & ~1023u;
   const u32 sa = base, sb = base + GM_STAGES * GM_A_STAGE;
   const u32 cstage = sb + GM_STAGES * GM_B_STAGE;
-  const u32 bars = cstage + GM_C_STAGE;  // full[GM_STAGES], empty[GM_STAGES], staged[2], freed[2]
-  const u32 staged = bars + 16 * GM_STAGES, freed = staged + 16;
+  const u32 bars = cstage + GM_C_STAGE;  // full[GM_STAGES], empty[GM_STAGES], staged[2], freed[2], sready, staken
+  const u32 staged = bars + 16 * GM_STAGES, freed = staged + 16, sready = freed + 16, staken = sready + 8;
+  float* const srow = (float*)(gm_smem_raw + (bars + GM_BARS * 8 - raw));  // the row-wise scales
   const int col_tiles = (N + GM_BN - 1) / GM_BN;
   const int tiles = row_tiles * col_tiles;
   const int k_tiles = (K + In::KT - 1) / In::KT;
@@ -640,6 +668,8 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
       gm_bar_init(staged + 8 * c, 128);  // every thread of consumer c
       gm_bar_init(freed + 8 * c, 1);     // the storer, when it has read consumer c's half
     }
+    gm_bar_init(sready, 32);  // the scale loader's lanes
+    gm_bar_init(staken, 8);   // one arrival per consumer warp
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
@@ -649,6 +679,10 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
     if (threadIdx.x == 32) {
       gm_storer<TMA>(tmc, cstage, staged, freed, order, row_tiles, col_tiles, group, tiles, sk, k_tiles, segs, nsegs,
                      counters, value);
+    }
+    if (SCALING == GM_SCALE_ROW && TMA && threadIdx.x / 32 == 2) {
+      gm_row_scales(srow, sready, staken, scale_a, scale_b, M, N, order, row_tiles, col_tiles, group, tiles, sk,
+                    k_tiles, threadIdx.x % 32);
     }
     if (threadIdx.x != 0) return;
     // The loader.
@@ -727,8 +761,10 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
       for (int i = 0; i < 128; i++) d[i] *= scale;
     }
     if constexpr (SCALING == GM_SCALE_ROW && TMA) {
-      gm_scale_rows(d, scale_a, scale_b, M, N, rt * GM_BM + cw * 64 + warp * 16 + lane / 4,
-                    ct * GM_BN + 2 * (lane % 4));
+      gm_bar_wait(sready, n & 1);
+      gm_scale_rows(d, srow, cw * 64 + warp * 16 + lane / 4, 2 * (lane % 4));
+      __syncwarp();
+      if (lane == 0) gm_bar_arrive(staken);
     }
 
     // The halves go through the staging buffer in turn, consumer 0's

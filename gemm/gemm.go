@@ -34,7 +34,7 @@ const (
 
 	gemmThreads = 384
 	gemmStages  = 4
-	gemmShared  = gemmStages*(TileM*tileK*2+tileN*tileK*2) + TileM/2*tileN*2 + 1024 + (2*gemmStages+4)*8
+	gemmShared  = gemmStages*(TileM*tileK*2+tileN*tileK*2) + TileM/2*tileN*2 + 1024 + (2*gemmStages+6)*8 + (TileM+tileN)*4
 
 	// DefaultGroup is how many row tiles the walk takes at a time (see
 	// Params.Group).
