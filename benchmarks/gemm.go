@@ -100,6 +100,11 @@ type GemmRow struct {
 	// hiercoll's; Overlap the overlapped path.
 	Gemm, RS, RSAuto, GemmNCCL, Sequential, Overlap                                     time.Duration
 	GemmSpread, RSSpread, RSAutoSpread, GemmNCCLSpread, SequentialSpread, OverlapSpread Spread
+	// OverBoundRounds is OverBound round by round: each round's overlapped
+	// time over the larger of the same round's GEMM and faster
+	// reduce-scatter, so that the power cap's drift between rounds, which
+	// moves the GEMM alone by several percent, cancels.
+	OverBoundRounds []float64
 	// GemmAlone and GemmInOverlap are the GEMM's own time on the device in
 	// separate calls (median): whole on an idle GPU, and block by block on
 	// the GEMM stream of the overlapped path beside the communication.
@@ -323,9 +328,19 @@ func printGemmRow(p Printer, shape GemmShape, row GemmRow) {
 	if row.GemmNCCL > 0 {
 		spread += fmt.Sprintf(" gemm+nccl %v", row.GemmNCCLSpread)
 	}
+	if len(row.OverBoundRounds) > 0 {
+		spread += fmt.Sprintf(" | ovl/bound by round %s", roundRatios(row.OverBoundRounds))
+	}
 	p.Printf("%-18s %s\n", "", spread)
 	p.Printf("%-18s GEMM: %v (%s)\n", "", row.Choice, row.Why)
 	p.Printf("%-18s %s\n", "", row.TraceLine())
+}
+
+// roundRatios is a ratio's rounds as "median [least..greatest]".
+func roundRatios(rs []float64) string {
+	s := slices.Clone(rs)
+	slices.Sort(s)
+	return fmt.Sprintf("%.3f [%.3f..%.3f]", s[len(s)/2], s[0], s[len(s)-1])
 }
 
 func usOrDash(d time.Duration) string {
@@ -771,6 +786,10 @@ func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) error {
 	}
 	for _, x := range paths {
 		*x.dst, x.spread.Min, x.spread.Max = medianOf(x.got)
+	}
+	gemm, rs, rsAuto, overlap := paths[0].got, paths[1].got, paths[2].got, paths[4].got
+	for k := range overlap {
+		row.OverBoundRounds = append(row.OverBoundRounds, overlap[k].Seconds()/max(gemm[k], min(rs[k], rsAuto[k])).Seconds())
 	}
 	return nil
 }

@@ -91,6 +91,14 @@ func TestGemmBenchOnSim(t *testing.T) {
 					require.Positive(t, row.RS)
 					require.Positive(t, row.RSAuto)
 					require.InDelta(t, row.Overlap.Seconds()/max(row.Gemm, min(row.RS, row.RSAuto)).Seconds(), row.OverBound(), 1e-12)
+					// Each round's ratio lies between those of the
+					// spreads' ends (it pairs one measurement of each).
+					require.Len(t, row.OverBoundRounds, opts.Reps)
+					lo := row.OverlapSpread.Min.Seconds() / max(row.GemmSpread.Max, min(row.RSSpread.Max, row.RSAutoSpread.Max)).Seconds()
+					hi := row.OverlapSpread.Max.Seconds() / max(row.GemmSpread.Min, min(row.RSSpread.Min, row.RSAutoSpread.Min)).Seconds()
+					for _, r := range row.OverBoundRounds {
+						require.True(t, lo <= r && r <= hi, "round ratio %g outside [%g, %g]", r, lo, hi)
+					}
 					require.Positive(t, row.Sequential)
 					require.Positive(t, row.Overlap)
 					require.Positive(t, row.GemmInOverlap)
