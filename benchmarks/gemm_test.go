@@ -3,6 +3,7 @@ package benchmarks_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -196,4 +197,24 @@ func TestMMBenchOnSim(t *testing.T) {
 		require.LessOrEqual(t, row.BoundUse, 1.0)
 	}
 	require.Equal(t, 2, strings.Count(out.String(), " ok: "), out.String())
+}
+
+func TestWriteGemmJSONCarriesTheRounds(t *testing.T) {
+	rows := []benchmarks.GemmRow{
+		{Shape: benchmarks.GemmShape{M: 64, N: 32, K: 128}, KLocal: 64, Gemm: 100 * time.Microsecond, RS: 40 * time.Microsecond,
+			RSAuto: 30 * time.Microsecond, Overlap: 110 * time.Microsecond, OverBoundRounds: []float64{1.05, 1.1, 1.2}},
+		{Shape: benchmarks.GemmShape{M: 8, N: 8, K: 8}, Skipped: "not here"},
+	}
+	var out bytes.Buffer
+	require.NoError(t, benchmarks.WriteGemmJSON(&out, rows, 2, dtype.BF16))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 2)
+	var got struct {
+		OverBound       float64   `json:"overlap_over_bound"`
+		OverBoundRounds []float64 `json:"overlap_over_bound_rounds"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &got))
+	require.InDelta(t, 1.1, got.OverBound, 1e-12)
+	require.Equal(t, []float64{1.05, 1.1, 1.2}, got.OverBoundRounds)
+	require.NotContains(t, lines[1], "overlap_over_bound")
 }

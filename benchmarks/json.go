@@ -69,10 +69,12 @@ type gemmJSON struct {
 	GemmRS    *float64 `json:"gemm_rs_us,omitempty"`
 	Overlap   *float64 `json:"overlap_us,omitempty"`
 	OverBound *float64 `json:"overlap_over_bound,omitempty"`
-	Picks     string   `json:"picks,omitempty"`
-	GemmKind  string   `json:"gemm,omitempty"`
-	BoundUse  *float64 `json:"bound_use,omitempty"`
-	Simulated bool     `json:"simulated"`
+	// OverBoundRounds is OverBound round by round (GemmRow.OverBoundRounds).
+	OverBoundRounds []float64 `json:"overlap_over_bound_rounds,omitempty"`
+	Picks           string    `json:"picks,omitempty"`
+	GemmKind        string    `json:"gemm,omitempty"`
+	BoundUse        *float64  `json:"bound_use,omitempty"`
+	Simulated       bool      `json:"simulated"`
 }
 
 // WriteGemmJSON writes the rows as JSON, one object per line.
@@ -83,7 +85,7 @@ func WriteGemmJSON(w io.Writer, rows []GemmRow, world int, dt dtype.DType) error
 			Skipped: r.Skipped, Simulated: r.Simulated}
 		if r.Skipped == "" {
 			j.Gemm, j.TFLOPS, j.RS, j.RSAuto = ptr(us(r.Gemm)), ptr(r.TFLOPS()), ptr(us(r.RS)), ptr(us(r.RSAuto))
-			j.OverBound = ptr(r.OverBound())
+			j.OverBound, j.OverBoundRounds = ptr(r.OverBound()), r.OverBoundRounds
 			j.GemmRS, j.Overlap, j.BoundUse = ptr(us(r.Sequential)), ptr(us(r.Overlap)), ptr(r.BoundUse)
 			if r.GemmNCCL > 0 {
 				j.GemmNCCL = ptr(us(r.GemmNCCL))
