@@ -338,9 +338,8 @@ func printGemmRow(p Printer, shape GemmShape, row GemmRow) {
 
 // roundRatios is a ratio's rounds as "median [least..greatest]".
 func roundRatios(rs []float64) string {
-	s := slices.Clone(rs)
-	slices.Sort(s)
-	return fmt.Sprintf("%.3f [%.3f..%.3f]", s[len(s)/2], s[0], s[len(s)-1])
+	med, lo, hi := medianOf(rs)
+	return fmt.Sprintf("%.3f [%.3f..%.3f]", med, lo, hi)
 }
 
 func usOrDash(d time.Duration) string {

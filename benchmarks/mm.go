@@ -1,6 +1,7 @@
 package benchmarks
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,8 +63,9 @@ type MMRow struct {
 	MaxDiff, BoundUse float64
 }
 
-// median and spread of a round's times.
-func medianOf(ds []time.Duration) (med, lo, hi time.Duration) {
+// medianOf is the median (the upper of the middle two), the least and the
+// greatest of a path's measurements over the rounds (times, or ratios).
+func medianOf[T cmp.Ordered](ds []T) (med, lo, hi T) {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2], s[0], s[len(s)-1]
