@@ -3,14 +3,19 @@
 # GPUs (after scripts/gpu-build.sh and scripts/build-capi.sh here; an older
 # build for before/after in build/old-hiercoll, optional). Logs under $OUT.
 #   scripts/gpu-standing.sh [sections...]   sections: rs rounds checks gemm fp8
-#   rs:     the reduce-scatter beside NCCL on 4 and 2 GPUs (SM and pull
-#           engines), and the SM engine of the older build in turn
+#   rs:     the README's table: the reduce-scatter beside NCCL on every GPU
+#           (zero copy twice, in turn with the caller's buffer plain,
+#           registered and captured in a CUDA graph) and on 2 (zero copy
+#           twice, registered, plain), from PyTorch on every GPU and on 2;
+#           the older build's default engine in turn
 #   rounds: under --max-symm 64M the pull engine in rounds and the ring,
 #           beside the direct pull engine
 #   checks: verify (the pull engine whole and in rounds, on emulated nodes
 #           too, and on registered inputs by the copy engine), the GPU tests (dying rank, graph replays), the torch tests
-#   gemm:   GEMM + RS beside torch (bench-gemm; gemm_baseline.py: async-TP),
-#           the older build's bench-gemm in turn
+#   gemm:   GEMM + RS against its bound at issue 30's seven shapes
+#           (bench-gemm), the older build's in turn, and beside torch
+#           (gemm_baseline.py) in three processes: async-TP's time moves
+#           between processes (RESULTS, eighteenth session)
 #   fp8:    scripts/gpu-fp8.sh, when present
 set -uo pipefail
 source "$(dirname "$0")/gpu-env.sh"
@@ -22,12 +27,23 @@ ngpu=$(nvidia-smi -L | wc -l)
 { date -u +"run at %Y-%m-%dT%H:%M:%SZ"; nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv; } >>"$OUT/when.txt" 2>&1
 export HIERCOLL_LIB=$PWD/build/libhiercoll.so PYTHONPATH=$PWD/python
 if has rs; then
-	step bench $H bench --sizes 1M,2M,4M,8M,32M,128M,512M,1G,2G --engine sm,pull --csv "$OUT/bench-1x$ngpu.csv" --png "$OUT/bench-1x$ngpu.png"
-	step bench-2gpu env CUDA_VISIBLE_DEVICES=0,1 $H bench --sizes 1M,2M,4M,8M,32M,128M,512M,1G,2G --engine sm,pull --csv "$OUT/bench-1x2.csv"
-	step copy-in $H bench --sizes 32M,128M,512M,2G --engine pull --copy-in --csv "$OUT/copy-in-1x$ngpu.csv"
+	sizes=1M,4M,8M,16M,32M,64M,128M,512M,1G,2G
+	step bench-zc-1 $H bench --sizes $sizes --csv "$OUT/bench-1x$ngpu.csv" --png "$OUT/bench-1x$ngpu.png"
+	step bench-plain $H bench --sizes $sizes --copy-in
+	step bench-registered $H bench --sizes $sizes --register
+	step bench-captured $H bench --sizes 1M,4M,8M,32M,512M,2G --graphs on --capture
+	step bench-zc-2 $H bench --sizes $sizes
+	step bench-2gpu-zc-1 env CUDA_VISIBLE_DEVICES=0,1 $H bench --sizes $sizes --csv "$OUT/bench-1x2.csv"
+	step bench-2gpu-registered env CUDA_VISIBLE_DEVICES=0,1 $H bench --sizes $sizes --register
+	step bench-2gpu-plain env CUDA_VISIBLE_DEVICES=0,1 $H bench --sizes $sizes --copy-in
+	step bench-2gpu-zc-2 env CUDA_VISIBLE_DEVICES=0,1 $H bench --sizes $sizes
+	step check-rs torchrun --nproc-per-node "$ngpu" benchmarks/torch/check_rs.py --engine pull --dtypes bf16 --rounds 3 \
+		--shapes 4096x4096,16384x4096,32768x4096,65536x4096,262144x4096
+	step check-rs-2gpu env CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc-per-node 2 benchmarks/torch/check_rs.py --engine pull --dtypes bf16 --rounds 3 \
+		--shapes 4096x4096,16384x4096,65536x4096,131072x4096,262144x4096
 	if [ -x "$OLD" ]; then
-		step sm-old $OLD bench --sizes 32M,128M,512M,2G --engine sm --reps 5
-		step sm-new $H bench --sizes 32M,128M,512M,2G --engine sm --reps 5
+		step bench-old $OLD bench --sizes 32M,128M,512M,2G
+		step bench-new $H bench --sizes 32M,128M,512M,2G
 	fi
 fi
 if has rounds; then
@@ -53,9 +69,12 @@ if has checks; then
 	step pytest-ranks torchrun --nproc-per-node "$ngpu" -m pytest -q python/tests/test_hiercoll.py
 fi
 if has gemm; then
-	step gemm-new $H bench-gemm --gemm own
-	[ -x "$OLD" ] && step gemm-old $OLD bench-gemm --gemm own
-	step gemm-torch torchrun --nproc-per-node "$ngpu" benchmarks/torch/gemm_baseline.py --hiercoll --reps 5
+	seven=8192x8192x28672,8192x8192x8192,4096x8192x28672,16384x4096x14336,8192x5120x13824,4096x8192x8192,2048x8192x28672
+	step gemm-new $H bench-gemm --gemm own --shapes $seven
+	[ -x "$OLD" ] && step gemm-old $OLD bench-gemm --gemm own --shapes $seven
+	for i in 1 2 3; do
+		step gemm-torch-$i torchrun --nproc-per-node "$ngpu" benchmarks/torch/gemm_baseline.py --hiercoll
+	done
 fi
 if has fp8 && [ -x scripts/gpu-fp8.sh ]; then
 	step fp8 scripts/gpu-fp8.sh
