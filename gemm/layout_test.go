@@ -13,8 +13,10 @@ import (
 )
 
 // The kernel's dynamic shared memory is written twice: GM_SMEM in gemm.cu,
-// what the kernel lays out, and gemmShared here, what a launch asks for.
-// The kernel's #defines, evaluated, must agree with the launch's constants.
+// the sum of what the kernel lays out from its defines (stages, staging
+// buffer, alignment, barriers, row scales), and gemmShared here, what a
+// launch asks for. Those defines, evaluated, must agree with the launch's
+// constants.
 func TestKernelLayoutMatchesTheLaunch(t *testing.T) {
 	defs := kernelDefines(gemmSource)
 	for name, want := range map[string]int64{
