@@ -788,7 +788,8 @@ func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) error {
 	}
 	gemm, rs, rsAuto, overlap := paths[0].got, paths[1].got, paths[2].got, paths[4].got
 	for k := range overlap {
-		row.OverBoundRounds = append(row.OverBoundRounds, overlap[k].Seconds()/max(gemm[k], min(rs[k], rsAuto[k])).Seconds())
+		round := GemmRow{Gemm: gemm[k], RS: rs[k], RSAuto: rsAuto[k], Overlap: overlap[k]}
+		row.OverBoundRounds = append(row.OverBoundRounds, round.OverBound())
 	}
 	return nil
 }
