@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The standing figures and the GPU check at one commit, on a machine of 4
-# GPUs (after scripts/gpu-build.sh and scripts/build-capi.sh here; an older
-# build for before/after in build/old-hiercoll, optional). Logs under $OUT.
+# GPUs, or of 2, where the steps on every GPU are the 2-GPU set and the
+# separate 2-GPU steps are skipped (after scripts/gpu-build.sh and
+# scripts/build-capi.sh here; an older build for before/after in
+# build/old-hiercoll, optional). Logs under $OUT.
 #   scripts/gpu-standing.sh [sections...]   sections: rs rounds checks gemm fp8
 #   rs:     the README's table: the reduce-scatter beside NCCL on every GPU
 #           (zero copy twice, in turn with the caller's buffer plain,
@@ -24,6 +26,14 @@ OLD=build/old-hiercoll
 sections=${*:-rs checks gemm}
 has() { [[ " $sections " == *" $1 "* ]]; }
 ngpu=$(nvidia-smi -L | wc -l)
+# step2 runs a step on GPUs 0 and 1 where there are more than 2 (on 2 the
+# step on every GPU measured it already).
+step2() {
+	if [ "$ngpu" -gt 2 ]; then
+		local name=$1; shift
+		step "$name" env CUDA_VISIBLE_DEVICES=0,1 "$@"
+	fi
+}
 { date -u +"run at %Y-%m-%dT%H:%M:%SZ"; nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv; } >>"$OUT/when.txt" 2>&1
 export HIERCOLL_LIB=$PWD/build/libhiercoll.so PYTHONPATH=$PWD/python
 if has rs; then
@@ -33,14 +43,18 @@ if has rs; then
 	step bench-registered $H bench --sizes $sizes --register
 	step bench-captured $H bench --sizes 1M,4M,8M,32M,512M,2G --graphs on --capture
 	step bench-zc-2 $H bench --sizes $sizes
-	step bench-2gpu-zc-1 env CUDA_VISIBLE_DEVICES=0,1 $H bench --sizes $sizes --csv "$OUT/bench-1x2.csv"
-	step bench-2gpu-registered env CUDA_VISIBLE_DEVICES=0,1 $H bench --sizes $sizes --register
-	step bench-2gpu-plain env CUDA_VISIBLE_DEVICES=0,1 $H bench --sizes $sizes --copy-in
-	step bench-2gpu-zc-2 env CUDA_VISIBLE_DEVICES=0,1 $H bench --sizes $sizes
+	step2 bench-2gpu-zc-1 $H bench --sizes $sizes --csv "$OUT/bench-1x2.csv"
+	step2 bench-2gpu-registered $H bench --sizes $sizes --register
+	step2 bench-2gpu-plain $H bench --sizes $sizes --copy-in
+	step2 bench-2gpu-zc-2 $H bench --sizes $sizes
+	# Inputs of M × 4096 bf16 per rank: 32 MiB (M = 4096) to 2 GiB (M = 262144).
+	rows2=4096x4096,16384x4096,65536x4096,131072x4096,262144x4096
+	rows=4096x4096,16384x4096,32768x4096,65536x4096,262144x4096
+	[ "$ngpu" -eq 2 ] && rows=$rows2
 	step check-rs torchrun --nproc-per-node "$ngpu" benchmarks/torch/check_rs.py --engine pull --dtypes bf16 --rounds 3 \
-		--shapes 4096x4096,16384x4096,32768x4096,65536x4096,262144x4096
-	step check-rs-2gpu env CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc-per-node 2 benchmarks/torch/check_rs.py --engine pull --dtypes bf16 --rounds 3 \
-		--shapes 4096x4096,16384x4096,65536x4096,131072x4096,262144x4096
+		--shapes $rows
+	step2 check-rs-2gpu torchrun --nproc-per-node 2 benchmarks/torch/check_rs.py --engine pull --dtypes bf16 --rounds 3 \
+		--shapes $rows2
 	if [ -x "$OLD" ]; then
 		step bench-old $OLD bench --sizes 32M,128M,512M,2G
 		step bench-new $H bench --sizes 32M,128M,512M,2G
@@ -57,7 +71,7 @@ if has checks; then
 	# Registered inputs, the copy engine's pulls forced from 1 MiB blocks (the
 	# default on 2 GPUs from 256 MiB): on every GPU, and on 2.
 	step verify-cepull $H verify --engine pull --register --ce-pull 1M --one-shot off --repeat 50
-	step verify-cepull-2gpu env CUDA_VISIBLE_DEVICES=0,1 $H verify --engine pull --register --ce-pull 1M --one-shot off --repeat 50
+	step2 verify-cepull-2gpu $H verify --engine pull --register --ce-pull 1M --one-shot off --repeat 50
 	if [ "$ngpu" -ge 4 ]; then
 		step verify-pull-2x2 $H verify --engine pull --nodes 2 --max-symm 16M --repeat 50
 		step verify-pull-4x1 $H verify --engine pull --nodes 4 --repeat 50
