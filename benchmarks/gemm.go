@@ -300,7 +300,8 @@ func printGemmHeader(p Printer, r world.Rank, o GemmOptions, gpu bool, ref *Refe
 	} else {
 		p.Printf("  NCCL %s on the same C, same processes\n", ref.Version)
 	}
-	p.Printf("  times per call in us: the median of %s of %s (the paths in turn, each round starting with the next; each the slowest rank's), their spread on the line below; gemm@ovl and gemm1 are the GEMM's own device time in single calls (median)\n",
+	p.Printf("  times per call in us: the median of %s of %s (the paths in turn, each round starting with the next; each the slowest rank's), their spread on the line below; gemm@ovl and gemm1 are the GEMM's own device time in single calls (median)\n"+
+		"  each measurement starts after the ranks' barrier and one untimed call: after that pause the GEMM's paths read faster than in an unbroken stream of calls at the power cap (benchmarks/RESULTS.md)\n",
 		Count(o.Reps, "measurement"), Count(o.Iters, "call"))
 	p.Printf("  rs: the GemmRS's reduce-scatter of C alone (its sequential calls' context); rs auto: alone with Auto's engine, the product registered; ovl/bound: overlap over the larger of gemm and the faster rs\n")
 	p.Printf("%-18s %6s %10s %7s %9s %9s %10s %9s %9s %8s %8s %9s %9s %9s %6s %-10s %s\n",
@@ -744,7 +745,10 @@ func (s Spread) String() string { return fmt.Sprintf("[%.1f..%.1f]", us(s.Min), 
 // timePaths warms every path up (first calls pay for setup), then times
 // them in turn within each of Reps rounds, each round starting with the
 // next path (at the power cap what runs first reads fast); each time is
-// the median of the rounds' slowest-rank times.
+// the median of the rounds' slowest-rank times. A measurement follows the
+// ranks' barrier and one untimed call (timeCalls), so the GEMM's paths read
+// faster than in an unbroken stream of calls; timing each after as many
+// untimed calls of its own did not narrow the rounds (RESULTS.md).
 func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) error {
 	type path struct {
 		dst    *time.Duration
