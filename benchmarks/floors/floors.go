@@ -3,7 +3,8 @@
 // floor is known before a result is called fast or slow: copy-engine
 // copies (local, one peer alone, both ways, every rank to its ring
 // neighbour, every rank to all peers at once), SM-driven peer writes and
-// reads (the reduce kernel pointed at peer memory), the reduce kernel's
+// reads (the reduce kernel pointed at peer memory), the same moves by the
+// TMA's bulk copies on a few SMs (kernels.LaunchBulkCopy), the reduce kernel's
 // bandwidth against its SM budget, the latency of signals and stream
 // operations, SM loads and the copy engine's reads at once, the copy
 // engine's reads in chunks with the sums an engine makes beside them
@@ -306,6 +307,13 @@ func (l *lab) copies() error {
 			return err
 		}
 	}
+	for _, g := range []int{8, 16, 32} {
+		if err := l.measure(fmt.Sprintf("TMA bulk local copy, %d SMs", g), bytes, true, func() error {
+			return kernels.LaunchBulkCopy(l.r.Dev, s0, g, l.block(1), l.src, bytes)
+		}); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -392,6 +400,17 @@ func (l *lab) peerCopies() error {
 			return l.smCopy(s0, 2*g, l.block(1), l.slot((me+1)%n, (me+1)%n), bytes)
 		}})
 	}
+	// The same moves by the TMA's bulk copies, one thread block per SM: the
+	// SMs' rate when their loads and stores are not what moves the bytes.
+	for _, g := range []int{8, 16, 32} {
+		cases = append(cases,
+			copyCase{fmt.Sprintf("TMA bulk peer write (push) to rank+1, %d SMs, ring", g), true, func() error {
+				return kernels.LaunchBulkCopy(l.r.Dev, s0, g, l.slot((me+1)%n, me), l.src, bytes)
+			}},
+			copyCase{fmt.Sprintf("TMA bulk peer read (pull) from rank+1, %d SMs, ring", g), true, func() error {
+				return kernels.LaunchBulkCopy(l.r.Dev, s0, g, l.block(1), l.slot((me+1)%n, (me+1)%n), bytes)
+			}})
+	}
 	for _, c := range cases {
 		if err := l.measure(c.name, bytes, c.active, c.fn); err != nil {
 			return err
@@ -418,6 +437,21 @@ func (l *lab) peerCopies() error {
 				return err
 			}
 			if err := l.measure(fmt.Sprintf("SM peer reads (pull) from all %d peers, %d SMs", n-1, g), int64(n-1)*part, true, l.mixedReads(g, 100, part, 0)); err != nil {
+				return err
+			}
+		}
+		for _, g := range []int{16, 32} {
+			grid := max(1, g/(n-1))
+			bulk := func() error {
+				for i := 1; i < n; i++ {
+					at := int64(i-1) * part
+					if err := kernels.LaunchBulkCopy(l.r.Dev, l.streams[i], grid, l.slot((me+i)%n, me).Add(at), l.src.Add(at), part); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			if err := l.measure(fmt.Sprintf("TMA bulk peer writes (push) to all %d peers, %d SMs", n-1, grid*(n-1)), int64(n-1)*part, true, bulk); err != nil {
 				return err
 			}
 		}
