@@ -40,6 +40,10 @@ func LaunchBulkCopy(dev device.Device, s device.Stream, grid int, dst, src devic
 	return dev.Launch(s, bulkKernel, grid, dst, src, n)
 }
 
+// PrepareBulkCopy loads the bulk copy on dev: ErrNotSupported on GPUs
+// other than Hopper.
+func PrepareBulkCopy(dev device.Device) error { return dev.Prepare(bulkKernel) }
+
 // bulkHost is the bulk copy's Go twin.
 func bulkHost(mem device.HostMemory, _ int, args []any) error {
 	bad := fmt.Errorf("bulk copy arguments %v: %w", args, device.ErrInvalidArgument)

@@ -82,6 +82,7 @@ type lab struct {
 	streams []device.Stream
 	t0, t1  device.Event
 	mapped  bool // every rank's heap is mapped here
+	bulk    bool // the TMA's bulk copy runs here (Hopper)
 	barrier uint32
 	// pipeEvents are the pipelined reads' (pipeline.go).
 	pipeEvents []device.Event
@@ -178,6 +179,13 @@ func (l *lab) open() error {
 		}
 	}
 	if err := l.openPipeline(); err != nil {
+		return err
+	}
+	// Loaded before anything is queued (loading can wait for queued work).
+	switch err := kernels.PrepareBulkCopy(l.r.Dev); {
+	case err == nil:
+		l.bulk = true
+	case !errors.Is(err, device.ErrNotSupported):
 		return err
 	}
 	fill := make([]byte, min(16<<20, size))
@@ -288,6 +296,15 @@ func (l *lab) smCopy(s device.Stream, grid int, dst, from device.Ptr, nbytes int
 	return kernels.LaunchReduce(l.r.Dev, s, dtype.F32, grid, dst, kernels.Blocks{Src: from, Stride: nbytes / 4, N: 1, Count: nbytes / 4, Self: -1})
 }
 
+// bulkBudgets are the SM budgets the TMA's bulk copies are measured with
+// (none where they cannot run).
+func (l *lab) bulkBudgets(sms ...int) []int {
+	if !l.bulk {
+		return nil
+	}
+	return sms
+}
+
 // smBudgets are the SM budgets the SM copies and the reduce kernel are
 // measured with.
 func (l *lab) smBudgets(from ...int) []int { return append(from, l.sms) }
@@ -307,7 +324,7 @@ func (l *lab) copies() error {
 			return err
 		}
 	}
-	for _, g := range []int{8, 16, 32} {
+	for _, g := range l.bulkBudgets(8, 16, 32) {
 		if err := l.measure(fmt.Sprintf("TMA bulk local copy, %d SMs", g), bytes, true, func() error {
 			return kernels.LaunchBulkCopy(l.r.Dev, s0, g, l.block(1), l.src, bytes)
 		}); err != nil {
@@ -402,7 +419,7 @@ func (l *lab) peerCopies() error {
 	}
 	// The same moves by the TMA's bulk copies, one thread block per SM: the
 	// SMs' rate when their loads and stores are not what moves the bytes.
-	for _, g := range []int{8, 16, 32} {
+	for _, g := range l.bulkBudgets(8, 16, 32) {
 		cases = append(cases,
 			copyCase{fmt.Sprintf("TMA bulk peer write (push) to rank+1, %d SMs, ring", g), true, func() error {
 				return kernels.LaunchBulkCopy(l.r.Dev, s0, g, l.slot((me+1)%n, me), l.src, bytes)
@@ -440,7 +457,7 @@ func (l *lab) peerCopies() error {
 				return err
 			}
 		}
-		for _, g := range []int{16, 32} {
+		for _, g := range l.bulkBudgets(16, 32) {
 			grid := max(1, g/(n-1))
 			bulk := func() error {
 				for i := 1; i < n; i++ {
