@@ -10,9 +10,7 @@
 // gives the same bits; ReduceRange is that arithmetic for the engines' Go
 // twins. PeerSource is the CUDA prelude (element types, system-scope loads,
 // stores and atomics) every module that moves rows between GPUs starts
-// with. LaunchBulkCopy moves bytes with the TMA's bulk copies on a few SMs
-// (Hopper), for the lab probe's floors. An engine's own kernel lives in its
-// folder under intranode.
+// with. An engine's own kernel lives in its folder under intranode.
 package kernels
 
 import (

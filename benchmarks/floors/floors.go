@@ -3,8 +3,7 @@
 // floor is known before a result is called fast or slow: copy-engine
 // copies (local, one peer alone, both ways, every rank to its ring
 // neighbour, every rank to all peers at once), SM-driven peer writes and
-// reads (the reduce kernel pointed at peer memory), the same moves by the
-// TMA's bulk copies on a few SMs (kernels.LaunchBulkCopy), the reduce kernel's
+// reads (the reduce kernel pointed at peer memory), the reduce kernel's
 // bandwidth against its SM budget, the latency of signals and stream
 // operations, SM loads and the copy engine's reads at once, the copy
 // engine's reads in chunks with the sums an engine makes beside them
@@ -82,7 +81,6 @@ type lab struct {
 	streams []device.Stream
 	t0, t1  device.Event
 	mapped  bool // every rank's heap is mapped here
-	bulk    bool // the TMA's bulk copy runs here (Hopper)
 	barrier uint32
 	// pipeEvents are the pipelined reads' (pipeline.go).
 	pipeEvents []device.Event
@@ -179,13 +177,6 @@ func (l *lab) open() error {
 		}
 	}
 	if err := l.openPipeline(); err != nil {
-		return err
-	}
-	// Loaded before anything is queued (loading can wait for queued work).
-	switch err := kernels.PrepareBulkCopy(l.r.Dev); {
-	case err == nil:
-		l.bulk = true
-	case !errors.Is(err, device.ErrNotSupported):
 		return err
 	}
 	fill := make([]byte, min(16<<20, size))
@@ -296,15 +287,6 @@ func (l *lab) smCopy(s device.Stream, grid int, dst, from device.Ptr, nbytes int
 	return kernels.LaunchReduce(l.r.Dev, s, dtype.F32, grid, dst, kernels.Blocks{Src: from, Stride: nbytes / 4, N: 1, Count: nbytes / 4, Self: -1})
 }
 
-// bulkBudgets are the SM budgets the TMA's bulk copies are measured with
-// (none where they cannot run).
-func (l *lab) bulkBudgets(sms ...int) []int {
-	if !l.bulk {
-		return nil
-	}
-	return sms
-}
-
 // smBudgets are the SM budgets the SM copies and the reduce kernel are
 // measured with.
 func (l *lab) smBudgets(from ...int) []int { return append(from, l.sms) }
@@ -320,13 +302,6 @@ func (l *lab) copies() error {
 	for _, g := range l.smBudgets(16, 32, 64) {
 		if err := l.measure(fmt.Sprintf("SM local copy, %d SMs", g), bytes, true, func() error {
 			return l.smCopy(s0, 2*g, l.block(1), l.src, bytes)
-		}); err != nil {
-			return err
-		}
-	}
-	for _, g := range l.bulkBudgets(8, 16, 32) {
-		if err := l.measure(fmt.Sprintf("TMA bulk local copy, %d SMs", g), bytes, true, func() error {
-			return kernels.LaunchBulkCopy(l.r.Dev, s0, g, l.block(1), l.src, bytes)
 		}); err != nil {
 			return err
 		}
@@ -417,17 +392,6 @@ func (l *lab) peerCopies() error {
 			return l.smCopy(s0, 2*g, l.block(1), l.slot((me+1)%n, (me+1)%n), bytes)
 		}})
 	}
-	// The same moves by the TMA's bulk copies, one thread block per SM: the
-	// SMs' rate when their loads and stores are not what moves the bytes.
-	for _, g := range l.bulkBudgets(8, 16, 32) {
-		cases = append(cases,
-			copyCase{fmt.Sprintf("TMA bulk peer write (push) to rank+1, %d SMs, ring", g), true, func() error {
-				return kernels.LaunchBulkCopy(l.r.Dev, s0, g, l.slot((me+1)%n, me), l.src, bytes)
-			}},
-			copyCase{fmt.Sprintf("TMA bulk peer read (pull) from rank+1, %d SMs, ring", g), true, func() error {
-				return kernels.LaunchBulkCopy(l.r.Dev, s0, g, l.block(1), l.slot((me+1)%n, (me+1)%n), bytes)
-			}})
-	}
 	for _, c := range cases {
 		if err := l.measure(c.name, bytes, c.active, c.fn); err != nil {
 			return err
@@ -454,21 +418,6 @@ func (l *lab) peerCopies() error {
 				return err
 			}
 			if err := l.measure(fmt.Sprintf("SM peer reads (pull) from all %d peers, %d SMs", n-1, g), int64(n-1)*part, true, l.mixedReads(g, 100, part, 0)); err != nil {
-				return err
-			}
-		}
-		for _, g := range l.bulkBudgets(16, 32) {
-			grid := max(1, g/(n-1))
-			bulk := func() error {
-				for i := 1; i < n; i++ {
-					at := int64(i-1) * part
-					if err := kernels.LaunchBulkCopy(l.r.Dev, l.streams[i], grid, l.slot((me+i)%n, me).Add(at), l.src.Add(at), part); err != nil {
-						return err
-					}
-				}
-				return nil
-			}
-			if err := l.measure(fmt.Sprintf("TMA bulk peer writes (push) to all %d peers, %d SMs", n-1, grid*(n-1)), int64(n-1)*part, true, bulk); err != nil {
 				return err
 			}
 		}
