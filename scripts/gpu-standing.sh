@@ -17,7 +17,7 @@
 #   gemm:   GEMM + RS against its bound at issue 30's seven shapes
 #           (bench-gemm), the older build's in turn, and beside torch
 #           (gemm_baseline.py) in three processes: async-TP's time moves
-#           between processes (RESULTS, eighteenth session)
+#           between processes (benchmarks/RESULTS.md)
 #   fp8:    scripts/gpu-fp8.sh, when present
 set -uo pipefail
 source "$(dirname "$0")/gpu-env.sh"

@@ -18,8 +18,8 @@ For each M x N x K shape (K split over the ranks, bf16), the slowest rank's medi
                 its output is checked against mm then rs.
 Times come from CUDA events around `--iters` calls: the median of `--reps` measurements, their spread on the
 line below; within a measurement round the paths run in turn, each round starting with the next (a path
-timed first, on a GPU not yet at its power limit, reads fast). async-TP's time moves between processes (on 4 H200s
-0.577-0.749 ms at 8192^3 in three, benchmarks/RESULTS.md, eighteenth session): compare with it over several.
+timed first, on a GPU not yet at its power limit, reads fast). async-TP's time moves between processes
+(benchmarks/RESULTS.md): compare with it over several.
 """
 
 import os

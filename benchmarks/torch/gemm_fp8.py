@@ -36,8 +36,8 @@ the sum of torch's fast-accumulation products, plus one bf16 rounding; where tor
 (each round starting with the next path; slowest rank): hiercoll, async-TP's
 torch.ops.symm_mem.fused_scaled_matmul_reduce_scatter (use_fast_accum=True) where it runs, and _scaled_mm then
 NCCL's reduce_scatter_tensor. --shared-gpu (ranks on one GPU, as HIERCOLL_DEVICE=0 puts hiercoll's): the check
-only, no NCCL. async-TP's time moves between processes (on 4 H200s by up to 1.6x at 8192^3, benchmarks/RESULTS.md,
-eighteenth session): compare with it over several processes.
+only, no NCCL. async-TP's time moves between processes (benchmarks/RESULTS.md): compare with it over several
+processes.
 """
 
 import os
