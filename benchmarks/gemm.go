@@ -300,8 +300,8 @@ func printGemmHeader(p Printer, r world.Rank, o GemmOptions, gpu bool, ref *Refe
 	} else {
 		p.Printf("  NCCL %s on the same C, same processes\n", ref.Version)
 	}
-	p.Printf("  times per call in us: the median of %s of %s (the paths in turn, each round starting with the next; each the slowest rank's), their spread on the line below; gemm@ovl and gemm1 are the GEMM's own device time in single calls (median)\n"+
-		"  each measurement starts after the ranks' barrier and one untimed call: after that pause the GEMM's paths read faster than in an unbroken stream of calls at the power cap (benchmarks/RESULTS.md)\n",
+	p.Printf("  times per call in us: the median of %s of the mean of %s per path (the paths interleaved call by call in one stream, each round's cycle starting with the next; each the slowest rank's), their spread on the line below; gemm@ovl and gemm1 are the GEMM's own device time in single calls (median)\n"+
+		"  each round starts after the ranks' barrier and one untimed call of each path\n",
 		Count(o.Reps, "measurement"), Count(o.Iters, "call"))
 	p.Printf("  rs: the GemmRS's reduce-scatter of C alone (its sequential calls' context); rs auto: alone with Auto's engine, the product registered; ovl/bound: overlap over the larger of gemm and the faster rs\n")
 	p.Printf("%-18s %6s %10s %7s %9s %9s %10s %9s %9s %8s %8s %9s %9s %9s %6s %-10s %s\n",
@@ -743,13 +743,16 @@ type Spread struct{ Min, Max time.Duration }
 func (s Spread) String() string { return fmt.Sprintf("[%.1f..%.1f]", us(s.Min), us(s.Max)) }
 
 // timePaths warms every path up (first calls pay for setup), then times
-// them in turn within each of Reps rounds, each round starting with the
-// next path (at the power cap what runs first reads fast); each time is
-// the median of the rounds' slowest-rank times. A measurement follows the
-// ranks' barrier and one untimed call (timeCalls), so the GEMM's paths read
-// faster than in an unbroken stream of calls; timing each after as many
-// untimed calls of its own did not narrow the rounds (RESULTS.md).
-func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) error {
+// them within each of Reps rounds interleaved call by call in one unbroken
+// stream (each call between two events), each round's cycle starting with
+// the next path; each time is the median of the rounds' slowest-rank
+// means. Interleaved, every path's calls run at the power-cap state the
+// others' run at, so that a round's ratios compare like with like: timed
+// in turn, a path at a time, the GEMM alone moved by up to 12% between the
+// measurements of one run and rounds of the overlapped call read below
+// their own GEMM's (RESULTS.md). A round follows the ranks' barrier and one
+// untimed call of each path.
+func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) (err error) {
 	type path struct {
 		dst    *time.Duration
 		spread *Spread
@@ -769,15 +772,61 @@ func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) error {
 	if err := c.s.Synchronize(ctx); err != nil {
 		return err
 	}
+	iters := max(c.o.Iters, 1)
+	marks := make([]device.Event, len(paths)*iters+1) // marks[k-1] and marks[k] bound the k-th call
+	defer func() {
+		for _, e := range marks {
+			if e != nil {
+				err = errors.Join(err, e.Close())
+			}
+		}
+	}()
+	for k := range marks {
+		if marks[k], err = c.r.Dev.NewTimedEvent(); err != nil {
+			return err
+		}
+	}
+	of := make([]int, len(marks)) // the path of the call that marks[k] ends
 	for rep := 0; rep < max(c.o.Reps, 1); rep++ {
-		ds := make([]uint64, len(paths))
-		for i := range paths {
-			j := (rep + i) % len(paths)
-			d, err := timeCalls(ctx, c.r, c.s, c.t0, c.t1, c.o.Iters, func() error { return paths[j].run(ctx) })
+		if err := c.r.Comm.Barrier(ctx); err != nil {
+			return err
+		}
+		for _, x := range paths {
+			if err := x.run(ctx); err != nil {
+				return err
+			}
+		}
+		if err := marks[0].Record(c.s); err != nil {
+			return err
+		}
+		k := 0
+		for i := 0; i < iters; i++ {
+			for n := range paths {
+				j := (rep + n) % len(paths)
+				if err := paths[j].run(ctx); err != nil {
+					return err
+				}
+				k++
+				if err := marks[k].Record(c.s); err != nil {
+					return err
+				}
+				of[k] = j
+			}
+		}
+		if err := c.s.Synchronize(ctx); err != nil {
+			return err
+		}
+		sums := make([]time.Duration, len(paths))
+		for k := 1; k < len(marks); k++ {
+			d, err := marks[k].Since(marks[k-1])
 			if err != nil {
 				return err
 			}
-			ds[j] = uint64(d)
+			sums[of[k]] += d
+		}
+		ds := make([]uint64, len(paths))
+		for j, sum := range sums {
+			ds[j] = uint64(sum / time.Duration(iters))
 		}
 		slowest, err := mostOverRanks(ctx, c.r, ds)
 		if err != nil {
