@@ -300,7 +300,7 @@ func printGemmHeader(p Printer, r world.Rank, o GemmOptions, gpu bool, ref *Refe
 	} else {
 		p.Printf("  NCCL %s on the same C, same processes\n", ref.Version)
 	}
-	p.Printf("  times per call in us: the median of %s of the mean of %s per path (the paths interleaved call by call in one stream, each round's cycle starting with the next; each the slowest rank's), their spread on the line below; gemm@ovl and gemm1 are the GEMM's own device time in single calls (median)\n"+
+	p.Printf("  times per call in us: the median of %s of the mean of %s per path (the paths interleaved call by call in one stream, each round's cycle starting with the next; each call timed from a meeting of the ranks on the stream, a one-row reduce-scatter, to its end; each the slowest rank's), their spread on the line below; gemm@ovl and gemm1 are the GEMM's own device time in single calls (median)\n"+
 		"  each round starts after the ranks' barrier and one untimed call of each path\n",
 		Count(o.Reps, "measurement"), Count(o.Iters, "call"))
 	p.Printf("  rs: the GemmRS's reduce-scatter of C alone (its sequential calls' context); rs auto: alone with Auto's engine, the product registered; ovl/bound: overlap over the larger of gemm and the faster rs\n")
@@ -640,6 +640,15 @@ func (c *gemmCase) runOverlap(ctx context.Context) error {
 	return c.g.RunModeScaled(ctx, gemmrs.Overlap, c.a, c.b, c.sc, c.out, c.s)
 }
 
+// meet has the ranks meet on the stream: a reduce-scatter of one row per
+// rank, which ends on each rank only once every rank's stream reached it.
+func (c *gemmCase) meet(ctx context.Context) error {
+	ws := c.r.Comm.Size()
+	in := rs2d.Tensor{Ptr: c.product.Ptr, Rows: ws, Cols: c.shape.N, DType: c.o.DType}
+	out := rs2d.Tensor{Ptr: c.out.Ptr, Rows: 1, Cols: c.shape.N, DType: c.o.DType}
+	return c.auto.ReduceScatter(ctx, in, out, c.s)
+}
+
 // check runs the checked overlapped call, C poisoned first so that a block
 // read before its GEMM wrote it shows as NaN: sampled elements against the
 // exact fp64 sum, C scanned for NaNs and, with NCCL, every element against
@@ -744,18 +753,17 @@ func (s Spread) String() string { return fmt.Sprintf("[%.1f..%.1f]", us(s.Min), 
 
 // timePaths warms every path up (first calls pay for setup), then times
 // them within each of Reps rounds interleaved call by call in one unbroken
-// stream (each call between two events), each round's cycle starting with
-// the next path; each time is the median of the rounds' slowest-rank
-// means. Interleaved, every path's calls run at the power-cap state the
-// others' run at, so that a round's ratios compare like with like: timed
-// in turn, a path at a time, the GEMM alone moved by up to 12% between the
-// measurements of one run and rounds of the overlapped call read below
-// their own GEMM's (RESULTS.md). The GEMM alone is the one path whose ranks
-// do not meet: the call after it starts when the slowest rank's GEMM ends,
-// so it comes just before the overlapped call, whose time can then only
-// read longer (timed before the reduce-scatter alone, it added the ranks'
-// skew to that path). A round follows the ranks' barrier and one untimed
-// call of each path.
+// stream, each round's cycle starting with the next path; each time is the
+// median of the rounds' slowest-rank means. Interleaved, every path's calls
+// run at the power-cap state the others' run at, so that a round's ratios
+// compare like with like: timed in turn, a path at a time, the GEMM alone
+// moved by up to 12% between the measurements of one run and rounds of the
+// overlapped call read below their own GEMM's (RESULTS.md). Each call is
+// timed from the end of a meeting of the ranks on the stream (meet) to its
+// own end: the ranks' GPUs run the GEMM at different speeds, and a call
+// that starts where the previous one ended on each rank would add their
+// skew to the first path after it that meets. A round follows the ranks'
+// barrier and one untimed call of each path.
 func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) (err error) {
 	type path struct {
 		dst    *time.Duration
@@ -763,10 +771,9 @@ func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) (err error) {
 		run    func(context.Context) error
 		got    []time.Duration
 	}
-	// In this order the GEMM alone always precedes the overlapped call, also
-	// across cycles and in every round's rotation.
-	paths := []*path{{&row.Gemm, &row.GemmSpread, c.runGemm, nil}, {&row.Overlap, &row.OverlapSpread, c.runOverlap, nil},
-		{&row.RS, &row.RSSpread, c.runRS, nil}, {&row.RSAuto, &row.RSAutoSpread, c.runRSAuto, nil}, {&row.Sequential, &row.SequentialSpread, c.runSeq, nil}}
+	paths := []*path{{&row.Gemm, &row.GemmSpread, c.runGemm, nil}, {&row.RS, &row.RSSpread, c.runRS, nil},
+		{&row.RSAuto, &row.RSAutoSpread, c.runRSAuto, nil}, {&row.Sequential, &row.SequentialSpread, c.runSeq, nil},
+		{&row.Overlap, &row.OverlapSpread, c.runOverlap, nil}}
 	if c.ref != nil {
 		paths = append(paths, &path{&row.GemmNCCL, &row.GemmNCCLSpread, c.runNCCL, nil})
 	}
@@ -779,7 +786,7 @@ func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) (err error) {
 		return err
 	}
 	iters := max(c.o.Iters, 1)
-	marks := make([]device.Event, len(paths)*iters+1) // marks[k-1] and marks[k] bound the k-th call
+	marks := make([]device.Event, 2*len(paths)*iters) // marks[2k] and marks[2k+1] bound the k-th call
 	defer func() {
 		for _, e := range marks {
 			if e != nil {
@@ -792,7 +799,7 @@ func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) (err error) {
 			return err
 		}
 	}
-	of := make([]int, len(marks)) // the path of the call that marks[k] ends
+	of := make([]int, len(paths)*iters) // the path of the k-th call
 	for rep := 0; rep < max(c.o.Reps, 1); rep++ {
 		if err := c.r.Comm.Barrier(ctx); err != nil {
 			return err
@@ -802,33 +809,32 @@ func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) (err error) {
 				return err
 			}
 		}
-		if err := marks[0].Record(c.s); err != nil {
-			return err
-		}
-		k := 0
-		for i := 0; i < iters; i++ {
-			for n := range paths {
-				j := (rep + n) % len(paths)
-				if err := paths[j].run(ctx); err != nil {
-					return err
-				}
-				k++
-				if err := marks[k].Record(c.s); err != nil {
-					return err
-				}
-				of[k] = j
+		for k := range of {
+			j := (rep + k) % len(paths)
+			if err := c.meet(ctx); err != nil {
+				return err
 			}
+			if err := marks[2*k].Record(c.s); err != nil {
+				return err
+			}
+			if err := paths[j].run(ctx); err != nil {
+				return err
+			}
+			if err := marks[2*k+1].Record(c.s); err != nil {
+				return err
+			}
+			of[k] = j
 		}
 		if err := c.s.Synchronize(ctx); err != nil {
 			return err
 		}
 		sums := make([]time.Duration, len(paths))
-		for k := 1; k < len(marks); k++ {
-			d, err := marks[k].Since(marks[k-1])
+		for k, j := range of {
+			d, err := marks[2*k+1].Since(marks[2*k])
 			if err != nil {
 				return err
 			}
-			sums[of[k]] += d
+			sums[j] += d
 		}
 		ds := make([]uint64, len(paths))
 		for j, sum := range sums {
@@ -845,7 +851,7 @@ func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) (err error) {
 	for _, x := range paths {
 		*x.dst, x.spread.Min, x.spread.Max = medianOf(x.got)
 	}
-	gemm, overlap, rs, rsAuto := paths[0].got, paths[1].got, paths[2].got, paths[3].got
+	gemm, rs, rsAuto, overlap := paths[0].got, paths[1].got, paths[2].got, paths[4].got
 	for k := range overlap {
 		round := GemmRow{Gemm: gemm[k], RS: rs[k], RSAuto: rsAuto[k], Overlap: overlap[k]}
 		row.OverBoundRounds = append(row.OverBoundRounds, round.OverBound())
