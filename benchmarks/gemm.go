@@ -300,8 +300,8 @@ func printGemmHeader(p Printer, r world.Rank, o GemmOptions, gpu bool, ref *Refe
 	} else {
 		p.Printf("  NCCL %s on the same C, same processes\n", ref.Version)
 	}
-	p.Printf("  times per call in us: the median of %s of %s (the paths in turn, each round starting with the next; each the slowest rank's), their spread on the line below; gemm@ovl and gemm1 are the GEMM's own device time in single calls (median)\n"+
-		"  each measurement starts after the ranks' barrier and one untimed call: after that pause the GEMM's paths read faster than in an unbroken stream of calls at the power cap (benchmarks/RESULTS.md)\n",
+	p.Printf("  times per call in us: the median of %s of the mean of %s per path (the paths interleaved call by call in one stream, each round's cycle starting with the next; each call timed from a meeting of the ranks on the stream, a one-row reduce-scatter, to its end; each the slowest rank's), their spread on the line below; gemm@ovl and gemm1 are the GEMM's own device time in single calls (median)\n"+
+		"  each round starts after the ranks' barrier and one untimed call of each path\n",
 		Count(o.Reps, "measurement"), Count(o.Iters, "call"))
 	p.Printf("  rs: the GemmRS's reduce-scatter of C alone (its sequential calls' context); rs auto: alone with Auto's engine, the product registered; ovl/bound: overlap over the larger of gemm and the faster rs\n")
 	p.Printf("%-18s %6s %10s %7s %9s %9s %10s %9s %9s %8s %8s %9s %9s %9s %6s %-10s %s\n",
@@ -640,6 +640,15 @@ func (c *gemmCase) runOverlap(ctx context.Context) error {
 	return c.g.RunModeScaled(ctx, gemmrs.Overlap, c.a, c.b, c.sc, c.out, c.s)
 }
 
+// meet has the ranks meet on the stream: a reduce-scatter of one row per
+// rank, which ends on each rank only once every rank's stream reached it.
+func (c *gemmCase) meet(ctx context.Context) error {
+	ws := c.r.Comm.Size()
+	in := rs2d.Tensor{Ptr: c.product.Ptr, Rows: ws, Cols: c.shape.N, DType: c.o.DType}
+	out := rs2d.Tensor{Ptr: c.out.Ptr, Rows: 1, Cols: c.shape.N, DType: c.o.DType}
+	return c.auto.ReduceScatter(ctx, in, out, c.s)
+}
+
 // check runs the checked overlapped call, C poisoned first so that a block
 // read before its GEMM wrote it shows as NaN: sampled elements against the
 // exact fp64 sum, C scanned for NaNs and, with NCCL, every element against
@@ -743,21 +752,28 @@ type Spread struct{ Min, Max time.Duration }
 func (s Spread) String() string { return fmt.Sprintf("[%.1f..%.1f]", us(s.Min), us(s.Max)) }
 
 // timePaths warms every path up (first calls pay for setup), then times
-// them in turn within each of Reps rounds, each round starting with the
-// next path (at the power cap what runs first reads fast); each time is
-// the median of the rounds' slowest-rank times. A measurement follows the
-// ranks' barrier and one untimed call (timeCalls), so the GEMM's paths read
-// faster than in an unbroken stream of calls; timing each after as many
-// untimed calls of its own did not narrow the rounds (RESULTS.md).
-func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) error {
+// them within each of Reps rounds interleaved call by call in one unbroken
+// stream, each round's cycle starting with the next path; each time is the
+// median of the rounds' slowest-rank means. Interleaved, every path's calls
+// run at the power-cap state the others' run at, so that a round's ratios
+// compare like with like: timed in turn, a path at a time, the GEMM alone
+// moved by up to 12% between the measurements of one run and rounds of the
+// overlapped call read below their own GEMM's (RESULTS.md). Each call is
+// timed from the end of a meeting of the ranks on the stream (meet) to its
+// own end: the ranks' GPUs run the GEMM at different speeds, and a call
+// that starts where the previous one ended on each rank would add their
+// skew to the first path after it that meets. A round follows the ranks'
+// barrier and one untimed call of each path.
+func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) (err error) {
 	type path struct {
 		dst    *time.Duration
 		spread *Spread
 		run    func(context.Context) error
 		got    []time.Duration
 	}
-	paths := []*path{{&row.Gemm, &row.GemmSpread, c.runGemm, nil}, {&row.RS, &row.RSSpread, c.runRS, nil}, {&row.RSAuto, &row.RSAutoSpread, c.runRSAuto, nil},
-		{&row.Sequential, &row.SequentialSpread, c.runSeq, nil}, {&row.Overlap, &row.OverlapSpread, c.runOverlap, nil}}
+	paths := []*path{{&row.Gemm, &row.GemmSpread, c.runGemm, nil}, {&row.RS, &row.RSSpread, c.runRS, nil},
+		{&row.RSAuto, &row.RSAutoSpread, c.runRSAuto, nil}, {&row.Sequential, &row.SequentialSpread, c.runSeq, nil},
+		{&row.Overlap, &row.OverlapSpread, c.runOverlap, nil}}
 	if c.ref != nil {
 		paths = append(paths, &path{&row.GemmNCCL, &row.GemmNCCLSpread, c.runNCCL, nil})
 	}
@@ -769,15 +785,60 @@ func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) error {
 	if err := c.s.Synchronize(ctx); err != nil {
 		return err
 	}
+	iters := max(c.o.Iters, 1)
+	marks := make([]device.Event, 2*len(paths)*iters) // marks[2k] and marks[2k+1] bound the k-th call
+	defer func() {
+		for _, e := range marks {
+			if e != nil {
+				err = errors.Join(err, e.Close())
+			}
+		}
+	}()
+	for k := range marks {
+		if marks[k], err = c.r.Dev.NewTimedEvent(); err != nil {
+			return err
+		}
+	}
+	of := make([]int, len(paths)*iters) // the path of the k-th call
 	for rep := 0; rep < max(c.o.Reps, 1); rep++ {
-		ds := make([]uint64, len(paths))
-		for i := range paths {
-			j := (rep + i) % len(paths)
-			d, err := timeCalls(ctx, c.r, c.s, c.t0, c.t1, c.o.Iters, func() error { return paths[j].run(ctx) })
+		if err := c.r.Comm.Barrier(ctx); err != nil {
+			return err
+		}
+		for _, x := range paths {
+			if err := x.run(ctx); err != nil {
+				return err
+			}
+		}
+		for k := range of {
+			j := (rep + k) % len(paths)
+			if err := c.meet(ctx); err != nil {
+				return err
+			}
+			if err := marks[2*k].Record(c.s); err != nil {
+				return err
+			}
+			if err := paths[j].run(ctx); err != nil {
+				return err
+			}
+			if err := marks[2*k+1].Record(c.s); err != nil {
+				return err
+			}
+			of[k] = j
+		}
+		if err := c.s.Synchronize(ctx); err != nil {
+			return err
+		}
+		sums := make([]time.Duration, len(paths))
+		for k, j := range of {
+			d, err := marks[2*k+1].Since(marks[2*k])
 			if err != nil {
 				return err
 			}
-			ds[j] = uint64(d)
+			sums[j] += d
+		}
+		ds := make([]uint64, len(paths))
+		for j, sum := range sums {
+			ds[j] = uint64(sum / time.Duration(iters))
 		}
 		slowest, err := mostOverRanks(ctx, c.r, ds)
 		if err != nil {
