@@ -43,7 +43,7 @@ func newBenchGemmFlags() *benchGemmFlags {
 		"(per 1x128 block of A and 128x128 block of B), the row and block ones powers of two from 2^-2 to 2^2")
 	f.pushShare = fs.Int("push-share", 0, "tuning, own GEMM on one node: percent of the last peer's block the SMs push after the GEMM, beside the copy engine (0: estimated, -1: none)")
 	f.iters = fs.Int("iters", 0, "calls per timed measurement (0: 20 on GPUs, 2 on the CPU)")
-	f.reps = fs.Int("reps", 3, "measurements of each path, in turn; the median is reported with the spread")
+	f.reps = fs.Int("reps", 3, "rounds, each timing every path interleaved call by call; the median of the rounds is reported with the spread")
 	f.samples = fs.Int("samples", 0, "output elements per rank checked against the exact sum (0: 64 on GPUs, all of small outputs)")
 	f.csvPath = fs.String("csv", "", "write the table as CSV to this file")
 	f.jsonOut = fs.Bool("json", false, jsonHelp)
