@@ -16,10 +16,11 @@ For each M x N x K shape (K split over the ranks, bf16), the slowest rank's medi
                 destination's rows as it is stored, else torch.mm row blocks in consumption order on a
                 side stream; the copy-engine scatter; --split-first: the first block in two halves);
                 its output is checked against mm then rs.
-Times come from CUDA events around `--iters` calls: the median of `--reps` measurements, their spread on the
-line below; within a measurement round the paths run in turn, each round starting with the next (a path
-timed first, on a GPU not yet at its power limit, reads fast). async-TP's time moves between processes
-(benchmarks/RESULTS.md): compare with it over several.
+Times: the median of `--reps` measurements, their spread on the line below; in each measurement round
+every path's `--iters` calls run interleaved call by call in one stream, each call timed by CUDA events from
+a meeting of the ranks on the stream to its end, as `hiercoll bench-gemm` times its paths (timed a path at a
+time, a path timed first, on a GPU not yet at its power limit, reads fast). async-TP's time moves between
+processes (benchmarks/RESULTS.md): compare with it over several.
 """
 
 import os
@@ -37,32 +38,41 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 
-def mean_ms(fn, iters):
-    """The mean device time per call of fn over iters calls, in ms, as the slowest rank saw it."""
-    dist.barrier()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        fn()
-    end.record()
-    end.synchronize()
-    t = torch.tensor([start.elapsed_time(end) / iters], device="cuda")
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return t.item()
-
-
-def timed_in_turn(fns, iters, reps):
-    """reps measurements (mean_ms) of each of fns, the functions measured in turn within each round, each
-    round starting with the next function (as `hiercoll bench-gemm` does): the GPUs run at their power limit,
-    and a path measured first, on a GPU still cool, would run faster than one measured after the others."""
+def timed_interleaved(fns, iters, reps):
+    """reps measurements of each of fns, in ms per call as the slowest rank saw it. In each round every
+    function's iters calls run interleaved call by call in one stream, each round's cycle starting with the
+    next function, so that every path runs at the power-limit state the others run at (as `hiercoll
+    bench-gemm` times its paths). Each call is timed from a meeting of the ranks on the stream (an all-reduce
+    of one element, which ends on each rank only once every rank's stream reached it) to its own end: the
+    ranks' GPUs run at different speeds, and a call starting where the previous one ended on each rank would
+    add their skew to the first path after it that meets."""
+    n = len(fns)
+    meeting = torch.zeros(1, device="cuda")
+    marks = [torch.cuda.Event(enable_timing=True) for _ in range(2 * n * iters)]
     for fn in fns:
         fn()
     torch.cuda.synchronize()
     got = [[] for _ in fns]
     for r in range(reps):
-        for j in range(len(fns)):
-            i = (r + j) % len(fns)
-            got[i].append(mean_ms(fns[i], iters))
+        dist.barrier()
+        for fn in fns:
+            fn()
+        who = []
+        for k in range(n * iters):
+            i = (r + k) % n
+            dist.all_reduce(meeting)
+            marks[2 * k].record()
+            fns[i]()
+            marks[2 * k + 1].record()
+            who.append(i)
+        marks[-1].synchronize()
+        sums = [0.0] * n
+        for k, i in enumerate(who):
+            sums[i] += marks[2 * k].elapsed_time(marks[2 * k + 1])
+        t = torch.tensor([s / iters for s in sums], device="cuda")
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        for i, v in enumerate(t.tolist()):
+            got[i].append(v)
     return got
 
 
@@ -109,7 +119,7 @@ def main():
     if rank == 0:
         print(f"torch {torch.__version__}, NCCL {'.'.join(map(str, torch.cuda.nccl.version()))}, "
               f"{world} x {torch.cuda.get_device_name()}, bf16; ms per call, slowest rank, median of {args.reps} "
-              "measurements [spread], paths in turn")
+              "measurements [spread], paths interleaved call by call, each call from a meeting of the ranks")
         print(f"{'shape(MxNxK)':>18} {'mm':>8} {'mm blocks':>10} {'rs':>8} {'mm then rs':>11} {'async-TP':>9}"
               + (f" {'hiercoll':>9}  check" if args.hiercoll else ""))
     hc = None
@@ -157,7 +167,7 @@ def main():
             dist.all_reduce(d, op=dist.ReduceOp.MAX)
             check = f"max |hiercoll - (mm then rs)| = {d.item():.2e} of max |out|" + (" FAILED" if not d.item() <= 2.0 ** -6 else "")
             fns.append(lambda: hrs.matmul_reduce_scatter(a, b, hout))
-        got = timed_in_turn(fns, args.iters, args.reps)
+        got = timed_interleaved(fns, args.iters, args.reps)
         times = [median(g) for g in got]
         t_mm, t_blocks, t_rs, t_mm_rs = times[:4]
         t_fused = times[4] if fused else None

@@ -32,8 +32,8 @@ Several ranks: each rank's operands come from its seed, so every rank can comput
 rows: the sum over ranks of the fp64 products, on sampled rows, against hiercoll's
 ReduceScatter2D.scaled_matmul_reduce_scatter (poisoned first) within the same kind of bound (twice the error of
 the sum of torch's fast-accumulation products, plus one bf16 rounding; where torch runs none for the scaling,
-2^-9 of the products' magnitudes per 128-deep k block, hiercoll's GPU test's bound). With distinct GPUs, then timed in turn
-(each round starting with the next path; slowest rank): hiercoll, async-TP's
+2^-9 of the products' magnitudes per 128-deep k block, hiercoll's GPU test's bound). With distinct GPUs, then timed interleaved
+call by call, each call from a meeting of the ranks (gemm_baseline.timed_interleaved; slowest rank): hiercoll, async-TP's
 torch.ops.symm_mem.fused_scaled_matmul_reduce_scatter (use_fast_accum=True) where it runs, and _scaled_mm then
 NCCL's reduce_scatter_tensor. --shared-gpu (ranks on one GPU, as HIERCOLL_DEVICE=0 puts hiercoll's): the check
 only, no NCCL. async-TP's time moves between processes (benchmarks/RESULTS.md): compare with it over several
@@ -55,7 +55,7 @@ import random  # noqa: E402
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
-from gemm_baseline import mean_ms, median  # noqa: E402  (beside this script)
+from gemm_baseline import median, timed_interleaved  # noqa: E402  (beside this script)
 
 E4M3_MAX = 448.0
 BF16_U = 2.0 ** -8
@@ -298,7 +298,7 @@ def several(hc, shapes, args):
         print(f"torch {torch.__version__}, {world} ranks on {torch.cuda.get_device_name()}"
               f"{' (one GPU shared)' if args.shared_gpu else ''}, fp8 e4m3 GEMM + reduce-scatter to bf16, "
               f"{args.scaling} scaling, K split over the ranks; ms per call, slowest rank, median of {args.rounds} "
-              f"measurements [spread], paths in turn")
+              f"measurements [spread], paths interleaved call by call, each call from a meeting of the ranks")
     for m, n, kfull in shapes:
         k = kfull // world
         rows = m // world
@@ -358,14 +358,7 @@ def several(hc, shapes, args):
 
         fused, why = async_tp_fp8(a8, w8.t(), sa, sw, m, n, group)
         fns = [lambda: rs.scaled_matmul_reduce_scatter(a8, w8.t(), sa, sw, out), mm_rs] + ([fused] if fused else [])
-        for f in fns:
-            f()
-        torch.cuda.synchronize()
-        got_t = [[] for _ in fns]
-        for rep in range(args.rounds):
-            for j in range(len(fns)):
-                i = (rep + j) % len(fns)
-                got_t[i].append(mean_ms(fns[i], args.iters))
+        got_t = timed_interleaved(fns, args.iters, args.rounds)
         med = [median(g) for g in got_t]
         if rank == 0:
             names = ["hiercoll", "scaled_mm then rs"] + (["async-TP fp8"] if fused else [])
