@@ -25,3 +25,6 @@ func SetAutoThresholds(g *GemmRS, flop float64, rows int) {
 
 // SequentialContext is g's context of the sequential calls.
 func SequentialContext(g *GemmRS) *rs2d.Context { return g.seq }
+
+// OverlapContext is g's context of the overlapped calls.
+func OverlapContext(g *GemmRS) *rs2d.Context { return g.rs }

@@ -153,6 +153,10 @@ type Config struct {
 	Transport internode.Kind
 	// Timeout bounds host-side waits of New and Close (default 60 s).
 	Timeout time.Duration
+	// Graphs lets calls be captured in CUDA graphs and replayed, mixed
+	// with calls made directly (rs2d.Config.Graphs, for both modes'
+	// contexts); without it a call on a stream being captured is refused.
+	Graphs bool
 	// Tuning are the settings benchmarks sweep (zero: every default).
 	Tuning Tuning
 }
@@ -329,7 +333,7 @@ func New(ctx context.Context, comm bootstrap.Comm, dev device.Device, cfg Config
 	}
 	g.knobs = g.resolve(votes)
 	rsCfg := rs2d.Config{MaxM: cfg.MaxM, N: cfg.N, DType: cfg.DType, OverlapWithGEMM: true, Transport: cfg.Transport, Timeout: cfg.Timeout,
-		Tuning: g.knobs.rs2dTuning()}
+		Graphs: cfg.Graphs, Tuning: g.knobs.rs2dTuning()}
 	rs, err := rs2d.New(ctx, comm, dev, rsCfg)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("gemmrs: %w", err), g.release())

@@ -314,6 +314,63 @@ func TestOverlapAndSequentialMatchReference(t *testing.T) {
 	}
 }
 
+// TestGraphsCallsInARow: with Config.Graphs every call's signal words carry
+// the same values and are reset on the device, so a word left raised by one
+// call would let the next read C before its GEMM wrote it (C is poisoned
+// before each call). Calls in a row in every mode, with the own GEMM, the
+// device's matmul block by block and its split first block (early signals),
+// against the fp64 reference.
+func TestGraphsCallsInARow(t *testing.T) {
+	for _, shape := range []bootstrap.Shape{{Nodes: 1, LocalSize: 2}, {Nodes: 1, LocalSize: 4}, {Nodes: 2, LocalSize: 2}} {
+		for _, tc := range []struct {
+			gemm  gemmrs.Gemm
+			split gemmrs.Split
+		}{{gemmrs.GemmOwn, gemmrs.SplitOff}, {gemmrs.GemmCuBLAS, gemmrs.SplitOff}, {gemmrs.GemmCuBLAS, gemmrs.SplitOn}} {
+			t.Run(fmt.Sprintf("%v/%v/split=%v", shape, tc.gemm, tc.split == gemmrs.SplitOn), func(t *testing.T) {
+				t.Parallel()
+				ws, n, k := shape.World(), 32, 64
+				m := 16 * ws
+				ps := newProblems(dtype.BF16, ws, m, n, k)
+				w := simWorld(t, shape, 10*time.Second)
+				err := w.Run(testCtx(t), func(ctx context.Context, r world.Rank) (err error) {
+					cfg := baseConfig(dtype.BF16, m, n, k)
+					cfg.Graphs = true
+					cfg.Tuning.Gemm, cfg.Tuning.SplitFirstBlock = tc.gemm, tc.split
+					g, err := gemmrs.New(ctx, r.Comm, r.Dev, cfg)
+					if err != nil {
+						return err
+					}
+					defer func() { err = errors.Join(err, g.Close()) }()
+					if choice, why := g.GemmChoice(); choice != tc.gemm {
+						return fmt.Errorf("GEMM %v (%s), asked for %v", choice, why, tc.gemm)
+					}
+					if !gemmrs.OverlapContext(g).Config().Graphs || !gemmrs.SequentialContext(g).Config().Graphs {
+						return errors.New("a context without Config.Graphs")
+					}
+					rb, err := newRankBufs(r.Dev, dtype.BF16, m, n, k, ws)
+					if err != nil {
+						return err
+					}
+					defer func() { err = errors.Join(err, rb.close()) }()
+					modes := []gemmrs.Mode{gemmrs.Overlap, gemmrs.Overlap, gemmrs.Sequential, gemmrs.Overlap, gemmrs.Auto, gemmrs.Overlap}
+					for call, mode := range modes {
+						p := ps.get(call)
+						got, err := runCall(ctx, g, rb, ps, p, r.Comm.Rank(), mode)
+						if err != nil {
+							return fmt.Errorf("call %d, %v: %w", call, mode, err)
+						}
+						if _, err := ps.compare(p, r.Comm.Rank(), shape.Nodes, got); err != nil {
+							return fmt.Errorf("call %d, %v: %w", call, mode, err)
+						}
+					}
+					return nil
+				})
+				require.NoError(t, err)
+			})
+		}
+	}
+}
+
 // The own GEMM with its rows signalled in segments (three per destination,
 // 14 rows each, so row tiles meet several segments and destinations), on
 // poisoned C and output, against the fp64 reference, with the SMs pushing
