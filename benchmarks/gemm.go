@@ -75,7 +75,12 @@ type GemmOptions struct {
 	// exact).
 	Scaling gemm.Scaling
 	Iters   int // calls per timed measurement (0: 20 on GPUs, 2 on the CPU)
-	Reps    int // measurements of each path, alternating; the best is kept
+	Reps    int // rounds of measurements of every path (timePaths); the median is reported
+	// Capture times CUDA-graph launches: each path's call is captured
+	// once into a graph (Config.Graphs needed) and every timed call
+	// launches it, device time without the host's enqueue, as a captured
+	// training step runs.
+	Capture bool
 	// Samples is how many output elements per rank are checked against
 	// the exact fp64 sum (0: 64 on GPUs, every element of small outputs).
 	Samples int
@@ -121,8 +126,11 @@ type GemmRow struct {
 	// (Run's wall time, back to back, the slowest rank's): calls that
 	// take longer than this on the device never wait for the host.
 	HostEnqueue time.Duration
-	Picks       gemmrs.Mode // the path Run takes for this M
-	Split       bool        // the overlapped GEMM computed its first block in two halves
+	// Captured: the times are of graph launches of captured calls
+	// (GemmOptions.Capture).
+	Captured bool
+	Picks    gemmrs.Mode // the path Run takes for this M
+	Split    bool        // the overlapped GEMM computed its first block in two halves
 	// Choice is the GEMM the ranks agreed on (own or cublas) and Why rank
 	// 0's reason; Segments the signals per destination's rows.
 	Choice      gemmrs.Gemm
@@ -303,6 +311,12 @@ func printGemmHeader(p Printer, r world.Rank, o GemmOptions, gpu bool, ref *Refe
 	p.Printf("  times per call in us: the median of %s of the mean of %s per path (the paths interleaved call by call in one stream, each round's cycle starting with the next; each call timed from a meeting of the ranks on the stream, a one-row reduce-scatter, to its end; each the slowest rank's), their spread on the line below; gemm@ovl and gemm1 are the GEMM's own device time in single calls (median)\n"+
 		"  each round starts after the ranks' barrier and one untimed call of each path\n",
 		Count(o.Reps, "measurement"), Count(o.Iters, "call"))
+	switch {
+	case o.Capture:
+		p.Printf("  captured: each timed call is one graph launch of its path's call, captured once (device time, without the host's enqueue); replayable signals (Config.Graphs)\n")
+	case o.Config.Graphs:
+		p.Printf("  replayable signals (Config.Graphs), calls enqueued directly\n")
+	}
 	p.Printf("  rs: the GemmRS's reduce-scatter of C alone (its sequential calls' context); rs auto: alone with Auto's engine, the product registered; ovl/bound: overlap over the larger of gemm and the faster rs\n")
 	p.Printf("%-18s %6s %10s %7s %9s %9s %10s %9s %9s %8s %8s %9s %9s %9s %6s %-10s %s\n",
 		"shape(MxNxK)", "kloc", "gemm", "TFLOP/s", "rs", "rs auto", "gemm+nccl", "gemm+rs", "overlap", "vs nccl", "vs seq", "ovl/bound", "gemm1", "gemm@ovl", "slow", "picks", "check")
@@ -595,7 +609,8 @@ func (c *gemmCase) allocate(seed uint64) (free func() error, err error) {
 // openAuto makes RSAuto's context and copies the checked product into its
 // input, registered where its engine reads registered inputs.
 func (c *gemmCase) openAuto(ctx context.Context) (err error) {
-	cfg := rs2d.Config{MaxM: c.shape.M, N: c.shape.N, DType: c.o.DType, Transport: c.o.Config.Transport, Timeout: c.o.Config.Timeout}
+	cfg := rs2d.Config{MaxM: c.shape.M, N: c.shape.N, DType: c.o.DType, Transport: c.o.Config.Transport, Timeout: c.o.Config.Timeout,
+		Graphs: c.o.Config.Graphs}
 	if c.auto, err = rs2d.New(ctx, c.r.Comm, c.r.Dev, cfg); err != nil {
 		return fmt.Errorf("the reduce-scatter alone with Auto's engine: %w", err)
 	}
@@ -763,7 +778,8 @@ func (s Spread) String() string { return fmt.Sprintf("[%.1f..%.1f]", us(s.Min), 
 // own end: the ranks' GPUs run the GEMM at different speeds, and a call
 // that starts where the previous one ended on each rank would add their
 // skew to the first path after it that meets. A round follows the ranks'
-// barrier and one untimed call of each path.
+// barrier and one untimed call of each path. With Capture each path's call
+// is captured once, after its first call, and launched as a graph.
 func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) (err error) {
 	type path struct {
 		dst    *time.Duration
@@ -784,6 +800,22 @@ func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) (err error) {
 	}
 	if err := c.s.Synchronize(ctx); err != nil {
 		return err
+	}
+	if c.o.Capture {
+		grapher, ok := c.r.Dev.(device.Grapher)
+		if !ok {
+			return fmt.Errorf("benchmarks: capture: the %s backend has no graphs: %w", c.r.Dev.Info().Backend, device.ErrNotSupported)
+		}
+		for _, x := range paths {
+			run := x.run
+			graph, cerr := capture(grapher, c.s, 1, func() error { return run(ctx) })
+			if cerr != nil {
+				return fmt.Errorf("benchmarks: capturing a call: %w", cerr)
+			}
+			defer func() { err = errors.Join(err, graph.Close()) }()
+			x.run = func(context.Context) error { return graph.Launch(c.s) }
+		}
+		row.Captured = true
 	}
 	iters := max(c.o.Iters, 1)
 	marks := make([]device.Event, 2*len(paths)*iters) // marks[2k] and marks[2k+1] bound the k-th call

@@ -74,6 +74,7 @@ type gemmJSON struct {
 	Picks           string    `json:"picks,omitempty"`
 	GemmKind        string    `json:"gemm,omitempty"`
 	BoundUse        *float64  `json:"bound_use,omitempty"`
+	Captured        bool      `json:"captured"`
 	Simulated       bool      `json:"simulated"`
 }
 
@@ -82,7 +83,7 @@ func WriteGemmJSON(w io.Writer, rows []GemmRow, world int, dt dtype.DType) error
 	enc := json.NewEncoder(w)
 	for _, r := range rows {
 		j := gemmJSON{M: r.Shape.M, N: r.Shape.N, K: r.Shape.K, KLocal: r.KLocal, World: world, DType: dt.String(),
-			Skipped: r.Skipped, Simulated: r.Simulated}
+			Skipped: r.Skipped, Captured: r.Captured, Simulated: r.Simulated}
 		if r.Skipped == "" {
 			j.Gemm, j.TFLOPS, j.RS, j.RSAuto = ptr(us(r.Gemm)), ptr(r.TFLOPS()), ptr(us(r.RS)), ptr(us(r.RSAuto))
 			j.OverBound, j.OverBoundRounds = ptr(r.OverBound()), r.OverBoundRounds

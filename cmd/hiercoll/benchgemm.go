@@ -20,8 +20,9 @@ type benchGemmFlags struct {
 	fs                                                     *flag.FlagSet
 	w                                                      worldFlags
 	dt, shapes, mode, split, gemm, input, scaling, csvPath *string
+	graphs                                                 *string
 	segments, pushShare, iters, reps, samples              *int
-	jsonOut                                                *bool
+	jsonOut, capture                                       *bool
 }
 
 // newBenchGemmFlags defines `hiercoll bench-gemm`'s flags.
@@ -45,6 +46,9 @@ func newBenchGemmFlags() *benchGemmFlags {
 	f.iters = fs.Int("iters", 0, "calls per timed measurement (0: 20 on GPUs, 2 on the CPU)")
 	f.reps = fs.Int("reps", 3, "rounds, each timing every path interleaved call by call; the median of the rounds is reported with the spread")
 	f.samples = fs.Int("samples", 0, "output elements per rank checked against the exact sum (0: 64 on GPUs, all of small outputs)")
+	f.graphs = fs.String("graphs", "off", "signal protocol: off (values grow with each call), on (replayable: calls can be captured in CUDA graphs, gemmrs.Config.Graphs)")
+	f.capture = fs.Bool("capture", false, "time CUDA-graph launches (device time without the host's enqueue, as in a captured training step): "+
+		"each path's call captured once, each timed call one launch; needs --graphs on and GPUs")
 	f.csvPath = fs.String("csv", "", "write the table as CSV to this file")
 	f.jsonOut = fs.Bool("json", false, jsonHelp)
 	return f
@@ -99,15 +103,27 @@ func (f *benchGemmFlags) options(args []string) (benchmarks.GemmOptions, error) 
 	if err != nil {
 		return none, err
 	}
+	graphs := false
+	switch *f.graphs {
+	case "off":
+	case "on":
+		graphs = true
+	default:
+		return none, usageError{fmt.Errorf("--graphs %q: want off or on", *f.graphs)}
+	}
+	if *f.capture && !graphs {
+		return none, usageError{errors.New("--capture replays the calls in CUDA graphs, which needs the graph-replayable signals: add --graphs on")}
+	}
 	if *f.pushShare < -1 || *f.pushShare > 100 {
 		return none, usageError{fmt.Errorf("--push-share %d: want -1 (none), 0 (estimated) or a percentage", *f.pushShare)}
 	}
 	tuning := gemmrs.Tuning{ReduceScatter: cfg.Tuning, SplitFirstBlock: sp, Gemm: gm, Help: *f.pushShare}
 	tuning.ReduceScatter.Segments = *f.segments
 	return benchmarks.GemmOptions{
-		Shapes: list, DType: d, Config: gemmrs.Config{Mode: m, Input: in, Transport: cfg.Transport, Timeout: cfg.Timeout, Tuning: tuning},
-		Scaling: sc,
-		Iters:   *f.iters, Reps: *f.reps, Samples: *f.samples,
+		Shapes: list, DType: d,
+		Config:  gemmrs.Config{Mode: m, Input: in, Transport: cfg.Transport, Timeout: cfg.Timeout, Graphs: graphs, Tuning: tuning},
+		Scaling: sc, Capture: *f.capture,
+		Iters: *f.iters, Reps: *f.reps, Samples: *f.samples,
 	}, nil
 }
 

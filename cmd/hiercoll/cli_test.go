@@ -284,6 +284,28 @@ func TestBenchCapture(t *testing.T) {
 	require.Contains(t, errOut, "add --graphs on")
 }
 
+// bench-gemm --capture times graph launches of each path's call captured
+// once, with the replayable signals (--graphs on), which it asks for; the
+// checks against fp64 still pass.
+func TestBenchGemmCapture(t *testing.T) {
+	code, out, errOut := hiercoll(t, "bench-gemm", "--backend", "sim", "--nodes", "1", "--gpus", "2", "--graphs", "on",
+		"--capture", "--shapes", "32x24x16", "--reps", "1", "--json")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "captured: each timed call is one graph launch")
+	require.Contains(t, out, `"captured":true`)
+	require.Contains(t, out, `"bound_use"`)
+	code, out, errOut = hiercoll(t, "bench-gemm", "--backend", "sim", "--nodes", "1", "--gpus", "2", "--graphs", "on",
+		"--shapes", "32x24x16", "--reps", "1", "--json")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "replayable signals (Config.Graphs), calls enqueued directly")
+	require.Contains(t, out, `"captured":false`)
+	for _, args := range [][]string{{"--capture"}, {"--capture", "--graphs", "off"}, {"--graphs", "both"}} {
+		code, _, errOut = hiercoll(t, append([]string{"bench-gemm", "--backend", "sim"}, args...)...)
+		require.NotEqual(t, 0, code, args)
+		require.Contains(t, errOut, "--graphs", args)
+	}
+}
+
 // bench --one-shot takes a list (off, 0 for the default, sizes), one
 // variant each, named by it; a bad value names the flag.
 func TestBenchOneShot(t *testing.T) {
