@@ -156,6 +156,8 @@ type Config struct {
 	// Graphs lets calls be captured in CUDA graphs and replayed, mixed
 	// with calls made directly (rs2d.Config.Graphs, for both modes'
 	// contexts); without it a call on a stream being captured is refused.
+	// With it the SMs push nothing after the GEMM (Tuning.Help: the
+	// context's Helps needs growing signals).
 	Graphs bool
 	// Tuning are the settings benchmarks sweep (zero: every default).
 	Tuning Tuning

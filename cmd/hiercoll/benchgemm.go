@@ -48,7 +48,7 @@ func newBenchGemmFlags() *benchGemmFlags {
 	f.samples = fs.Int("samples", 0, "output elements per rank checked against the exact sum (0: 64 on GPUs, all of small outputs)")
 	f.graphs = fs.String("graphs", "off", "signal protocol: off (values grow with each call), on (replayable: calls can be captured in CUDA graphs, gemmrs.Config.Graphs)")
 	f.capture = fs.Bool("capture", false, "time CUDA-graph launches (device time without the host's enqueue, as in a captured training step): "+
-		"each path's call captured once, each timed call one launch; needs --graphs on and GPUs")
+		"each path's call captured once, each timed call one launch; needs --graphs on")
 	f.csvPath = fs.String("csv", "", "write the table as CSV to this file")
 	f.jsonOut = fs.Bool("json", false, jsonHelp)
 	return f
