@@ -476,9 +476,9 @@ func measureInTurn(ctx context.Context, r world.Rank, s device.Stream, t0, t1 de
 // the times are per call.
 func measureCaptured(ctx context.Context, r world.Rank, s device.Stream, t0, t1 device.Event, iters, reps int,
 	paths []func() error) (times [][]time.Duration, err error) {
-	g, ok := r.Dev.(device.Grapher)
-	if !ok {
-		return nil, fmt.Errorf("benchmarks: capture: the %s backend has no graphs: %w", r.Dev.Info().Backend, device.ErrNotSupported)
+	g, err := grapherOf(r.Dev)
+	if err != nil {
+		return nil, err
 	}
 	launches := make([]func() error, len(paths))
 	for j, run := range paths {
@@ -498,6 +498,14 @@ func measureCaptured(ctx context.Context, r world.Rank, s device.Stream, t0, t1 
 		}
 	}
 	return times, nil
+}
+
+// grapherOf is dev's graph capture, or an error saying its backend has none.
+func grapherOf(dev device.Device) (device.Grapher, error) {
+	if g, ok := dev.(device.Grapher); ok {
+		return g, nil
+	}
+	return nil, fmt.Errorf("benchmarks: capture: the %s backend has no graphs: %w", dev.Info().Backend, device.ErrNotSupported)
 }
 
 // capture records iters calls of run on s into a graph.

@@ -240,7 +240,6 @@ func gemmBench(ctx context.Context, r world.Rank, o GemmOptions) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, rg.close()) }()
-	s, t0, t1 := rg.s, rg.t0, rg.t1
 	seed, err := agreeSeed(ctx, r)
 	if err != nil {
 		return err
@@ -249,7 +248,7 @@ func gemmBench(ctx context.Context, r world.Rank, o GemmOptions) (err error) {
 	printGemmHeader(p, r, o, gpu, ref, why)
 	var rows []GemmRow
 	for _, shape := range o.Shapes {
-		row, err := gemmShape(ctx, r, o, shape, seed, ref, s, t0, t1)
+		row, err := gemmShape(ctx, r, o, shape, seed, ref, rg.s)
 		if err != nil {
 			return fmt.Errorf("benchmarks: shape %v: %w", shape, err)
 		}
@@ -476,14 +475,13 @@ func (in *gemmInputs) expected(q, i, j int) (exact, absSum float64) {
 }
 
 // gemmCase is one shape of the GEMM benchmark on one rank: its GemmRS, the
-// rank's inputs and buffers, and the stream and events that time it.
+// rank's inputs and buffers, and the stream its calls run on.
 type gemmCase struct {
 	r      world.Rank
 	o      GemmOptions
 	shape  GemmShape
 	ref    *Reference
 	s      device.Stream
-	t0, t1 device.Event
 	status Printer
 
 	g         *gemmrs.GemmRS
@@ -497,12 +495,12 @@ type gemmCase struct {
 }
 
 func gemmShape(ctx context.Context, r world.Rank, o GemmOptions, shape GemmShape, seed uint64, ref *Reference,
-	s device.Stream, t0, t1 device.Event) (row GemmRow, err error) {
+	s device.Stream) (row GemmRow, err error) {
 	ws := r.Comm.Size()
 	if shape.K%ws != 0 || shape.M%ws != 0 {
 		return row, fmt.Errorf("M=%d and K=%d must be divisible by the world size %d: %w", shape.M, shape.K, ws, device.ErrInvalidArgument)
 	}
-	c := &gemmCase{r: r, o: o, shape: shape, ref: ref, s: s, t0: t0, t1: t1, status: Printer{W: o.Status, Rank: r.Comm.Rank()}}
+	c := &gemmCase{r: r, o: o, shape: shape, ref: ref, s: s, status: Printer{W: o.Status, Rank: r.Comm.Rank()}}
 	row = GemmRow{Shape: shape, KLocal: shape.K / ws}
 	c.status.Printf("bench-gemm: %v: setting up...\n", shape)
 	cfg := o.Config
@@ -802,9 +800,9 @@ func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) (err error) {
 		return err
 	}
 	if c.o.Capture {
-		grapher, ok := c.r.Dev.(device.Grapher)
-		if !ok {
-			return fmt.Errorf("benchmarks: capture: the %s backend has no graphs: %w", c.r.Dev.Info().Backend, device.ErrNotSupported)
+		grapher, gerr := grapherOf(c.r.Dev)
+		if gerr != nil {
+			return gerr
 		}
 		for _, x := range paths {
 			run := x.run
