@@ -482,11 +482,11 @@ func measureCaptured(ctx context.Context, r world.Rank, s device.Stream, t0, t1 
 	}
 	launches := make([]func() error, len(paths))
 	for j, run := range paths {
-		graph, err := capture(g, s, iters, run)
-		if err != nil {
-			return nil, err
+		graph, cerr := capture(g, s, iters, run)
+		if cerr != nil {
+			return nil, cerr
 		}
-		defer func() { err = errors.Join(err, graph.Close()) }()
+		defer func() { err = errors.Join(err, graph.Close()) }() // the named result, not a loop-local error
 		launches[j] = func() error { return graph.Launch(s) }
 	}
 	if times, err = measureInTurn(ctx, r, s, t0, t1, 1, reps, launches); err != nil {
