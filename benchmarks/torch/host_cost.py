@@ -17,8 +17,13 @@ the GPU drained between batches (outside the timed part); the median per call is
 for a context without and with graphs=True, and beside them what torch itself costs on the same
 host (the anchors): torch.empty of the output, and out.copy_(x) (one device-to-device copy, the
 whole work of a one-rank call). The goal: at most 5 us per call from Python.
+
+Then the own GEMM on a [128, 128] @ [128, 128] product (Hopper GPUs only): hc_gemm through ctypes
+with raw pointers, hiercoll.gemm(a, b, out=c) in bf16, and in fp8 with row-wise scales, beside
+torch.mm and torch._scaled_mm with the same operands.
 """
 
+import ctypes
 import os
 
 for _name, _off in (("NCCL_NVLS_ENABLE", "0"), ("NVSHMEM_DISABLE_NVLS", "1"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")):
@@ -85,6 +90,7 @@ def main():
                 "Python, out=": median_per_call(lambda: rs.reduce_scatter(x, out)),
                 "Python": median_per_call(lambda: rs.reduce_scatter(x)),
             }))
+    gemm_row = gemm_costs(w, lib)
     row = x[:1]
     anchors = {
         "torch.empty": median_per_call(lambda: torch.empty((1, n), dtype=torch.bfloat16, device="cuda")),
@@ -98,7 +104,41 @@ def main():
             cells = "  ".join(f"{k} {v:6.2f}" for k, v in r.items())
             verdict = "ok" if r["Python"] <= GOAL_US else "over the goal"
             print(f"  graphs={str(graphs):5}  {cells}  ({verdict})")
+        if gemm_row:
+            print("  own GEMM, 128x128x128:  " + "  ".join(f"{k} {v:6.2f}" for k, v in gemm_row.items()))
     hiercoll.finalize()
+
+
+def gemm_costs(w, lib):
+    """The own GEMM's host time per call, by layer, on a tiny product; {} off Hopper."""
+    if torch.cuda.get_device_capability() != (9, 0):
+        return {}
+    d = 128
+    a = torch.randn(d, d, dtype=torch.bfloat16, device="cuda")
+    wt = torch.randn(d, d, dtype=torch.bfloat16, device="cuda").t()  # a Linear weight's transpose
+    c = torch.empty(d, d, dtype=torch.bfloat16, device="cuda")
+    a8, w8 = a.to(torch.float8_e4m3fn), wt.t().contiguous().to(torch.float8_e4m3fn)
+    sa = torch.ones(d, 1, dtype=torch.float32, device="cuda")
+    sw = torch.ones(1, d, dtype=torch.float32, device="cuda")
+    stream = torch.cuda.current_stream().cuda_stream
+    h, ap, bp, cp = w.handle, a.data_ptr(), wt.data_ptr(), c.data_ptr()
+    size = ctypes.c_int64()
+    _lib.check(lib.hc_gemm_workspace_bytes(h, ctypes.byref(size)))
+    ws = torch.zeros(size.value, dtype=torch.uint8, device="cuda")
+    wsp = ws.data_ptr()
+
+    def c_abi():
+        return lib.hc_gemm(h, _lib.HC_BF16, ap, d, bp, d, _lib.HC_B_NK, 0, 0, _lib.HC_BF16, cp, d, d, d, d, wsp, stream)
+
+    _lib.check(c_abi())  # timed below without the check: it must not be failing
+    return {
+        "C ABI bf16": median_per_call(c_abi),
+        "Python bf16": median_per_call(lambda: hiercoll.gemm(a, wt, out=c)),
+        "Python fp8 row": median_per_call(lambda: hiercoll.gemm(a8, w8.t(), sa, sw, out=c)),
+        "torch.mm": median_per_call(lambda: torch.mm(a, wt, out=c)),
+        "_scaled_mm row": median_per_call(
+            lambda: torch._scaled_mm(a8, w8.t(), scale_a=sa, scale_b=sw, out_dtype=torch.bfloat16)),
+    }
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ def gemm(a, b, scale_a=None, scale_b=None, out_dtype=None, out=None, world=None)
     ceil(N/128)]: block-wise (1 x 128 blocks of a, 128 x 128 blocks of the
     weight). Rows must be 16-byte aligned; on a GPU that is not Hopper it
     raises NotSupportedError."""
+    from . import rs2d
     from .rs2d import _b_layout, _check_fp8_operands, _import_torch, dtype_code
     torch = _import_torch()
     w = world if world is not None else init()
@@ -64,7 +65,7 @@ def gemm(a, b, scale_a=None, scale_b=None, out_dtype=None, out=None, world=None)
         out = torch.empty((m, n), dtype=out_dtype, device=a.device)
     elif out.dtype != out_dtype or list(out.shape) != [m, n] or out.stride(1) != 1 or out.device != a.device:
         raise ValueError(f"hiercoll: out is {out.dtype} {list(out.shape)}; want {out_dtype} [{m}, {n}] with unit column stride")
-    stream = torch.cuda.current_stream(a.device).cuda_stream
+    stream = rs2d._raw_stream(a.device.index)  # the CUstream, without a torch.cuda.Stream object
     ws = _workspaces.get((dev, stream))
     if ws is None:
         size = ctypes.c_int64()

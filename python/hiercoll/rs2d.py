@@ -381,7 +381,7 @@ class ReduceScatter2D:
             return False  # its first call for an M uploads tables, which a capture cannot hold
         rc = lib().hc_rs2d_matmul_reduce_scatter(self._h, a.data_ptr(), a.stride(0), b.data_ptr(), ldb, layout,
                                                  m, k, c.data_ptr(), output.data_ptr(),
-                                                 torch.cuda.current_stream().cuda_stream)
+                                                 _raw_stream(self._device_index))
         if rc == _lib.HC_ERR_NOT_SUPPORTED:
             return False
         if rc:
@@ -424,7 +424,7 @@ class ReduceScatter2D:
         code, sa, sb = _check_fp8_operands(a, b, scale_a, scale_b, self._device_index)
         m, k = a.shape
         output, _ = self._product_output(m, output, a.device)
-        stream = torch.cuda.current_stream().cuda_stream
+        stream = _raw_stream(self._device_index)
         if code == _lib.HC_SCALE_TENSOR:
             check(lib().hc_rs2d_scaled_matmul_reduce_scatter(
                 h, a.data_ptr(), a.stride(0), b.data_ptr(), b.stride(1), sa.data_ptr(), sb.data_ptr(),
