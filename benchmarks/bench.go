@@ -476,19 +476,11 @@ func measureInTurn(ctx context.Context, r world.Rank, s device.Stream, t0, t1 de
 // the times are per call.
 func measureCaptured(ctx context.Context, r world.Rank, s device.Stream, t0, t1 device.Event, iters, reps int,
 	paths []func() error) (times [][]time.Duration, err error) {
-	g, err := grapherOf(r.Dev)
+	launches, closeAll, err := captureEach(r.Dev, s, iters, paths)
 	if err != nil {
 		return nil, err
 	}
-	launches := make([]func() error, len(paths))
-	for j, run := range paths {
-		graph, cerr := capture(g, s, iters, run)
-		if cerr != nil {
-			return nil, cerr
-		}
-		defer func() { err = errors.Join(err, graph.Close()) }() // the named result, not a loop-local error
-		launches[j] = func() error { return graph.Launch(s) }
-	}
+	defer func() { err = errors.Join(err, closeAll()) }()
 	if times, err = measureInTurn(ctx, r, s, t0, t1, 1, reps, launches); err != nil {
 		return nil, err
 	}
@@ -500,12 +492,32 @@ func measureCaptured(ctx context.Context, r world.Rank, s device.Stream, t0, t1 
 	return times, nil
 }
 
-// grapherOf is dev's graph capture, or an error saying its backend has none.
-func grapherOf(dev device.Device) (device.Grapher, error) {
-	if g, ok := dev.(device.Grapher); ok {
-		return g, nil
+// captureEach captures iters calls of each of runs on s into a graph of
+// its own and returns each graph's launch on s, and closeAll, which closes
+// them all once their launches are done (on an error the graphs captured
+// before it are closed here).
+func captureEach(dev device.Device, s device.Stream, iters int, runs []func() error) (launches []func() error, closeAll func() error, err error) {
+	g, ok := dev.(device.Grapher)
+	if !ok {
+		return nil, nil, fmt.Errorf("benchmarks: capture: the %s backend has no graphs: %w", dev.Info().Backend, device.ErrNotSupported)
 	}
-	return nil, fmt.Errorf("benchmarks: capture: the %s backend has no graphs: %w", dev.Info().Backend, device.ErrNotSupported)
+	var graphs []device.Graph
+	closeAll = func() error {
+		var errs []error
+		for _, graph := range graphs {
+			errs = append(errs, graph.Close())
+		}
+		return errors.Join(errs...)
+	}
+	for _, run := range runs {
+		graph, err := capture(g, s, iters, run)
+		if err != nil {
+			return nil, nil, errors.Join(err, closeAll())
+		}
+		graphs = append(graphs, graph)
+		launches = append(launches, func() error { return graph.Launch(s) })
+	}
+	return launches, closeAll, nil
 }
 
 // capture records iters calls of run on s into a graph.

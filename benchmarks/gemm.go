@@ -800,23 +800,25 @@ func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) (err error) {
 		return err
 	}
 	if c.o.Capture {
-		grapher, gerr := grapherOf(c.r.Dev)
-		if gerr != nil {
-			return gerr
-		}
-		for _, x := range paths {
+		runs := make([]func() error, len(paths))
+		for i, x := range paths {
 			run := x.run
-			graph, cerr := capture(grapher, c.s, 1, func() error { return run(ctx) })
-			if cerr != nil {
-				return fmt.Errorf("benchmarks: capturing a call: %w", cerr)
-			}
-			defer func() { err = errors.Join(err, graph.Close()) }()
-			x.run = func(context.Context) error { return graph.Launch(c.s) }
+			runs[i] = func() error { return run(ctx) }
+		}
+		launches, closeAll, cerr := captureEach(c.r.Dev, c.s, 1, runs)
+		if cerr != nil {
+			return fmt.Errorf("benchmarks: capturing a call: %w", cerr)
+		}
+		defer func() { err = errors.Join(err, closeAll()) }()
+		for i, x := range paths {
+			launch := launches[i]
+			x.run = func(context.Context) error { return launch() }
 		}
 		row.Captured = true
 	}
 	iters := max(c.o.Iters, 1)
-	marks := make([]device.Event, 2*len(paths)*iters) // marks[2k] and marks[2k+1] bound the k-th call
+	calls := len(paths) * iters            // per round; the k-th is of path (rep + k) % len(paths)
+	marks := make([]device.Event, 2*calls) // marks[2k] and marks[2k+1] bound the k-th call
 	defer func() {
 		for _, e := range marks {
 			if e != nil {
@@ -829,7 +831,6 @@ func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) (err error) {
 			return err
 		}
 	}
-	of := make([]int, len(paths)*iters) // the path of the k-th call
 	for rep := 0; rep < max(c.o.Reps, 1); rep++ {
 		if err := c.r.Comm.Barrier(ctx); err != nil {
 			return err
@@ -839,7 +840,7 @@ func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) (err error) {
 				return err
 			}
 		}
-		for k := range of {
+		for k := range calls {
 			j := (rep + k) % len(paths)
 			if err := c.meet(ctx); err != nil {
 				return err
@@ -853,18 +854,17 @@ func (c *gemmCase) timePaths(ctx context.Context, row *GemmRow) (err error) {
 			if err := marks[2*k+1].Record(c.s); err != nil {
 				return err
 			}
-			of[k] = j
 		}
 		if err := c.s.Synchronize(ctx); err != nil {
 			return err
 		}
 		sums := make([]time.Duration, len(paths))
-		for k, j := range of {
+		for k := range calls {
 			d, err := marks[2*k+1].Since(marks[2*k])
 			if err != nil {
 				return err
 			}
-			sums[j] += d
+			sums[(rep+k)%len(paths)] += d
 		}
 		ds := make([]uint64, len(paths))
 		for j, sum := range sums {
