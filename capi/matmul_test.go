@@ -48,83 +48,102 @@ func forEachPath(t *testing.T, name string, test func(t *testing.T)) {
 // for bit; c and out start poisoned. Three calls in a row, on fresh
 // operands.
 func TestMatmulReduceScatter(t *testing.T) {
-	for _, shape := range []struct{ nodes, gpus int }{{1, 2}, {2, 2}} {
-		for _, layout := range []int{layoutKN, layoutNK} {
-			forEachPath(t, fmt.Sprintf("%dx%d/layout%d", shape.nodes, shape.gpus, layout), func(t *testing.T) {
-				const dt, rowsPer, n, k = dtype.BF16, 20, 24, 16
-				hs := simRanks(t, shape.nodes, shape.gpus)
-				world := len(hs)
-				m := rowsPer * world
-				value := func(call, rank, i int) float64 { return float64((call*7+rank*5+i*3)%5 - 2) }
-				// a[r][i, kk] = value(call, r, i·k + kk); b[r][kk, j] = value(call, r+9, kk·n + j).
-				exact := func(call, row, j int) float64 {
-					sum := 0.0
-					for r := 0; r < world; r++ {
-						for kk := 0; kk < k; kk++ {
-							sum += value(call, r, row*k+kk) * value(call, r+9, kk*n+j)
-						}
-					}
-					return sum
-				}
-				eachRank(t, hs, func(rank int, h int64) error {
-					ctx, err := createRS2D(h, int64(m), n, 1, overlapWithGEMM, 0)
-					if err != nil {
-						return err
-					}
-					defer func() { require.NoError(t, destroyRS2D(ctx)) }()
-					s, err := createStream(h)
-					if err != nil {
-						return err
-					}
-					alloc := func(elems int) uint64 {
-						p, e := allocMem(h, int64(elems*dt.Size()))
-						err = errors.Join(err, e)
-						return p
-					}
-					a, b, c, out := alloc(m*k), alloc(k*n), alloc(m*n), alloc(rowsPer*n)
-					if err != nil {
-						return err
-					}
-					for call := 0; call < 3; call++ {
-						ha, hb := make([]byte, m*k*2), make([]byte, k*n*2)
-						for i := range m * k {
-							dt.Put(ha, i, value(call, rank, i))
-						}
-						for kk := 0; kk < k; kk++ {
-							for j := 0; j < n; j++ {
-								at := kk*n + j
-								if layout == layoutNK {
-									at = j*k + kk
-								}
-								dt.Put(hb, at, value(call, rank+9, kk*n+j))
-							}
-						}
-						for _, up := range []struct {
-							p    uint64
-							data []byte
-						}{{a, ha}, {b, hb}, {c, check.Poison(dt, m*n)}, {out, check.Poison(dt, rowsPer*n)}} {
-							if err := copyToDevice(h, up.p, up.data); err != nil {
-								return err
-							}
-						}
-						x := matmulArgs{a: a, b: b, c: c, out: out, m: int64(m), k: k, layout: layout}
-						got, err := matmulOutput(h, ctx, x, s, rowsPer*n*2)
-						if err != nil {
-							return err
-						}
-						for i := 0; i < rowsPer; i++ {
-							for j := 0; j < n; j++ {
-								if v, want := dt.Get(got, i*n+j), exact(call, rank*rowsPer+i, j); v != want {
-									return fmt.Errorf("call %d, rank %d: out[%d, %d] = %g, want %g", call, rank, i, j, v, want)
-								}
-							}
-						}
-					}
-					return nil
-				})
-			})
+	type shape struct{ nodes, gpus int }
+	cases := []struct {
+		shapes  []shape
+		layouts []int
+		rowsPer int
+		flags   int
+	}{
+		{[]shape{{1, 2}, {2, 2}}, []int{layoutKN, layoutNK}, 20, overlapWithGEMM},
+		// Blocks of whole row tiles on one node: the own GEMM sums the own
+		// block in its epilogue, under growing and replayable signals.
+		{[]shape{{1, 2}}, []int{layoutNK}, 128, overlapWithGEMM},
+		{[]shape{{1, 2}}, []int{layoutKN}, 128, overlapWithGEMM | graphs},
+	}
+	for _, tc := range cases {
+		for _, shape := range tc.shapes {
+			for _, layout := range tc.layouts {
+				testMatmulReduceScatter(t, shape.nodes, shape.gpus, layout, tc.rowsPer, tc.flags)
+			}
 		}
 	}
+}
+
+func testMatmulReduceScatter(t *testing.T, nodes, gpus, layout, rowsPer, flags int) {
+	forEachPath(t, fmt.Sprintf("%dx%d/layout%d/rows%d/flags%d", nodes, gpus, layout, rowsPer, flags), func(t *testing.T) {
+		const dt, n, k = dtype.BF16, 24, 16
+		hs := simRanks(t, nodes, gpus)
+		world := len(hs)
+		m := rowsPer * world
+		value := func(call, rank, i int) float64 { return float64((call*7+rank*5+i*3)%5 - 2) }
+		// a[r][i, kk] = value(call, r, i·k + kk); b[r][kk, j] = value(call, r+9, kk·n + j).
+		exact := func(call, row, j int) float64 {
+			sum := 0.0
+			for r := 0; r < world; r++ {
+				for kk := 0; kk < k; kk++ {
+					sum += value(call, r, row*k+kk) * value(call, r+9, kk*n+j)
+				}
+			}
+			return sum
+		}
+		eachRank(t, hs, func(rank int, h int64) error {
+			ctx, err := createRS2D(h, int64(m), n, 1, flags, 0)
+			if err != nil {
+				return err
+			}
+			defer func() { require.NoError(t, destroyRS2D(ctx)) }()
+			s, err := createStream(h)
+			if err != nil {
+				return err
+			}
+			alloc := func(elems int) uint64 {
+				p, e := allocMem(h, int64(elems*dt.Size()))
+				err = errors.Join(err, e)
+				return p
+			}
+			a, b, c, out := alloc(m*k), alloc(k*n), alloc(m*n), alloc(rowsPer*n)
+			if err != nil {
+				return err
+			}
+			for call := 0; call < 3; call++ {
+				ha, hb := make([]byte, m*k*2), make([]byte, k*n*2)
+				for i := range m * k {
+					dt.Put(ha, i, value(call, rank, i))
+				}
+				for kk := 0; kk < k; kk++ {
+					for j := 0; j < n; j++ {
+						at := kk*n + j
+						if layout == layoutNK {
+							at = j*k + kk
+						}
+						dt.Put(hb, at, value(call, rank+9, kk*n+j))
+					}
+				}
+				for _, up := range []struct {
+					p    uint64
+					data []byte
+				}{{a, ha}, {b, hb}, {c, check.Poison(dt, m*n)}, {out, check.Poison(dt, rowsPer*n)}} {
+					if err := copyToDevice(h, up.p, up.data); err != nil {
+						return err
+					}
+				}
+				x := matmulArgs{a: a, b: b, c: c, out: out, m: int64(m), k: k, layout: layout}
+				got, err := matmulOutput(h, ctx, x, s, rowsPer*n*2)
+				if err != nil {
+					return err
+				}
+				for i := 0; i < rowsPer; i++ {
+					for j := 0; j < n; j++ {
+						if v, want := dt.Get(got, i*n+j), exact(call, rank*rowsPer+i, j); v != want {
+							return fmt.Errorf("call %d, rank %d: out[%d, %d] = %g, want %g", call, rank, i, j, v, want)
+						}
+					}
+				}
+			}
+			return nil
+		})
+	})
 }
 
 // What the own GEMM cannot compute is refused as not supported before

@@ -69,9 +69,10 @@ struct __align__(64) hc_tensor_map { u64 opaque[16]; };
 #define GM_THREADS 384
 // Dynamic shared memory: the stages, the staging buffer, 1 KiB to align
 // them for the 128-byte swizzle, the barriers (full and empty per stage,
-// staged and freed per consumer, the row scales' ready and taken) and a
+// staged and freed per consumer, the row scales' ready and taken, the sum's
+// landed, one spare so that what follows stays 16-byte aligned) and a
 // tile's row-wise scales (GM_BM of A's, then GM_BN of B's).
-#define GM_BARS (2 * GM_STAGES + 6)
+#define GM_BARS (2 * GM_STAGES + 8)
 #define GM_SMEM (GM_STAGES * (GM_A_STAGE + GM_B_STAGE) + GM_C_STAGE + 1024 + GM_BARS * 8 + (GM_BM + GM_BN) * 4)
 
 // A segment: rows [r0, r1) of C; need tiles complete it; its signal word.
@@ -406,33 +407,121 @@ __device__ __forceinline__ void gm_stage(const float* d, u32 stage, int row, int
   }
 }
 
+// gm_sum: the rows [r0, r0 + rows) of C (r0 a multiple of GM_BM; rows too,
+// or reaching M) whose tiles are not stored to C but summed with the node
+// peer's block of the same rows and stored to D (tmd: row r of C is row
+// r - r0 of D): the reduce-scatter's reduction of the own block, done by
+// the storer. The blocks (tms) are blocks × block_rows rows of N elements,
+// block k's row r at row k·block_rows + r; block self is the tile itself.
+// Block k's rows of segment j (seg_rows rows each) have landed once
+// arrivals[k] reaches base + j + 1 (compared cyclically, as the stream
+// waits do; the copy engine raises it after each segment's copy). rows 0:
+// no sum.
+struct gm_sum {
+  int r0, rows;
+  int blocks, self, block_rows;
+  const u32* arrivals;
+  u32 base;
+  int seg_rows;
+  // One unsigned compare: r0 + rows held across the storer's loop would
+  // not fit its 40 registers.
+  __device__ __forceinline__ bool covers(int rt) const { return (u32)(rt * GM_BM - r0) < (u32)rows; }
+};
+
+// gm_wait_geq spins until the word at p reaches v (cyclically), with
+// system-scope acquire: what the writer wrote before raising it is visible
+// after.
+__device__ __forceinline__ void gm_wait_geq(const u32* p, u32 v) {
+  u32 w;
+  do {
+    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(w) : "l"(p) : "memory");
+  } while ((int)(w - v) < 0);
+}
+
+// gm_tma_add adds the box at smem src into (c0 inner, c1 outer) of map's
+// tensor, element by element in its dtype (the reduction is L2's), in the
+// calling thread's current bulk async-group.
+__device__ __forceinline__ void gm_tma_add(const hc_tensor_map* map, int c0, int c1, u32 src) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2}], [%3];" ::"l"(
+                   (u64)map),
+               "r"(c0), "r"(c1), "r"(src)
+               : "memory");
+}
+
+// gm_sum_half is the storer's sum of a summed half (its first row h0 of the
+// block, hrows rows), whose own rows it stored to D and waited for: per
+// other block, once its rows landed, they are loaded into the staging
+// buffer (free: both halves of the tile stored) and added to D there. With two blocks, one rounding of their
+// exact sum: the bits of the reduce kernel's fp32 sum (Params.Check allows
+// no more blocks). landed is the storer's load barrier, *phase its parity.
+__device__ __forceinline__ void gm_sum_half(const gm_sum& sum, const hc_tensor_map* tmd, const hc_tensor_map* tms,
+                                            u32 cstage, u32 landed, u32* phase, int h0, int hrows, int ct) {
+  const u32 want = sum.base + (u32)((h0 + hrows - 1) / sum.seg_rows) + 1;
+  for (int k = 0; k < sum.blocks; k++) {
+    if (k == sum.self) continue;
+    gm_wait_geq(sum.arrivals + k, want);
+    // The copy engine's writes, seen through the acquire, for TMA's reads.
+    asm volatile("fence.proxy.async.global;" ::: "memory");
+    gm_bar_expect(landed, 4 * (64 * 128));
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      gm_tma_load(cstage + j * (64 * 128), tms, ct * GM_BN + 64 * j, k * sum.block_rows + h0, landed);
+    }
+    gm_bar_wait(landed, *phase);
+    *phase ^= 1;
+#pragma unroll
+    for (int j = 0; j < 4; j++) gm_tma_add(tmd, ct * GM_BN + 64 * j, h0, cstage + j * (64 * 128));
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+  }
+}
+
 // gm_storer is the storer thread's loop: per half of a tile this CTA
 // finishes (consumer 0's rows, then consumer 1's), wait until that consumer
 // staged it (TMA) or stored it (direct), store it with TMA and free the
-// staging buffer once read; after the second half, wait for the tile's
-// writes and signal.
+// staging buffer once read (a summed tile's second half once the tile's
+// sums are done, gm_sum_half); after the second half, wait for the tile's
+// writes and signal. Its barriers are found from cstage (gm_gemm's
+// layout), not passed: the storer runs on 40 registers.
 template <int TMA>
-__device__ __forceinline__ void gm_storer(const hc_tensor_map* tmc, u32 cstage, u32 staged, u32 freed,
+__device__ __forceinline__ void gm_storer(const hc_tensor_map* tmc, const hc_tensor_map* tmd,
+                                          const hc_tensor_map* tms, const gm_sum& sum, u32 cstage,
                                           const int* order, int row_tiles, int col_tiles, int group, int tiles,
                                           int sk, int kt, const hc_gemm_segment* segs, int nsegs, u32* counters,
                                           u32 value) {
+  const u32 staged = cstage + GM_C_STAGE + 16 * GM_STAGES, freed = staged + 16, landed = freed + 32;
   int n = 0;
+  u32 phase = 0;
   gm_item w;
   for (int i = 0; gm_item_at(i, tiles, sk, kt, &w); i++) {
     if (!w.final) continue;
     int rt, ct;
     gm_tile(w.t, order, row_tiles, col_tiles, group, &rt, &ct);
+    const bool summed = TMA && sum.covers(rt);
     for (int cw = 0; cw < 2; cw++) {
       gm_bar_wait(staged + 8 * cw, n & 1);
       if (TMA) {
+        const hc_tensor_map* map = summed ? tmd : tmc;
+        const int row = rt * GM_BM + 64 * cw - (summed ? sum.r0 : 0);
 #pragma unroll
         for (int j = 0; j < 4; j++) {
-          gm_tma_store(tmc, ct * GM_BN + 64 * j, rt * GM_BM + 64 * cw, cstage + j * (64 * 128));
+          gm_tma_store(map, ct * GM_BN + 64 * j, row, cstage + j * (64 * 128));
         }
         asm volatile("cp.async.bulk.commit_group;" ::: "memory");
         asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
       }
-      gm_bar_arrive(freed + 8 * cw);
+      // A summed tile keeps the staging buffer for its sums until consumer
+      // 0 needs it again, at its next tile's end; consumer 1 goes on.
+      if (!summed || cw == 0) gm_bar_arrive(freed + 8 * cw);
+    }
+    if (summed) {
+      // The own rows written before the other block's are added to them.
+      asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+      for (int cw = 0; cw < 2; cw++) {
+        const int row = rt * GM_BM + 64 * cw - sum.r0;
+        if (row < sum.rows) gm_sum_half(sum, tmd, tms, cstage, landed, &phase, row, min(64, sum.rows - row), ct);
+      }
+      gm_bar_arrive(freed + 8);
     }
     n++;
     if (nsegs == 0) continue;
@@ -645,14 +734,17 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
                                         u16* C, int M, int N, int K, long long ldc, const int* order, int row_tiles,
                                         int group, const hc_gemm_segment* segs, int nsegs, u32* counters, u32 value,
                                         int sk, u32* flags, float* partials, const float* scale_a,
-                                        const float* scale_b) {
+                                        const float* scale_b, const hc_tensor_map* tmd, const hc_tensor_map* tms,
+                                        const gm_sum& sum) {
   extern __shared__ unsigned char gm_smem_raw[];
   const u32 raw = gm_smem_addr(gm_smem_raw);
   const u32 base = (raw + 1023) & ~1023u;
   const u32 sa = base, sb = base + GM_STAGES * GM_A_STAGE;
   const u32 cstage = sb + GM_STAGES * GM_B_STAGE;
-  const u32 bars = cstage + GM_C_STAGE;  // full[GM_STAGES], empty[GM_STAGES], staged[2], freed[2], sready, staken
+  // full[GM_STAGES], empty[GM_STAGES], staged[2], freed[2], sready, staken, landed
+  const u32 bars = cstage + GM_C_STAGE;
   const u32 staged = bars + 16 * GM_STAGES, freed = staged + 16, sready = freed + 16, staken = sready + 8;
+  const u32 landed = staken + 8;
   float* const srow = (float*)(gm_smem_raw + (bars + GM_BARS * 8 - raw));  // the row-wise scales
   const int col_tiles = (N + GM_BN - 1) / GM_BN;
   const int tiles = row_tiles * col_tiles;
@@ -670,6 +762,7 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
     }
     gm_bar_init(sready, 32);  // the scale loader's lanes
     gm_bar_init(staken, 8);   // one arrival per consumer warp
+    gm_bar_init(landed, 1);   // the storer's expect_tx
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
@@ -677,12 +770,14 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
     if (threadIdx.x == 32) {
-      gm_storer<TMA>(tmc, cstage, staged, freed, order, row_tiles, col_tiles, group, tiles, sk, k_tiles, segs, nsegs,
+      gm_storer<TMA>(tmc, tmd, tms, sum, cstage, order, row_tiles, col_tiles, group, tiles, sk, k_tiles, segs, nsegs,
                      counters, value);
+      return;  // what the others need is then not held across the storer's 40 registers
     }
     if (SCALING == GM_SCALE_ROW && TMA && threadIdx.x / 32 == 2) {
       gm_row_scales(srow, sready, staken, scale_a, scale_b, M, N, order, row_tiles, col_tiles, group, tiles, sk,
                     k_tiles, threadIdx.x % 32);
+      return;
     }
     if (threadIdx.x != 0) return;
     // The loader.
@@ -792,9 +887,14 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
       name(const __grid_constant__ hc_tensor_map tma, const __grid_constant__ hc_tensor_map tmb,                  \
            const __grid_constant__ hc_tensor_map tmc, u16* C, int M, int N, int K, long long ldc, const int* order, \
            int row_tiles, int group, const hc_gemm_segment* segs, int nsegs, u32* counters, u32 value, int sk,      \
-           u32* flags, float* partials, const float* scale_a, const float* scale_b) {                              \
+           u32* flags, float* partials, const float* scale_a, const float* scale_b,                               \
+           const __grid_constant__ hc_tensor_map tmd, const __grid_constant__ hc_tensor_map tms, int sum_r0,        \
+           int sum_rows, int sum_blocks, int sum_self, int sum_block_rows, const u32* sum_arrivals, u32 sum_base,   \
+           int sum_seg_rows) {                                                                                     \
+    const gm_sum sum{sum_r0,         TMA ? sum_rows : 0, sum_blocks, sum_self, sum_block_rows,                      \
+                     sum_arrivals, sum_base,           sum_seg_rows};                                              \
     gm_gemm<In, Out, KN, TMA, SCALING>(&tma, &tmb, &tmc, C, M, N, K, ldc, order, row_tiles, group, segs, nsegs,    \
-                                       counters, value, sk, flags, partials, scale_a, scale_b);                   \
+                                       counters, value, sk, flags, partials, scale_a, scale_b, &tmd, &tms, sum);        \
   }
 
 HC_GEMM(hc_gemm_bf16_nk, GmBF16, GmBF16, 0, 1, GM_SCALE_TENSOR)

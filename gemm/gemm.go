@@ -34,7 +34,7 @@ const (
 
 	gemmThreads = 384
 	gemmStages  = 4
-	gemmShared  = gemmStages*(TileM*tileK*2+tileN*tileK*2) + TileM/2*tileN*2 + 1024 + (2*gemmStages+6)*8 + (TileM+tileN)*4
+	gemmShared  = gemmStages*(TileM*tileK*2+tileN*tileK*2) + TileM/2*tileN*2 + 1024 + (2*gemmStages+8)*8 + (TileM+tileN)*4
 
 	// DefaultGroup is how many row tiles the walk takes at a time (see
 	// Params.Group).
@@ -177,11 +177,105 @@ type Params struct {
 	Segments, Counters device.Ptr
 	NSegs              int
 	Value              uint32
+	// Sum, where Rows > 0, has the epilogue reduce rows of C instead of
+	// storing them (see Sum).
+	Sum Sum
 	// Workspace, from NewWorkspace, lets the last wave go stream-K
 	// (the kernel's comment says how): where the tiles do not divide
 	// among the CTAs, the last ones are shared out by k. 0: whole tiles
 	// only. One launch at a time may use a workspace.
 	Workspace device.Ptr
+}
+
+// Sum is a reduce-scatter's reduction of one block done in the GEMM's
+// epilogue: the rows [R0, R0+Rows) of C are not stored to C; each tile of
+// them, rounded to C's dtype, is stored to Dst (row R0 of C being Dst's row
+// 0), and once the other block's same rows have landed, the GEMM's storer
+// brings them into shared memory and adds them to Dst's there (TMA's
+// reduce, in L2): two blocks at most, whose one rounding of their exact sum
+// has the bits of kernels.LaunchReduce over them. The tiles of those rows
+// are the walk's last (Order), so every other tile is computed before any
+// waits.
+type Sum struct {
+	R0, Rows int        // R0 a multiple of TileM; Rows too, or R0+Rows = M
+	Dst      device.Ptr // Rows × N, rows LDD elements apart (0: N)
+	LDD      int64
+	// Src holds the blocks: block k at Src + k·Stride elements (a multiple
+	// of N), rows of N elements; block Self is C's own rows (Src's is not
+	// read).
+	Src          device.Ptr
+	Stride       int64
+	Blocks, Self int
+	// Arrivals are Blocks words: the rows of segment j (SegRows rows each)
+	// of block k have landed once word k reaches Base+j+1 (compared
+	// cyclically, as the signal words' stream waits do).
+	Arrivals device.Ptr
+	Base     uint32
+	SegRows  int
+}
+
+// dense fills LDD.
+func (s Sum) dense(n int) Sum {
+	if s.LDD == 0 {
+		s.LDD = int64(n)
+	}
+	return s
+}
+
+// dMap is the tensor map of a Sum's Dst, stored in C's boxes.
+func (g Params) dMap() device.TensorMap {
+	d := g.cMap()
+	d.Base, d.Rows, d.RowBytes = g.Sum.Dst, int64(g.Sum.Rows), g.Sum.LDD*int64(g.Out.Size())
+	return d
+}
+
+// sMap is the tensor map of a Sum's blocks, loaded in C's boxes: one
+// matrix whose row k·Stride/N + r is block k's row r.
+func (g Params) sMap() device.TensorMap {
+	d, s := g.cMap(), g.Sum
+	d.Base, d.RowBytes = s.Src, int64(g.N)*int64(g.Out.Size())
+	d.Rows = int64(s.Blocks-1)*(s.Stride/int64(g.N)) + int64(s.Rows)
+	return d
+}
+
+// checkSum checks g.Sum (g dense): ErrInvalidArgument for what no GEMM
+// could do, ErrNotSupported where C or Dst cannot be stored with TMA (the
+// sums are stored so).
+func (g Params) checkSum() error {
+	s := g.Sum
+	if s.Rows == 0 {
+		return nil
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("gemm: sum of rows [%d, %d) of %d: %s: %w", s.R0, s.R0+s.Rows, g.M, fmt.Sprintf(format, args...), device.ErrInvalidArgument)
+	}
+	switch {
+	case s.Rows < 0 || s.R0 < 0 || s.R0+s.Rows > g.M:
+		return bad("rows outside C")
+	case s.R0%TileM != 0 || (s.Rows%TileM != 0 && s.R0+s.Rows != g.M):
+		return bad("rows must be whole row tiles of %d", TileM)
+	case s.Blocks < 1 || s.Self < 0 || s.Self >= s.Blocks || s.SegRows <= 0 || s.Stride < 0 || s.Stride%int64(g.N) != 0:
+		return bad("%d blocks, own %d, segments of %d rows, stride %d", s.Blocks, s.Self, s.SegRows, s.Stride)
+	case s.Dst == 0 || s.Arrivals == 0 || (s.Blocks > 1 && s.Src == 0):
+		return bad("nil destination, arrivals or blocks")
+	case s.LDD < int64(g.N):
+		return bad("destination rows shorter than N")
+	}
+	if err := g.cMap().Check(); err != nil {
+		return fmt.Errorf("gemm: sum: C is not stored with TMA (%v): %w", err, device.ErrNotSupported)
+	}
+	if err := g.dMap().Check(); err != nil || g.N%8 != 0 {
+		return fmt.Errorf("gemm: sum: the destination cannot be stored with TMA or N=%d is not a multiple of 8 (%v): %w", g.N, err, device.ErrNotSupported)
+	}
+	if s.Blocks > 2 {
+		// TMA's reduce rounds after each block: with more than one other
+		// block the sum would not have the reduce kernel's bits.
+		return fmt.Errorf("gemm: sum of %d blocks: the GEMM sums two at most: %w", s.Blocks, device.ErrNotSupported)
+	}
+	if err := g.sMap().Check(); s.Blocks > 1 && err != nil {
+		return fmt.Errorf("gemm: sum: the blocks cannot be loaded with TMA (%v): %w", err, device.ErrNotSupported)
+	}
+	return nil
 }
 
 // gemmMaxStreamKGrid bounds the CTAs of a stream-K launch: the
@@ -281,6 +375,7 @@ func (g Params) dense() Params {
 	if g.Group <= 0 {
 		g.Group = DefaultGroup
 	}
+	g.Sum = g.Sum.dense(g.N)
 	return g
 }
 
@@ -332,6 +427,9 @@ func (g Params) Check() error {
 		return bad("scales are for e4m3 inputs, not %v", g.DType)
 	}
 	if err := g.checkScales(); err != nil {
+		return err
+	}
+	if err := g.checkSum(); err != nil {
 		return err
 	}
 	if g.DType == dtype.E4M3 && !g.BT {
@@ -408,6 +506,39 @@ func (g Params) CheckMemory(dev device.Device) error {
 			return fmt.Errorf("gemm: %dx%dx%d: %s: %w", g.M, g.N, g.K, op.what, err)
 		}
 	}
+	return g.Sum.checkMemory(dev, g.N, int64(g.Out.Size()))
+}
+
+// checkMemory checks that Dst, the blocks and the arrival words lie in
+// allocations (a sum of rows of n elements of es bytes).
+func (s Sum) checkMemory(dev device.Device, n int, es int64) error {
+	if s.Rows == 0 {
+		return nil
+	}
+	dst, ok1 := matrixBytes(int64(s.Rows), int64(n), s.LDD, es)
+	src, ok2 := sizes.Product(int64(s.Blocks-1), s.Stride)
+	src, ok3 := sizes.Sum(src, int64(s.Rows)*int64(n))
+	src, ok4 := sizes.Product(src, es)
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		return fmt.Errorf("gemm: sum: the destination or the blocks span more than 2^50 bytes: %w", device.ErrInvalidArgument)
+	}
+	ops := []struct {
+		what  string
+		p     device.Ptr
+		bytes int64
+	}{{"sum destination", s.Dst, dst}, {"arrival words", s.Arrivals, 4 * int64(s.Blocks)}}
+	if s.Blocks > 1 {
+		ops = append(ops, struct {
+			what  string
+			p     device.Ptr
+			bytes int64
+		}{"summed blocks", s.Src, src})
+	}
+	for _, op := range ops {
+		if err := device.CheckRange(dev, op.p, op.bytes); err != nil {
+			return fmt.Errorf("gemm: sum: %s: %w", op.what, err)
+		}
+	}
 	return nil
 }
 
@@ -463,9 +594,22 @@ func Launch(dev device.Device, s device.Stream, g Params) error {
 		// CheckMemory checked the workspace for this grid.
 		sk, flags, partials = tiles%grid, g.Workspace, g.Workspace.Add(gemmFlagsBytes)
 	}
+	if sum := g.Sum; sum.Rows > 0 && sk > rowTilesOf(sum.Rows)*colTilesOf(g.N) {
+		// A stream-K tile outside the sum could wait on a CTA held in a
+		// sum's wait for arrivals that, across ranks, wait on it.
+		sk, flags, partials = 0, 0, 0
+	}
+	d, src, sum := c, c, g.Sum // the kernels that store from registers take no sum (checkSum)
+	if sum.Rows > 0 {
+		d = g.dMap()
+	}
+	if sum.Rows > 0 && sum.Blocks > 1 {
+		src = g.sMap()
+	}
 	return dev.Launch(s, k, grid, a, b, c, g.C, int32(g.M), int32(g.N), int32(g.K), int64(g.LDC), g.Order,
 		int32(rowTilesOf(g.M)), int32(g.Group), g.Segments, int32(g.NSegs), g.Counters, g.Value, int32(sk), flags, partials,
-		g.ScaleA, g.ScaleB)
+		g.ScaleA, g.ScaleB, d, src, int32(sum.R0), int32(sum.Rows), int32(sum.Blocks), int32(sum.Self),
+		int32(sum.Stride/int64(g.N)), sum.Arrivals, sum.Base, int32(sum.SegRows))
 }
 
 // Prepare loads the GEMM's kernels whose output is dt on dev (those

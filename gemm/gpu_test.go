@@ -87,3 +87,31 @@ func TestGemmScalingsOnGPU(t *testing.T) {
 		}
 	}
 }
+
+// On a Hopper GPU, the sum in the epilogue (Params.Sum) against the same
+// product without it and the reduce kernel's sum of the same blocks, bit
+// for bit, with the blocks landing on a second stream while the kernel
+// waits for them (and before it starts), for every case of the twin's test
+// and two larger ones (several waves of tiles, a stream-K last wave).
+func TestGemmSumOnGPU(t *testing.T) {
+	d, err := cuda.Open(0, cuda.Options{})
+	if errors.Is(err, device.ErrNotSupported) {
+		t.Skipf("no CUDA device: %v", err)
+	}
+	require.NoError(t, err)
+	defer func() { require.NoError(t, d.Close()) }()
+	if d.Arch() != "sm_90" {
+		t.Skipf("the GEMM is for sm_90 (Hopper); this device is %s", d.Arch())
+	}
+	cases := append(sumCases(),
+		sumCase{in: dtype.BF16, out: dtype.BF16, layout: gemm.BNK, m: 4096, n: 2048, k: 512, r0: 1024, rows: 1024, blocks: 2, self: 1, segRows: 256, base: 11, landAfterLaunch: true},
+		sumCase{in: dtype.E4M3, out: dtype.BF16, layout: gemm.BNK, m: 2048, n: 1280, k: 1024, r0: 1536, rows: 512, blocks: 2, self: 0, segRows: 64, grid: 100, scaling: gemm.RowWise, base: 5, landAfterLaunch: true})
+	for _, c := range cases {
+		t.Run(c.String(), func(t *testing.T) {
+			if c.grid > 0 {
+				defer gemm.SetStreamKMin(gemm.SetStreamKMin(1))
+			}
+			runSum(t, d, c).check(t)
+		})
+	}
+}

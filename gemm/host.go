@@ -8,6 +8,7 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/dtype"
+	"github.com/seed12530e24/hiercoll/kernels"
 )
 
 // gemmArgs are the GEMM kernel's arguments, in Launch's order.
@@ -25,15 +26,17 @@ type gemmArgs struct {
 	sk              int // the last wave's tiles shared out by k
 	flags, partials device.Ptr
 	scaleA, scaleB  device.Ptr
+	dMap, sMap      device.TensorMap // the sum's destination and blocks (sum.Rows > 0)
+	sum             Sum
 }
 
 func decodeGemmArgs(args []any) (gemmArgs, error) {
 	var g gemmArgs
 	bad := fmt.Errorf("gemm arguments %v: %w", args, device.ErrInvalidArgument)
-	if len(args) != 20 {
+	if len(args) != 30 {
 		return g, bad
 	}
-	var ok [20]bool
+	var ok [30]bool
 	g.a, ok[0] = args[0].(device.TensorMap)
 	g.b, ok[1] = args[1].(device.TensorMap)
 	g.cMap, ok[2] = args[2].(device.TensorMap)
@@ -56,6 +59,19 @@ func decodeGemmArgs(args []any) (gemmArgs, error) {
 	g.partials, ok[17] = args[17].(device.Ptr)
 	g.scaleA, ok[18] = args[18].(device.Ptr)
 	g.scaleB, ok[19] = args[19].(device.Ptr)
+	g.dMap, ok[20] = args[20].(device.TensorMap)
+	g.sMap, ok[21] = args[21].(device.TensorMap)
+	var r0, rows, blocks, self, blockRows, segRows int32
+	r0, ok[22] = args[22].(int32)
+	rows, ok[23] = args[23].(int32)
+	blocks, ok[24] = args[24].(int32)
+	self, ok[25] = args[25].(int32)
+	blockRows, ok[26] = args[26].(int32)
+	g.sum.Arrivals, ok[27] = args[27].(device.Ptr)
+	g.sum.Base, ok[28] = args[28].(uint32)
+	segRows, ok[29] = args[29].(int32)
+	g.sum.R0, g.sum.Rows, g.sum.Blocks, g.sum.Self, g.sum.SegRows = int(r0), int(rows), int(blocks), int(self), int(segRows)
+	g.sum.Dst, g.sum.Src = g.dMap.Base, g.sMap.Base
 	for _, o := range ok {
 		if !o {
 			return g, bad
@@ -65,6 +81,14 @@ func decodeGemmArgs(args []any) (gemmArgs, error) {
 	if g.m <= 0 || g.n <= 0 || g.k <= 0 || g.group <= 0 || g.rowTiles != rowTilesOf(g.m) || g.nsegs < 0 || g.sk < 0 ||
 		(g.sk > 0 && (g.flags == 0 || g.partials == 0)) {
 		return g, bad
+	}
+	if s := &g.sum; s.Rows > 0 {
+		es := int64(g.cMap.DType.Size())
+		s.LDD, s.Stride = g.dMap.RowBytes/es, int64(blockRows)*int64(g.n)
+		if s.R0 < 0 || s.R0%TileM != 0 || s.R0+s.Rows > g.m || s.Blocks < 1 || s.Blocks > 2 || s.Self < 0 ||
+			s.Self >= s.Blocks || s.SegRows <= 0 || s.Stride < 0 || s.LDD < int64(g.n) || g.dMap.DType != g.cMap.DType {
+			return g, bad
+		}
 	}
 	return g, nil
 }
@@ -206,8 +230,11 @@ func (g gemmArgs) tile(mem device.HostMemory, dt, out dtype.DType, layout BLayou
 	if err != nil {
 		return fmt.Errorf("gemm B: %w", err)
 	}
-	c, err := mem.Bytes(g.c.Add(int64(r0)*g.ldc*os), (int64(r1-r0-1)*g.ldc+int64(c1))*os)
-	if err != nil {
+	var c []byte
+	summed := g.sum.covers(rt)
+	if summed { // the tile goes to Dst, summed (sumTile): computed aside
+		c = make([]byte, (int64(r1-r0-1)*g.ldc+int64(c1))*os)
+	} else if c, err = mem.Bytes(g.c.Add(int64(r0)*g.ldc*os), (int64(r1-r0-1)*g.ldc+int64(c1))*os); err != nil {
 		return fmt.Errorf("gemm C: %w", err)
 	}
 	aStride, bStride := int(g.a.RowBytes/es), int(g.b.RowBytes/es)
@@ -241,6 +268,53 @@ func (g gemmArgs) tile(mem device.HostMemory, dt, out dtype.DType, layout BLayou
 			}
 			out.Put(c, i*int(g.ldc)+j, float64(acc))
 		}
+	}
+	if summed {
+		return g.sumTile(mem, out, c, r0, r1, c0, c1)
+	}
+	return nil
+}
+
+// covers reports whether row tile rt's rows are summed.
+func (s Sum) covers(rt int) bool { return s.Rows > 0 && rt*TileM >= s.R0 && rt*TileM < s.R0+s.Rows }
+
+// sumTile is the kernel's gm_sum_half for the tile of rows [r0, r1) and
+// columns [c0, c1) computed into c (rows ldc apart, from column 0): once
+// the other blocks' rows have landed, each row of the tile summed with
+// theirs (kernels.ReduceRange: fp32, blocks in order, one rounding) goes to
+// Dst.
+func (g gemmArgs) sumTile(mem device.HostMemory, dt dtype.DType, c []byte, r0, r1, c0, c1 int) error {
+	s, es := g.sum, int64(dt.Size())
+	last := min(r1, s.R0+s.Rows) - 1 - s.R0
+	want := s.Base + uint32(last/s.SegRows) + 1
+	for k := 0; k < s.Blocks; k++ {
+		if k == s.Self {
+			continue
+		}
+		w := device.Word{Addr: s.Arrivals.Add(4 * int64(k)), Label: fmt.Sprintf("arrival of block %d for the GEMM's sum", k)}
+		if err := mem.Wait32(w, device.GEQ, want); err != nil {
+			return err
+		}
+	}
+	views := make([][]byte, s.Blocks)
+	for r := r0; r <= last+s.R0; r++ {
+		br := int64(r - s.R0) // the row in every block
+		for k := range views {
+			if k == s.Self {
+				off := int64(r-r0) * g.ldc
+				views[k] = c[(off+int64(c0))*es : (off+int64(c1))*es]
+				continue
+			}
+			var err error
+			if views[k], err = mem.Bytes(s.Src.Add((int64(k)*s.Stride+br*int64(g.n)+int64(c0))*es), int64(c1-c0)*es); err != nil {
+				return fmt.Errorf("gemm sum: block %d: %w", k, err)
+			}
+		}
+		dst, err := mem.Bytes(s.Dst.Add((br*s.LDD+int64(c0))*es), int64(c1-c0)*es)
+		if err != nil {
+			return fmt.Errorf("gemm sum: destination: %w", err)
+		}
+		kernels.ReduceRange(dt, dst, views, 0, int64(c1-c0))
 	}
 	return nil
 }

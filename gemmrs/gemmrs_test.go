@@ -425,6 +425,68 @@ func TestOwnGemmInSegments(t *testing.T) {
 	}
 }
 
+// On one node of two ranks, with blocks of whole row tiles, the own GEMM
+// sums the own block in its epilogue (Summed) and every call's output is
+// exact against fp64, call after call, with the GEMM's signals in one
+// segment per block and in several (the arrivals then come segment by
+// segment); with blocks that are not whole row tiles, more than two ranks
+// on the node or two nodes, it does not, and the reduction pass does the
+// same sums.
+func TestOwnGemmSumsOwnBlock(t *testing.T) {
+	for _, tc := range []struct {
+		shape    bootstrap.Shape
+		rowsPer  int
+		segments int
+		summed   bool
+	}{
+		{bootstrap.Shape{Nodes: 1, LocalSize: 2}, 384, 3, true},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 2}, 256, 0, true},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 2}, 128, 8, true},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 4}, 128, 3, false},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 2}, 96, 2, false},
+		{bootstrap.Shape{Nodes: 2, LocalSize: 2}, 128, 2, false},
+	} {
+		shape := tc.shape
+		t.Run(fmt.Sprintf("%v/rows%d/segments%d", shape, tc.rowsPer, tc.segments), func(t *testing.T) {
+			t.Parallel()
+			const dt, n, k = dtype.BF16, 24, 16
+			ws := shape.World()
+			m := tc.rowsPer * ws
+			ps := newProblems(dt, ws, m, n, k)
+			w := simWorld(t, shape, 30*time.Second)
+			err := w.Run(testCtx(t), func(ctx context.Context, r world.Rank) (err error) {
+				cfg := baseConfig(dt, m, n, k)
+				cfg.Tuning = gemmrs.Tuning{Gemm: gemmrs.GemmOwn, ReduceScatter: rs2d.Tuning{Segments: tc.segments}}
+				g, err := gemmrs.New(ctx, r.Comm, r.Dev, cfg)
+				if err != nil {
+					return err
+				}
+				defer func() { err = errors.Join(err, g.Close()) }()
+				rb, err := newRankBufs(r.Dev, dt, m, n, k, ws)
+				if err != nil {
+					return err
+				}
+				defer func() { err = errors.Join(err, rb.close()) }()
+				for call := 0; call < 3; call++ {
+					p := ps.get(call)
+					got, err := runCall(ctx, g, rb, ps, p, r.Comm.Rank(), gemmrs.Overlap)
+					if err != nil {
+						return fmt.Errorf("call %d: %w", call, err)
+					}
+					if _, err := ps.compare(p, r.Comm.Rank(), shape.Nodes, got); err != nil {
+						return fmt.Errorf("call %d: %w", call, err)
+					}
+					if g.Summed() != tc.summed {
+						return fmt.Errorf("call %d: summed in the GEMM's epilogue: %v, want %v", call, g.Summed(), tc.summed)
+					}
+				}
+				return nil
+			})
+			require.NoError(t, err)
+		})
+	}
+}
+
 // gates holds one rank's delay words: before the GEMM of block d the GEMM
 // stream waits for word d to reach the call's number, which a goroutine
 // writes at random times in a shuffled order.

@@ -48,6 +48,16 @@ type Scales struct {
 // why.
 func (g *GemmRS) GemmChoice() (Gemm, string) { return g.knobs.Gemm, g.why }
 
+// Summed reports whether the last overlapped call's own GEMM summed this
+// rank's own block of C with the peer's landed block in its epilogue
+// (gemm.Sum: one node of two ranks, the copy engine, blocks of whole row
+// tiles), instead of a reduction pass after the GEMM.
+func (g *GemmRS) Summed() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.ovl != nil && g.ovl.Summed()
+}
+
 // Segments is how many signals each destination's rows come in.
 func (g *GemmRS) Segments() int { return max(1, g.knobs.ReduceScatter.Segments) }
 

@@ -146,6 +146,32 @@ type Call struct {
 	// an allocation of whole large pages (device.Info.PageBytes), which
 	// the copy engine reads at its rate (false with InputViews 0).
 	InputWholePages bool
+	// Summed: the producer's GEMM sums this rank's own block in its
+	// epilogue (Sum), so the engine raises each block's arrival segment by
+	// segment (Step.Chunks is the GEMM's segments) and launches no
+	// reduction of the own node's step, only its waits.
+	Summed bool
+}
+
+// Sum is the reduction of a rank's own block of a call (one node of two
+// ranks, GEMM overlap) as its producer's GEMM does it: the own rows it
+// computes, rounded to the dtype, plus the node peer's landed block,
+// rounded once (the reduce kernel's bits), into Dst.
+type Sum struct {
+	Dst  device.Ptr // RowsPer × Cols: the call's output rows of this rank
+	Row0 int        // where the own block starts in the input
+	Rows int        // the block's rows (RowsPer)
+	// Blocks holds the landed blocks: local rank k's at Blocks + k·Stride
+	// elements, RowsPer rows of Cols; block Self (this rank's) is not there.
+	Blocks      device.Ptr
+	Stride      int64
+	Ranks, Self int
+	// Arrivals are Ranks words: rows [j·SegmentRows, (j+1)·SegmentRows)
+	// of local rank k's block have landed once word k reaches Base+j+1
+	// (compared cyclically).
+	Arrivals    device.Ptr
+	Base        uint32
+	SegmentRows int
 }
 
 // Step is one node step of a call: the rows destined to node Node.

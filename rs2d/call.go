@@ -33,6 +33,7 @@ type Call struct {
 	in, out Tensor
 	sig     Signals
 	used    bool
+	summed  bool // the producer sums the own block (Summed)
 }
 
 // Prepare checks a call's arguments as ReduceScatter does and returns the
@@ -95,6 +96,32 @@ func (k *Call) Help(s device.Stream, rows int) error {
 	return c.ce.Help(s, intranode.Step{Call: call, Node: c.place.Node, Rows: rpr}, rows, c.finalGrid())
 }
 
+// Sum describes the reduction of this rank's own block of the call for a
+// producer whose GEMM does it (intranode.Sum): with GEMM overlap, the copy
+// engine and one node of two ranks, else false. A
+// producer that takes it over calls Summed before Enqueue, after enqueueing
+// its GEMM; no other call may come between Prepare and Enqueue.
+func (k *Call) Sum() (intranode.Sum, bool) {
+	c := k.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ce == nil || c.closed || k.used || !k.current() || c.rail != nil {
+		return intranode.Sum{}, false
+	}
+	rpr := k.in.Rows / c.place.Shape.World()
+	call := intranode.Call{Input: k.in.Ptr, RowsPer: rpr, Epoch: c.proto.Next(c.epoch)}
+	return c.ce.SumOf(intranode.Step{Call: call, Node: c.place.Node, Rows: rpr, ReduceTo: k.out.Ptr})
+}
+
+// Summed says that the producer's GEMM sums this rank's own block (Sum):
+// the call raises each block's arrivals segment by segment and launches no
+// reduction of it. Every rank of the node says the same.
+func (k *Call) Summed() {
+	k.c.mu.Lock()
+	defer k.c.mu.Unlock()
+	k.summed = true
+}
+
 // Enqueue enqueues the call on s, as ReduceScatter does.
 func (k *Call) Enqueue(ctx context.Context, s device.Stream) error {
 	k.c.mu.Lock()
@@ -144,7 +171,7 @@ func (k *Call) enqueue(ctx context.Context, s device.Stream) error {
 	c.epoch = c.proto.Next(c.epoch)
 	c.serial++
 	c.calls++
-	if err := c.enqueue(k.in, k.out, s, c.epoch); err != nil {
+	if err := c.enqueue(k.in, k.out, s, c.epoch, k.summed); err != nil {
 		return fmt.Errorf("rs2d: call %d: %w", c.epoch, err)
 	}
 	return nil

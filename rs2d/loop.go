@@ -17,7 +17,7 @@ import (
 // of out. Each round of a ring is a rail "call" of its own (railSeq), so the
 // rail's receive sets alternate by round and a rail peer is never two
 // rounds ahead.
-func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch symm.Epoch) error {
+func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch symm.Epoch, summed bool) error {
 	if err := c.mark(func(t *tracer) device.Event { return t.start }, s); err != nil {
 		return err
 	}
@@ -28,7 +28,7 @@ func (c *Context) enqueue(in, out Tensor, s device.Stream, epoch symm.Epoch) err
 		return c.enqueueLocal(in, out, s, epoch)
 	}
 	rpr := in.Rows / c.place.Shape.World()
-	call := intranode.Call{Epoch: epoch, Input: in.Ptr, RowsPer: rpr}
+	call := intranode.Call{Epoch: epoch, Input: in.Ptr, RowsPer: rpr, Summed: summed}
 	if r := c.registrationOf(in); r != nil { // read in place (Register)
 		call.InputViews, call.InputSerial, call.InputPeers, call.InputWholePages = r.views, r.serial, r.peers, r.wholePages
 	}
@@ -93,7 +93,11 @@ func (c *Context) nodeSteps(out Tensor, s device.Stream, call intranode.Call, r0
 	var staged device.Stream
 	for n := 0; n < shape.Nodes; n++ {
 		cur := (place.Node + n + 1) % shape.Nodes
-		step := intranode.Step{Call: call, Node: cur, Row0: r0, Rows: rows, Chunks: c.chunks(call.RowsPer),
+		chunks := c.chunks(call.RowsPer)
+		if call.Summed { // an arrival per GEMM segment, which the producer's sum waits for
+			chunks = c.gemm.Segments()
+		}
+		step := intranode.Step{Call: call, Node: cur, Row0: r0, Rows: rows, Chunks: chunks,
 			First: n == 0 && r0 == 0, Last: n == shape.Nodes-1 && r0+rows >= call.RowsPer,
 			ReduceTo: out.Ptr.Add(int64(r0) * c.rowBytes())}
 		if c.rail != nil {

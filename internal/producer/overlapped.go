@@ -7,6 +7,7 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/gemm"
+	"github.com/seed12530e24/hiercoll/intranode"
 	"github.com/seed12530e24/hiercoll/rs2d"
 )
 
@@ -23,6 +24,7 @@ type Overlapped struct {
 	// of the last call.
 	ready, done, start, end device.Event
 	calls                   uint64 // calls whose GEMM was enqueued: done marks the last one's
+	summed                  bool   // the last call's GEMM summed the own block (withSum)
 }
 
 // NewOverlapped makes the producer, the GEMM stream and the events of
@@ -73,8 +75,16 @@ func (o *Overlapped) Events() (ready, done, start, end device.Event) {
 // still ordered after whatever reached the GEMM stream, and a call not
 // enqueued is skipped (its signal value passed over).
 func (o *Overlapped) Enqueue(ctx context.Context, s device.Stream, spec gemm.Params, order []int, call *rs2d.Call, help int) (raised bool, err error) {
+	summed := false
+	if sum, ok := call.Sum(); ok {
+		spec, summed = withSum(spec, sum)
+	}
 	raised, err = o.enqueueGemm(s, spec, order, call.Signals())
-	if err == nil {
+	o.summed = summed && err == nil
+	switch {
+	case err == nil && summed:
+		call.Summed()
+	case err == nil:
 		err = call.Help(o.stream, HelpRows(spec, len(order), call.Signals().Segments(), help))
 	}
 	if err != nil {
@@ -83,6 +93,22 @@ func (o *Overlapped) Enqueue(ctx context.Context, s device.Stream, spec gemm.Par
 	}
 	err = call.Enqueue(ctx, s)
 	return raised, errors.Join(err, s.WaitEvent(o.done))
+}
+
+// withSum is spec with the call's own block summed by the GEMM (gemm.Sum)
+// where it can do it (two blocks of whole row tiles, C and the output
+// stored with TMA), and whether it can. Summing it there removes the
+// reduction pass over the own block after the GEMM; the producer's push
+// (Help) is then not made: the GEMM would wait, in its sum, for arrivals
+// that wait for the push after it.
+func withSum(spec gemm.Params, sum intranode.Sum) (gemm.Params, bool) {
+	with := spec
+	with.Sum = gemm.Sum{R0: sum.Row0, Rows: sum.Rows, Dst: sum.Dst, Src: sum.Blocks, Stride: sum.Stride,
+		Blocks: sum.Ranks, Self: sum.Self, Arrivals: sum.Arrivals, Base: sum.Base, SegRows: sum.SegmentRows}
+	if with.Check() != nil {
+		return spec, false
+	}
+	return with, true
 }
 
 // enqueueGemm has the GEMM stream wait for s, then enqueues the own GEMM
@@ -106,6 +132,11 @@ func (o *Overlapped) enqueueGemm(s device.Stream, spec gemm.Params, order []int,
 	}
 	return true, o.done.Record(o.stream)
 }
+
+// Summed reports whether the last call's GEMM summed this rank's own block
+// (one node of two ranks, the copy engine, whole row tiles): then no
+// reduction pass followed it.
+func (o *Overlapped) Summed() bool { return o.summed }
 
 // Recover checks whether the last call's GEMM failed on the GEMM stream
 // (whose errors are sticky); if it did, it replaces the stream and returns

@@ -18,9 +18,17 @@ const maxAutoSegments = 8
 
 // SegmentsFor is how many signal segments each destination's rows come in,
 // by default, for an own GEMM with rowsPerRank rows per destination: about
-// one per segmentRows rows, at most maxAutoSegments.
-func SegmentsFor(rowsPerRank int) int {
-	return max(1, min(maxAutoSegments, rowsPerRank/segmentRows))
+// one per segmentRows rows, at most maxAutoSegments. Where the GEMM sums
+// the own block (pairs: one node of two ranks, see Overlapped.Enqueue) at
+// least two where the rows allow: its storer waits for the peer's rows of
+// each segment, and with one segment the first own tile would wait for the
+// copy of the peer's whole block.
+func SegmentsFor(rowsPerRank int, pairs bool) int {
+	n := max(1, min(maxAutoSegments, rowsPerRank/segmentRows))
+	if pairs && rowsPerRank >= 2*gemm.TileM {
+		n = max(n, 2)
+	}
+	return n
 }
 
 // Producer is the own GEMM as the producer of an rs2d context's overlapped

@@ -173,19 +173,32 @@ func (sc *scatter) copySegments(peer int, split bool) error {
 	}
 	if segs := e.segments(); segs > 1 {
 		dest := sc.step.Node*e.lws() + peer
+		// Summed (the producer's epilogue waits for each segment): an
+		// arrival per segment, raised for empty ones too (the reduction
+		// stream waits for every chunk's).
+		perSegment := sc.step.Summed && len(sc.seqs) == segs
 		for j := 0; j < segs; j++ {
 			r0, r1 := intranode.SegmentRows(sc.step.RowsPer, segs, j)
-			if r1 <= r0 {
+			if r1 > r0 {
+				if j > 0 {
+					if err := e.env.Gemm.Signal(dest, j).WaitLast(sc.s, uint32(sc.step.Epoch)); err != nil {
+						return err
+					}
+				}
+				if err := sc.copyRows(peer, max(r0, from), r1); err != nil {
+					return err
+				}
+			} else if !perSegment {
 				break
 			}
-			if j > 0 {
-				if err := e.env.Gemm.Signal(dest, j).WaitLast(sc.s, uint32(sc.step.Epoch)); err != nil {
+			if perSegment {
+				if err := sc.arrive(peer, j); err != nil {
 					return err
 				}
 			}
-			if err := sc.copyRows(peer, max(r0, from), r1); err != nil {
-				return err
-			}
+		}
+		if perSegment {
+			return nil
 		}
 		return sc.arrive(peer, len(sc.seqs)-1)
 	}
@@ -270,6 +283,40 @@ func (e *Engine) blockRows(step intranode.Step, peer, r int) (dst, src device.Pt
 	return dst, src
 }
 
+// summed reports whether step's own block is summed by the producer's
+// GEMM (Call.Summed, the own node's step): its reduction is waits only.
+func (e *Engine) summed(step intranode.Step) bool {
+	return step.Summed && e.overlap() && step.Node == e.env.Place.Node
+}
+
+// SumOf describes the sum of this rank's own block of step (the own node's
+// step of a call about to be enqueued, ReduceTo its output) for a producer
+// that does it in its GEMM's epilogue (intranode.Sum; the call then goes
+// with Call.Summed and Chunks the GEMM's segments), or false where this
+// engine cannot hand it over: without GEMM overlap, on more than one node
+// (the own node's step is then not the call's last) or with other than two
+// ranks on the node (the GEMM adds one peer's block: gemm.Sum). No other
+// call may come between it and the call.
+func (e *Engine) SumOf(step intranode.Step) (intranode.Sum, bool) {
+	if !e.overlap() || e.lws() != 2 || e.env.Place.Shape.Nodes != 1 {
+		return intranode.Sum{}, false
+	}
+	lws, cols := e.lws(), int64(e.env.Cols)
+	segs := e.segments()
+	return intranode.Sum{
+		Dst:         step.ReduceTo,
+		Row0:        (step.Node*lws + e.env.Place.LocalRank) * step.RowsPer,
+		Rows:        step.RowsPer,
+		Blocks:      e.env.Heap.Local().Add(e.scatterBuf.Off + int64(step.Node*step.RowsPer*lws)*e.env.RowBytes()),
+		Stride:      int64(step.RowsPer) * cols,
+		Ranks:       lws,
+		Self:        e.env.Place.LocalRank,
+		Arrivals:    e.arrived.At(e.env.Place.Rank, 0).Addr(),
+		Base:        e.env.Proto.Restart(e.seq),
+		SegmentRows: (step.RowsPer + segs - 1) / segs,
+	}, true
+}
+
 // waitGemm makes s wait, with GEMM overlap, until the producer finished the
 // first segment of the rows of step.Node's local rank peer (early: their
 // first early rows).
@@ -316,7 +363,7 @@ func (e *Engine) reduce(r device.Stream, step intranode.Step, seqs []uint32) err
 			}
 		}
 		r0, r1 := intranode.ChunkRows(step.RowsPer, step.Chunks, c)
-		if r1 == r0 {
+		if r1 == r0 || e.summed(step) {
 			continue
 		}
 		blocks := kernels.Blocks{
