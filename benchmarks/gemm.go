@@ -310,7 +310,7 @@ func printGemmHeader(p Printer, r world.Rank, o GemmOptions, gpu bool, ref *Refe
 	} else {
 		p.Printf("  NCCL %s on the same C, same processes\n", ref.Version)
 	}
-	p.Printf("  times per call in us: the median of %s of the mean of %s per path (the paths interleaved call by call in one stream, each round's cycle starting with the next; each call timed from a meeting of the ranks on the stream, a one-row reduce-scatter, to its end; each the slowest rank's), their spread on the line below; gemm@ovl and gemm1 are the GEMM's own device time in single calls (median)\n"+
+	p.Printf("  times per call in us: the median of %s of the mean of %s per path (the paths interleaved call by call in one stream, each round's cycle starting with the next; each call timed from a meeting of the ranks on the stream, a one-row reduce-scatter, to its end; each the slowest rank's), their spread on the line below; gemm@ovl and gemm1 are the GEMM's own device time in single calls (median; where the GEMM sums the own block, gemm@ovl includes its waits for the peer's rows, whose sender is not met)\n"+
 		"  each round starts after the ranks' barrier and one untimed call of each path\n",
 		Count(o.Reps, "measurement"), Count(o.Iters, "call"))
 	switch {
