@@ -451,9 +451,10 @@ __device__ __forceinline__ void gm_tma_add(const hc_tensor_map* map, int c0, int
 // gm_sum_half is the storer's sum of a summed half (its first row h0 of the
 // block, hrows rows), whose own rows it stored to D and waited for: per
 // other block, once its rows landed, they are loaded into the staging
-// buffer (free: both halves of the tile stored) and added to D there. With two blocks, one rounding of their
-// exact sum: the bits of the reduce kernel's fp32 sum (Params.Check allows
-// no more blocks). landed is the storer's load barrier, *phase its parity.
+// buffer (free: both halves of the tile stored) and added to D there. With
+// two blocks, one rounding of their exact sum: the bits of the reduce
+// kernel's fp32 sum (Params.Check allows no more blocks). landed is the
+// storer's load barrier, *phase its parity.
 __device__ __forceinline__ void gm_sum_half(const gm_sum& sum, const hc_tensor_map* tmd, const hc_tensor_map* tms,
                                             u32 cstage, u32 landed, u32* phase, int h0, int hrows, int ct) {
   const u32 want = sum.base + (u32)((h0 + hrows - 1) / sum.seg_rows) + 1;
@@ -882,19 +883,19 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
   }
 }
 
-#define HC_GEMM(name, In, Out, KN, TMA, SCALING)                                                                  \
-  extern "C" __global__ void __launch_bounds__(GM_THREADS, 1)                                                     \
-      name(const __grid_constant__ hc_tensor_map tma, const __grid_constant__ hc_tensor_map tmb,                  \
+#define HC_GEMM(name, In, Out, KN, TMA, SCALING)                                                                    \
+  extern "C" __global__ void __launch_bounds__(GM_THREADS, 1)                                                       \
+      name(const __grid_constant__ hc_tensor_map tma, const __grid_constant__ hc_tensor_map tmb,                    \
            const __grid_constant__ hc_tensor_map tmc, u16* C, int M, int N, int K, long long ldc, const int* order, \
            int row_tiles, int group, const hc_gemm_segment* segs, int nsegs, u32* counters, u32 value, int sk,      \
-           u32* flags, float* partials, const float* scale_a, const float* scale_b,                               \
+           u32* flags, float* partials, const float* scale_a, const float* scale_b,                                 \
            const __grid_constant__ hc_tensor_map tmd, const __grid_constant__ hc_tensor_map tms, int sum_r0,        \
            int sum_rows, int sum_blocks, int sum_self, int sum_block_rows, const u32* sum_arrivals, u32 sum_base,   \
-           int sum_seg_rows) {                                                                                     \
-    const gm_sum sum{sum_r0,         TMA ? sum_rows : 0, sum_blocks, sum_self, sum_block_rows,                      \
-                     sum_arrivals, sum_base,           sum_seg_rows};                                              \
-    gm_gemm<In, Out, KN, TMA, SCALING>(&tma, &tmb, &tmc, C, M, N, K, ldc, order, row_tiles, group, segs, nsegs,    \
-                                       counters, value, sk, flags, partials, scale_a, scale_b, &tmd, &tms, sum);        \
+           int sum_seg_rows) {                                                                                      \
+    const gm_sum sum{sum_r0, TMA ? sum_rows : 0, sum_blocks, sum_self, sum_block_rows, sum_arrivals, sum_base,      \
+                     sum_seg_rows};                                                                                 \
+    gm_gemm<In, Out, KN, TMA, SCALING>(&tma, &tmb, &tmc, C, M, N, K, ldc, order, row_tiles, group, segs, nsegs,     \
+                                       counters, value, sk, flags, partials, scale_a, scale_b, &tmd, &tms, sum);    \
   }
 
 HC_GEMM(hc_gemm_bf16_nk, GmBF16, GmBF16, 0, 1, GM_SCALE_TENSOR)
