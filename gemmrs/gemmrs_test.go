@@ -150,6 +150,27 @@ func (rb *rankBufs) close() error {
 	return errors.Join(errs...)
 }
 
+// overlappedCalls runs three overlapped calls of g on rank's buffers, each
+// on fresh operands and checked against fp64, then after(call) if given.
+func overlappedCalls(ctx context.Context, g *gemmrs.GemmRS, rb *rankBufs, ps *problems, rank, nodes int, after func(call int) error) error {
+	for call := 0; call < 3; call++ {
+		p := ps.get(call)
+		got, err := runCall(ctx, g, rb, ps, p, rank, gemmrs.Overlap)
+		if err != nil {
+			return fmt.Errorf("call %d: %w", call, err)
+		}
+		if _, err := ps.compare(p, rank, nodes, got); err != nil {
+			return fmt.Errorf("call %d: %w", call, err)
+		}
+		if after != nil {
+			if err := after(call); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // runCall uploads call's inputs, poisons C and the output, runs one call in
 // mode, and returns the output.
 func runCall(ctx context.Context, g *gemmrs.GemmRS, rb *rankBufs, ps *problems, p *problem, rank int, mode gemmrs.Mode) ([]byte, error) {
@@ -408,17 +429,7 @@ func TestOwnGemmInSegments(t *testing.T) {
 					return err
 				}
 				defer func() { err = errors.Join(err, rb.close()) }()
-				for call := 0; call < 3; call++ {
-					p := ps.get(call)
-					got, err := runCall(ctx, g, rb, ps, p, r.Comm.Rank(), gemmrs.Overlap)
-					if err != nil {
-						return fmt.Errorf("call %d: %w", call, err)
-					}
-					if _, err := ps.compare(p, r.Comm.Rank(), shape.Nodes, got); err != nil {
-						return fmt.Errorf("call %d: %w", call, err)
-					}
-				}
-				return nil
+				return overlappedCalls(ctx, g, rb, ps, r.Comm.Rank(), shape.Nodes, nil)
 			})
 			require.NoError(t, err)
 		})
@@ -467,20 +478,12 @@ func TestOwnGemmSumsOwnBlock(t *testing.T) {
 					return err
 				}
 				defer func() { err = errors.Join(err, rb.close()) }()
-				for call := 0; call < 3; call++ {
-					p := ps.get(call)
-					got, err := runCall(ctx, g, rb, ps, p, r.Comm.Rank(), gemmrs.Overlap)
-					if err != nil {
-						return fmt.Errorf("call %d: %w", call, err)
-					}
-					if _, err := ps.compare(p, r.Comm.Rank(), shape.Nodes, got); err != nil {
-						return fmt.Errorf("call %d: %w", call, err)
-					}
+				return overlappedCalls(ctx, g, rb, ps, r.Comm.Rank(), shape.Nodes, func(call int) error {
 					if g.Summed() != tc.summed {
 						return fmt.Errorf("call %d: summed in the GEMM's epilogue: %v, want %v", call, g.Summed(), tc.summed)
 					}
-				}
-				return nil
+					return nil
+				})
 			})
 			require.NoError(t, err)
 		})
