@@ -191,9 +191,9 @@ type Params struct {
 // epilogue: the rows [R0, R0+Rows) of C are not stored to C; each tile of
 // them, rounded to C's dtype, is stored to Dst (row R0 of C being Dst's row
 // 0), and once the other block's same rows have landed, the GEMM's storer
-// brings them into shared memory and adds them to Dst's there (TMA's
-// reduce, in L2): two blocks at most, whose one rounding of their exact sum
-// has the bits of kernels.LaunchReduce over them. The tiles of those rows
+// brings them into shared memory and adds them to Dst (TMA's reduce, in
+// L2): two blocks at most, whose one rounding of their exact sum has the
+// bits of kernels.LaunchReduce over them. The tiles of those rows
 // are the walk's last (Order), so every other tile is computed before any
 // waits.
 type Sum struct {
