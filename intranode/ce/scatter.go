@@ -276,11 +276,17 @@ func (sc *scatter) trace(peer int, at Point) error {
 // blockRows returns where row r of the block for node peer goes in its
 // scatter buffer (dst) and where it is in this rank's input (src).
 func (e *Engine) blockRows(step intranode.Step, peer, r int) (dst, src device.Ptr) {
-	lws, me, rowBytes := e.lws(), e.env.Place.LocalRank, e.env.RowBytes()
-	destRank := step.Node*lws + peer
-	src = step.Input.Add(int64(destRank*step.RowsPer+r) * rowBytes)
-	dst = e.env.Heap.At(e.env.Place.NodePeer(peer), e.scatterBuf).Add(int64(step.Node*step.RowsPer*lws+me*step.RowsPer+r) * rowBytes)
+	destRank := step.Node*e.lws() + peer
+	src = step.Input.Add(int64(destRank*step.RowsPer+r) * e.env.RowBytes())
+	dst = e.env.Heap.At(e.env.Place.NodePeer(peer), e.scatterBuf).Add(e.landingOffset(step, e.env.Place.LocalRank, r))
 	return dst, src
+}
+
+// landingOffset is where, in a scatter buffer, row r of local rank k's
+// block of step lands: the node step's rows, then each local rank's
+// RowsPer of them in turn.
+func (e *Engine) landingOffset(step intranode.Step, k, r int) int64 {
+	return int64((step.Node*e.lws()+k)*step.RowsPer+r) * e.env.RowBytes()
 }
 
 // summed reports whether step's own block is summed by the producer's
@@ -307,7 +313,7 @@ func (e *Engine) SumOf(step intranode.Step) (intranode.Sum, bool) {
 		Dst:         step.ReduceTo,
 		Row0:        (step.Node*lws + e.env.Place.LocalRank) * step.RowsPer,
 		Rows:        step.RowsPer,
-		Blocks:      e.env.Heap.Local().Add(e.scatterBuf.Off + int64(step.Node*step.RowsPer*lws)*e.env.RowBytes()),
+		Blocks:      e.env.Heap.Local().Add(e.scatterBuf.Off + e.landingOffset(step, 0, 0)),
 		Stride:      int64(step.RowsPer) * cols,
 		Ranks:       lws,
 		Self:        e.env.Place.LocalRank,
@@ -343,7 +349,6 @@ func (e *Engine) waitBlock(s device.Stream, step intranode.Step, peer int) error
 func (e *Engine) reduce(r device.Stream, step intranode.Step, seqs []uint32) error {
 	lws, lr := e.lws(), e.env.Place.LocalRank
 	rowBytes := e.env.RowBytes()
-	rowsPerNode := step.RowsPer * lws
 	local := e.env.Heap.Local()
 	if err := e.waitBlock(r, step, lr); err != nil {
 		return err
@@ -367,7 +372,7 @@ func (e *Engine) reduce(r device.Stream, step intranode.Step, seqs []uint32) err
 			continue
 		}
 		blocks := kernels.Blocks{
-			Src:     local.Add(e.scatterBuf.Off + int64(step.Node*rowsPerNode+r0)*rowBytes),
+			Src:     local.Add(e.scatterBuf.Off + e.landingOffset(step, 0, r0)),
 			Stride:  int64(step.RowsPer) * int64(e.env.Cols),
 			N:       lws,
 			Count:   int64(r1-r0) * int64(e.env.Cols),
