@@ -193,9 +193,8 @@ type Params struct {
 // 0), and once the other block's same rows have landed, the GEMM's storer
 // brings them into shared memory and adds them to Dst (TMA's reduce, in
 // L2): two blocks at most, whose one rounding of their exact sum has the
-// bits of kernels.LaunchReduce over them. The tiles of those rows
-// are the walk's last (Order), so every other tile is computed before any
-// waits.
+// bits of kernels.LaunchReduce over them. The tiles of those rows are the
+// walk's last (Order), so every other tile is computed before any waits.
 type Sum struct {
 	R0, Rows int        // R0 a multiple of TileM; Rows too, or R0+Rows = M
 	Dst      device.Ptr // Rows × N, rows LDD elements apart (0: N)
@@ -522,17 +521,14 @@ func (s Sum) checkMemory(dev device.Device, n int, es int64) error {
 	if !ok1 || !ok2 || !ok3 || !ok4 {
 		return fmt.Errorf("gemm: sum: the destination or the blocks span more than 2^50 bytes: %w", device.ErrInvalidArgument)
 	}
-	ops := []struct {
+	type span struct {
 		what  string
 		p     device.Ptr
 		bytes int64
-	}{{"sum destination", s.Dst, dst}, {"arrival words", s.Arrivals, 4 * int64(s.Blocks)}}
+	}
+	ops := []span{{"sum destination", s.Dst, dst}, {"arrival words", s.Arrivals, 4 * int64(s.Blocks)}}
 	if s.Blocks > 1 {
-		ops = append(ops, struct {
-			what  string
-			p     device.Ptr
-			bytes int64
-		}{"summed blocks", s.Src, src})
+		ops = append(ops, span{"summed blocks", s.Src, src})
 	}
 	for _, op := range ops {
 		if err := device.CheckRange(dev, op.p, op.bytes); err != nil {
