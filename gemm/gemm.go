@@ -34,7 +34,12 @@ const (
 
 	gemmThreads = 384
 	gemmStages  = 4
-	gemmShared  = gemmStages*(TileM*tileK*2+tileN*tileK*2) + TileM/2*tileN*2 + 1024 + (2*gemmStages+8)*8 + (TileM+tileN)*4
+	// sumQueue is how many summed tiles' sums the storer queues while the
+	// other block's rows have not landed (GM_QUEUE); sumQueueTiles bounds
+	// the row and column tiles it can name.
+	sumQueue      = 32
+	sumQueueTiles = 1 << 16
+	gemmShared    = gemmStages*(TileM*tileK*2+tileN*tileK*2) + TileM/2*tileN*2 + 1024 + (2*gemmStages+8)*8 + (TileM+tileN)*4 + (sumQueue+2)*4
 
 	// DefaultGroup is how many row tiles the walk takes at a time (see
 	// Params.Group).
@@ -194,7 +199,9 @@ type Params struct {
 // brings them into shared memory and adds them to Dst (TMA's reduce, in
 // L2): two blocks at most, whose one rounding of their exact sum has the
 // bits of kernels.LaunchReduce over them. The tiles of those rows are the
-// walk's last (Order), so every other tile is computed before any waits.
+// walk's last (Order); a tile whose other rows have not landed has its sums
+// queued (sumQueue tiles at most), done in walk order as they land or after
+// the CTA's last tile, so the consumers do not wait for a peer.
 type Sum struct {
 	R0, Rows int        // R0 a multiple of TileM; Rows too, or R0+Rows = M
 	Dst      device.Ptr // Rows × N, rows LDD elements apart (0: N)
@@ -265,6 +272,10 @@ func (g Params) checkSum() error {
 	}
 	if err := g.dMap().Check(); err != nil || g.N%8 != 0 {
 		return fmt.Errorf("gemm: sum: the destination cannot be stored with TMA or N=%d is not a multiple of 8 (%v): %w", g.N, err, device.ErrNotSupported)
+	}
+	if rowTilesOf(g.M) > sumQueueTiles || colTilesOf(g.N) > sumQueueTiles {
+		// The storer queues a tile's sums as its row and column tile in 16 bits each.
+		return fmt.Errorf("gemm: sum: %dx%d has more than %d row or column tiles: %w", g.M, g.N, sumQueueTiles, device.ErrNotSupported)
 	}
 	if s.Blocks > 2 {
 		// TMA's reduce rounds after each block: with more than one other

@@ -21,7 +21,7 @@ func TestKernelLayoutMatchesTheLaunch(t *testing.T) {
 	defs := kernelDefines(gemmSource)
 	for name, want := range map[string]int64{
 		"GM_SMEM": gemmShared, "GM_BM": TileM, "GM_BN": tileN, "GM_BK_BYTES": 2 * tileK,
-		"GM_STAGES": gemmStages, "GM_THREADS": gemmThreads,
+		"GM_STAGES": gemmStages, "GM_THREADS": gemmThreads, "GM_QUEUE": sumQueue,
 	} {
 		got, err := evalDefine(defs, name, 0)
 		require.NoError(t, err, name)

@@ -242,6 +242,7 @@ func TestGemmSumCheck(t *testing.T) {
 		{"own block", func(p *gemm.Params) { p.Sum.Self = 2 }, device.ErrInvalidArgument},
 		{"blocks not whole rows apart", func(p *gemm.Params) { p.Sum.Stride = 256*256 + 8 }, device.ErrInvalidArgument},
 		{"three blocks", func(p *gemm.Params) { p.Sum.Blocks = 3 }, device.ErrNotSupported},
+		{"more row tiles than the storer's queue names", func(p *gemm.Params) { p.M = 1<<16*gemm.TileM + 1 }, device.ErrNotSupported},
 		{"no arrivals", func(p *gemm.Params) { p.Sum.Arrivals = 0 }, device.ErrInvalidArgument},
 		{"no segments", func(p *gemm.Params) { p.Sum.SegRows = 0 }, device.ErrInvalidArgument},
 		{"C stored from registers", func(p *gemm.Params) { p.N, p.LDC, p.Sum.Stride = 250, 250, 250*256 }, device.ErrNotSupported},
