@@ -72,11 +72,12 @@ struct __align__(64) hc_tensor_map { u64 opaque[16]; };
 // staged and freed per consumer, the row scales' ready and taken, the sum's
 // landed, one spare so that what follows stays 16-byte aligned), a tile's
 // row-wise scales (GM_BM of A's, then GM_BN of B's) and the storer's queue
-// of sums waiting for a peer's rows (its head, a barrier's parity and
-// GM_QUEUE tiles).
+// of sums waiting for a peer's rows (GM_SUMQ: its head, a barrier's parity
+// and GM_QUEUE tiles).
 #define GM_BARS (2 * GM_STAGES + 8)
 #define GM_QUEUE 32
-#define GM_SMEM (GM_STAGES * (GM_A_STAGE + GM_B_STAGE) + GM_C_STAGE + 1024 + GM_BARS * 8 + (GM_BM + GM_BN) * 4 + (GM_QUEUE + 2) * 4)
+#define GM_SUMQ ((GM_QUEUE + 2) * 4)
+#define GM_SMEM (GM_STAGES * (GM_A_STAGE + GM_B_STAGE) + GM_C_STAGE + 1024 + GM_BARS * 8 + (GM_BM + GM_BN) * 4 + GM_SUMQ)
 
 // A segment: rows [r0, r1) of C; need tiles complete it; its signal word.
 struct hc_gemm_segment {
@@ -495,24 +496,32 @@ __device__ __forceinline__ bool gm_landed(const gm_sum& sum, u32 want) {
 // gm_sums_queued does the sums of the summed tiles queued in shared memory
 // at q (the queue's head, the landed barrier's parity, then GM_QUEUE
 // entries rt << 16 | ct; tail the next free), in order, each once the
-// other block's rows of the whole tile have landed; it stops at the first
-// whose rows have not while fewer than limit are queued (limit 1: it waits
-// for them all). The tiles' own rows are stored and complete; the staging
-// buffer is free. Head and parity live in shared memory so that the
-// storer's loop holds neither in its 40 registers.
+// other block's rows of the whole tile have landed, then the tile's
+// signal; it stops at the first whose rows have not while fewer than limit
+// are queued (limit 1: it waits for them all). The tiles' own rows are
+// stored and complete; the staging buffer is free. Head and parity live in
+// shared memory so that the storer's loop holds neither in its 40
+// registers.
 __device__ __forceinline__ void gm_sums_queued(u32 q, u32 tail, u32 limit, const gm_sum& sum,
                                                const hc_tensor_map* tmd, const hc_tensor_map* tms, u32 cstage,
-                                               u32 landed) {
+                                               u32 landed, int row_tiles, const hc_gemm_segment* segs, int nsegs,
+                                               u32* counters, u32 value) {
   u32 head, phase;
   asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(head), "=r"(phase) : "r"(q) : "memory");
   for (; head != tail; head++) {
     u32 e;
     asm volatile("ld.shared.u32 %0, [%1];" : "=r"(e) : "r"(q + 8 + 4 * (head % GM_QUEUE)) : "memory");
-    const int h0 = (int)(e >> 16) * GM_BM - sum.r0, ct = (int)(e & 0xffff), hrows = min(GM_BM, sum.rows - h0);
+    const int rt = (int)(e >> 16), h0 = rt * GM_BM - sum.r0, hrows = min(GM_BM, sum.rows - h0);
     if (tail - head < limit && !gm_landed(sum, sum.base + (u32)((h0 + hrows - 1) / sum.seg_rows) + 1)) break;
     for (int cw = 0; cw < 2; cw++) {
       const int row = h0 + 64 * cw;
+      const int ct = e & 0xffff;
       if (row < sum.rows) gm_sum_half(sum, tmd, tms, cstage, landed, &phase, row, min(64, sum.rows - row), ct);
+    }
+    if (nsegs != 0) {
+      asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+      asm volatile("fence.proxy.async.global;" ::: "memory");
+      gm_signal(rt, row_tiles, segs, nsegs, counters, value);
     }
   }
   asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(q), "r"(head), "r"(phase) : "memory");
@@ -525,10 +534,11 @@ __device__ __forceinline__ void gm_sums_queued(u32 q, u32 tail, u32 limit, const
 // sums whose rows have landed, gm_sums_queued; the rest wait for later
 // summed tiles' turns or the loop's end, so the consumers never wait for a
 // peer while the queue has room); after the second half, wait for the
-// tile's writes and signal (a summed tile before its sums: its rows are not
-// C's, and no stream waits for the own block's signals). Its barriers are
-// found from cstage (gm_gemm's layout), not passed: the storer runs on 40
-// registers.
+// tile's writes and signal (a summed tile after its sums: the reduction
+// stream waits for the own block's signals before its last waits on the
+// arrival words, which reset them under the replayable protocol). Its
+// barriers are found from cstage (gm_gemm's layout), not passed: the
+// storer runs on 40 registers.
 template <int TMA>
 __device__ __forceinline__ void gm_storer(const hc_tensor_map* tmc, const hc_tensor_map* tmd,
                                           const hc_tensor_map* tms, const gm_sum& sum, u32 cstage,
@@ -562,32 +572,31 @@ __device__ __forceinline__ void gm_storer(const hc_tensor_map* tmc, const hc_ten
       // 0 needs it again, at its next tile's end; consumer 1 goes on.
       if (!summed || cw == 0) gm_bar_arrive(freed + 8 * cw);
     }
-    if (summed) {  // its sums queued, done below
-      asm volatile("st.shared.u32 [%0], %1;" ::"r"(q + 8 + 4 * (tail % GM_QUEUE)), "r"((u32)rt << 16 | (u32)ct)
-                   : "memory");
-      tail++;
-    }
     n++;
-    if (nsegs != 0) {
-      if (TMA) {
-        asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
-        asm volatile("fence.proxy.async.global;" ::: "memory");
-      }
-      gm_signal(rt, row_tiles, segs, nsegs, counters, value);
-    }
     if (summed) {
       // The own rows written before the other block's are added to them:
       // this tile's and earlier ones' whose rows have landed, in walk
-      // order; the others stay queued while the consumers go on.
+      // order, each then signalled; the others stay queued while the
+      // consumers go on.
+      asm volatile("st.shared.u32 [%0], %1;" ::"r"(q + 8 + 4 * (tail % GM_QUEUE)), "r"((u32)rt << 16 | (u32)ct)
+                   : "memory");
+      tail++;
       asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
-      gm_sums_queued(q, tail, GM_QUEUE, sum, tmd, tms, cstage, landed);
+      gm_sums_queued(q, tail, GM_QUEUE, sum, tmd, tms, cstage, landed, row_tiles, segs, nsegs, counters, value);
       gm_bar_arrive(freed + 8);
+      continue;
     }
+    if (nsegs == 0) continue;
+    if (TMA) {
+      asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+      asm volatile("fence.proxy.async.global;" ::: "memory");
+    }
+    gm_signal(rt, row_tiles, segs, nsegs, counters, value);
   }
   if (TMA) {
     asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     if (tail != 0) {  // the sums still queued, once their rows land
-      gm_sums_queued(q, tail, 1, sum, tmd, tms, cstage, landed);
+      gm_sums_queued(q, tail, 1, sum, tmd, tms, cstage, landed, row_tiles, segs, nsegs, counters, value);
       asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
   }

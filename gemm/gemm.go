@@ -201,7 +201,8 @@ type Params struct {
 // bits of kernels.LaunchReduce over them. The tiles of those rows are the
 // walk's last (Order); a tile whose other rows have not landed has its sums
 // queued (sumQueue tiles at most), done in walk order as they land or after
-// the CTA's last tile, so the consumers do not wait for a peer.
+// the CTA's last tile (each tile signalled after its sums), so the
+// consumers do not wait for a peer.
 type Sum struct {
 	R0, Rows int        // R0 a multiple of TileM; Rows too, or R0+Rows = M
 	Dst      device.Ptr // Rows × N, rows LDD elements apart (0: N)
