@@ -100,7 +100,10 @@ var gemmTileHook func(rt, ct int)
 // gemmHost is the GEMM's Go twin: the tiles in the kernel's walk, each
 // accumulated in fp32 (the last wave's in the kernel's stream-K pieces),
 // scaled (e4m3 inputs, as scaling says) and rounded once, each followed by
-// its segments' counting and signals, as one CTA would do them.
+// its segments' counting and signals, as one CTA would do them. A summed
+// tile's sum is done at its turn (the kernel may queue it for later), and
+// its signals follow it, as in the kernel: the reduction stream resets the
+// arrival words the sum reads once the own block is signalled.
 func gemmHost(in, out dtype.DType, layout BLayout, scaling Scaling) device.HostFunc {
 	return func(mem device.HostMemory, grid int, args []any) error {
 		g, err := decodeGemmArgs(args)
