@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -92,7 +93,8 @@ func TestGemmScalingsOnGPU(t *testing.T) {
 // product without it and the reduce kernel's sum of the same blocks, bit
 // for bit, with the blocks landing on a second stream while the kernel
 // waits for them (and before it starts), for every case of the twin's test
-// and two larger ones (several waves of tiles, a stream-K last wave).
+// and three larger ones (several waves of tiles, a stream-K last wave, the
+// storer's queue full).
 func TestGemmSumOnGPU(t *testing.T) {
 	d, err := cuda.Open(0, cuda.Options{})
 	if errors.Is(err, device.ErrNotSupported) {
@@ -105,7 +107,11 @@ func TestGemmSumOnGPU(t *testing.T) {
 	}
 	cases := append(sumCases(),
 		sumCase{in: dtype.BF16, out: dtype.BF16, layout: gemm.BNK, m: 4096, n: 2048, k: 512, r0: 1024, rows: 1024, blocks: 2, self: 1, segRows: 256, base: 11, landAfterLaunch: true},
-		sumCase{in: dtype.E4M3, out: dtype.BF16, layout: gemm.BNK, m: 2048, n: 1280, k: 1024, r0: 1536, rows: 512, blocks: 2, self: 0, segRows: 64, grid: 100, scaling: gemm.RowWise, base: 5, landAfterLaunch: true})
+		sumCase{in: dtype.E4M3, out: dtype.BF16, layout: gemm.BNK, m: 2048, n: 1280, k: 1024, r0: 1536, rows: 512, blocks: 2, self: 0, segRows: 64, grid: 100, scaling: gemm.RowWise, base: 5, landAfterLaunch: true},
+		// One CTA, 36 own tiles, the blocks landing 50 ms after the launch
+		// (the product takes a few): the storer's queue fills, and it
+		// waits for the oldest tile's rows with the consumers held.
+		sumCase{in: dtype.BF16, out: dtype.BF16, layout: gemm.BNK, m: 3072, n: 768, k: 4096, r0: 1536, rows: 1536, blocks: 2, self: 1, segRows: 512, grid: 1, base: 4, landAfterLaunch: true, landLate: 50 * time.Millisecond})
 	for _, c := range cases {
 		t.Run(c.String(), func(t *testing.T) {
 			if c.grid > 0 {

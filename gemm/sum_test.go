@@ -33,11 +33,19 @@ type sumCase struct {
 	scaling         gemm.Scaling
 	base            uint32
 	landAfterLaunch bool // the blocks are copied in and their arrivals raised on a second stream
+	// landLate, with landAfterLaunch, is how long the host waits after the
+	// launch before the blocks land: with one CTA every own tile is then
+	// queued, more than the storer's queue holds (a GPU's case).
+	landLate time.Duration
 }
 
 func (c sumCase) String() string {
-	return fmt.Sprintf("%v-%v/%v/%dx%dx%d/rows%d+%d/blocks%d-self%d/seg%d/grid%d/%v", c.in, c.out, c.layout, c.m, c.n, c.k,
-		c.r0, c.rows, c.blocks, c.self, c.segRows, c.grid, c.scaling)
+	late := ""
+	if c.landLate > 0 {
+		late = "/late"
+	}
+	return fmt.Sprintf("%v-%v/%v/%dx%dx%d/rows%d+%d/blocks%d-self%d/seg%d/grid%d/%v%s", c.in, c.out, c.layout, c.m, c.n, c.k,
+		c.r0, c.rows, c.blocks, c.self, c.segRows, c.grid, c.scaling, late)
 }
 
 func sumCases() []sumCase {
@@ -127,6 +135,7 @@ func runSum(t *testing.T, dev device.Device, c sumCase) sumRun {
 	}
 	require.NoError(t, gemm.Launch(dev, streams[0], g))
 	if c.landAfterLaunch {
+		time.Sleep(c.landLate)
 		land()
 	}
 	require.NoError(t, gemm.Launch(dev, streams[0], plain))
