@@ -221,6 +221,11 @@ type Sum struct {
 	SegRows  int
 }
 
+// maxSumBlocks bounds a Sum's blocks: TMA's reduce rounds after each
+// block, so with more than one other block the sum would not have the
+// reduce kernel's bits.
+const maxSumBlocks = 2
+
 // dense fills LDD.
 func (s Sum) dense(n int) Sum {
 	if s.LDD == 0 {
@@ -278,10 +283,8 @@ func (g Params) checkSum() error {
 		// The storer queues a tile's sums as its row and column tile in 16 bits each.
 		return fmt.Errorf("gemm: sum: %dx%d has more than %d row or column tiles: %w", g.M, g.N, sumQueueTiles, device.ErrNotSupported)
 	}
-	if s.Blocks > 2 {
-		// TMA's reduce rounds after each block: with more than one other
-		// block the sum would not have the reduce kernel's bits.
-		return fmt.Errorf("gemm: sum of %d blocks: the GEMM sums two at most: %w", s.Blocks, device.ErrNotSupported)
+	if s.Blocks > maxSumBlocks {
+		return fmt.Errorf("gemm: sum of %d blocks: the GEMM sums %d at most: %w", s.Blocks, maxSumBlocks, device.ErrNotSupported)
 	}
 	if err := g.sMap().Check(); s.Blocks > 1 && err != nil {
 		return fmt.Errorf("gemm: sum: the blocks cannot be loaded with TMA (%v): %w", err, device.ErrNotSupported)

@@ -85,7 +85,7 @@ func decodeGemmArgs(args []any) (gemmArgs, error) {
 	if s := &g.sum; s.Rows > 0 {
 		es := int64(g.cMap.DType.Size())
 		s.LDD, s.Stride = g.dMap.RowBytes/es, int64(blockRows)*int64(g.n)
-		if s.R0 < 0 || s.R0%TileM != 0 || s.R0+s.Rows > g.m || s.Blocks < 1 || s.Blocks > 2 || s.Self < 0 ||
+		if s.R0 < 0 || s.R0%TileM != 0 || s.R0+s.Rows > g.m || s.Blocks < 1 || s.Blocks > maxSumBlocks || s.Self < 0 ||
 			s.Self >= s.Blocks || s.SegRows <= 0 || s.Stride < 0 || s.LDD < int64(g.n) || g.dMap.DType != g.cMap.DType {
 			return g, bad
 		}
