@@ -6,6 +6,7 @@ import (
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/intranode"
 	"github.com/seed12530e24/hiercoll/kernels"
+	"github.com/seed12530e24/hiercoll/symm"
 )
 
 // A node step of the copy engine: scatter on the copy stream, reduce on the
@@ -345,13 +346,21 @@ func (e *Engine) waitBlock(s device.Stream, step intranode.Step, peer int) error
 
 // reduce enqueues on r, for each chunk, a wait for the lws-1 peer blocks of
 // the chunk (their arrivals, numbered seqs by scatter) and the reduce kernel
-// that sums them and the own block (from the input) into step.ReduceTo.
+// that sums them and the own block (from the input) into step.ReduceTo. A
+// summed step (the producer's GEMM sums the own block) has no kernel: its
+// waits end the call only once the peers' blocks landed, and under the
+// growing protocol they do not wait for the own block's GEMM signals,
+// which the GEMM raises after its last sums (the call's stream waits for
+// the GEMM itself); under the replayable protocol they do, since the last
+// arrival waits reset the words the GEMM's sums read.
 func (e *Engine) reduce(r device.Stream, step intranode.Step, seqs []uint32) error {
 	lws, lr := e.lws(), e.env.Place.LocalRank
 	rowBytes := e.env.RowBytes()
 	local := e.env.Heap.Local()
-	if err := e.waitBlock(r, step, lr); err != nil {
-		return err
+	if !e.summed(step) || e.env.Proto == symm.Replayable {
+		if err := e.waitBlock(r, step, lr); err != nil {
+			return err
+		}
 	}
 	for c, seq := range seqs {
 		for src := 0; src < lws; src++ {
