@@ -216,7 +216,7 @@ func createRS2D(h int64, maxM, n int64, dt int, overlap int, reductionSMs int) (
 	} else if cfg.OverlapWithGEMM {
 		// Signals in segments, for the own GEMM of
 		// hc_rs2d_matmul_reduce_scatter (a block producer raises them all).
-		cfg.Tuning.Segments = producer.SegmentsFor(cfg.MaxM/r.shape.World(), r.shape == bootstrap.Shape{Nodes: 1, LocalSize: 2})
+		cfg.Tuning.Segments = producer.SegmentsFor(cfg.MaxM/r.shape.World(), r.shape.Nodes, r.shape.LocalSize)
 	}
 	rs, err := newRS2D(context.Background(), r.rank.Comm, r.rank.Dev, cfg)
 	if err != nil {

@@ -380,7 +380,7 @@ func (g *GemmRS) resolve(votes [][]byte) Tuning {
 	if bootstrap.CountYes(votes) == len(votes) {
 		k.Gemm = GemmOwn
 		if k.ReduceScatter.Segments == 0 {
-			k.ReduceScatter.Segments = producer.SegmentsFor(g.cfg.MaxM/g.world, g.world == 2 && g.comm.LocalSize() == 2)
+			k.ReduceScatter.Segments = producer.SegmentsFor(g.cfg.MaxM/g.world, g.world/g.comm.LocalSize(), g.comm.LocalSize())
 		}
 		k.SplitFirstBlock = SplitOff
 		return k

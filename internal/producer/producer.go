@@ -6,6 +6,7 @@ import (
 
 	"github.com/seed12530e24/hiercoll/device"
 	"github.com/seed12530e24/hiercoll/gemm"
+	"github.com/seed12530e24/hiercoll/intranode/ce"
 	"github.com/seed12530e24/hiercoll/rs2d"
 )
 
@@ -19,13 +20,13 @@ const maxAutoSegments = 8
 // SegmentsFor is how many signal segments each destination's rows come in,
 // by default, for an own GEMM with rowsPerRank rows per destination: about
 // one per segmentRows rows, at most maxAutoSegments. Where the GEMM sums
-// the own block (pairs: one node of two ranks, see Overlapped.Enqueue) at
-// least two where the rows allow: its storer waits for the peer's rows of
-// each segment, and with one segment the first own tile would wait for the
-// copy of the peer's whole block.
-func SegmentsFor(rowsPerRank int, pairs bool) int {
+// the own block (on nodes nodes of lws ranks: ce.SumsOwnBlock, see
+// Overlapped.Enqueue) at least two where the rows allow: its storer waits
+// for the peer's rows of each segment, and with one segment the first own
+// tile would wait for the copy of the peer's whole block.
+func SegmentsFor(rowsPerRank, nodes, lws int) int {
 	n := max(1, min(maxAutoSegments, rowsPerRank/segmentRows))
-	if pairs && rowsPerRank >= 2*gemm.TileM {
+	if ce.SumsOwnBlock(nodes, lws) && rowsPerRank >= 2*gemm.TileM {
 		n = max(n, 2)
 	}
 	return n

@@ -16,7 +16,7 @@ import (
 func TestSegmentsFor(t *testing.T) {
 	for _, tc := range []struct {
 		rows  int
-		pairs bool
+		pairs bool // one node of two ranks, else two nodes of two
 		want  int
 	}{
 		{64, false, 1}, {64, true, 1},
@@ -26,7 +26,11 @@ func TestSegmentsFor(t *testing.T) {
 		{4096, true, 4}, {8192, false, 8}, {1 << 20, true, 8},
 	} {
 		t.Run(fmt.Sprintf("rows%d/pairs%v", tc.rows, tc.pairs), func(t *testing.T) {
-			require.Equal(t, tc.want, producer.SegmentsFor(tc.rows, tc.pairs))
+			nodes := 2
+			if tc.pairs {
+				nodes = 1
+			}
+			require.Equal(t, tc.want, producer.SegmentsFor(tc.rows, nodes, 2))
 		})
 	}
 }

@@ -292,6 +292,11 @@ func (e *Engine) landingOffset(step intranode.Step, k, r int) int64 {
 
 // summed reports whether step's own block is summed by the producer's
 // GEMM (Call.Summed, the own node's step): its reduction is waits only.
+// SumsOwnBlock reports whether, with GEMM overlap, the engine hands the sum
+// of a rank's own block to the producer's GEMM (SumOf) on nodes nodes of
+// lws ranks: one node of two ranks.
+func SumsOwnBlock(nodes, lws int) bool { return nodes == 1 && lws == 2 }
+
 func (e *Engine) summed(step intranode.Step) bool {
 	return step.Summed && e.overlap() && step.Node == e.env.Place.Node
 }
@@ -302,10 +307,10 @@ func (e *Engine) summed(step intranode.Step) bool {
 // with Call.Summed and Chunks the GEMM's segments), or false where this
 // engine cannot hand it over: without GEMM overlap, on more than one node
 // (the own node's step is then not the call's last) or with other than two
-// ranks on the node (the GEMM adds one peer's block: gemm.Sum). No other
-// call may come between it and the call.
+// ranks on the node (the GEMM adds one peer's block: gemm.Sum; see
+// SumsOwnBlock). No other call may come between it and the call.
 func (e *Engine) SumOf(step intranode.Step) (intranode.Sum, bool) {
-	if !e.overlap() || e.lws() != 2 || e.env.Place.Shape.Nodes != 1 {
+	if !e.overlap() || !SumsOwnBlock(e.env.Place.Shape.Nodes, e.lws()) {
 		return intranode.Sum{}, false
 	}
 	lws, cols := e.lws(), int64(e.env.Cols)
