@@ -290,13 +290,13 @@ func (e *Engine) landingOffset(step intranode.Step, k, r int) int64 {
 	return int64((step.Node*e.lws()+k)*step.RowsPer+r) * e.env.RowBytes()
 }
 
-// summed reports whether step's own block is summed by the producer's
-// GEMM (Call.Summed, the own node's step): its reduction is waits only.
 // SumsOwnBlock reports whether, with GEMM overlap, the engine hands the sum
 // of a rank's own block to the producer's GEMM (SumOf) on nodes nodes of
 // lws ranks: one node of two ranks.
 func SumsOwnBlock(nodes, lws int) bool { return nodes == 1 && lws == 2 }
 
+// summed reports whether step's own block is summed by the producer's
+// GEMM (Call.Summed, the own node's step): its reduction is waits only.
 func (e *Engine) summed(step intranode.Step) bool {
 	return step.Summed && e.overlap() && step.Node == e.env.Place.Node
 }
