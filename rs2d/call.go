@@ -115,7 +115,11 @@ func (k *Call) Sum() (intranode.Sum, bool) {
 
 // Summed says that the producer's GEMM sums this rank's own block (Sum):
 // the call raises each block's arrivals segment by segment and launches no
-// reduction of it. Every rank of the node says the same.
+// reduction of it. Every rank of the node says the same. The output is
+// complete only once the producer's GEMM is: under the growing protocol the
+// call does not wait for the own block's signals, so the producer makes
+// the call's stream wait for its GEMM after Enqueue (producer.Overlapped
+// does, through its done event).
 func (k *Call) Summed() {
 	k.c.mu.Lock()
 	defer k.c.mu.Unlock()
