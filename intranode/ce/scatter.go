@@ -314,7 +314,9 @@ func (e *Engine) SumOf(step intranode.Step) (intranode.Sum, bool) {
 		return intranode.Sum{}, false
 	}
 	lws, cols := e.lws(), int64(e.env.Cols)
-	segs := e.segments()
+	// Every segment but the last has segment 0's rows, as copySegments
+	// copies and raises them.
+	_, segRows := intranode.SegmentRows(step.RowsPer, e.segments(), 0)
 	return intranode.Sum{
 		Dst:         step.ReduceTo,
 		Row0:        (step.Node*lws + e.env.Place.LocalRank) * step.RowsPer,
@@ -325,7 +327,7 @@ func (e *Engine) SumOf(step intranode.Step) (intranode.Sum, bool) {
 		Self:        e.env.Place.LocalRank,
 		Arrivals:    e.arrived.At(e.env.Place.Rank, 0).Addr(),
 		Base:        e.env.Proto.Restart(e.seq),
-		SegmentRows: (step.RowsPer + segs - 1) / segs,
+		SegmentRows: segRows,
 	}, true
 }
 
@@ -362,7 +364,8 @@ func (e *Engine) reduce(r device.Stream, step intranode.Step, seqs []uint32) err
 	lws, lr := e.lws(), e.env.Place.LocalRank
 	rowBytes := e.env.RowBytes()
 	local := e.env.Heap.Local()
-	if !e.summed(step) || e.env.Proto == symm.Replayable {
+	summed := e.summed(step)
+	if !summed || e.env.Proto == symm.Replayable {
 		if err := e.waitBlock(r, step, lr); err != nil {
 			return err
 		}
@@ -382,7 +385,7 @@ func (e *Engine) reduce(r device.Stream, step intranode.Step, seqs []uint32) err
 			}
 		}
 		r0, r1 := intranode.ChunkRows(step.RowsPer, step.Chunks, c)
-		if r1 == r0 || e.summed(step) {
+		if r1 == r0 || summed {
 			continue
 		}
 		blocks := kernels.Blocks{
