@@ -167,7 +167,8 @@ func matmulReduceScatter(h int64, x matmulArgs, stream uint64) error {
 	if err != nil {
 		return err
 	}
-	_, err = st.Enqueue(context.Background(), s, spec, c.rs.ConsumptionOrder(), call, 0)
+	many := gemmrs.SumsManyBlocks(gemmrs.SplitAuto, int(x.k), int(x.m)/c.world)
+	_, err = st.Enqueue(context.Background(), s, spec, c.rs.ConsumptionOrder(), call, 0, many)
 	return err
 }
 

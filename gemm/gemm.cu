@@ -72,11 +72,11 @@ struct __align__(64) hc_tensor_map { u64 opaque[16]; };
 // staged and freed per consumer, the row scales' ready and taken, the sum's
 // landed, one spare so that what follows stays 16-byte aligned), a tile's
 // row-wise scales (GM_BM of A's, then GM_BN of B's) and the storer's queue
-// of sums waiting for a peer's rows (GM_SUMQ: its head, a barrier's parity
-// and GM_QUEUE tiles).
+// of sums waiting for a peer's rows (GM_SUMQ: its head, a barrier's parity,
+// its tail, the storer's count of tiles and GM_QUEUE tiles).
 #define GM_BARS (2 * GM_STAGES + 8)
 #define GM_QUEUE 32
-#define GM_SUMQ ((GM_QUEUE + 2) * 4)
+#define GM_SUMQ ((GM_QUEUE + 4) * 4)
 #define GM_SMEM (GM_STAGES * (GM_A_STAGE + GM_B_STAGE) + GM_C_STAGE + 1024 + GM_BARS * 8 + (GM_BM + GM_BN) * 4 + GM_SUMQ)
 
 // A segment: rows [r0, r1) of C; need tiles complete it; its signal word.
@@ -452,88 +452,112 @@ __device__ __forceinline__ void gm_tma_add(const hc_tensor_map* map, int c0, int
                : "memory");
 }
 
-// gm_sum_half is the storer's sum of a summed half (its first row h0 of the
-// block, hrows rows), whose own rows it stored to D and waited for: per
-// other block, once its rows landed, they are loaded into the staging
-// buffer (free: both halves of the tile stored) and added to D there. With
-// two blocks, one rounding of their exact sum: the bits of the reduce
-// kernel's fp32 sum (Params.Check allows no more blocks). landed is the
-// storer's load barrier, *phase its parity.
-__device__ __forceinline__ void gm_sum_half(const gm_sum& sum, const hc_tensor_map* tmd, const hc_tensor_map* tms,
-                                            u32 cstage, u32 landed, u32* phase, int h0, int hrows, int ct) {
-  const u32 want = sum.base + (u32)((h0 + hrows - 1) / sum.seg_rows) + 1;
-  for (int k = 0; k < sum.blocks; k++) {
-    if (k == sum.self) continue;
-    gm_wait_geq(sum.arrivals + k, want);
-    // The copy engine's writes, seen through the acquire, for TMA's reads.
-    asm volatile("fence.proxy.async.global;" ::: "memory");
-    gm_bar_expect(landed, 4 * (64 * 128));
+// gm_add_half is the storer's add of block k's rows to a summed half (its
+// first row h0 of the block), whose own rows it stored to D and waited for,
+// once the caller saw block k's rows of the tile land: they are loaded into
+// the staging buffer (free: both halves of the tile stored) and added to D
+// there; with more than two blocks the add completes before anything else
+// is added (the adds round: their order fixes the bits, gemm.SumInTurn's).
+// landed is the storer's load barrier; its parity lives in shared memory at
+// pq (the storer's 40 registers hold nothing across the sums they need not).
+__device__ __forceinline__ void gm_add_half(const gm_sum& sum, const hc_tensor_map* tmd, const hc_tensor_map* tms,
+                                            u32 cstage, u32 landed, u32 pq, int h0, int ct, int k) {
+  gm_bar_expect(landed, 4 * (64 * 128));
 #pragma unroll
-    for (int j = 0; j < 4; j++) {
-      gm_tma_load(cstage + j * (64 * 128), tms, ct * GM_BN + 64 * j, k * sum.block_rows + h0, landed);
-    }
-    gm_bar_wait(landed, *phase);
-    *phase ^= 1;
+  for (int j = 0; j < 4; j++) {
+    gm_tma_load(cstage + j * (64 * 128), tms, ct * GM_BN + 64 * j, k * sum.block_rows + h0, landed);
+  }
+  u32 phase;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(phase) : "r"(pq) : "memory");
+  gm_bar_wait(landed, phase);
+  asm volatile("st.shared.u32 [%0], %1;" ::"r"(pq), "r"(phase ^ 1) : "memory");
 #pragma unroll
-    for (int j = 0; j < 4; j++) gm_tma_add(tmd, ct * GM_BN + 64 * j, h0, cstage + j * (64 * 128));
-    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+  for (int j = 0; j < 4; j++) gm_tma_add(tmd, ct * GM_BN + 64 * j, h0, cstage + j * (64 * 128));
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+  if (sum.blocks > 2) {
+    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+  } else {
     asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
   }
 }
 
-// gm_landed reports whether every other block's rows up to segment word
-// value want have landed, without waiting (acquire, as gm_wait_geq).
-__device__ __forceinline__ bool gm_landed(const gm_sum& sum, u32 want) {
-  for (int k = 0; k < sum.blocks; k++) {
-    if (k == sum.self) continue;
-    u32 w;
-    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(w) : "l"(sum.arrivals + k) : "memory");
-    if ((int)(w - want) < 0) return false;
-  }
-  return true;
+// gm_landed reports whether block k's rows up to segment word value want
+// have landed, without waiting (acquire, as gm_wait_geq).
+__device__ __forceinline__ bool gm_landed(const gm_sum& sum, int k, u32 want) {
+  u32 w;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(w) : "l"(sum.arrivals + k) : "memory");
+  return (int)(w - want) >= 0;
 }
 
-// gm_sums_queued does the sums of the summed tiles queued in shared memory
-// at q (the queue's head, the landed barrier's parity, then GM_QUEUE
-// entries rt << 16 | ct; tail the next free), in order, each once the
-// other block's rows of the whole tile have landed, then the tile's
-// signal; it stops at the first whose rows have not while fewer than limit
-// are queued (limit 1: it waits for them all). The tiles' own rows are
-// stored and complete; the staging buffer is free. Head and parity live in
-// shared memory so that the storer's loop holds neither in its 40
-// registers.
-__device__ __forceinline__ void gm_sums_queued(u32 q, u32 tail, u32 limit, const gm_sum& sum,
+// gm_sums_queued advances the sums of the summed tiles queued in shared
+// memory at q (the queue's head, the landed barrier's parity, its tail,
+// the next free, the storer's count of tiles, then GM_QUEUE entries rt << 16 | ct << 4 | signalled << 3
+// | blocks added): for each queued tile in walk order, the other
+// blocks whose rows of the whole tile have landed are added in SumInTurn's
+// order (block self-1 first: the first its peer computes), stopping at the
+// first that has not; a tile with every block added is signalled, and
+// leaves the queue once the tiles before it have. The oldest tile waits
+// for its blocks while limit or more are queued (limit 1: every tile
+// waits). The tiles' own rows are stored and complete; the staging buffer
+// is free. Head, parity and tail live in shared memory so that the
+// storer's loop holds none of them in its 40 registers.
+__device__ __forceinline__ void gm_sums_queued(u32 q, u32 limit, const gm_sum& sum,
                                                const hc_tensor_map* tmd, const hc_tensor_map* tms, u32 cstage,
                                                u32 landed, int row_tiles, const hc_gemm_segment* segs, int nsegs,
                                                u32* counters, u32 value) {
-  u32 head, phase;
-  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(head), "=r"(phase) : "r"(q) : "memory");
-  for (; head != tail; head++) {
+  u32 x, tail;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(x) : "r"(q) : "memory");
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(tail) : "r"(q + 8) : "memory");
+  for (; x != tail; x++) {
+    const u32 at = q + 16 + 4 * (x % GM_QUEUE);
     u32 e;
-    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(e) : "r"(q + 8 + 4 * (head % GM_QUEUE)) : "memory");
-    const int rt = (int)(e >> 16), h0 = rt * GM_BM - sum.r0, hrows = min(GM_BM, sum.rows - h0);
-    if (tail - head < limit && !gm_landed(sum, sum.base + (u32)((h0 + hrows - 1) / sum.seg_rows) + 1)) break;
-    for (int cw = 0; cw < 2; cw++) {
-      const int row = h0 + 64 * cw;
-      const int ct = e & 0xffff;
-      if (row < sum.rows) gm_sum_half(sum, tmd, tms, cstage, landed, &phase, row, min(64, sum.rows - row), ct);
+    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(e) : "r"(at) : "memory");
+    if (!(e & 8)) {  // not signalled yet
+      const int rt = (int)(e >> 16), h0 = rt * GM_BM - sum.r0;
+      // Every block's rows of the tile have landed once its word reaches
+      // want (one division per tile).
+      const u32 want = sum.base + (u32)((min(h0 + GM_BM, sum.rows) - 1) / sum.seg_rows) + 1;
+      u32 head;
+      asm volatile("ld.shared.u32 %0, [%1];" : "=r"(head) : "r"(q) : "memory");
+      const bool wait = x == head && tail - head >= limit;
+      int added = e & 7;
+      for (; added < sum.blocks - 1; added++) {
+        int k = sum.self - 1 - added;
+        if (k < 0) k += sum.blocks;
+        if (wait) {
+          gm_wait_geq(sum.arrivals + k, want);
+        } else if (!gm_landed(sum, k, want)) {
+          break;
+        }
+        // The copy engine's writes, seen through the acquire, for TMA's reads.
+        asm volatile("fence.proxy.async.global;" ::: "memory");
+        gm_add_half(sum, tmd, tms, cstage, landed, q + 4, h0, (e >> 4) & 0xfff, k);
+        if (h0 + 64 < sum.rows) gm_add_half(sum, tmd, tms, cstage, landed, q + 4, h0 + 64, (e >> 4) & 0xfff, k);
+      }
+      e = (e & ~7u) | (u32)added;
+      if (added == sum.blocks - 1) {
+        e |= 8;
+        if (nsegs != 0) {
+          asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+          asm volatile("fence.proxy.async.global;" ::: "memory");
+          gm_signal(rt, row_tiles, segs, nsegs, counters, value);
+        }
+      }
+      asm volatile("st.shared.u32 [%0], %1;" ::"r"(at), "r"(e) : "memory");
     }
-    if (nsegs != 0) {
-      asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
-      asm volatile("fence.proxy.async.global;" ::: "memory");
-      gm_signal(rt, row_tiles, segs, nsegs, counters, value);
-    }
+    u32 head;
+    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(head) : "r"(q) : "memory");
+    if (x == head && (e & 8)) asm volatile("st.shared.u32 [%0], %1;" ::"r"(q), "r"(head + 1) : "memory");
   }
-  asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(q), "r"(head), "r"(phase) : "memory");
 }
 
 // gm_storer is the storer thread's loop: per half of a tile this CTA
 // finishes (consumer 0's rows, then consumer 1's), wait until that consumer
 // staged it (TMA) or stored it (direct), store it with TMA and free the
 // staging buffer once read (a summed tile's second half after the queued
-// sums whose rows have landed, gm_sums_queued; the rest wait for later
-// summed tiles' turns or the loop's end, so the consumers never wait for a
-// peer while the queue has room); after the second half, wait for the
+// tiles' adds of the blocks whose rows have landed, gm_sums_queued; the
+// rest wait for later summed tiles' turns or the loop's end, so the
+// consumers never wait for a peer while the queue has room); after the second half, wait for the
 // tile's writes and signal (a summed tile after its sums: the reduction
 // stream waits for the own block's signals before its last waits on the
 // arrival words, which reset them under the replayable protocol). Its
@@ -547,15 +571,21 @@ __device__ __forceinline__ void gm_storer(const hc_tensor_map* tmc, const hc_ten
                                           u32 value) {
   const u32 staged = cstage + GM_C_STAGE + 16 * GM_STAGES, freed = staged + 16, landed = freed + 32;
   const u32 q = cstage + GM_C_STAGE + GM_BARS * 8 + (GM_BM + GM_BN) * 4;
-  int n = 0;
-  u32 tail = 0;  // the sums queued: [head, tail), head at q
-  asm volatile("st.shared.v2.u32 [%0], {%1, %1};" ::"r"(q), "r"(0) : "memory");
+  // The sums queued: [head, tail), head at q, tail at q + 8; the tiles
+  // stored so far (their parity is the staged barriers') at q + 12.
+  asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};" ::"r"(q), "r"(0) : "memory");
   gm_item w;
-  for (int i = 0; gm_item_at(i, tiles, sk, kt, &w); i++) {
+  // The walk's stream-K range and its divisors are found again for each
+  // item (its extents laundered through an empty asm): held across the
+  // loop they would not fit the storer's 40 registers beside the sums.
+  for (int i = 0, k = sk, t = tiles, g = group, l = kt; gm_item_at(i, t, k, l, &w); i++) {
+    asm volatile("" : "+r"(k), "+r"(t), "+r"(g), "+r"(l));
     if (!w.final) continue;
     int rt, ct;
-    gm_tile(w.t, order, row_tiles, col_tiles, group, &rt, &ct);
+    gm_tile(w.t, order, row_tiles, col_tiles, g, &rt, &ct);
     const bool summed = TMA && sum.covers(rt);
+    u32 n;
+    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(n) : "r"(q + 12) : "memory");
     for (int cw = 0; cw < 2; cw++) {
       gm_bar_wait(staged + 8 * cw, n & 1);
       if (TMA) {
@@ -572,17 +602,19 @@ __device__ __forceinline__ void gm_storer(const hc_tensor_map* tmc, const hc_ten
       // 0 needs it again, at its next tile's end; consumer 1 goes on.
       if (!summed || cw == 0) gm_bar_arrive(freed + 8 * cw);
     }
-    n++;
+    asm volatile("st.shared.u32 [%0], %1;" ::"r"(q + 12), "r"(n + 1) : "memory");
     if (summed) {
-      // The own rows written before the other block's are added to them:
-      // this tile's and earlier ones' whose rows have landed, in walk
-      // order, each then signalled; the others stay queued while the
-      // consumers go on.
-      asm volatile("st.shared.u32 [%0], %1;" ::"r"(q + 8 + 4 * (tail % GM_QUEUE)), "r"((u32)rt << 16 | (u32)ct)
+      // The own rows written before the other blocks' are added to them:
+      // the blocks of this tile and earlier ones whose rows have landed,
+      // each tile signalled once all are added; the rest stay queued while
+      // the consumers go on.
+      u32 tail;
+      asm volatile("ld.shared.u32 %0, [%1];" : "=r"(tail) : "r"(q + 8) : "memory");
+      asm volatile("st.shared.u32 [%0], %1;" ::"r"(q + 16 + 4 * (tail % GM_QUEUE)), "r"((u32)rt << 16 | (u32)ct << 4)
                    : "memory");
-      tail++;
+      asm volatile("st.shared.u32 [%0], %1;" ::"r"(q + 8), "r"(tail + 1) : "memory");
       asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
-      gm_sums_queued(q, tail, GM_QUEUE, sum, tmd, tms, cstage, landed, row_tiles, segs, nsegs, counters, value);
+      gm_sums_queued(q, GM_QUEUE, sum, tmd, tms, cstage, landed, row_tiles, segs, nsegs, counters, value);
       gm_bar_arrive(freed + 8);
       continue;
     }
@@ -595,8 +627,10 @@ __device__ __forceinline__ void gm_storer(const hc_tensor_map* tmc, const hc_ten
   }
   if (TMA) {
     asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+    u32 tail;
+    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(tail) : "r"(q + 8) : "memory");
     if (tail != 0) {  // the sums still queued, once their rows land
-      gm_sums_queued(q, tail, 1, sum, tmd, tms, cstage, landed, row_tiles, segs, nsegs, counters, value);
+      gm_sums_queued(q, 1, sum, tmd, tms, cstage, landed, row_tiles, segs, nsegs, counters, value);
       asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
   }

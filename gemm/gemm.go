@@ -35,11 +35,13 @@ const (
 	gemmThreads = 384
 	gemmStages  = 4
 	// sumQueue is how many summed tiles' sums the storer queues while the
-	// other block's rows have not landed (GM_QUEUE); sumQueueTiles bounds
-	// the row and column tiles it can name.
-	sumQueue      = 32
-	sumQueueTiles = 1 << 16
-	gemmShared    = gemmStages*(TileM*tileK*2+tileN*tileK*2) + TileM/2*tileN*2 + 1024 + (2*gemmStages+8)*8 + (TileM+tileN)*4 + (sumQueue+2)*4
+	// other blocks' rows have not landed (GM_QUEUE, after its head, a
+	// barrier's parity, its tail and the storer's count of tiles); an
+	// entry names a tile's row tile in 16 bits and its column tile in 12.
+	sumQueue         = 32
+	sumQueueRowTiles = 1 << 16
+	sumQueueColTiles = 1 << 12
+	gemmShared       = gemmStages*(TileM*tileK*2+tileN*tileK*2) + TileM/2*tileN*2 + 1024 + (2*gemmStages+8)*8 + (TileM+tileN)*4 + (sumQueue+4)*4
 
 	// DefaultGroup is how many row tiles the walk takes at a time (see
 	// Params.Group).
@@ -195,14 +197,16 @@ type Params struct {
 // Sum is a reduce-scatter's reduction of one block done in the GEMM's
 // epilogue: the rows [R0, R0+Rows) of C are not stored to C; each tile of
 // them, rounded to C's dtype, is stored to Dst (row R0 of C being Dst's row
-// 0), and once the other block's same rows have landed, the GEMM's storer
-// brings them into shared memory and adds them to Dst (TMA's reduce, in
-// L2): two blocks at most, whose one rounding of their exact sum has the
-// bits of kernels.LaunchReduce over them. The tiles of those rows are the
-// walk's last (Order); a tile whose other rows have not landed has its sums
-// queued (sumQueue tiles at most), done in walk order as they land or after
-// the CTA's last tile (each tile signalled after its sums), so the
-// consumers do not wait for a peer.
+// 0), and once the other blocks' same rows have landed, the GEMM's storer
+// brings them into shared memory and adds them to Dst block by block
+// (TMA's reduce, in L2, each add rounded to C's dtype, in SumInTurn's
+// order; with two blocks that one rounding of their exact sum has the bits
+// of kernels.LaunchReduce over them; with more, a rounding per other
+// block, as a ring's reduce-scatter rounds per hop). The tiles of those
+// rows are the walk's last (Order); a tile whose other rows have not
+// landed has its sums queued (sumQueue tiles at most), each block added as
+// its rows land or after the CTA's last tile (each tile signalled after
+// its sums), so the consumers do not wait for a peer.
 type Sum struct {
 	R0, Rows int        // R0 a multiple of TileM; Rows too, or R0+Rows = M
 	Dst      device.Ptr // Rows × N, rows LDD elements apart (0: N)
@@ -221,10 +225,8 @@ type Sum struct {
 	SegRows  int
 }
 
-// maxSumBlocks bounds a Sum's blocks: TMA's reduce rounds after each
-// block, so with more than one other block the sum would not have the
-// reduce kernel's bits.
-const maxSumBlocks = 2
+// MaxSumBlocks bounds a Sum's blocks: the ranks of one node.
+const MaxSumBlocks = 8
 
 // dense fills LDD.
 func (s Sum) dense(n int) Sum {
@@ -279,12 +281,12 @@ func (g Params) checkSum() error {
 	if err := g.dMap().Check(); err != nil || g.N%8 != 0 {
 		return fmt.Errorf("gemm: sum: the destination cannot be stored with TMA or N=%d is not a multiple of 8 (%v): %w", g.N, err, device.ErrNotSupported)
 	}
-	if rowTilesOf(g.M) > sumQueueTiles || colTilesOf(g.N) > sumQueueTiles {
-		// The storer queues a tile's sums as its row and column tile in 16 bits each.
-		return fmt.Errorf("gemm: sum: %dx%d has more than %d row or column tiles: %w", g.M, g.N, sumQueueTiles, device.ErrNotSupported)
+	if rowTilesOf(g.M) > sumQueueRowTiles || colTilesOf(g.N) > sumQueueColTiles {
+		return fmt.Errorf("gemm: sum: %dx%d has more than %d row tiles or %d column tiles (the storer's queue names no more): %w",
+			g.M, g.N, sumQueueRowTiles, sumQueueColTiles, device.ErrNotSupported)
 	}
-	if s.Blocks > maxSumBlocks {
-		return fmt.Errorf("gemm: sum of %d blocks: the GEMM sums %d at most: %w", s.Blocks, maxSumBlocks, device.ErrNotSupported)
+	if s.Blocks > MaxSumBlocks {
+		return fmt.Errorf("gemm: sum of %d blocks: the GEMM sums %d at most: %w", s.Blocks, MaxSumBlocks, device.ErrNotSupported)
 	}
 	if err := g.sMap().Check(); s.Blocks > 1 && err != nil {
 		return fmt.Errorf("gemm: sum: the blocks cannot be loaded with TMA (%v): %w", err, device.ErrNotSupported)

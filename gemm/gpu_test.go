@@ -90,11 +90,12 @@ func TestGemmScalingsOnGPU(t *testing.T) {
 }
 
 // On a Hopper GPU, the sum in the epilogue (Params.Sum) against the same
-// product without it and the reduce kernel's sum of the same blocks, bit
-// for bit, with the blocks landing on a second stream while the kernel
-// waits for them (and before it starts), for every case of the twin's test
-// and three larger ones (several waves of tiles, a stream-K last wave, the
-// storer's queue full).
+// product without it and the blocks summed in turn (SumInTurn; with two
+// blocks the reduce kernel's sum), bit for bit, with the blocks landing on
+// a second stream while the kernel waits for them (and before it starts),
+// for every case of the twin's test and three larger ones (several waves
+// of tiles, a stream-K last wave, four blocks) and one with the storer's
+// queue full.
 func TestGemmSumOnGPU(t *testing.T) {
 	d, err := cuda.Open(0, cuda.Options{})
 	if errors.Is(err, device.ErrNotSupported) {
@@ -111,7 +112,8 @@ func TestGemmSumOnGPU(t *testing.T) {
 		// One CTA, 36 own tiles, the blocks landing 50 ms after the launch
 		// (the product takes a few): the storer's queue fills, and it
 		// waits for the oldest tile's rows with the consumers held.
-		sumCase{in: dtype.BF16, out: dtype.BF16, layout: gemm.BNK, m: 3072, n: 768, k: 4096, r0: 1536, rows: 1536, blocks: 2, self: 1, segRows: 512, grid: 1, base: 4, landAfterLaunch: true, landLate: 50 * time.Millisecond})
+		sumCase{in: dtype.BF16, out: dtype.BF16, layout: gemm.BNK, m: 3072, n: 768, k: 4096, r0: 1536, rows: 1536, blocks: 2, self: 1, segRows: 512, grid: 1, base: 4, landAfterLaunch: true, landLate: 50 * time.Millisecond},
+		sumCase{in: dtype.BF16, out: dtype.BF16, layout: gemm.BNK, m: 4096, n: 2048, k: 512, r0: 2048, rows: 1024, blocks: 4, self: 2, segRows: 256, base: 2, landAfterLaunch: true})
 	for _, c := range cases {
 		t.Run(c.String(), func(t *testing.T) {
 			if c.grid > 0 {

@@ -85,7 +85,7 @@ func decodeGemmArgs(args []any) (gemmArgs, error) {
 	if s := &g.sum; s.Rows > 0 {
 		es := int64(g.cMap.DType.Size())
 		s.LDD, s.Stride = g.dMap.RowBytes/es, int64(blockRows)*int64(g.n)
-		if s.R0 < 0 || s.R0%TileM != 0 || s.R0+s.Rows > g.m || s.Blocks < 1 || s.Blocks > maxSumBlocks || s.Self < 0 ||
+		if s.R0 < 0 || s.R0%TileM != 0 || s.R0+s.Rows > g.m || s.Blocks < 1 || s.Blocks > MaxSumBlocks || s.Self < 0 ||
 			s.Self >= s.Blocks || s.SegRows <= 0 || s.Stride < 0 || s.LDD < int64(g.n) || g.dMap.DType != g.cMap.DType {
 			return g, bad
 		}
@@ -281,11 +281,10 @@ func (g gemmArgs) tile(mem device.HostMemory, dt, out dtype.DType, layout BLayou
 // covers reports whether row tile rt's rows are summed.
 func (s Sum) covers(rt int) bool { return s.Rows > 0 && rt*TileM >= s.R0 && rt*TileM < s.R0+s.Rows }
 
-// sumTile is the kernel's gm_sum_half for the tile of rows [r0, r1) and
+// sumTile is the kernel's sums (gm_sums_queued) for the tile of rows [r0, r1) and
 // columns [c0, c1) computed into c (rows ldc apart, from column 0): once
 // the other blocks' rows have landed, each row of the tile summed with
-// theirs (kernels.ReduceRange: fp32, blocks in order, one rounding) goes to
-// Dst.
+// theirs (SumInTurn) goes to Dst.
 func (g gemmArgs) sumTile(mem device.HostMemory, dt dtype.DType, c []byte, r0, r1, c0, c1 int) error {
 	s, es := g.sum, int64(dt.Size())
 	last := min(r1, s.R0+s.Rows) - 1 - s.R0
@@ -317,9 +316,24 @@ func (g gemmArgs) sumTile(mem device.HostMemory, dt dtype.DType, c []byte, r0, r
 		if err != nil {
 			return fmt.Errorf("gemm sum: destination: %w", err)
 		}
-		kernels.ReduceRange(dt, dst, views, 0, int64(c1-c0))
+		SumInTurn(dt, dst, views, s.Self, int64(c1-c0))
 	}
 	return nil
+}
+
+// SumInTurn is the GEMM's sum of a Sum's blocks, count elements of each
+// view into dst: block self (C's own rows, already rounded), then each
+// other block added to it and rounded (TMA's reduce adds one block at a
+// time), in the order the peers' GEMMs compute them: block self-1 first,
+// then self-2, and so on around (intranode.RankSwizzle), so that a block
+// that lands early can be added early without changing the bits. With two
+// blocks that is kernels.ReduceRange's one rounding of their fp32 sum.
+func SumInTurn(dt dtype.DType, dst []byte, views [][]byte, self int, count int64) {
+	copy(dst[:count*int64(dt.Size())], views[self])
+	for i := 1; i < len(views); i++ {
+		v := views[(self-i+len(views))%len(views)]
+		kernels.ReduceRange(dt, dst, [][]byte{dst, v}, 0, count)
+	}
 }
 
 // blockSum is element (row, j)'s block-wise sum over the k tiles of piece,

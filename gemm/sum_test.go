@@ -55,6 +55,9 @@ func sumCases() []sumCase {
 		{in: dtype.BF16, out: dtype.BF16, layout: gemm.BNK, m: 384, n: 256, k: 64, r0: 0, rows: 128, blocks: 2, self: 0, segRows: 128, grid: 2, base: 0, landAfterLaunch: true},
 		{in: dtype.E4M3, out: dtype.BF16, layout: gemm.BNK, m: 512, n: 256, k: 256, r0: 256, rows: 256, blocks: 2, self: 0, segRows: 32, scaling: gemm.RowWise, base: 3, landAfterLaunch: true},
 		{in: dtype.E4M3, out: dtype.F16, layout: gemm.BNK, m: 256, n: 264, k: 384, r0: 128, rows: 128, blocks: 2, self: 1, segRows: 128, scaling: gemm.BlockWise, grid: 3, base: 9},
+		{in: dtype.BF16, out: dtype.BF16, layout: gemm.BNK, m: 640, n: 264, k: 72, r0: 256, rows: 256, blocks: 4, self: 2, segRows: 96, base: 5, landAfterLaunch: true},
+		{in: dtype.E4M3, out: dtype.BF16, layout: gemm.BNK, m: 384, n: 256, k: 256, r0: 128, rows: 256, blocks: 3, self: 0, segRows: 128, scaling: gemm.RowWise, base: 0xffffffff},
+		{in: dtype.F16, out: dtype.F16, layout: gemm.BKN, m: 500, n: 512, k: 136, r0: 384, rows: 116, blocks: 4, self: 3, segRows: 64, grid: 2, base: 1, landAfterLaunch: true},
 	}
 }
 
@@ -154,9 +157,10 @@ func putU32(b []byte, v uint32) {
 }
 
 // check: C's rows outside the sum are the plain product's, bit for bit, and
-// its summed rows untouched (poison); Dst is the reduce kernel's sum of the
-// blocks with the plain product's own rows, bit for bit, and within
-// rounding of the fp64 sum of those blocks' values.
+// its summed rows untouched (poison); Dst is gemm.SumInTurn of the blocks
+// with the plain product's own rows, bit for bit (with two blocks the
+// reduce kernel's sum too), and within a rounding per other block of the
+// fp64 sum of those blocks' values.
 func (r sumRun) check(t *testing.T) {
 	t.Helper()
 	es, rowBytes := r.out.Size(), r.n*r.out.Size()
@@ -170,8 +174,17 @@ func (r sumRun) check(t *testing.T) {
 		require.Equal(t, plain, got, "C's row %d differs from the product without the sum", i)
 	}
 	own := r.cPlain[r.r0*rowBytes : (r.r0+r.rows)*rowBytes]
-	want := make([]byte, r.rows*rowBytes)
-	kernels.ReduceBlocks(r.out, want, r.data, int64(r.rows*r.n), r.blocks, int64(r.rows*r.n), r.self, own)
+	want, views := make([]byte, r.rows*rowBytes), make([][]byte, r.blocks)
+	for k := range views {
+		views[k] = r.data[k*r.rows*rowBytes : (k+1)*r.rows*rowBytes]
+	}
+	views[r.self] = own
+	gemm.SumInTurn(r.out, want, views, r.self, int64(r.rows*r.n))
+	if r.blocks == 2 {
+		reduced := make([]byte, len(want))
+		kernels.ReduceBlocks(r.out, reduced, r.data, int64(r.rows*r.n), r.blocks, int64(r.rows*r.n), r.self, own)
+		require.Equal(t, reduced, want, "two blocks summed in turn: not the reduce kernel's bits")
+	}
 	for i := 0; i < r.rows*r.n; i++ {
 		exact, abs := 0.0, 0.0
 		for k := 0; k < r.blocks; k++ {
@@ -184,9 +197,9 @@ func (r sumRun) check(t *testing.T) {
 		}
 		got := r.out.Get(r.d, i)
 		require.False(t, math.IsNaN(got), "Dst element %d (row %d) was never written", i, i/r.n)
-		require.LessOrEqual(t, math.Abs(got-exact), r.out.UnitRoundoff()*abs+float64(r.blocks)*0x1p-24*abs+tinyOf(r.out),
+		require.LessOrEqual(t, math.Abs(got-exact), float64(r.blocks-1)*r.out.UnitRoundoff()*abs+float64(r.blocks)*0x1p-24*abs+tinyOf(r.out),
 			"Dst element %d (row %d) = %g, want %g", i, i/r.n, got, exact)
-		require.Equal(t, want[i*es:(i+1)*es], r.d[i*es:(i+1)*es], "Dst element %d (row %d): not the reduce kernel's bits", i, i/r.n)
+		require.Equal(t, want[i*es:(i+1)*es], r.d[i*es:(i+1)*es], "Dst element %d (row %d): not the bits of the blocks summed in turn", i, i/r.n)
 	}
 }
 
@@ -232,8 +245,8 @@ func TestGemmSumWaitsForArrivals(t *testing.T) {
 
 // Params.Check refuses a sum it cannot do: rows not whole tiles, outside C,
 // an own block out of range, blocks not whole rows apart, no arrivals; and
-// a C that TMA cannot store (odd rows) or more than two blocks (TMA's adds
-// would round after each) are not supported.
+// a C that TMA cannot store (odd rows) or more blocks than a node has ranks
+// are not supported.
 func TestGemmSumCheck(t *testing.T) {
 	base := gemm.Params{GemmSpec: device.GemmSpec{M: 512, N: 256, K: 64, DType: dtype.BF16, A: 256, B: 1 << 20, C: 2 << 20}}
 	sum := gemm.Sum{R0: 128, Rows: 256, Dst: 3 << 20, Src: 4 << 20, Stride: 256 * 256, Blocks: 2, Self: 1, Arrivals: 5 << 20, SegRows: 64}
@@ -250,8 +263,12 @@ func TestGemmSumCheck(t *testing.T) {
 		{"past M", func(p *gemm.Params) { p.Sum.Rows = 512 }, device.ErrInvalidArgument},
 		{"own block", func(p *gemm.Params) { p.Sum.Self = 2 }, device.ErrInvalidArgument},
 		{"blocks not whole rows apart", func(p *gemm.Params) { p.Sum.Stride = 256*256 + 8 }, device.ErrInvalidArgument},
-		{"three blocks", func(p *gemm.Params) { p.Sum.Blocks = 3 }, device.ErrNotSupported},
+		{"more blocks than a node's ranks", func(p *gemm.Params) { p.Sum.Blocks = gemm.MaxSumBlocks + 1 }, device.ErrNotSupported},
 		{"more row tiles than the storer's queue names", func(p *gemm.Params) { p.M = 1<<16*gemm.TileM + 1 }, device.ErrNotSupported},
+		{"more column tiles than the storer's queue names", func(p *gemm.Params) {
+			p.N, p.LDC = 1<<12*256+8, 1<<12*256+8
+			p.Sum.Stride = 256 * int64(p.N)
+		}, device.ErrNotSupported},
 		{"no arrivals", func(p *gemm.Params) { p.Sum.Arrivals = 0 }, device.ErrInvalidArgument},
 		{"no segments", func(p *gemm.Params) { p.Sum.SegRows = 0 }, device.ErrInvalidArgument},
 		{"C stored from registers", func(p *gemm.Params) { p.N, p.LDC, p.Sum.Stride = 250, 250, 250*256 }, device.ErrNotSupported},

@@ -170,6 +170,24 @@ type Config struct {
 // in benchmarks/RESULTS.md). With several nodes the rail sets the pace.
 const SplitAutoMaxKLocal = 4096
 
+// SumAutoMinKLocal and SumAutoMinRows bound where, by default, the own GEMM
+// sums the own block on one node of three or more ranks (on two it always
+// does): producer.SumsMany's bounds, which say why.
+const (
+	SumAutoMinKLocal = producer.SumMinKLocal
+	SumAutoMinRows   = producer.SumMinRows
+)
+
+// SumsManyBlocks resolves Tuning.SumOwnBlock for a product of kLocal per
+// rank and rowsPerRank rows per rank's block: whether the own GEMM sums the
+// own block where the node has more than two ranks.
+func SumsManyBlocks(s Split, kLocal, rowsPerRank int) bool {
+	if s != SplitAuto {
+		return s == SplitOn
+	}
+	return producer.SumsMany(kLocal, rowsPerRank)
+}
+
 // splitFor resolves the split of the first block for a world with every
 // rank on one node (oneNode) or not.
 func splitFor(s Split, kLocal int, oneNode bool) Split {
@@ -196,6 +214,8 @@ func (c Config) validate(world int) error {
 		return bad("unknown mode %v", c.Mode)
 	case k.SplitFirstBlock < SplitAuto || k.SplitFirstBlock > SplitOn:
 		return bad("unknown split %d", k.SplitFirstBlock)
+	case k.SumOwnBlock < SplitAuto || k.SumOwnBlock > SplitOn:
+		return bad("unknown choice %d for summing the own block", k.SumOwnBlock)
 	case k.Gemm < GemmAuto || k.Gemm > GemmCuBLAS:
 		return bad("unknown GEMM choice %d", k.Gemm)
 	case k.Gemm == GemmOwn && k.SplitFirstBlock == SplitOn:

@@ -436,29 +436,33 @@ func TestOwnGemmInSegments(t *testing.T) {
 	}
 }
 
-// On one node of two ranks, with blocks of whole row tiles, the own GEMM
-// sums the own block in its epilogue (Summed) and every call's output is
-// exact against fp64, call after call, with the GEMM's signals in one
-// segment per block and in several (the arrivals then come segment by
-// segment); with blocks that are not whole row tiles, more than two ranks
-// on the node or two nodes, it does not, and the reduction pass does the
-// same sums.
+// On one node, with blocks of whole row tiles, the own GEMM sums the own
+// block in its epilogue (Summed: on two ranks always, on three or four
+// where Tuning.SumOwnBlock says, here on, or auto at a small product: off)
+// and every call's output is exact against fp64, call after call, with the
+// GEMM's signals in one segment per block and in several (the arrivals
+// then come segment by segment); with blocks that are not whole row tiles
+// or on two nodes it does not, and the reduction pass does the same sums.
 func TestOwnGemmSumsOwnBlock(t *testing.T) {
 	for _, tc := range []struct {
 		shape    bootstrap.Shape
 		rowsPer  int
 		segments int
+		sumOwn   gemmrs.Split
 		summed   bool
 	}{
-		{bootstrap.Shape{Nodes: 1, LocalSize: 2}, 384, 3, true},
-		{bootstrap.Shape{Nodes: 1, LocalSize: 2}, 256, 0, true},
-		{bootstrap.Shape{Nodes: 1, LocalSize: 2}, 128, 8, true},
-		{bootstrap.Shape{Nodes: 1, LocalSize: 4}, 128, 3, false},
-		{bootstrap.Shape{Nodes: 1, LocalSize: 2}, 96, 2, false},
-		{bootstrap.Shape{Nodes: 2, LocalSize: 2}, 128, 2, false},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 2}, 384, 3, gemmrs.SplitAuto, true},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 2}, 256, 0, gemmrs.SplitOff, true},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 2}, 128, 8, gemmrs.SplitAuto, true},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 4}, 128, 3, gemmrs.SplitOn, true},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 3}, 256, 0, gemmrs.SplitOn, true},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 4}, 128, 3, gemmrs.SplitAuto, false},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 3}, 256, 0, gemmrs.SplitOff, false},
+		{bootstrap.Shape{Nodes: 1, LocalSize: 2}, 96, 2, gemmrs.SplitAuto, false},
+		{bootstrap.Shape{Nodes: 2, LocalSize: 2}, 128, 2, gemmrs.SplitOn, false},
 	} {
 		shape := tc.shape
-		t.Run(fmt.Sprintf("%v/rows%d/segments%d", shape, tc.rowsPer, tc.segments), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%v/rows%d/segments%d/sum-%v", shape, tc.rowsPer, tc.segments, tc.sumOwn), func(t *testing.T) {
 			t.Parallel()
 			const dt, n, k = dtype.BF16, 24, 16
 			ws := shape.World()
@@ -467,7 +471,7 @@ func TestOwnGemmSumsOwnBlock(t *testing.T) {
 			w := simWorld(t, shape, 30*time.Second)
 			err := w.Run(testCtx(t), func(ctx context.Context, r world.Rank) (err error) {
 				cfg := baseConfig(dt, m, n, k)
-				cfg.Tuning = gemmrs.Tuning{Gemm: gemmrs.GemmOwn, ReduceScatter: rs2d.Tuning{Segments: tc.segments}}
+				cfg.Tuning = gemmrs.Tuning{Gemm: gemmrs.GemmOwn, ReduceScatter: rs2d.Tuning{Segments: tc.segments}, SumOwnBlock: tc.sumOwn}
 				g, err := gemmrs.New(ctx, r.Comm, r.Dev, cfg)
 				if err != nil {
 					return err
@@ -1159,4 +1163,22 @@ func onDevice(dev device.Device, datas ...[]byte) (ptrs []device.Ptr, release fu
 		}
 	}
 	return ptrs, release, nil
+}
+
+// SumsManyBlocks: on and off as asked; auto where the GEMM outlasts the
+// copies (KLocal from SumAutoMinKLocal) over a block of SumAutoMinRows
+// rows or more.
+func TestSumsManyBlocks(t *testing.T) {
+	k, r := gemmrs.SumAutoMinKLocal, gemmrs.SumAutoMinRows
+	for _, tc := range []struct {
+		s            gemmrs.Split
+		kLocal, rows int
+		want         bool
+	}{
+		{gemmrs.SplitOn, 16, 128, true}, {gemmrs.SplitOff, 4 * k, 4 * r, false},
+		{gemmrs.SplitAuto, k, r, true}, {gemmrs.SplitAuto, k - 1, r, false}, {gemmrs.SplitAuto, k, r - 1, false},
+		{gemmrs.SplitAuto, 7168, 512, false}, {gemmrs.SplitAuto, 2048, 2048, false}, {gemmrs.SplitAuto, 3584, 4096, true},
+	} {
+		require.Equal(t, tc.want, gemmrs.SumsManyBlocks(tc.s, tc.kLocal, tc.rows), "%v k%d rows%d", tc.s, tc.kLocal, tc.rows)
+	}
 }

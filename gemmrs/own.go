@@ -49,9 +49,9 @@ type Scales struct {
 func (g *GemmRS) GemmChoice() (Gemm, string) { return g.knobs.Gemm, g.why }
 
 // Summed reports whether the last overlapped call's own GEMM summed this
-// rank's own block of C with the peer's landed block in its epilogue
-// (gemm.Sum: one node of two ranks, the copy engine, blocks of whole row
-// tiles), instead of a reduction pass after the GEMM.
+// rank's own block of C with the node peers' landed blocks in its epilogue
+// (gemm.Sum: one node, the copy engine, blocks of whole row tiles), instead
+// of a reduction pass after the GEMM.
 func (g *GemmRS) Summed() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()

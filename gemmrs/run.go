@@ -188,7 +188,8 @@ func (g *GemmRS) enqueueOverlap(ctx context.Context, a, b Tensor, sc Scales, cal
 	}
 	if spec := g.ownSpec(a, b, sc); g.knobs.Gemm == GemmOwn && (g.hooks == nil || g.fp8()) && spec.Check() == nil {
 		var err error
-		*raised, err = g.ovl.Enqueue(ctx, s, spec, g.order, call, g.knobs.Help)
+		many := SumsManyBlocks(g.knobs.SumOwnBlock, spec.K, a.Rows/g.world)
+		*raised, err = g.ovl.Enqueue(ctx, s, spec, g.order, call, g.knobs.Help, many)
 		if *raised {
 			g.timed, g.traced, g.ownTraced = true, 0, true
 		}

@@ -23,6 +23,11 @@ type Tuning struct {
 	// (cuBLAS), or Auto (the own GEMM where every rank can run it and
 	// measured it at least as fast as cuBLAS at the context's shape).
 	Gemm Gemm
+	// SumOwnBlock is whether the own GEMM sums the own block in its
+	// epilogue on one node of three or more ranks, instead of a reduce pass
+	// after it (on two ranks it always does): Auto where SumsManyBlocks
+	// says.
+	SumOwnBlock Split
 	// Help is, for the own GEMM on one node, the percentage of the last
 	// peer's block that the producer's SMs push after the GEMM, beside the
 	// copy engine (rs2d Call.Help): 0 estimates it from the GEMM's and the
@@ -30,7 +35,7 @@ type Tuning struct {
 	Help int
 }
 
-// Split is a choice of Tuning.SplitFirstBlock.
+// Split is a choice of Tuning.SplitFirstBlock, and of Tuning.SumOwnBlock.
 type Split int
 
 // The choices: Auto lets the GemmRS decide.

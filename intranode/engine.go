@@ -153,10 +153,11 @@ type Call struct {
 	Summed bool
 }
 
-// Sum is the reduction of a rank's own block of a call (one node of two
+// Sum is the reduction of a rank's own block of a call (one node of several
 // ranks, GEMM overlap) as its producer's GEMM does it: the own rows it
-// computes, rounded to the dtype, plus the node peer's landed block,
-// rounded once (the reduce kernel's bits), into Dst.
+// computes, rounded to the dtype, then each node peer's landed block added
+// and rounded, in the order the peers compute them (gemm.SumInTurn; with
+// two ranks the reduce kernel's bits), into Dst.
 type Sum struct {
 	Dst  device.Ptr // RowsPer × Cols: the call's output rows of this rank
 	Row0 int        // where the own block starts in the input

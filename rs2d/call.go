@@ -98,7 +98,7 @@ func (k *Call) Help(s device.Stream, rows int) error {
 
 // Sum describes the reduction of this rank's own block of the call for a
 // producer whose GEMM does it (intranode.Sum): with GEMM overlap, the copy
-// engine and one node of two ranks, else false. A
+// engine and one node of several ranks, else false. A
 // producer that takes it over calls Summed before Enqueue, after enqueueing
 // its GEMM; no other call may come between Prepare and Enqueue.
 func (k *Call) Sum() (intranode.Sum, bool) {

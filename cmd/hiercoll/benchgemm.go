@@ -20,7 +20,7 @@ type benchGemmFlags struct {
 	fs                                                     *flag.FlagSet
 	w                                                      worldFlags
 	dt, shapes, mode, split, gemm, input, scaling, csvPath *string
-	graphs                                                 *string
+	graphs, sumOwn                                         *string
 	segments, pushShare, iters, reps, samples              *int
 	jsonOut, capture                                       *bool
 }
@@ -36,6 +36,8 @@ func newBenchGemmFlags() *benchGemmFlags {
 	f.mode = fs.String("mode", "auto", "the path Run takes: auto, overlap or sequential (both are timed either way)")
 	f.split = fs.String("split-first", "auto", "tuning, overlapped path: compute the first block in two halves so the copy engine starts sooner: "+
 		"auto (when K/world < "+strconv.Itoa(gemmrs.SplitAutoMaxKLocal)+" on one node), on or off")
+	f.sumOwn = fs.String("sum-own", "auto", "tuning, own GEMM on one node of three or more ranks: sum the own block in the GEMM instead of a reduce pass after it: "+
+		"auto (when K/world >= "+strconv.Itoa(gemmrs.SumAutoMinKLocal)+" and M/world >= "+strconv.Itoa(gemmrs.SumAutoMinRows)+"), on or off")
 	f.gemm = fs.String("gemm", "auto", "the GEMM: own (hiercoll's, per-segment signals), cublas (the device's matmul, block by block), "+
 		"or auto (own where every rank can run it and measured it at least as fast as cuBLAS)")
 	f.segments = fs.Int("segments", 0, "tuning, own GEMM: signals per destination's rows (0: about one per 1024 rows, at most 8)")
@@ -117,7 +119,11 @@ func (f *benchGemmFlags) options(args []string) (benchmarks.GemmOptions, error) 
 	if *f.pushShare < -1 || *f.pushShare > 100 {
 		return none, usageError{fmt.Errorf("--push-share %d: want -1 (none), 0 (estimated) or a percentage", *f.pushShare)}
 	}
-	tuning := gemmrs.Tuning{ReduceScatter: cfg.Tuning, SplitFirstBlock: sp, Gemm: gm, Help: *f.pushShare}
+	so, err := gemmrs.ParseSplit(*f.sumOwn)
+	if err != nil {
+		return none, usageError{fmt.Errorf("--sum-own: %w", err)}
+	}
+	tuning := gemmrs.Tuning{ReduceScatter: cfg.Tuning, SplitFirstBlock: sp, SumOwnBlock: so, Gemm: gm, Help: *f.pushShare}
 	tuning.ReduceScatter.Segments = *f.segments
 	return benchmarks.GemmOptions{
 		Shapes: list, DType: d,

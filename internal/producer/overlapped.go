@@ -70,13 +70,16 @@ func (o *Overlapped) Events() (ready, done, start, end device.Event) {
 // context's consumption order (order), raising each segment's signal as
 // its tiles are stored; the producer's SMs then push the end of the last
 // peer's block (rs2d Call.Help, help as HelpRows's pct); the call's
-// reduce-scatter goes on s, which then waits for the GEMM stream. raised
-// says whether the call's signals may have been raised. On an error s is
+// reduce-scatter goes on s, which then waits for the GEMM stream. Where the
+// call lets the GEMM sum the own block (rs2d Call.Sum) it does, on a node
+// of more than two ranks only if many (gemmrs.SumsManyBlocks, by default
+// SumsMany). raised says whether the call's signals may have been raised.
+// On an error s is
 // still ordered after whatever reached the GEMM stream, and a call not
 // enqueued is skipped (its signal value passed over).
-func (o *Overlapped) Enqueue(ctx context.Context, s device.Stream, spec gemm.Params, order []int, call *rs2d.Call, help int) (raised bool, err error) {
+func (o *Overlapped) Enqueue(ctx context.Context, s device.Stream, spec gemm.Params, order []int, call *rs2d.Call, help int, many bool) (raised bool, err error) {
 	summed := false
-	if sum, ok := call.Sum(); ok {
+	if sum, ok := call.Sum(); ok && (sum.Ranks <= 2 || many) {
 		spec, summed = withSum(spec, sum)
 	}
 	raised, err = o.enqueueGemm(s, spec, order, call.Signals())
@@ -134,7 +137,7 @@ func (o *Overlapped) enqueueGemm(s device.Stream, spec gemm.Params, order []int,
 }
 
 // Summed reports whether the last call's GEMM summed this rank's own block
-// (one node of two ranks, the copy engine, whole row tiles): then no
+// (one node of several ranks, the copy engine, whole row tiles): then no
 // reduction pass followed it.
 func (o *Overlapped) Summed() bool { return o.summed }
 

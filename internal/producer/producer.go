@@ -17,16 +17,37 @@ const segmentRows = gemm.DefaultGroup * gemm.TileM
 // maxAutoSegments bounds the segments Auto gives a destination's rows.
 const maxAutoSegments = 8
 
+// SumMinKLocal and SumMinRows bound where, by default, the own GEMM sums
+// the own block on one node of three or more ranks (on two it always
+// does): its storer adds each peer's block as it lands, beside later
+// tiles. That pays where the GEMM outlasts the copies (KLocal at least
+// SumMinKLocal) and each rank's own block spans enough row tiles
+// (SumMinRows rows) for the adds of earlier tiles to run beside later
+// ones; elsewhere the adds slow the last copy beside them or come after
+// the GEMM, and the reduce pass is faster (benchmarks/RESULTS.md).
+const (
+	SumMinKLocal = 3072
+	SumMinRows   = 1024
+)
+
+// SumsMany is that default for a product of kLocal per rank and
+// rowsPerRank rows per rank's block.
+func SumsMany(kLocal, rowsPerRank int) bool {
+	return kLocal >= SumMinKLocal && rowsPerRank >= SumMinRows
+}
+
 // SegmentsFor is how many signal segments each destination's rows come in,
 // by default, for an own GEMM with rowsPerRank rows per destination: about
-// one per segmentRows rows, at most maxAutoSegments. Where the GEMM sums
-// the own block (on nodes nodes of lws ranks: ce.SumsOwnBlock, see
-// Overlapped.Enqueue) at least two where the rows allow: its storer waits
-// for the peer's rows of each segment, and with one segment the first own
-// tile would wait for the copy of the peer's whole block.
+// one per segmentRows rows, at most maxAutoSegments. Where the GEMM may sum
+// the own block (on nodes nodes of lws ranks: ce.SumsOwnBlock; on more than
+// two ranks by default only from SumMinRows rows, see Overlapped.Enqueue)
+// at least two where the rows allow: its storer waits for the peers' rows
+// of each segment, and with one segment the first own tile would wait for
+// the copy of a peer's whole block. Elsewhere the second segment only adds
+// a signal and splits the copies.
 func SegmentsFor(rowsPerRank, nodes, lws int) int {
 	n := max(1, min(maxAutoSegments, rowsPerRank/segmentRows))
-	if ce.SumsOwnBlock(nodes, lws) && rowsPerRank >= 2*gemm.TileM {
+	if ce.SumsOwnBlock(nodes, lws) && (lws == 2 || rowsPerRank >= SumMinRows) && rowsPerRank >= 2*gemm.TileM {
 		n = max(n, 2)
 	}
 	return n

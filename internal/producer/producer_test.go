@@ -10,27 +10,26 @@ import (
 )
 
 // SegmentsFor: about one segment per 1024 rows of a destination, at most 8;
-// on a node of two ranks (where the GEMM sums the own block and its storer
-// waits for the peer's rows of each segment) at least two where a block
-// holds two row tiles.
+// where the GEMM may sum the own block (one node of two ranks; of four from
+// SumMinRows rows per rank) and its storer waits for the peers' rows of
+// each segment, at least two where a block holds two row tiles.
 func TestSegmentsFor(t *testing.T) {
 	for _, tc := range []struct {
-		rows  int
-		pairs bool // one node of two ranks, else two nodes of two
-		want  int
+		rows       int
+		nodes, lws int
+		want       int
 	}{
-		{64, false, 1}, {64, true, 1},
-		{128, true, 1}, {255, true, 1}, {256, true, 2},
-		{1024, false, 1}, {1024, true, 2},
-		{2048, false, 2}, {2048, true, 2},
-		{4096, true, 4}, {8192, false, 8}, {1 << 20, true, 8},
+		{64, 2, 2, 1}, {64, 1, 2, 1},
+		{128, 1, 2, 1}, {255, 1, 2, 1}, {256, 1, 2, 2},
+		{1024, 2, 2, 1}, {1024, 1, 2, 2},
+		{2048, 2, 2, 2}, {2048, 1, 2, 2},
+		{4096, 1, 2, 4}, {8192, 2, 2, 8}, {1 << 20, 1, 2, 8},
+		// Four ranks: the sum only from SumMinRows rows by default.
+		{256, 1, 4, 1}, {producer.SumMinRows - 1, 1, 4, 1}, {producer.SumMinRows, 1, 4, 2}, {2048, 1, 4, 2},
+		{producer.SumMinRows, 2, 4, 1},
 	} {
-		t.Run(fmt.Sprintf("rows%d/pairs%v", tc.rows, tc.pairs), func(t *testing.T) {
-			nodes := 2
-			if tc.pairs {
-				nodes = 1
-			}
-			require.Equal(t, tc.want, producer.SegmentsFor(tc.rows, nodes, 2))
+		t.Run(fmt.Sprintf("rows%d/%dx%d", tc.rows, tc.nodes, tc.lws), func(t *testing.T) {
+			require.Equal(t, tc.want, producer.SegmentsFor(tc.rows, tc.nodes, tc.lws))
 		})
 	}
 }

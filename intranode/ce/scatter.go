@@ -292,8 +292,8 @@ func (e *Engine) landingOffset(step intranode.Step, k, r int) int64 {
 
 // SumsOwnBlock reports whether, with GEMM overlap, the engine hands the sum
 // of a rank's own block to the producer's GEMM (SumOf) on nodes nodes of
-// lws ranks: one node of two ranks.
-func SumsOwnBlock(nodes, lws int) bool { return nodes == 1 && lws == 2 }
+// lws ranks: one node of several ranks.
+func SumsOwnBlock(nodes, lws int) bool { return nodes == 1 && lws >= 2 }
 
 // summed reports whether step's own block is summed by the producer's
 // GEMM (Call.Summed, the own node's step): its reduction is waits only.
@@ -305,10 +305,9 @@ func (e *Engine) summed(step intranode.Step) bool {
 // step of a call about to be enqueued, ReduceTo its output) for a producer
 // that does it in its GEMM's epilogue (intranode.Sum; the call then goes
 // with Call.Summed and Chunks the GEMM's segments), or false where this
-// engine cannot hand it over: without GEMM overlap, on more than one node
-// (the own node's step is then not the call's last) or with other than two
-// ranks on the node (the GEMM adds one peer's block: gemm.Sum; see
-// SumsOwnBlock). No other call may come between it and the call.
+// engine cannot hand it over (SumsOwnBlock): without GEMM overlap, on one
+// rank or on more than one node (the own node's step is then not the
+// call's last). No other call may come between it and the call.
 func (e *Engine) SumOf(step intranode.Step) (intranode.Sum, bool) {
 	if !e.overlap() || !SumsOwnBlock(e.env.Place.Shape.Nodes, e.lws()) {
 		return intranode.Sum{}, false
