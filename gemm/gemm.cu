@@ -432,14 +432,18 @@ struct gm_sum {
   __device__ __forceinline__ bool covers(int rt) const { return (u32)(rt * GM_BM - r0) < (u32)rows; }
 };
 
-// gm_wait_geq spins until the word at p reaches v (cyclically), with
-// system-scope acquire: what the writer wrote before raising it is visible
-// after.
-__device__ __forceinline__ void gm_wait_geq(const u32* p, u32 v) {
+// gm_ld_acquire loads the word at p with system-scope acquire: what the
+// writer wrote before raising it is visible after.
+__device__ __forceinline__ u32 gm_ld_acquire(const u32* p) {
   u32 w;
-  do {
-    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(w) : "l"(p) : "memory");
-  } while ((int)(w - v) < 0);
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(w) : "l"(p) : "memory");
+  return w;
+}
+
+// gm_wait_geq spins until the word at p reaches v (cyclically; acquire).
+__device__ __forceinline__ void gm_wait_geq(const u32* p, u32 v) {
+  while ((int)(gm_ld_acquire(p) - v) < 0) {
+  }
 }
 
 // gm_tma_add adds the box at smem src into (c0 inner, c1 outer) of map's
@@ -484,9 +488,7 @@ __device__ __forceinline__ void gm_add_half(const gm_sum& sum, const hc_tensor_m
 // gm_landed reports whether block k's rows up to segment word value want
 // have landed, without waiting (acquire, as gm_wait_geq).
 __device__ __forceinline__ bool gm_landed(const gm_sum& sum, int k, u32 want) {
-  u32 w;
-  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(w) : "l"(sum.arrivals + k) : "memory");
-  return (int)(w - want) >= 0;
+  return (int)(gm_ld_acquire(sum.arrivals + k) - want) >= 0;
 }
 
 // gm_sums_queued advances the sums of the summed tiles queued in shared
