@@ -340,7 +340,10 @@ int hc_rs2d_consumption_order(int64_t ctx, int* order, int len);
  * stream's earlier work, and each part of a destination's rows is signalled
  * as soon as it is stored, so the reduce-scatter of c into out, enqueued on
  * stream, copies it while the rest is computed; stream then waits for the
- * GEMM. a is [m, k] with rows lda elements apart (0: k); b is [k, n]
+ * GEMM. On one node the GEMM may add the peers' landed blocks to the rank's
+ * own rows itself instead of a reduce pass (two ranks: always, with the
+ * reduce pass's bits; more: where it outlasts the copies, rounding to the
+ * dtype after each added block, as a ring does per hop). a is [m, k] with rows lda elements apart (0: k); b is [k, n]
  * (HC_B_KN) or [n, k] (HC_B_NK) with rows ldb elements apart (0: dense); c
  * is [m, n] contiguous and out [m / world, n], all of the context's dtype.
  * Every rank calls it with the same m. Fails with HC_ERR_NOT_SUPPORTED,

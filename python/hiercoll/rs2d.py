@@ -291,7 +291,10 @@ class ReduceScatter2D:
         product into an [max_m, n] buffer the context keeps, in one launch on
         a stream of the library's, signalling each part of a destination's
         rows as soon as it is stored, so the scatter copies it while the rest
-        is computed. Where it cannot (fp32, other strides, another GPU, a
+        is computed; on one node it may add the peers' landed blocks to the
+        rank's own rows itself (two ranks: always, with the reduce pass's
+        bits; more: where the GEMM outlasts the copies, rounding to the dtype
+        after each added block, as a ring does per hop). Where it cannot (fp32, other strides, another GPU, a
         context with split_first_block), torch.mm computes the product block
         by block, in consumption_order(), on a side stream, raising each
         block's signal right after it (with split_first_block the first block
