@@ -463,7 +463,7 @@ __device__ __forceinline__ void gm_tma_add(const hc_tensor_map* map, int c0, int
 // there; with more than two blocks the add completes before anything else
 // is added (the adds round: their order fixes the bits, gemm.SumInTurn's).
 // landed is the storer's load barrier; its parity lives in shared memory at
-// pq (the storer's 40 registers hold nothing across the sums they need not).
+// pq, so that the storer's 40 registers do not hold it across the sums.
 __device__ __forceinline__ void gm_add_half(const gm_sum& sum, const hc_tensor_map* tmd, const hc_tensor_map* tms,
                                             u32 cstage, u32 landed, u32 pq, int h0, int ct, int k) {
   gm_bar_expect(landed, 4 * (64 * 128));
@@ -493,8 +493,9 @@ __device__ __forceinline__ bool gm_landed(const gm_sum& sum, int k, u32 want) {
 
 // gm_sums_queued advances the sums of the summed tiles queued in shared
 // memory at q (the queue's head, the landed barrier's parity, its tail,
-// the next free, the storer's count of tiles, then GM_QUEUE entries rt << 16 | ct << 4 | signalled << 3
-// | blocks added): for each queued tile in walk order, the other
+// the next free, the storer's count of tiles, then GM_QUEUE entries
+// rt << 16 | ct << 4 | signalled << 3 | blocks added): for each queued
+// tile in walk order, the other
 // blocks whose rows of the whole tile have landed are added in SumInTurn's
 // order (block self-1 first: the first its peer computes), stopping at the
 // first that has not; a tile with every block added is signalled, and
@@ -559,12 +560,12 @@ __device__ __forceinline__ void gm_sums_queued(u32 q, u32 limit, const gm_sum& s
 // staging buffer once read (a summed tile's second half after the queued
 // tiles' adds of the blocks whose rows have landed, gm_sums_queued; the
 // rest wait for later summed tiles' turns or the loop's end, so the
-// consumers never wait for a peer while the queue has room); after the second half, wait for the
-// tile's writes and signal (a summed tile after its sums: the reduction
-// stream waits for the own block's signals before its last waits on the
-// arrival words, which reset them under the replayable protocol). Its
-// barriers are found from cstage (gm_gemm's layout), not passed: the
-// storer runs on 40 registers.
+// consumers never wait for a peer while the queue has room); after the
+// second half, wait for the tile's writes and signal (a summed tile after
+// its sums: the reduction stream waits for the own block's signals before
+// its last waits on the arrival words, which reset them under the
+// replayable protocol). Its barriers are found from cstage (gm_gemm's
+// layout), not passed: the storer runs on 40 registers.
 template <int TMA>
 __device__ __forceinline__ void gm_storer(const hc_tensor_map* tmc, const hc_tensor_map* tmd,
                                           const hc_tensor_map* tms, const gm_sum& sum, u32 cstage,
