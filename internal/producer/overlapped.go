@@ -99,8 +99,8 @@ func (o *Overlapped) Enqueue(ctx context.Context, s device.Stream, spec gemm.Par
 }
 
 // withSum is spec with the call's own block summed by the GEMM (gemm.Sum)
-// where it can do it (two blocks of whole row tiles, C and the output
-// stored with TMA), and whether it can. Summing it there removes the
+// where it can do it (blocks of whole row tiles, at most gemm.MaxSumBlocks,
+// C and the output stored with TMA), and whether it can. Summing it there removes the
 // reduction pass over the own block after the GEMM; the producer's push
 // (Help) is then not made: the GEMM would wait, in its sum, for arrivals
 // that wait for the push after it.
