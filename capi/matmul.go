@@ -167,7 +167,7 @@ func matmulReduceScatter(h int64, x matmulArgs, stream uint64) error {
 	if err != nil {
 		return err
 	}
-	many := gemmrs.SumsManyBlocks(gemmrs.SplitAuto, int(x.k), int(x.m)/c.world)
+	many := producer.SumsMany(int(x.k), int(x.m)/c.world) // the default rule: the C ABI has no knob for it
 	_, err = st.Enqueue(context.Background(), s, spec, c.rs.ConsumptionOrder(), call, 0, many)
 	return err
 }

@@ -413,7 +413,7 @@ __device__ __forceinline__ void gm_stage(const float* d, u32 stage, int row, int
 
 // gm_sum: the rows [r0, r0 + rows) of C (r0 a multiple of GM_BM; rows too,
 // or reaching M) whose tiles are not stored to C but summed with the node
-// peer's block of the same rows and stored to D (tmd: row r of C is row
+// peers' blocks of the same rows and stored to D (tmd: row r of C is row
 // r - r0 of D): the reduce-scatter's reduction of the own block, done by
 // the storer. The blocks (tms) are blocks × block_rows rows of N elements,
 // block k's row r at row k·block_rows + r; block self is the tile itself.

@@ -74,9 +74,8 @@ func (o *Overlapped) Events() (ready, done, start, end device.Event) {
 // call lets the GEMM sum the own block (rs2d Call.Sum) it does, on a node
 // of more than two ranks only if many (gemmrs.SumsManyBlocks, by default
 // SumsMany). raised says whether the call's signals may have been raised.
-// On an error s is
-// still ordered after whatever reached the GEMM stream, and a call not
-// enqueued is skipped (its signal value passed over).
+// On an error s is still ordered after whatever reached the GEMM stream,
+// and a call not enqueued is skipped (its signal value passed over).
 func (o *Overlapped) Enqueue(ctx context.Context, s device.Stream, spec gemm.Params, order []int, call *rs2d.Call, help int, many bool) (raised bool, err error) {
 	summed := false
 	if sum, ok := call.Sum(); ok && (sum.Ranks <= 2 || many) {
@@ -100,10 +99,10 @@ func (o *Overlapped) Enqueue(ctx context.Context, s device.Stream, spec gemm.Par
 
 // withSum is spec with the call's own block summed by the GEMM (gemm.Sum)
 // where it can do it (blocks of whole row tiles, at most gemm.MaxSumBlocks,
-// C and the output stored with TMA), and whether it can. Summing it there removes the
-// reduction pass over the own block after the GEMM; the producer's push
-// (Help) is then not made: the GEMM would wait, in its sum, for arrivals
-// that wait for the push after it.
+// C and the output stored with TMA), and whether it can. Summing it there
+// removes the reduction pass over the own block after the GEMM; the
+// producer's push (Help) is then not made: the GEMM would wait, in its sum,
+// for arrivals that wait for the push after it.
 func withSum(spec gemm.Params, sum intranode.Sum) (gemm.Params, bool) {
 	with := spec
 	with.Sum = gemm.Sum{R0: sum.Row0, Rows: sum.Rows, Dst: sum.Dst, Src: sum.Blocks, Stride: sum.Stride,
