@@ -153,7 +153,8 @@ type GemmRow struct {
 // slowest rank's): when its GEMM blocks ended; for its scatter to the node
 // peers, in order, when each copy was free to start (its GEMM signal and
 // permit seen) and when it landed, and when the peers' ready flags were
-// seen; when the node reduce, the rail and the whole call finished; and the
+// seen; when the node reduce passed its waits (the copy engine's) and
+// finished, when the rail and the whole call finished; and the
 // host's enqueue time per call.
 func (r GemmRow) TraceLine() string {
 	var ends, copies, ready []string
@@ -178,8 +179,12 @@ func (r GemmRow) TraceLine() string {
 	if r.Split {
 		split = " (the first in two halves)"
 	}
-	line := fmt.Sprintf("traced call (us): %s %s%s | copies, free to start→landed: %s | ready flags seen %s | node reduce %.0f",
-		what, strings.Join(ends, " "), split, strings.Join(copies, " "), strings.Join(ready, " "), us(st.IntraReduce))
+	reduce := fmt.Sprintf("%.0f", us(st.IntraReduce))
+	if st.ReduceFreed > 0 {
+		reduce = fmt.Sprintf("waits passed %.0f, ends %s", us(st.ReduceFreed), reduce)
+	}
+	line := fmt.Sprintf("traced call (us): %s %s%s | copies, free to start→landed: %s | ready flags seen %s | node reduce %s",
+		what, strings.Join(ends, " "), split, strings.Join(copies, " "), strings.Join(ready, " "), reduce)
 	if st.InterNode > 0 {
 		line += fmt.Sprintf(" | rail %.0f", us(st.InterNode))
 	}
@@ -1037,7 +1042,7 @@ func agreeWithNCCL(dt dtype.DType, got, ref []byte, count, world, nodes int, max
 // error measures by the largest.
 func slowestGemmRow(ctx context.Context, r world.Rank, row GemmRow) (GemmRow, error) {
 	times := []*time.Duration{&row.Gemm, &row.RS, &row.RSAuto, &row.GemmNCCL, &row.Sequential, &row.Overlap, &row.GemmAlone, &row.GemmInOverlap,
-		&row.Stages.Scatter, &row.Stages.IntraReduce, &row.Stages.InterNode, &row.Stages.Total, &row.HostEnqueue}
+		&row.Stages.Scatter, &row.Stages.ReduceFreed, &row.Stages.IntraReduce, &row.Stages.InterNode, &row.Stages.Total, &row.HostEnqueue}
 	for i := range row.Stages.Peers {
 		p := &row.Stages.Peers[i]
 		pts := p.Points()

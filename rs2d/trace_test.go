@@ -148,7 +148,18 @@ func checkPeerStages(st rs2d.Stages, me, lws int, overlap bool, gap time.Duratio
 			return fmt.Errorf("local rank %d: signals seen %v and %v apart, raised %v apart", me, st.Peers[i-1].Signal, p.Signal, gap)
 		case st.Scatter < p.Landed || st.Total < st.IntraReduce:
 			return fmt.Errorf("local rank %d: peer landed %v, scatter %v; reduce %v, call %v", me, p.Landed, st.Scatter, st.IntraReduce, st.Total)
+		case st.ReduceFreed < p.Landed:
+			return fmt.Errorf("local rank %d: the reduce passed its waits at %v, before peer %d's rows landed at %v", me, st.ReduceFreed, p.LocalRank, p.Landed)
 		}
+	}
+	// The reduce starts after its waits; with overlap the producer raises
+	// the own block's signal gap after the last peer's.
+	last := st.Peers[len(st.Peers)-1]
+	switch {
+	case st.ReduceFreed <= 0 || st.IntraReduce < st.ReduceFreed:
+		return fmt.Errorf("local rank %d: the reduce passed its waits at %v and ended at %v", me, st.ReduceFreed, st.IntraReduce)
+	case overlap && st.ReduceFreed-last.Signal < gap/2:
+		return fmt.Errorf("local rank %d: the reduce passed its waits at %v, %v after the last peer's signal: not after the own block's", me, st.ReduceFreed, st.ReduceFreed-last.Signal)
 	}
 	return nil
 }

@@ -383,6 +383,11 @@ func (e *Engine) reduce(r device.Stream, step intranode.Step, seqs []uint32) err
 				return err
 			}
 		}
+		if step.Last && c == len(seqs)-1 {
+			if err := e.trace.recordWaited(r); err != nil {
+				return err
+			}
+		}
 		r0, r1 := intranode.ChunkRows(step.RowsPer, step.Chunks, c)
 		if r1 == r0 || summed {
 			continue

@@ -37,11 +37,15 @@ type PeerTimes struct {
 
 // tracer holds the events of the traced calls: events[p][at] of node peer
 // p's point at; passed[p][at] says the last call recorded it; order is the
-// order the peers were first scattered to in the last call.
+// order the peers were first scattered to in the last call; waited is when
+// the reduction stream passed the waits of the last step's last chunk
+// (freed says the last call recorded it).
 type tracer struct {
 	events [][numPoints]device.Event
 	passed [][numPoints]bool
 	order  []int
+	waited device.Event
+	freed  bool
 }
 
 // Trace turns the recording of the scatter's points on or off for later
@@ -55,6 +59,10 @@ func (e *Engine) Trace(on bool) error {
 	}
 	t := &tracer{events: make([][numPoints]device.Event, e.lws()), passed: make([][numPoints]bool, e.lws())}
 	e.trace = t
+	var err error
+	if t.waited, err = e.env.Dev.NewTimedEvent(); err != nil {
+		return errors.Join(err, e.closeTrace())
+	}
 	for p := range t.events {
 		for at := range t.events[p] {
 			ev, err := e.env.Dev.NewTimedEvent()
@@ -73,6 +81,7 @@ func (e *Engine) BeginTrace() {
 	if t := e.trace; t != nil {
 		clear(t.passed)
 		t.order = t.order[:0]
+		t.freed = false
 	}
 }
 
@@ -86,6 +95,29 @@ func (t *tracer) record(s device.Stream, p int, at Point) error {
 	}
 	t.passed[p][at] = true
 	return t.events[p][at].Record(s)
+}
+
+// recordWaited records on s, the reduction stream, that the waits before
+// the last step's last reduce passed, when tracing.
+func (t *tracer) recordWaited(s device.Stream) error {
+	if t == nil {
+		return nil
+	}
+	t.freed = true
+	return t.waited.Record(s)
+}
+
+// ReduceFreed returns when, in the last traced call, the reduction stream
+// passed its waits for the last node step's last chunk (the peers' arrivals
+// and, with GEMM overlap, the own block's signals), since start; false where
+// it did not record it.
+func (e *Engine) ReduceFreed(start device.Event) (time.Duration, bool, error) {
+	t := e.trace
+	if t == nil || !t.freed {
+		return 0, false, nil
+	}
+	d, err := t.waited.Since(start)
+	return d, err == nil, err
 }
 
 // Traced returns the points the last traced call passed, peer by peer in
@@ -119,6 +151,9 @@ func (e *Engine) closeTrace() error {
 	}
 	e.trace = nil
 	var errs []error
+	if t.waited != nil {
+		errs = append(errs, t.waited.Close())
+	}
 	for _, pts := range t.events {
 		for _, e := range pts {
 			if e != nil {
