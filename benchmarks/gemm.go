@@ -180,8 +180,8 @@ func (r GemmRow) TraceLine() string {
 		split = " (the first in two halves)"
 	}
 	reduce := fmt.Sprintf("%.0f", us(st.IntraReduce))
-	if st.ReduceFreed > 0 {
-		reduce = fmt.Sprintf("waits passed %.0f, ends %s", us(st.ReduceFreed), reduce)
+	if st.ReduceReady > 0 {
+		reduce = fmt.Sprintf("waits passed %.0f, ends %s", us(st.ReduceReady), reduce)
 	}
 	line := fmt.Sprintf("traced call (us): %s %s%s | copies, free to start→landed: %s | ready flags seen %s | node reduce %s",
 		what, strings.Join(ends, " "), split, strings.Join(copies, " "), strings.Join(ready, " "), reduce)
@@ -1042,7 +1042,7 @@ func agreeWithNCCL(dt dtype.DType, got, ref []byte, count, world, nodes int, max
 // error measures by the largest.
 func slowestGemmRow(ctx context.Context, r world.Rank, row GemmRow) (GemmRow, error) {
 	times := []*time.Duration{&row.Gemm, &row.RS, &row.RSAuto, &row.GemmNCCL, &row.Sequential, &row.Overlap, &row.GemmAlone, &row.GemmInOverlap,
-		&row.Stages.Scatter, &row.Stages.ReduceFreed, &row.Stages.IntraReduce, &row.Stages.InterNode, &row.Stages.Total, &row.HostEnqueue}
+		&row.Stages.Scatter, &row.Stages.ReduceReady, &row.Stages.IntraReduce, &row.Stages.InterNode, &row.Stages.Total, &row.HostEnqueue}
 	for i := range row.Stages.Peers {
 		p := &row.Stages.Peers[i]
 		pts := p.Points()

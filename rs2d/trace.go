@@ -19,10 +19,10 @@ type Stages struct {
 	// (not the SM engine's), in the order they are scattered.
 	Peers       []PeerStages
 	IntraReduce time.Duration // the last intra-node reduce finished
-	// ReduceFreed is when the copy engine's reduction stream passed its
+	// ReduceReady is when the copy engine's reduction stream passed its
 	// waits before the last reduce (the peers' arrivals and, with GEMM
 	// overlap, the own block's signals); 0 for other engines.
-	ReduceFreed time.Duration
+	ReduceReady time.Duration
 	InterNode   time.Duration // the last rail send finished (0 on one node)
 	Total       time.Duration // the final reduce finished: the whole call
 	// Rounds is when each round of a call in rounds (under a bound) ended
@@ -196,7 +196,7 @@ func (c *Context) LastStages() (Stages, error) {
 		var err error
 		peers, err = c.ce.Traced(t.start)
 		errs = append(errs, err)
-		st.ReduceFreed, _, err = c.ce.ReduceFreed(t.start)
+		st.ReduceReady, err = c.ce.ReduceReady(t.start)
 		errs = append(errs, err)
 	}
 	for _, p := range peers {

@@ -155,10 +155,10 @@ func checkPeerStages(st rs2d.Stages, me, lws int, overlap bool, gap time.Duratio
 	// block's signal gap after the last peer's.
 	last := st.Peers[len(st.Peers)-1]
 	switch {
-	case st.ReduceFreed <= 0 || st.IntraReduce < st.ReduceFreed:
-		return fmt.Errorf("local rank %d: the reduce passed its waits at %v and ended at %v", me, st.ReduceFreed, st.IntraReduce)
-	case overlap && st.ReduceFreed-last.Signal < gap/2:
-		return fmt.Errorf("local rank %d: the reduce passed its waits at %v, %v after the last peer's signal: not after the own block's", me, st.ReduceFreed, st.ReduceFreed-last.Signal)
+	case st.ReduceReady <= 0 || st.IntraReduce < st.ReduceReady:
+		return fmt.Errorf("local rank %d: the reduce passed its waits at %v and ended at %v", me, st.ReduceReady, st.IntraReduce)
+	case overlap && st.ReduceReady-last.Signal < gap/2:
+		return fmt.Errorf("local rank %d: the reduce passed its waits at %v, %v after the last peer's signal: not after the own block's", me, st.ReduceReady, st.ReduceReady-last.Signal)
 	}
 	return nil
 }

@@ -384,7 +384,7 @@ func (e *Engine) reduce(r device.Stream, step intranode.Step, seqs []uint32) err
 			}
 		}
 		if step.Last && c == len(seqs)-1 {
-			if err := e.trace.recordWaited(r); err != nil {
+			if err := e.trace.recordReady(r); err != nil {
 				return err
 			}
 		}

@@ -39,13 +39,13 @@ type PeerTimes struct {
 // p's point at; passed[p][at] says the last call recorded it; order is the
 // order the peers were first scattered to in the last call; waited is when
 // the reduction stream passed the waits of the last step's last chunk
-// (freed says the last call recorded it).
+// (ready says the last call recorded it).
 type tracer struct {
 	events [][numPoints]device.Event
 	passed [][numPoints]bool
 	order  []int
 	waited device.Event
-	freed  bool
+	ready  bool
 }
 
 // Trace turns the recording of the scatter's points on or off for later
@@ -81,7 +81,7 @@ func (e *Engine) BeginTrace() {
 	if t := e.trace; t != nil {
 		clear(t.passed)
 		t.order = t.order[:0]
-		t.freed = false
+		t.ready = false
 	}
 }
 
@@ -97,27 +97,26 @@ func (t *tracer) record(s device.Stream, p int, at Point) error {
 	return t.events[p][at].Record(s)
 }
 
-// recordWaited records on s, the reduction stream, that the waits before
+// recordReady records on s, the reduction stream, that the waits before
 // the last step's last reduce passed, when tracing.
-func (t *tracer) recordWaited(s device.Stream) error {
+func (t *tracer) recordReady(s device.Stream) error {
 	if t == nil {
 		return nil
 	}
-	t.freed = true
+	t.ready = true
 	return t.waited.Record(s)
 }
 
-// ReduceFreed returns when, in the last traced call, the reduction stream
+// ReduceReady returns when, in the last traced call, the reduction stream
 // passed its waits for the last node step's last chunk (the peers' arrivals
-// and, with GEMM overlap, the own block's signals), since start; false where
-// it did not record it.
-func (e *Engine) ReduceFreed(start device.Event) (time.Duration, bool, error) {
+// and, with GEMM overlap, the own block's signals), since start; 0 where it
+// did not record it.
+func (e *Engine) ReduceReady(start device.Event) (time.Duration, error) {
 	t := e.trace
-	if t == nil || !t.freed {
-		return 0, false, nil
+	if t == nil || !t.ready {
+		return 0, nil
 	}
-	d, err := t.waited.Since(start)
-	return d, err == nil, err
+	return t.waited.Since(start)
 }
 
 // Traced returns the points the last traced call passed, peer by peer in
