@@ -37,15 +37,15 @@ type PeerTimes struct {
 
 // tracer holds the events of the traced calls: events[p][at] of node peer
 // p's point at; passed[p][at] says the last call recorded it; order is the
-// order the peers were first scattered to in the last call; waited is when
-// the reduction stream passed the waits of the last step's last chunk
-// (ready says the last call recorded it).
+// order the peers were first scattered to in the last call; reduceReady
+// marks when the reduction stream passed the waits of the last step's last
+// chunk (readySeen: the last call recorded it).
 type tracer struct {
-	events [][numPoints]device.Event
-	passed [][numPoints]bool
-	order  []int
-	waited device.Event
-	ready  bool
+	events      [][numPoints]device.Event
+	passed      [][numPoints]bool
+	order       []int
+	reduceReady device.Event
+	readySeen   bool
 }
 
 // Trace turns the recording of the scatter's points on or off for later
@@ -60,7 +60,7 @@ func (e *Engine) Trace(on bool) error {
 	t := &tracer{events: make([][numPoints]device.Event, e.lws()), passed: make([][numPoints]bool, e.lws())}
 	e.trace = t
 	var err error
-	if t.waited, err = e.env.Dev.NewTimedEvent(); err != nil {
+	if t.reduceReady, err = e.env.Dev.NewTimedEvent(); err != nil {
 		return errors.Join(err, e.closeTrace())
 	}
 	for p := range t.events {
@@ -81,7 +81,7 @@ func (e *Engine) BeginTrace() {
 	if t := e.trace; t != nil {
 		clear(t.passed)
 		t.order = t.order[:0]
-		t.ready = false
+		t.readySeen = false
 	}
 }
 
@@ -103,8 +103,8 @@ func (t *tracer) recordReady(s device.Stream) error {
 	if t == nil {
 		return nil
 	}
-	t.ready = true
-	return t.waited.Record(s)
+	t.readySeen = true
+	return t.reduceReady.Record(s)
 }
 
 // ReduceReady returns when, in the last traced call, the reduction stream
@@ -113,10 +113,10 @@ func (t *tracer) recordReady(s device.Stream) error {
 // did not record it.
 func (e *Engine) ReduceReady(start device.Event) (time.Duration, error) {
 	t := e.trace
-	if t == nil || !t.ready {
+	if t == nil || !t.readySeen {
 		return 0, nil
 	}
-	return t.waited.Since(start)
+	return t.reduceReady.Since(start)
 }
 
 // Traced returns the points the last traced call passed, peer by peer in
@@ -150,8 +150,8 @@ func (e *Engine) closeTrace() error {
 	}
 	e.trace = nil
 	var errs []error
-	if t.waited != nil {
-		errs = append(errs, t.waited.Close())
+	if t.reduceReady != nil {
+		errs = append(errs, t.reduceReady.Close())
 	}
 	for _, pts := range t.events {
 		for _, e := range pts {
