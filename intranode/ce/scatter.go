@@ -370,20 +370,21 @@ func (e *Engine) reduce(r device.Stream, step intranode.Step, seqs []uint32) err
 		}
 	}
 	for c, seq := range seqs {
+		last := step.Last && c == len(seqs)-1 // the call's last waits on these words
 		for src := 0; src < lws; src++ {
 			if src == lr {
 				continue
 			}
 			arrival := e.arrived.At(e.env.Place.Rank, src)
 			wait := arrival.Wait
-			if step.Last && c == len(seqs)-1 {
+			if last {
 				wait = arrival.WaitLast
 			}
 			if err := wait(r, seq); err != nil {
 				return err
 			}
 		}
-		if step.Last && c == len(seqs)-1 {
+		if last {
 			if err := e.trace.recordReady(r); err != nil {
 				return err
 			}
