@@ -604,6 +604,27 @@ func timeCalls(ctx context.Context, r world.Rank, s device.Stream, t0, t1 device
 // ranks (collective): of durations, the slowest rank's; of non-negative
 // float64s, which order as their bits, the largest.
 func mostOverRanks(ctx context.Context, r world.Rank, vs []uint64) ([]uint64, error) {
+	all, err := gatherOverRanks(ctx, r, vs)
+	if err != nil {
+		return nil, err
+	}
+	return largest(all), nil
+}
+
+// largest is the element-by-element largest of the ranks' vectors.
+func largest(all [][]uint64) []uint64 {
+	out := slices.Clone(all[0])
+	for _, x := range all[1:] {
+		for i := range out {
+			out[i] = max(out[i], x[i])
+		}
+	}
+	return out
+}
+
+// gatherOverRanks returns every rank's vs, in rank order (collective; every
+// rank sends as many values).
+func gatherOverRanks(ctx context.Context, r world.Rank, vs []uint64) ([][]uint64, error) {
 	var b []byte
 	for _, v := range vs {
 		b = binary.LittleEndian.AppendUint64(b, v)
@@ -612,13 +633,14 @@ func mostOverRanks(ctx context.Context, r world.Rank, vs []uint64) ([]uint64, er
 	if err != nil {
 		return nil, err
 	}
-	out := make([]uint64, len(vs))
-	for _, x := range all {
+	out := make([][]uint64, len(all))
+	for k, x := range all {
 		if len(x) != len(b) {
-			return nil, fmt.Errorf("benchmarks: a rank sent %d bytes of results, want %d", len(x), len(b))
+			return nil, fmt.Errorf("benchmarks: rank %d sent %d bytes of results, want %d", k, len(x), len(b))
 		}
-		for i := range out {
-			out[i] = max(out[i], binary.LittleEndian.Uint64(x[8*i:]))
+		out[k] = make([]uint64, len(vs))
+		for i := range vs {
+			out[k][i] = binary.LittleEndian.Uint64(x[8*i:])
 		}
 	}
 	return out, nil

@@ -122,6 +122,10 @@ type GemmRow struct {
 	// BlockEnds is when each block's GEMM ended in that call, from the
 	// start of the GEMM (in the order computed; the slowest rank's).
 	BlockEnds []time.Duration
+	// RankTraces is each rank's own traced call, in rank order: the slowest
+	// rank's figures above mix ranks field by field (one rank's copy may
+	// wait for its signal, another's for its permit).
+	RankTraces []GemmTrace
 	// HostEnqueue is the host's time per overlapped call to enqueue it
 	// (Run's wall time, back to back, the slowest rank's): calls that
 	// take longer than this on the device never wait for the host.
@@ -149,6 +153,13 @@ type GemmRow struct {
 	Simulated bool
 }
 
+// GemmTrace is one rank's traced overlapped call, from its start: when its
+// GEMM blocks ended and where its reduce-scatter stood.
+type GemmTrace struct {
+	BlockEnds []time.Duration
+	Stages    rs2d.Stages
+}
+
 // TraceLine describes the traced overlapped call (us from its start, the
 // slowest rank's): when its GEMM blocks ended; for its scatter to the node
 // peers, in order, when each copy was free to start (its GEMM signal and
@@ -157,38 +168,63 @@ type GemmRow struct {
 // finished, when the rail and the whole call finished; and the
 // host's enqueue time per call.
 func (r GemmRow) TraceLine() string {
-	var ends, copies, ready []string
-	for _, d := range r.BlockEnds {
-		ends = append(ends, fmt.Sprintf("%.0f", us(d)))
-	}
 	what := "GEMM blocks end"
 	if r.Choice == gemmrs.GemmOwn {
 		what = fmt.Sprintf("own GEMM (%d signals per destination) ends", r.Segments)
 	}
-	st := r.Stages
+	split := ""
+	if r.Split {
+		split = " (the first in two halves)"
+	}
+	t := GemmTrace{BlockEnds: r.BlockEnds, Stages: r.Stages}
+	return fmt.Sprintf("traced call (us): %s %s%s | %s | host enqueue %.0f per call", what, t.ends(), split, t.stages(false), us(r.HostEnqueue))
+}
+
+// RankLines describes each rank's traced call as TraceLine does, a line a
+// rank, its copies named by the local rank they went to.
+func (r GemmRow) RankLines() []string {
+	var lines []string
+	for k, t := range r.RankTraces {
+		lines = append(lines, fmt.Sprintf("rank %d (us): GEMM ends %s | %s", k, t.ends(), t.stages(true)))
+	}
+	return lines
+}
+
+func (t GemmTrace) ends() string {
+	var ends []string
+	for _, d := range t.BlockEnds {
+		ends = append(ends, fmt.Sprintf("%.0f", us(d)))
+	}
+	return strings.Join(ends, " ")
+}
+
+// stages is the trace from the copies to the call's end; named: each copy
+// says which local rank it went to.
+func (t GemmTrace) stages(named bool) string {
+	var copies, ready []string
+	st := t.Stages
 	for _, p := range st.Peers {
 		start := max(p.Signal, p.Permit)
 		c := fmt.Sprintf("%.0f→%.0f", us(start), us(p.Landed))
 		if p.Early > 0 {
 			c = fmt.Sprintf("(first half landed %.0f) ", us(p.Early)) + c
 		}
+		if named {
+			c = fmt.Sprintf("to %d %s", p.LocalRank, c)
+		}
 		copies = append(copies, c)
 		ready = append(ready, fmt.Sprintf("%.0f", us(p.Ready)))
-	}
-	split := ""
-	if r.Split {
-		split = " (the first in two halves)"
 	}
 	reduce := fmt.Sprintf("%.0f", us(st.IntraReduce))
 	if st.ReduceReady > 0 {
 		reduce = fmt.Sprintf("waits passed %.0f, ends %s", us(st.ReduceReady), reduce)
 	}
-	line := fmt.Sprintf("traced call (us): %s %s%s | copies, free to start→landed: %s | ready flags seen %s | node reduce %s",
-		what, strings.Join(ends, " "), split, strings.Join(copies, " "), strings.Join(ready, " "), reduce)
+	line := fmt.Sprintf("copies, free to start→landed: %s | ready flags seen %s | node reduce %s",
+		strings.Join(copies, " "), strings.Join(ready, " "), reduce)
 	if st.InterNode > 0 {
 		line += fmt.Sprintf(" | rail %.0f", us(st.InterNode))
 	}
-	return line + fmt.Sprintf(" | call %.0f | host enqueue %.0f per call", us(st.Total), us(r.HostEnqueue))
+	return line + fmt.Sprintf(" | call %.0f", us(st.Total))
 }
 
 // Slowdown is GemmInOverlap / GemmAlone.
@@ -359,6 +395,11 @@ func printGemmRow(p Printer, shape GemmShape, row GemmRow) {
 	p.Printf("%-18s %s\n", "", spread)
 	p.Printf("%-18s GEMM: %v (%s)\n", "", row.Choice, row.Why)
 	p.Printf("%-18s %s\n", "", row.TraceLine())
+	if len(row.RankTraces) > 1 {
+		for _, l := range row.RankLines() {
+			p.Printf("%-18s   %s\n", "", l)
+		}
+	}
 }
 
 // roundRatios is a ratio's rounds as "median [least..greatest]".
@@ -1039,33 +1080,56 @@ func agreeWithNCCL(dt dtype.DType, got, ref []byte, count, world, nodes int, max
 }
 
 // slowestGemmRow replaces the row's times by the slowest rank's and its
-// error measures by the largest.
+// error measures by the largest, and keeps every rank's traced call.
 func slowestGemmRow(ctx context.Context, r world.Rank, row GemmRow) (GemmRow, error) {
-	times := []*time.Duration{&row.Gemm, &row.RS, &row.RSAuto, &row.GemmNCCL, &row.Sequential, &row.Overlap, &row.GemmAlone, &row.GemmInOverlap,
-		&row.Stages.Scatter, &row.Stages.ReduceReady, &row.Stages.IntraReduce, &row.Stages.InterNode, &row.Stages.Total, &row.HostEnqueue}
-	for i := range row.Stages.Peers {
-		p := &row.Stages.Peers[i]
-		pts := p.Points()
-		times = append(times, pts[:]...)
-	}
-	for i := range row.BlockEnds {
-		times = append(times, &row.BlockEnds[i])
-	}
+	times := []*time.Duration{&row.Gemm, &row.RS, &row.RSAuto, &row.GemmNCCL, &row.Sequential, &row.Overlap, &row.GemmAlone, &row.GemmInOverlap, &row.HostEnqueue}
+	traced := tracePoints(&row.Stages, row.BlockEnds)
+	times = append(times, traced...)
 	var vs []uint64
 	for _, t := range times {
 		vs = append(vs, uint64(*t))
 	}
 	vs = append(vs, math.Float64bits(row.BoundUse), math.Float64bits(row.NCCLMaxDiff))
-	most, err := mostOverRanks(ctx, r, vs)
+	for _, p := range row.Stages.Peers {
+		vs = append(vs, uint64(p.LocalRank))
+	}
+	all, err := gatherOverRanks(ctx, r, vs)
 	if err != nil {
 		return row, err
 	}
+	// Each rank's trace, in the order tracePoints lists its times.
+	first := len(times) - len(traced)
+	for _, x := range all {
+		t := GemmTrace{BlockEnds: slices.Clone(row.BlockEnds), Stages: row.Stages}
+		t.Stages.Peers = slices.Clone(row.Stages.Peers)
+		for i, d := range tracePoints(&t.Stages, t.BlockEnds) {
+			*d = time.Duration(x[first+i])
+		}
+		for i := range t.Stages.Peers {
+			t.Stages.Peers[i].LocalRank = int(x[len(times)+2+i])
+		}
+		row.RankTraces = append(row.RankTraces, t)
+	}
+	most := largest(all)
 	for i, t := range times {
 		*t = time.Duration(most[i])
 	}
 	row.BoundUse = math.Float64frombits(most[len(times)])
 	row.NCCLMaxDiff = math.Float64frombits(most[len(times)+1])
 	return row, nil
+}
+
+// tracePoints lists a traced call's times: its stages' and its blocks'
+// ends.
+func tracePoints(st *rs2d.Stages, ends []time.Duration) []*time.Duration {
+	ts := []*time.Duration{&st.Scatter, &st.ReduceReady, &st.IntraReduce, &st.InterNode, &st.Total}
+	for i := range st.Peers {
+		ts = append(ts, st.Peers[i].Points()...)
+	}
+	for i := range ends {
+		ts = append(ts, &ends[i])
+	}
+	return ts
 }
 
 // maxAbs returns the largest magnitude among the first count elements of a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -123,6 +124,26 @@ func TestGemmBenchOnSim(t *testing.T) {
 					}
 					require.Len(t, row.Stages.Peers, shape.LocalSize-1)
 					require.Positive(t, row.Stages.Total)
+					// Every rank's own trace: its copies went to the other
+					// local ranks, and the row's figures are the slowest
+					// rank's, field by field.
+					require.Len(t, row.RankTraces, ws)
+					var total, landed time.Duration
+					for k, rt := range row.RankTraces {
+						require.Len(t, rt.BlockEnds, len(row.BlockEnds))
+						require.Len(t, rt.Stages.Peers, shape.LocalSize-1)
+						seen := map[int]bool{k % shape.LocalSize: true}
+						for _, p := range rt.Stages.Peers {
+							require.False(t, seen[p.LocalRank], "rank %d: a copy to local rank %d twice or to itself", k, p.LocalRank)
+							seen[p.LocalRank] = true
+							require.Positive(t, p.Landed)
+						}
+						require.Positive(t, rt.Stages.Total)
+						total = max(total, rt.Stages.Total)
+						landed = max(landed, rt.Stages.Peers[0].Landed)
+					}
+					require.Equal(t, total, row.Stages.Total)
+					require.Equal(t, landed, row.Stages.Peers[0].Landed)
 				}
 				text := out.String()
 				require.Contains(t, text, "NCCL: not run")
@@ -130,6 +151,9 @@ func TestGemmBenchOnSim(t *testing.T) {
 				require.Equal(t, 2, strings.Count(text, "% of bound"), text)
 				require.Equal(t, 1, strings.Count(text, "traced call (us): own GEMM (1 signals per destination) ends"), text)
 				require.Equal(t, 1, strings.Count(text, "traced call (us): GEMM blocks end"), text)
+				for k := 0; k < ws; k++ {
+					require.Equal(t, 2, strings.Count(text, fmt.Sprintf("rank %d (us): GEMM ends", k)), text)
+				}
 
 				var csv bytes.Buffer
 				require.NoError(t, benchmarks.WriteGemmCSV(&csv, rows, ws, dt))
