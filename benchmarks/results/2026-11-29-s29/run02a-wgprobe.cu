@@ -1,0 +1,122 @@
+// s29 probe: how busy one or two warpgroups keep the tensor pipe with fp8 wgmma chains on operands resident in
+// shared memory (no loads, no barriers): per k tile (128 bytes deep) MODE 0: 4 x m64n256k32 (the own GEMM's
+// consumer), MODE 1: 2 slabs x 4 x m64n128k32 (a 128 x 128 tile per warpgroup), MODE 2: 4 x m64n128k32 (a
+// block-wise half); commit, then wait_group WAITN. Reports MACs per SM per clock from clock64.
+#include <cstdio>
+#include <cuda_runtime.h>
+typedef unsigned int u32; typedef unsigned long long u64;
+__device__ __forceinline__ u64 desc(u32 addr, u32 lbo, u32 sbo) {
+  return (u64)((addr & 0x3FFFF) >> 4) | ((u64)((lbo >> 4) & 0x3FFF) << 16) | ((u64)((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
+}
+#define W256(d, da, db) \
+  asm volatile("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, 1, 1, 1;" \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127]) : "l"(da), "l"(db) : "memory")
+#define W128(d, da, db) \
+  asm volatile("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1;" \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) : "l"(da), "l"(db) : "memory")
+
+#define W128S(d, da, db, acc) \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\nwgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n" \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) : "l"(da), "l"(db), "r"(acc) : "memory")
+template <int N> __device__ __forceinline__ void wait_() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+template <int NWG, int MODE, int WAITN>
+__global__ void __launch_bounds__(256, 1) probe(int iters, float* out, u64* cyc) {
+  extern __shared__ __align__(1024) unsigned char sm[];
+  u32 base; { u64 a; asm("cvta.to.shared.u64 %0, %1;" : "=l"(a) : "l"(sm)); base = ((u32)a + 1023) & ~1023u; }
+  for (int i = threadIdx.x; i < (4 * 48 * 1024 + 1024) / 4; i += blockDim.x) ((u32*)sm)[i] = 0x38383838u * (i & 1);
+  __syncthreads();
+  const u32 sa = base, sb = base + 4 * 16384;
+  const int w = threadIdx.x / 128;
+  float d[128], e[64];
+#pragma unroll
+  for (int i = 0; i < 128; i++) d[i] = 0.f;
+#pragma unroll
+  for (int i = 0; i < 64; i++) e[i] = 0.f;
+  u64 t0 = clock64();
+  if (MODE == 3) {  // block-wise: per half, 4 x m64n128k32 into e, wait 0, promote 64 FMAs into d
+    float sc = 1.f + threadIdx.x * 1e-7f;
+    for (int it = 0; it < iters; it++) {
+      const int s = it & 3;
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+#pragma unroll
+        for (int i = 0; i < 64; i++) asm volatile("" : "+f"(e[i])::"memory");
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int ks = 0; ks < 4; ks++)
+          W128S(e, desc(sa + s * 16384 + w * 8192 + ks * 32, 16, 1024), desc(sb + s * 32768 + h * 16384 + ks * 32, 16, 1024), (int)(ks > 0));
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        wait_<0>();
+#pragma unroll
+        for (int i = 0; i < 64; i++) asm volatile("" : "+f"(e[i])::"memory");
+        sc *= 1.0000001f;
+#pragma unroll
+        for (int i = 0; i < 64; i++) d[64 * h + i] = fmaf(e[i], sc, d[64 * h + i]);
+      }
+    }
+  } else
+  for (int it = 0; it < iters; it++) {
+    const int s = it & 3;
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (int ks = 0; ks < 4; ks++) {
+      if (MODE == 0) {
+        W256(d, desc(sa + s * 16384 + w * 8192 + ks * 32, 16, 1024), desc(sb + s * 32768 + ks * 32, 16, 1024));
+      } else if (MODE == 1) {
+        W128(d, desc(sa + s * 16384 + ks * 32, 16, 1024), desc(sb + s * 32768 + w * 16384 + ks * 32, 16, 1024));
+        W128(e, desc(sa + s * 16384 + 8192 + ks * 32, 16, 1024), desc(sb + s * 32768 + w * 16384 + ks * 32, 16, 1024));
+      } else {
+        W128(d, desc(sa + s * 16384 + w * 8192 + ks * 32, 16, 1024), desc(sb + s * 32768 + ks * 32, 16, 1024));
+      }
+    }
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    wait_<WAITN>();
+  }
+  wait_<0>();
+  u64 t1 = clock64();
+  float acc = 0.f;
+#pragma unroll
+  for (int i = 0; i < 128; i++) acc += d[i];
+#pragma unroll
+  for (int i = 0; i < 64; i++) acc += e[i];
+  out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+  if (threadIdx.x == 0) cyc[blockIdx.x] = t1 - t0;
+}
+template <int NWG, int MODE, int WAITN>
+void run(const char* what, int sms, float* out, u64* cyc) {
+  const int smem = 4 * 48 * 1024 + 1024, iters = 20000;
+  cudaFuncSetAttribute(probe<NWG, MODE, WAITN>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  probe<NWG, MODE, WAITN><<<sms, 128 * NWG, smem>>>(100, out, cyc);
+  cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
+  float best = 1e30f; double cmax = 0;
+  for (int r = 0; r < 3; r++) {
+    cudaEventRecord(e0);
+    probe<NWG, MODE, WAITN><<<sms, 128 * NWG, smem>>>(iters, out, cyc);
+    cudaEventRecord(e1); cudaEventSynchronize(e1);
+    float ms; cudaEventElapsedTime(&ms, e0, e1); if (ms < best) best = ms;
+  }
+  u64 h[256]; cudaMemcpy(h, cyc, sms * 8, cudaMemcpyDeviceToHost);
+  for (int i = 0; i < sms; i++) cmax = h[i] > cmax ? h[i] : cmax;
+  const double macs_wg_ktile = MODE == 0 || MODE == 3 ? 64.0 * 256 * 128 : MODE == 1 ? 128.0 * 128 * 128 : 64.0 * 128 * 128;
+  const double macs_sm = macs_wg_ktile * NWG * iters;
+  printf("%-58s %8.3f ms  %7.1f TFLOP/s  %7.1f MAC/clk/SM  clock %.3f GHz  %s\n", what, best, 2 * macs_sm * sms / best / 1e9,
+         macs_sm / cmax, cmax / best / 1e6, cudaGetErrorString(cudaGetLastError()));
+}
+int main() {
+  int sms; cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  float* out; u64* cyc; cudaMalloc(&out, sms * 256 * 4); cudaMalloc(&cyc, sms * 8);
+  for (int rep = 0; rep < 2; rep++) {
+    run<2, 3, 0>("2 WG, halves of 4 x m64n128k32, wait 0, promote (block-wise)", sms, out, cyc);
+    run<1, 3, 0>("1 WG, halves of 4 x m64n128k32, wait 0, promote", sms, out, cyc);
+    run<2, 0, 1>("2 WG, 4 x m64n256k32, wait 1 (the own GEMM)", sms, out, cyc);
+    run<1, 0, 1>("1 WG, 4 x m64n256k32, wait 1", sms, out, cyc);
+    run<1, 1, 1>("1 WG, 2 slabs x 4 x m64n128k32, wait 1 (128x128/WG)", sms, out, cyc);
+    run<2, 1, 1>("2 WG, 2 slabs x 4 x m64n128k32, wait 1", sms, out, cyc);
+    run<1, 1, 0>("1 WG, 2 slabs x 4 x m64n128k32, wait 0", sms, out, cyc);
+    run<2, 2, 1>("2 WG, 4 x m64n128k32, wait 1", sms, out, cyc);
+    run<2, 2, 0>("2 WG, 4 x m64n128k32, wait 0 (block-wise, no promotion)", sms, out, cyc);
+    run<1, 2, 1>("1 WG, 4 x m64n128k32, wait 1", sms, out, cyc);
+    run<2, 0, 0>("2 WG, 4 x m64n256k32, wait 0", sms, out, cyc);
+  }
+  return 0;
+}
