@@ -81,16 +81,13 @@ func TestGEMMOverlapProducersInRandomOrder(t *testing.T) {
 		shape, chunks, segments := tc.shape, tc.chunks, tc.segments
 		t.Run(fmt.Sprintf("%v/chunks%d/segments%d", shape, chunks, segments), func(t *testing.T) {
 			t.Parallel()
-			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
-			require.NoError(t, err)
-			defer w.Close()
+			w := simWorld(t, shape)
 			ws, rowsPer, n, dt := shape.World(), 5, 24, dtype.I32
 			m := rowsPer * ws
 			const calls = 4
 			inputs := callInputs(dt, calls, ws, m*n)
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+			ctx := testContext(t)
+			err := w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 				rank := r.Comm.Rank()
 				knobs := rs2d.Tuning{Chunks: chunks, Segments: segments}
 				rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true, Timeout: 2 * time.Minute, Tuning: knobs})
@@ -189,12 +186,9 @@ func raiseSegments(dev device.Device, producer device.Stream, sig rs2d.Signals, 
 // Two contexts on the same ranks, used at the same time on different streams.
 func TestConcurrentContexts(t *testing.T) {
 	shape := bootstrap.Shape{Nodes: 2, LocalSize: 2}
-	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
-	require.NoError(t, err)
-	defer w.Close()
+	w := simWorld(t, shape)
 	ws := shape.World()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	type job struct {
 		dt      dtype.DType
 		rowsPer int
@@ -210,7 +204,7 @@ func TestConcurrentContexts(t *testing.T) {
 			inputs[j][r] = check.Random(rng, jb.dt, jb.rowsPer*ws*jb.n)
 		}
 	}
-	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+	err := w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		ctxs := make([]*rs2d.Context, len(jobs))
 		for j, jb := range jobs { // collective: one after the other on every rank
 			var err error
@@ -279,8 +273,7 @@ func TestMissingRankTimesOutNamingIt(t *testing.T) {
 			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: bound}})
 			require.NoError(t, err)
 			defer w.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
+			ctx := testContext(t)
 			errs := make([]error, shape.World())
 			took := make([]time.Duration, shape.World())
 			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
@@ -346,12 +339,9 @@ func TestRankNeverJoins(t *testing.T) {
 
 func TestBadInputRejectedBeforeWork(t *testing.T) {
 	shape := bootstrap.Shape{Nodes: 1, LocalSize: 2}
-	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
-	require.NoError(t, err)
-	defer w.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+	w := simWorld(t, shape)
+	ctx := testContext(t)
+	err := w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		// Configurations refused by New.
 		f32 := rs2d.Config{MaxM: 4, N: 4, DType: dtype.F32}
 		for _, c := range []struct {
@@ -466,17 +456,14 @@ func TestCloseReleasesStuckWaits(t *testing.T) {
 		t.Run(fmt.Sprintf("%v/graphs=%v", engine, c.graphs), func(t *testing.T) {
 			shape := bootstrap.Shape{Nodes: 1, LocalSize: 3}
 			// Device waits outlast the context's bound: the stream stays stuck.
-			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
-			require.NoError(t, err)
-			defer w.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
+			w := simWorld(t, shape)
+			ctx := testContext(t)
 			const bound = 300 * time.Millisecond
 			survivorsClosed, firstClosed := make(chan struct{}), make(chan struct{})
 			var closedCount sync.WaitGroup
 			closedCount.Add(2)
 			go func() { closedCount.Wait(); close(survivorsClosed) }()
-			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+			err := w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 				rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: 6, N: 8, DType: dtype.F32, Engine: engine, Timeout: bound, Graphs: c.graphs,
 					Tuning: c.tuning})
 				if err != nil {
@@ -573,13 +560,10 @@ func TestKernelsArePreparedBeforeTheFirstCall(t *testing.T) {
 		t.Run(engine.String(), func(t *testing.T) {
 			t.Parallel()
 			shape := bootstrap.Shape{Nodes: 2, LocalSize: 2} // the final cross-node reduce too
-			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
-			require.NoError(t, err)
-			defer w.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
+			w := simWorld(t, shape)
+			ctx := testContext(t)
 			checkers := make([]*prepareChecker, shape.World())
-			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+			err := w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 				dev := &prepareChecker{multicastOf: multicastOf{r.Dev}, prepared: map[*device.Kernel]bool{}}
 				checkers[r.Comm.Rank()] = dev
 				const rowsPer, n = 3, 40
@@ -618,16 +602,13 @@ func TestKernelsArePreparedBeforeTheFirstCall(t *testing.T) {
 // receive buffers alternate with the call parity.
 func TestSignalsOfARejectedCallReleaseNothing(t *testing.T) {
 	shape := bootstrap.Shape{Nodes: 2, LocalSize: 2}
-	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
-	require.NoError(t, err)
-	defer w.Close()
+	w := simWorld(t, shape)
 	ws, rowsPer, n, dt := shape.World(), 3, 16, dtype.I32
 	m := rowsPer * ws
 	const calls = 4
 	inputs := callInputs(dt, calls, ws, m*n)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+	ctx := testContext(t)
+	err := w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		rank := r.Comm.Rank()
 		rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true, Timeout: 2 * time.Minute})
 		if err != nil {

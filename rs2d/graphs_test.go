@@ -202,8 +202,7 @@ func TestCaptureRefusedWithoutGraphs(t *testing.T) {
 	w, err := world.Sim(shape, world.SimOptions{})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, w.Close()) }()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		rs, err := rs2d.New(ctx, r.Comm, r.Dev, rs2d.Config{MaxM: 4, N: 8, DType: dtype.I32, Timeout: 10 * time.Second})
 		if err != nil {
@@ -247,8 +246,7 @@ func TestGraphsClearedSignalsReleaseNothing(t *testing.T) {
 	w, err := world.Sim(shape, world.SimOptions{})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, w.Close()) }()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	const m, n = 4, 8
 	data := callInputs(dtype.I32, 2, 2, m*n)
 	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {

@@ -82,16 +82,13 @@ func TestNVLSBarriers(t *testing.T) {
 			t.Parallel()
 			shape := bootstrap.Shape{Nodes: 1, LocalSize: 3}
 			const rowsPer, n, calls, lateRank = 2, 24, 4, 1
-			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
-			require.NoError(t, err)
-			defer w.Close()
+			w := simWorld(t, shape)
 			ws := shape.World()
 			m := rowsPer * ws
 			dt := dtype.I32
 			inputs := callInputs(dt, calls, ws, m*n)
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+			ctx := testContext(t)
+			err := w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 				dev := r.Dev
 				if r.Comm.Rank() == lateRank {
 					dev = &lateDevice{multicastOf: multicastOf{r.Dev}, delay: 50 * time.Millisecond, copies: late.copies, reads: late.reads}
@@ -158,11 +155,8 @@ func TestNVLSOnlyWhenNamed(t *testing.T) {
 	require.Equal(t, rs2d.EngineNVLS, e)
 
 	shape := bootstrap.Shape{Nodes: 2, LocalSize: 2}
-	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
-	require.NoError(t, err)
-	defer w.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	w := simWorld(t, shape)
+	ctx := testContext(t)
 	before := sim.Live().Multicasts
 	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		for _, overlap := range []bool{false, true} {

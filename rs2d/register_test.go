@@ -104,8 +104,7 @@ func runRegistered(t *testing.T, sp regSpec) {
 		}
 		cfg.MaxSymmetricBytes = 2*int64(ws)*round*rowBytes + rail + 16<<10
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		rank := r.Comm.Rank()
 		dev := &copyWatch{Device: r.Dev}

@@ -231,11 +231,8 @@ func TestMemoryBoundPicksThePath(t *testing.T) {
 // and New refuses what MemoryOf refuses, before any collective step.
 func TestMemoryIsWhatNewAllocates(t *testing.T) {
 	shape := bootstrap.Shape{Nodes: 2, LocalSize: 2}
-	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
-	require.NoError(t, err)
-	defer w.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	w := simWorld(t, shape)
+	ctx := testContext(t)
 	cfg := rs2d.Config{MaxM: 16 * shape.World(), N: 1000, DType: dtype.F32}
 	sms := w.Ranks[0].Dev.Info().SMs
 	direct, err := rs2d.MemoryOf(cfg, shape, sms)
@@ -360,8 +357,7 @@ func TestRingMissingRankOnTwoNodes(t *testing.T) {
 	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: bound}})
 	require.NoError(t, err)
 	defer w.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	const rowsPer, n = 5, 100
 	dt := dtype.F32
 	m := rowsPer * shape.World()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -28,8 +27,7 @@ func TestNewRefusesSizesThatOverflow(t *testing.T) {
 	require.NoError(t, err)
 	defer w.Close()
 	before := sim.Live()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		for _, cfg := range []rs2d.Config{
 			{MaxM: 1 << 31, N: 1 << 31, DType: dtype.F32},  // 2^64 bytes: wraps to 0

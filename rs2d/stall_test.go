@@ -30,8 +30,7 @@ func TestCloseNamesTheRankThatNeverCalled(t *testing.T) {
 			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: 300 * time.Millisecond}})
 			require.NoError(t, err)
 			defer w.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
+			ctx := testContext(t)
 			syncErrs := make([]error, 4)
 			closeErrs := make([]error, 4)
 			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
@@ -81,8 +80,7 @@ func TestCloseNamesARankThatNeverCame(t *testing.T) {
 	w, err := world.Sim(shape, world.SimOptions{})
 	require.NoError(t, err)
 	defer w.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	const bound = 300 * time.Millisecond
 	closeErrs := make([]error, 4)
 	var others sync.WaitGroup

@@ -11,7 +11,6 @@ import (
 
 	"github.com/seed12530e24/hiercoll/bootstrap"
 	"github.com/seed12530e24/hiercoll/device"
-	"github.com/seed12530e24/hiercoll/device/sim"
 	"github.com/seed12530e24/hiercoll/dtype"
 	"github.com/seed12530e24/hiercoll/internal/check"
 	"github.com/seed12530e24/hiercoll/intranode"
@@ -29,14 +28,11 @@ func TestTraceFollowsEachPeer(t *testing.T) {
 	for _, overlap := range []bool{false, true} {
 		t.Run(fmt.Sprintf("overlap=%v", overlap), func(t *testing.T) {
 			shape := bootstrap.Shape{Nodes: 1, LocalSize: 4}
-			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
-			require.NoError(t, err)
-			defer w.Close()
+			w := simWorld(t, shape)
 			ws, rowsPer, n, dt := shape.World(), 3, 16, dtype.F32
 			m := rowsPer * ws
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+			ctx := testContext(t)
+			err := w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 				tr, err := newTracedRank(ctx, t, r, rs2d.Config{MaxM: m, N: n, DType: dt, Engine: rs2d.EngineCopy,
 					OverlapWithGEMM: overlap, Timeout: 2 * time.Minute}, ws)
 				if err != nil {
@@ -171,14 +167,11 @@ func checkPeerStages(st rs2d.Stages, me, lws int, overlap bool, gap time.Duratio
 func TestPacingHoldsTheNextSender(t *testing.T) {
 	const hold = 400 * time.Millisecond // wide: the checks compare times with fractions of it, on a loaded machine too
 	shape := bootstrap.Shape{Nodes: 1, LocalSize: 4}
-	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
-	require.NoError(t, err)
-	defer w.Close()
+	w := simWorld(t, shape)
 	ws, rowsPer, n, dt := shape.World(), 2, 8, dtype.F32
 	m := rowsPer * ws
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+	ctx := testContext(t)
+	err := w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		rank := r.Comm.Rank()
 		tr, err := newTracedRank(ctx, t, r, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true, Timeout: 2 * time.Minute}, ws)
 		if err != nil {
@@ -230,9 +223,7 @@ func TestPacingHoldsTheNextSender(t *testing.T) {
 func TestEarlyRowsGoAheadOfTheBlock(t *testing.T) {
 	const hold = 400 * time.Millisecond // wide: the checks compare times with fractions of it, on a loaded machine too
 	shape := bootstrap.Shape{Nodes: 1, LocalSize: 4}
-	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
-	require.NoError(t, err)
-	defer w.Close()
+	w := simWorld(t, shape)
 	ws, rowsPer, n, dt := shape.World(), 6, 8, dtype.I32
 	m := rowsPer * ws
 	rng := rand.New(rand.NewPCG(rand.Uint64(), 2))
@@ -240,9 +231,8 @@ func TestEarlyRowsGoAheadOfTheBlock(t *testing.T) {
 	for r := range inputs {
 		inputs[r] = check.Random(rng, dt, m*n)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+	ctx := testContext(t)
+	err := w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		rank := r.Comm.Rank()
 		tr, err := newTracedRank(ctx, t, r, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true,
 			Timeout: 2 * time.Minute, Tuning: rs2d.Tuning{SplitFirstBlock: true}}, ws)
@@ -328,16 +318,13 @@ func TestHelpPushesTheLastRows(t *testing.T) {
 	for _, tc := range []struct{ segments, rows int }{{0, 4}, {2, 3}, {0, 6}, {3, 6}} {
 		t.Run(fmt.Sprintf("segments%d/rows%d", tc.segments, tc.rows), func(t *testing.T) {
 			shape := bootstrap.Shape{Nodes: 1, LocalSize: 4}
-			w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
-			require.NoError(t, err)
-			defer w.Close()
+			w := simWorld(t, shape)
 			ws, rowsPer, n, dt := shape.World(), 6, 8, dtype.I32
 			m := rowsPer * ws
 			const calls = 2
 			inputs := callInputs(dt, calls, ws, m*n)
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+			ctx := testContext(t)
+			err := w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 				rank := r.Comm.Rank()
 				tr, err := newTracedRank(ctx, t, r, rs2d.Config{MaxM: m, N: n, DType: dt, OverlapWithGEMM: true,
 					Timeout: 2 * time.Minute, Tuning: rs2d.Tuning{Segments: tc.segments}}, ws)
@@ -444,14 +431,11 @@ func TestTraceRounds(t *testing.T) {
 }
 
 func traceRounds(t *testing.T, shape bootstrap.Shape, bound int64) {
-	w, err := world.Sim(shape, world.SimOptions{Device: sim.Options{WaitTimeout: time.Minute}})
-	require.NoError(t, err)
-	defer w.Close()
+	w := simWorld(t, shape)
 	ws, rowsPer, n, dt := shape.World(), 12, 1024, dtype.F32
 	m := rowsPer * ws
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	err = w.Run(ctx, func(ctx context.Context, r world.Rank) error {
+	ctx := testContext(t)
+	err := w.Run(ctx, func(ctx context.Context, r world.Rank) error {
 		for _, b := range []int64{bound, 0} {
 			tr, err := newTracedRank(ctx, t, r, rs2d.Config{MaxM: m, N: n, DType: dt, Engine: rs2d.EnginePull,
 				MaxSymmetricBytes: b, Timeout: 2 * time.Minute}, ws)
