@@ -166,7 +166,7 @@ var (
 // fails with an error wrapping hcerr.ErrNotSupported when either library is
 // missing, naming every candidate tried.
 func Load() (*Lib, error) {
-	if err := ensureNVLSOff(os.LookupEnv, os.Setenv); err != nil {
+	if err := nvlsOff.Ensure(os.LookupEnv, os.Setenv); err != nil {
 		return nil, err
 	}
 	loadMu.Lock()

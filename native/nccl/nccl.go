@@ -174,24 +174,14 @@ func candidates() (libs, searched []string) { return dl.Candidates(EnvLib, sonam
 // wheel's copy of the library (see dl.SitePackages).
 func SitePackages() []string { return dl.SitePackages() }
 
-// ensureNVLSOff makes sure NCCL will not take its NVLink SHARP path, which
-// creates multicast objects: NCCL_NVLS_ENABLE is set to 0 when unset, and a
-// value NCCL would read as anything but 0 is refused. NCCL parses the value
-// with strtoll(s, NULL, 0); an unparsable value leaves NCCL's default (on).
-func ensureNVLSOff(lookup func(string) (string, bool), set func(k, v string) error) error {
-	v, ok := lookup(envNVLS)
-	if !ok {
-		if err := set(envNVLS, "0"); err != nil {
-			return fmt.Errorf("nccl: setting %s=0: %w", envNVLS, err)
-		}
-		return nil
-	}
-	if n, err := strconv.ParseInt(strings.TrimSpace(v), 0, 64); err == nil && n == 0 {
-		return nil
-	}
-	return fmt.Errorf("nccl: %s=%q would let NCCL create NVLink multicast objects, which hiercoll never does "+
-		"(see DESIGN.md, safety rule); unset it or set it to 0: %w", envNVLS, v, hcerr.ErrNotSupported)
-}
+// nvlsOff makes sure NCCL will not take its NVLink SHARP path, which creates
+// multicast objects: NCCL_NVLS_ENABLE is set to 0 when unset, and a value
+// NCCL would read as anything but 0 is refused. NCCL parses the value with
+// strtoll(s, NULL, 0); an unparsable value leaves NCCL's default (on).
+var nvlsOff = dl.SafeEnv{Pkg: "nccl", Lib: "NCCL", Name: envNVLS, Off: "0", Safe: func(v string) bool {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 0, 64)
+	return err == nil && n == 0
+}}
 
 // errNotLoaded reports a library that could not be loaded, naming what was tried.
 func errNotLoaded(libs, searched []string, cause error) error {

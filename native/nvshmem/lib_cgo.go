@@ -249,7 +249,7 @@ var (
 // fails with an error wrapping hcerr.ErrNotSupported when a library is
 // missing, naming every candidate tried.
 func Load() (*Lib, error) {
-	if err := ensureNVLSOff(os.LookupEnv, os.Setenv); err != nil {
+	if err := nvlsOff.Ensure(os.LookupEnv, os.Setenv); err != nil {
 		return nil, err
 	}
 	loadMu.Lock()
@@ -343,7 +343,7 @@ func (l *Lib) Version() (major, minor, patch int, err error) {
 // UniqueID creates the 128-byte id one PE (by convention rank 0) hands to
 // every PE for Init. It starts the unique-id bootstrap's listener here.
 func (l *Lib) UniqueID() ([]byte, error) {
-	if err := ensureNVLSOff(os.LookupEnv, os.Setenv); err != nil {
+	if err := nvlsOff.Ensure(os.LookupEnv, os.Setenv); err != nil {
 		return nil, err
 	}
 	l.mu.Lock()
@@ -371,7 +371,7 @@ func (l *Lib) Init(rank, nranks int, uid []byte, ordinal int) error {
 	if ordinal < 0 {
 		return fmt.Errorf("nvshmem: Init: device ordinal %d: %w", ordinal, hcerr.ErrInvalidArgument)
 	}
-	if err := ensureNVLSOff(os.LookupEnv, os.Setenv); err != nil {
+	if err := nvlsOff.Ensure(os.LookupEnv, os.Setenv); err != nil {
 		return err
 	}
 	l.mu.Lock()

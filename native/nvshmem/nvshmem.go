@@ -206,23 +206,10 @@ func nvshmemBool(v string) bool {
 	return v == "" || !strings.ContainsRune("0nNfF", rune(v[0]))
 }
 
-// ensureNVLSOff makes sure NVSHMEM will not use NVLink multicast:
+// nvlsOff makes sure NVSHMEM will not use NVLink multicast:
 // NVSHMEM_DISABLE_NVLS is set to 1 when unset, kept when NVSHMEM reads it as
 // true, and refused when it reads as false.
-func ensureNVLSOff(lookup func(string) (string, bool), set func(k, v string) error) error {
-	v, ok := lookup(envDisableNVLS)
-	if !ok {
-		if err := set(envDisableNVLS, "1"); err != nil {
-			return fmt.Errorf("nvshmem: setting %s=1: %w", envDisableNVLS, err)
-		}
-		return nil
-	}
-	if nvshmemBool(v) {
-		return nil
-	}
-	return fmt.Errorf("nvshmem: %s=%q would let NVSHMEM create NVLink multicast objects, which hiercoll never does "+
-		"(see DESIGN.md, safety rule); unset it or set it to 1: %w", envDisableNVLS, v, hcerr.ErrNotSupported)
-}
+var nvlsOff = dl.SafeEnv{Pkg: "nvshmem", Lib: "NVSHMEM", Name: envDisableNVLS, Off: "1", Safe: nvshmemBool}
 
 // pluginEnv points NVSHMEM at the unique-id bootstrap plugin in dir, the
 // directory the host library was loaded from, unless the variable is set or
