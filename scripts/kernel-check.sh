@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compiles a self-contained kernel module (no #include, as gemm/gemm.cu is) for sm_90a on a machine without CUDA
 # or a GPU and reports, per kernel, what ptxas allocated: registers, stack frame and spills. Exits 1 if any kernel
-# spills.
+# spills or ptxas serialised a kernel's wgmmas (its C75xx notes).
 #
 #   scripts/kernel-check.sh [module.cu] [--sass DIR]    # default module: gemm/gemm.cu
 #
@@ -104,6 +104,12 @@ awk '
 	/bytes stack frame/ { frame = $3; stores = $7; loads = $11 }
 	/Used [0-9]+ registers/ { printf "%-40s %3d registers, %4d bytes stack frame, %4d spill stores, %4d spill loads\n", name, $5, frame, stores, loads; if (stores + loads + frame > 0) bad = 1 }
 	END { exit bad }' "$log" && rc=0 || rc=1
+# ptxas's C75xx notes: wgmmas it serialised (a wait after each), which costs a kernel far more than a spill.
+if grep -q "(C75" "$log"; then
+	grep "(C75" "$log" | sed 's/^ptxas info *: //' >&2
+	echo "kernel-check: $module: ptxas serialised wgmmas (the C75xx notes above)" >&2
+	rc=1
+fi
 if [ -n "$sass" ]; then
 	mkdir -p "$sass"
 	for k in $(grep -o "Compiling entry function '[^']*'" "$log" | cut -d"'" -f2); do
@@ -111,6 +117,6 @@ if [ -n "$sass" ]; then
 	done
 	echo "kernel-check: SASS in $sass/"
 fi
-[ $rc -eq 0 ] && echo "kernel-check: $module: no kernel spills (NVRTC 12.4, a proxy for the GPU's NVRTC)" ||
-	echo "kernel-check: $module: spills (NVRTC 12.4)" >&2
+[ $rc -eq 0 ] && echo "kernel-check: $module: no kernel spills, no serialised wgmmas (NVRTC 12.4, a proxy for the GPU's NVRTC)" ||
+	echo "kernel-check: $module: spills or serialised wgmmas (NVRTC 12.4)" >&2
 exit $rc
