@@ -12,7 +12,9 @@
 //               (element (kb, m) at kb·M + m: torch's M-major [M, K/128]),
 //               scale_b per 128 x 128 block of B [N, K], laid
 //               [ceil(N/128), ceil(K/128)] row-major; promoted into the
-//               accumulators per 128-deep k tile (gm_mainloop_block).
+//               accumulators per 128-deep k tile (gm_mainloop_block),
+//               the k tile's scales brought into shared memory beside
+//               its stage (gm_block_scales).
 // fp32 accumulation, C rounded once.
 //
 // Persistent and warp-specialised: one CTA per SM walks the output tiles
@@ -27,7 +29,8 @@
 // stores them with TMA, the two consumers' halves in turn through one
 // 32 KiB buffer (one that holds the whole tile would leave room for 3
 // stages only); with row-wise scales a warp of the producer warpgroup
-// copies each tile's scales into shared memory while its mainloop runs.
+// copies each tile's scales into shared memory while its mainloop runs,
+// with block-wise ones each k tile's, landing with its stage.
 // setmaxnreg moves registers from the producer to the consumers.
 //
 // Signals: after both consumers stored a tile, one thread adds 1 to the
@@ -71,13 +74,19 @@ struct __align__(64) hc_tensor_map { u64 opaque[16]; };
 // them for the 128-byte swizzle, the barriers (full and empty per stage,
 // staged and freed per consumer, the row scales' ready and taken, the sum's
 // landed, one spare so that what follows stays 16-byte aligned), a tile's
-// row-wise scales (GM_BM of A's, then GM_BN of B's) and the storer's queue
-// of sums waiting for a peer's rows (GM_SUMQ: its head, a barrier's parity,
-// its tail, the storer's count of tiles and GM_QUEUE tiles).
+// row-wise scales (GM_BM of A's, then GM_BN of B's) or, block-wise, in the
+// same place GM_SLOTS k tiles' scales of A (GM_BM each) and after them, in
+// GM_BSLOTS bytes, their two of B each, and the storer's queue of sums
+// waiting for a peer's rows (GM_SUMQ: its head, a barrier's parity, its
+// tail, the storer's count of tiles and GM_QUEUE tiles).
 #define GM_BARS (2 * GM_STAGES + 8)
 #define GM_QUEUE 32
 #define GM_SUMQ ((GM_QUEUE + 4) * 4)
-#define GM_SMEM (GM_STAGES * (GM_A_STAGE + GM_B_STAGE) + GM_C_STAGE + 1024 + GM_BARS * 8 + (GM_BM + GM_BN) * 4 + GM_SUMQ)
+#define GM_SLOTS 3
+#define GM_BSLOTS 32
+static_assert(GM_SLOTS * GM_BM <= GM_BM + GM_BN && GM_SLOTS * 2 * 4 <= GM_BSLOTS, "the block scales' slots fit");
+static_assert(GM_SLOTS < GM_STAGES, "a slot is rewritten only after its k tile's stage was released");
+#define GM_SMEM (GM_STAGES * (GM_A_STAGE + GM_B_STAGE) + GM_C_STAGE + 1024 + GM_BARS * 8 + (GM_BM + GM_BN) * 4 + GM_BSLOTS + GM_SUMQ)
 
 // A segment: rows [r0, r1) of C; need tiles complete it; its signal word.
 struct hc_gemm_segment {
@@ -180,26 +189,16 @@ __device__ __forceinline__ void gm_wgmma_wait() {
       : "l"(da), "l"(db), "r"(scale_d), "n"(TNSP_B) \
       : "memory")
 
-// wgmma m64n128k32 with fp8 e4m3 operands and fp32 accumulators d[64]
-// (this thread's share of a 64 x 128 tile); the accumulators are added to
+// wgmma m64n64k32 with fp8 e4m3 operands and fp32 accumulators d[32]
+// (this thread's share of a 64 x 64 tile); the accumulators are added to
 // unless scale_d is 0 (then d = A·B).
-#define HC_WGMMA_128_E4M3(d, da, db, scale_d) \
+#define HC_WGMMA_64_E4M3(d, da, db, scale_d) \
   asm volatile( \
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n" \
-      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {" \
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" \
-      "}, %64, %65, p, 1, 1;\n}\n" \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
+      "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {" \
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" \
+      "}, %32, %33, p, 1, 1;\n}\n" \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) \
       : "l"(da), "l"(db), "r"(scale_d) \
       : "memory")
 
@@ -237,10 +236,10 @@ struct GmE4M3 {
   static __device__ __forceinline__ void mma(float* d, u64 da, u64 db) {
     HC_WGMMA_256("k32.f32.e4m3.e4m3", "", d, da, db, 1, 0);
   }
-  // One 128-column half of the tile (block-wise scaling): accumulate 0
+  // One 64-column quarter of the tile (block-wise scaling): accumulate 0
   // starts a sum (d = A·B), 1 adds to it.
-  static __device__ __forceinline__ void mma128(float* d, u64 da, u64 db, int accumulate) {
-    HC_WGMMA_128_E4M3(d, da, db, accumulate);
+  static __device__ __forceinline__ void mma64(float* d, u64 da, u64 db, int accumulate) {
+    HC_WGMMA_64_E4M3(d, da, db, accumulate);
   }
 };
 
@@ -573,7 +572,7 @@ __device__ __forceinline__ void gm_storer(const hc_tensor_map* tmc, const hc_ten
                                           int sk, int kt, const hc_gemm_segment* segs, int nsegs, u32* counters,
                                           u32 value) {
   const u32 staged = cstage + GM_C_STAGE + 16 * GM_STAGES, freed = staged + 16, landed = freed + 32;
-  const u32 q = cstage + GM_C_STAGE + GM_BARS * 8 + (GM_BM + GM_BN) * 4;
+  const u32 q = cstage + GM_C_STAGE + GM_BARS * 8 + (GM_BM + GM_BN) * 4 + GM_BSLOTS;
   // The sums queued: [head, tail), head at q, tail at q + 8; the tiles
   // stored so far (their parity is the staged barriers') at q + 12.
   asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};" ::"r"(q), "r"(0) : "memory");
@@ -695,6 +694,12 @@ __device__ __forceinline__ void gm_gather(float* d, const float* partials, u32* 
   }
 }
 
+// gm_copy4 copies 4 bytes from global src to shared dst with cp.async, or
+// zeros when ok is false (nothing read).
+__device__ __forceinline__ void gm_copy4(u32 dst, const float* src, bool ok) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(ok ? 4 : 0) : "memory");
+}
+
 // gm_fma is a·b + c rounded once (fma.rn.f32), in PTX as the rest of the
 // kernel (no header needed).
 __device__ __forceinline__ float gm_fma(float a, float b, float c) {
@@ -713,74 +718,130 @@ __device__ __forceinline__ void gm_fence_operands(float* r) {
   for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
 }
 
+// gm_promote adds a 64-column quarter's product t[32] into its
+// accumulators d[32], scaled: s0 for the thread's row, s1 for row + 8.
+__device__ __forceinline__ void gm_promote(float* d, const float* t, float s0, float s1) {
+#pragma unroll
+  for (int j = 0; j < 8; j++) {
+    d[4 * j] = gm_fma(t[4 * j], s0, d[4 * j]);
+    d[4 * j + 1] = gm_fma(t[4 * j + 1], s0, d[4 * j + 1]);
+    d[4 * j + 2] = gm_fma(t[4 * j + 2], s1, d[4 * j + 2]);
+    d[4 * j + 3] = gm_fma(t[4 * j + 3], s1, d[4 * j + 3]);
+  }
+}
+
 // gm_mainloop_block is a consumer's mainloop with block-wise scales, over k
-// tiles [kb, ke) of tile (rt, ct), the stages counted by it: per k tile
-// (128 deep: one block of A's and of B's scales) and per 128-column half h
-// of the tile (one 128 x 128 block of B), the half's product goes into tmp
-// (4 wgmma m64n128k32, the first with scale-d 0: overwriting tmp), is
-// waited for, and is promoted into the fp32 accumulators:
-//   d[64·h + j] += tmp[j] · (sa[k, row(j)] · sb[2·ct + h, k])
+// tiles [kb, ke) of its tile, the stages counted by it, row the thread's
+// first row in the tile: per k tile
+// (128 deep: one block of A's and of B's scales) and per 64-column quarter
+// q of the tile (half q/2 of it lies in one 128 x 128 block of B), the
+// quarter's product goes into a temporary (4 wgmma m64n64k32, the first
+// with scale-d 0: overwriting it) and is promoted into the fp32
+// accumulators once done:
+//   d[32·q + j] += t[j] · (sa[k, row(j)] · sb[2·ct + q/2, k])
 // (one fused multiply-add per accumulator per k tile).
-// Splitting the tile's columns in halves answers both constraints at once:
-// tmp holds 64 fp32, not 128 (128 accumulators + 128 temporaries would not
-// fit setmaxnreg's 232 registers; 128 + 64 + addressing does), and each
-// half's columns lie in one block of B, so its scale is one value for the
-// whole warpgroup. A thread's accumulators of half h are d[64·h .. 64·h+63]
-// with the same layout as a m64n128 tile, so the epilogue, the stream-K
-// parking and gathering are those of the other scalings. Costs: A is read
-// from shared memory twice per k step (once per half); each half waits for
-// its wgmmas before promoting (128 FMAs per k tile per thread), so a
-// warpgroup's tensor work and promotion do not overlap — the other
-// consumer warpgroup's wgmmas keep the tensor cores busy meanwhile; four
-// scale loads per k tile per thread (A's for its two rows, B's for the two
-// halves, the same for the whole warpgroup), issued before the stage's
-// wait so that their latency hides behind it. The stage is released once
-// both halves' wgmmas are done.
+// Two temporaries of 32 fp32 take the quarters in turn, so that a quarter
+// is promoted while the next one's wgmmas run: the warpgroup's own tensor
+// work hides three of its four promotions (with one temporary per half the
+// tensor cores idled through both unless the other consumer's wgmmas
+// happened to fall there). The last quarter is waited for with the k tile
+// (a wgmma in flight across the loop's back edge makes ptxas serialise
+// them all), which releases the stage. 128 accumulators + 64 temporaries
+// + addressing fit setmaxnreg's 232 registers (two 128-column temporaries
+// would not). A thread's accumulators of quarter q are d[32·q .. 32·q+31]
+// with the layout of a m64n64 tile, so the epilogue, the stream-K parking
+// and gathering are those of the other scalings. The k tile's scales are
+// read from shared memory, where gm_block_scales put them before the
+// stage's full barrier completed: four shared loads per k tile per thread
+// (A's for its two rows, B's for the two halves) and no global load (each
+// global load in the mainloop waited its latency there).
 template <class In>
 __device__ __forceinline__ void gm_mainloop_block(float* d, int kb, int ke, int& it, u32 sa, u32 sb, u32 bars, int cw,
-                                                  int lane, const float* scale_a, const float* scale_b, int M, int N,
-                                                  int k_tiles, int row, int ct) {
-  // tmp is an operand of every wgmma ("+f", the first with scale-d 0, so
-  // its value is not used): defined once, so that the compiler keeps it in
-  // the same registers throughout.
-  float tmp[64];
+                                                  int lane, const float* slots, int row) {
+  // The temporaries are operands of every wgmma ("+f", the first with
+  // scale-d 0, so their value is not used): defined once, so that the
+  // compiler keeps them in the same registers throughout.
+  float t0[32], t1[32];
 #pragma unroll
-  for (int j = 0; j < 64; j++) tmp[j] = 0.f;
-  const int nb = 2 * ct;  // the tile's first 128-column block of B
+  for (int j = 0; j < 32; j++) t0[j] = t1[j] = 0.f;
   for (int k = kb; k < ke; k++, it++) {
     const int s = it % GM_STAGES;
-    // Rows past M and blocks past N have nothing to scale (their operands
-    // are TMA's zeros): 0 there, and no read past the scales.
-    const float a0 = row < M ? scale_a[(long long)k * M + row] : 0.f;
-    const float a1 = row + 8 < M ? scale_a[(long long)k * M + row + 8] : 0.f;
-    const float b0 = nb * 128 < N ? scale_b[(long long)nb * k_tiles + k] : 0.f;
-    const float b1 = (nb + 1) * 128 < N ? scale_b[(long long)(nb + 1) * k_tiles + k] : 0.f;
     gm_bar_wait(bars + 8 * s, (it / GM_STAGES) & 1);
+    // The k tile's scales, landed with the stage (gm_block_scales).
+    const float* sl = slots + (it % GM_SLOTS) * GM_BM;
+    const float* bl = slots + GM_SLOTS * GM_BM + (it % GM_SLOTS) * 2;
+    const float a0 = sl[row], a1 = sl[row + 8], b0 = bl[0], b1 = bl[1];
+    // The quarters' scales: half 0 (quarters 0, 1), half 1 (2, 3), per row.
+    const float h00 = a0 * b0, h01 = a1 * b0, h10 = a0 * b1, h11 = a1 * b1;
+    // The stage's descriptors; a k step or a quarter further on adds its
+    // offset in 16-byte units to the address field (shared addresses stay
+    // far below the field's 256 KiB, so nothing carries out of it).
+    const u64 da0 = gm_desc(sa + s * GM_A_STAGE + cw * (64 * 128), 16, 1024);
+    const u64 db0 = gm_desc(sb + s * GM_B_STAGE, 16, 1024);
 #pragma unroll
-    for (int h = 0; h < 2; h++) {
-      gm_fence_operands<64>(tmp);  // the last promotion's reads of tmp stay before these wgmmas
-      gm_wgmma_fence();             // tmp was read by other instructions
+    for (int q = 0; q < 4; q++) {
+      float* t = q % 2 == 0 ? t0 : t1;
+      gm_fence_operands<32>(t);  // its last promotion's reads stay before these wgmmas
+      gm_wgmma_fence();          // t was read by other instructions
 #pragma unroll
       for (int ks = 0; ks < GM_BK_BYTES / 32; ks++) {
-        const u64 da = gm_desc(sa + s * GM_A_STAGE + cw * (64 * 128) + ks * 32, 16, 1024);
-        // Half h: B's rows [128·h, 128·h + 128) of the stage, 16 KiB in
-        // (a multiple of the swizzle's 1 KiB period).
-        const u64 db = gm_desc(sb + s * GM_B_STAGE + h * (128 * GM_BK_BYTES) + ks * 32, 16, 1024);
-        In::mma128(tmp, da, db, ks > 0);
+        // Quarter q: B's rows [64·q, 64·q + 64) of the stage, 8 KiB in (a
+        // multiple of the swizzle's 1 KiB period).
+        In::mma64(t, da0 + ks * 32 / 16, db0 + (q * (64 * GM_BK_BYTES) + ks * 32) / 16, ks > 0);
       }
       gm_wgmma_commit();
-      gm_wgmma_wait<0>();
-      gm_fence_operands<64>(tmp);  // tmp is read only after the wait
-      if (h == 1 && lane == 0) gm_bar_arrive(bars + 8 * (GM_STAGES + s));
-      const float bs = h == 0 ? b0 : b1;
-      const float s0 = a0 * bs, s1 = a1 * bs;  // row and row + 8
-#pragma unroll
-      for (int j = 0; j < 16; j++) {
-        d[64 * h + 4 * j] = gm_fma(tmp[4 * j], s0, d[64 * h + 4 * j]);
-        d[64 * h + 4 * j + 1] = gm_fma(tmp[4 * j + 1], s0, d[64 * h + 4 * j + 1]);
-        d[64 * h + 4 * j + 2] = gm_fma(tmp[4 * j + 2], s1, d[64 * h + 4 * j + 2]);
-        d[64 * h + 4 * j + 3] = gm_fma(tmp[4 * j + 3], s1, d[64 * h + 4 * j + 3]);
+      if (q > 0) {  // the quarter before this one is done once at most this one is pending
+        float* u = q % 2 == 0 ? t1 : t0;
+        gm_wgmma_wait<1>();
+        gm_fence_operands<32>(u);
+        gm_promote(d + 32 * (q - 1), u, q - 1 < 2 ? h00 : h10, q - 1 < 2 ? h01 : h11);
       }
+    }
+    gm_wgmma_wait<0>();
+    gm_fence_operands<32>(t1);
+    if (lane == 0) gm_bar_arrive(bars + 8 * (GM_STAGES + s));
+    gm_promote(d + 96, t1, h10, h11);
+  }
+}
+
+// gm_block_scales is the block-wise scale loader (one warp of the producer
+// warpgroup): per k tile the consumers take, in their order, it copies the
+// tile's GM_BM scales of A and its two of B (0 past M and N) into slot
+// it % GM_SLOTS with cp.async and has each lane's copies arrive on the k
+// tile's full barrier when they land, so the consumers read them from
+// shared memory once the stage is full. A slot is written again once the
+// consumers have released the k tile GM_SLOTS before (GM_SLOTS <
+// GM_STAGES: that release's phase is the last one its empty barrier
+// completed, since the consumers cannot take a later k tile of that stage
+// before this warp arrives on it).
+__device__ __forceinline__ void gm_block_scales(u32 slots, u32 bars, const float* scale_a, const float* scale_b, int M,
+                                                int N, const int* order, int row_tiles, int col_tiles, int group,
+                                                int tiles, int sk, int kt, int lane) {
+  const u32 bslots = slots + GM_SLOTS * GM_BM * 4;
+  int it = 0;
+  gm_item w;
+  for (int i = 0; gm_item_at(i, tiles, sk, kt, &w); i++) {
+    int rt, ct;
+    gm_tile(w.t, order, row_tiles, col_tiles, group, &rt, &ct);
+    // This lane's rows of A (lane + 32·j of the tile) and block of B
+    // (lanes 0 and 1), walked k tile by k tile.
+    const float* pa = scale_a + (long long)w.kb * M + rt * GM_BM + lane;
+    const int lim = M - rt * GM_BM - lane;  // row 32·j + lane of the tile exists when 32·j < lim
+    const int b = 2 * ct + lane;
+    const bool bok = lane < 2 && b * 128 < N;
+    const float* pb = bok ? scale_b + (long long)b * kt + w.kb : scale_b;
+    for (int k = w.kb; k < w.ke; k++, it++, pa += M, pb += bok) {
+      if (it >= GM_SLOTS) {
+        const int u = it - GM_SLOTS;
+        gm_bar_wait(bars + 8 * (GM_STAGES + u % GM_STAGES), (u / GM_STAGES) & 1);
+      }
+      const int slot = it % GM_SLOTS;
+#pragma unroll
+      for (int j = 0; j < GM_BM / 32; j++) {
+        gm_copy4(slots + (slot * GM_BM + 32 * j + lane) * 4, 32 * j < lim ? pa + 32 * j : scale_a, 32 * j < lim);
+      }
+      if (lane < 2) gm_copy4(bslots + (slot * 2 + lane) * 4, pb, bok);
+      asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bars + 8 * (it % GM_STAGES)) : "memory");
     }
   }
 }
@@ -858,7 +919,9 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < GM_STAGES; s++) {
-      gm_bar_init(bars + 8 * s, 1);
+      // The producer's expected bytes; with block-wise scales also each lane
+      // of the scale loader, once its copies have landed.
+      gm_bar_init(bars + 8 * s, SCALING == GM_SCALE_BLOCK ? 33 : 1);
       gm_bar_init(bars + 8 * (GM_STAGES + s), 8);  // one arrival per consumer warp
     }
     for (int c = 0; c < 2; c++) {
@@ -882,6 +945,11 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
     if (SCALING == GM_SCALE_ROW && TMA && threadIdx.x / 32 == 2) {
       gm_row_scales(srow, sready, staken, scale_a, scale_b, M, N, order, row_tiles, col_tiles, group, tiles, sk,
                     k_tiles, threadIdx.x % 32);
+      return;
+    }
+    if (SCALING == GM_SCALE_BLOCK && threadIdx.x / 32 == 2) {
+      gm_block_scales(gm_smem_addr(srow), bars, scale_a, scale_b, M, N, order, row_tiles, col_tiles, group, tiles, sk,
+                      k_tiles, threadIdx.x % 32);
       return;
     }
     if (threadIdx.x != 0) return;
@@ -927,9 +995,8 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
     gm_tile(w.t, order, row_tiles, col_tiles, group, &rt, &ct);
 #pragma unroll
     for (int i = 0; i < 128; i++) d[i] = 0.f;
-    if constexpr (SCALING == GM_SCALE_BLOCK) {  // only GmE4M3 has mma128
-      gm_mainloop_block<In>(d, w.kb, w.ke, it, sa, sb, bars, cw, lane, scale_a, scale_b, M, N, k_tiles,
-                            rt * GM_BM + cw * 64 + warp * 16 + lane / 4, ct);
+    if constexpr (SCALING == GM_SCALE_BLOCK) {  // only GmE4M3 has mma64
+      gm_mainloop_block<In>(d, w.kb, w.ke, it, sa, sb, bars, cw, lane, srow, cw * 64 + warp * 16 + lane / 4);
     } else {
       int prev = -1;
       for (int k = w.kb; k < w.ke; k++, it++) {
