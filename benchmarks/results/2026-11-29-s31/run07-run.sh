@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# s31 run07 (one H200): the quarters probe: a 64 x 192 tile per warpgroup as two n96 halves, one promoted while the other
+# runs, beside per tensor and the quarters (main), with and without the stages written by the producer warpgroup.
+set -uo pipefail
+source scripts/gpu-env.sh
+L=$OUT/logs; mkdir -p $L
+date -u +"run at %Y-%m-%dT%H:%M:%SZ" > $L/when.txt
+nvidia-smi --query-gpu=index,name,memory.total,driver_version,power.limit --format=csv >> $L/when.txt 2>&1
+cp build/probe2/probe2.cu $L/
+nvcc -gencode arch=compute_90a,code=sm_90a -O3 -Xptxas -v -o /tmp/probe2 build/probe2/probe2.cu > $L/compile.txt 2>&1; echo "nvcc rc=$?"
+grep -E "C75|error|spill" $L/compile.txt | sed 's/Potential Performance Loss: wgmma.mma_async instructions are serialized due to//' | sort | uniq -c | head -20
+cuobjdump -sass /tmp/probe2 | awk '/Function/{f=$0} /QGMMA/{n[f]++} /DEPBAR/{b[f]++} /LDSM/{l[f]++} END{for(k in n) print n[k], b[k], l[k]+0, k}' > $L/probe-sass-counts.txt; cat $L/probe-sass-counts.txt
+timeout 150 /tmp/probe2 2>&1 | tee $L/probe.txt
+cd $OUT && tar czf logs.tgz logs && rm -rf logs
