@@ -41,7 +41,10 @@ const (
 	sumQueue         = 32
 	sumQueueRowTiles = 1 << 16
 	sumQueueColTiles = 1 << 12
-	gemmShared       = gemmStages*(TileM*tileK*2+tileN*tileK*2) + TileM/2*tileN*2 + 1024 + (2*gemmStages+8)*8 + (TileM+tileN)*4 + 32 + (sumQueue+4)*4
+	// blockScaleBBytes holds the block-wise scales of B the kernel's scale
+	// loader brings beside its stages (GM_BSLOTS: two per slot).
+	blockScaleBBytes = 32
+	gemmShared       = gemmStages*(TileM*tileK*2+tileN*tileK*2) + TileM/2*tileN*2 + 1024 + (2*gemmStages+8)*8 + (TileM+tileN)*4 + blockScaleBBytes + (sumQueue+4)*4
 
 	// DefaultGroup is how many row tiles the walk takes at a time (see
 	// Params.Group).

@@ -14,14 +14,14 @@ import (
 
 // The kernel's dynamic shared memory is written twice: GM_SMEM in gemm.cu,
 // the sum of what the kernel lays out from its defines (stages, staging
-// buffer, alignment, barriers, row scales), and gemmShared here, what a
-// launch asks for. Those defines, evaluated, must agree with the launch's
-// constants.
+// buffer, alignment, barriers, row scales, block scales of B, the sums'
+// queue), and gemmShared here, what a launch asks for. Those defines,
+// evaluated, must agree with the launch's constants.
 func TestKernelLayoutMatchesTheLaunch(t *testing.T) {
 	defs := kernelDefines(gemmSource)
 	for name, want := range map[string]int64{
 		"GM_SMEM": gemmShared, "GM_BM": TileM, "GM_BN": tileN, "GM_BK_BYTES": 2 * tileK,
-		"GM_STAGES": gemmStages, "GM_THREADS": gemmThreads, "GM_QUEUE": sumQueue,
+		"GM_STAGES": gemmStages, "GM_THREADS": gemmThreads, "GM_QUEUE": sumQueue, "GM_BSLOTS": blockScaleBBytes,
 	} {
 		got, err := evalDefine(defs, name, 0)
 		require.NoError(t, err, name)
