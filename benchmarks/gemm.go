@@ -53,10 +53,18 @@ func ParseGemmShapes(s string) ([]GemmShape, error) {
 
 // DefaultGemmShapes are the row-parallel linear layers of the issue on
 // GPUs; on the CPU backend, tiny shapes of the same form that keep the run
-// short (M and K multiples of the world size, one N odd).
-func DefaultGemmShapes(gpu bool, world int) []GemmShape {
+// short (M and K multiples of the world size, one N odd). With e4m3 inputs
+// (input; dtype.Invalid: the GEMM's own dtype) the CPU's shapes keep each
+// rank's rows of A and B 16-byte multiples, which e4m3's only GEMM, the
+// own one, needs, and the second has a k tail (K per rank not a multiple
+// of the 128-deep scale blocks); the 16-bit ones' second shape is one the
+// own GEMM cannot compute (8-byte rows), so that the fallback runs.
+func DefaultGemmShapes(gpu bool, world int, input dtype.DType) []GemmShape {
 	if gpu {
 		return []GemmShape{{8192, 8192, 28672}, {8192, 8192, 8192}, {4096, 8192, 28672}}
+	}
+	if input == dtype.E4M3 {
+		return []GemmShape{{16 * world, 24, 16 * world}, {8 * world, 33, 144 * world}}
 	}
 	return []GemmShape{{16 * world, 24, 8 * world}, {8 * world, 33, 4 * world}}
 }
@@ -315,7 +323,7 @@ func gemmBench(ctx context.Context, r world.Rank, o GemmOptions) (err error) {
 // unset, and at least one measurement.
 func withGemmDefaults(o GemmOptions, gpu bool, world int) GemmOptions {
 	if len(o.Shapes) == 0 {
-		o.Shapes = DefaultGemmShapes(gpu, world)
+		o.Shapes = DefaultGemmShapes(gpu, world, o.Config.Input)
 	}
 	if o.Iters <= 0 {
 		o.Iters = 2

@@ -183,11 +183,21 @@ func TestParseGemmShapes(t *testing.T) {
 		_, err := benchmarks.ParseGemmShapes(bad)
 		require.Error(t, err, bad)
 	}
-	require.Len(t, benchmarks.DefaultGemmShapes(true, 4), 3)
-	for _, s := range benchmarks.DefaultGemmShapes(false, 8) {
+	require.Len(t, benchmarks.DefaultGemmShapes(true, 4, dtype.Invalid), 3)
+	for _, s := range benchmarks.DefaultGemmShapes(false, 8, dtype.Invalid) {
 		require.Zero(t, s.M%8)
 		require.Zero(t, s.K%8)
 	}
+	// e4m3's rows (K/world bytes per rank) are 16-byte multiples, one with
+	// a k tail past the 128-deep scale blocks.
+	tail := false
+	for _, s := range benchmarks.DefaultGemmShapes(false, 8, dtype.E4M3) {
+		require.Zero(t, s.M%8)
+		require.Zero(t, s.K%8)
+		require.Zero(t, s.K/8%16, s)
+		tail = tail || s.K/8%128 != 0 && s.K/8 > 128
+	}
+	require.True(t, tail)
 }
 
 // The one-GPU GEMM benchmark runs end to end on the CPU backend: every path

@@ -525,8 +525,29 @@ func TestBenchGemmOwnSkipsWhatItCannotCompute(t *testing.T) {
 	code, out, errOut := hiercoll(t, "bench-gemm", "--backend", "sim", "--gemm", "own", "--reps", "1", "--json")
 	require.Equal(t, 0, code, errOut)
 	rows := jsonLines(t, out)
-	require.Len(t, rows, len(benchmarks.DefaultGemmShapes(false, 8)))
+	require.Len(t, rows, len(benchmarks.DefaultGemmShapes(false, 8, dtype.Invalid)))
 	require.Greater(t, rows[0]["overlap_us"], 0.0)
 	require.Contains(t, rows[1]["skipped"], "not a multiple of 16 bytes")
 	require.Regexp(t, `64x33x32 +skipped: .*not a multiple of 16 bytes`, errOut)
+}
+
+// bench-gemm --input e4m3 on the CPU: the default shapes are ones the own
+// GEMM (e4m3's only one) computes, the second with a k tail past its
+// 128-deep scale blocks, so that each scaling runs and is checked against
+// fp64 (none skipped).
+func TestBenchGemmE4M3DefaultsRunOnSim(t *testing.T) {
+	for _, scaling := range []string{"tensor", "block"} {
+		code, out, errOut := hiercoll(t, "bench-gemm", "--backend", "sim", "--input", "e4m3", "--scaling", scaling,
+			"--reps", "1", "--json")
+		require.Equal(t, 0, code, errOut)
+		require.NotContains(t, errOut, "skipped", scaling)
+		rows := jsonLines(t, out)
+		require.Len(t, rows, len(benchmarks.DefaultGemmShapes(false, 8, dtype.E4M3)), scaling)
+		for i, want := range []float64{16, 144} {
+			require.Equal(t, want, rows[i]["k_local"], scaling)
+			require.Greater(t, rows[i]["overlap_us"], 0.0, scaling)
+			require.Greater(t, rows[i]["bound_use"], 0.0, scaling)
+			require.LessOrEqual(t, rows[i]["bound_use"], 1.0, scaling)
+		}
+	}
 }
