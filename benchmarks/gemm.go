@@ -53,12 +53,13 @@ func ParseGemmShapes(s string) ([]GemmShape, error) {
 
 // DefaultGemmShapes are the row-parallel linear layers of the issue on
 // GPUs; on the CPU backend, tiny shapes of the same form that keep the run
-// short (M and K multiples of the world size, one N odd). With e4m3 inputs
-// (input; dtype.Invalid: the GEMM's own dtype) the CPU's shapes keep each
-// rank's rows of A and B 16-byte multiples, which e4m3's only GEMM, the
-// own one, needs, and the second has a k tail (K per rank not a multiple
-// of the 128-deep scale blocks); the 16-bit ones' second shape is one the
-// own GEMM cannot compute (8-byte rows), so that the fallback runs.
+// short (M and K multiples of the world size, one N odd). input is the
+// operands' dtype (gemmrs.Config.Input; dtype.Invalid: the GEMM's own).
+// With e4m3 the CPU's shapes keep each rank's rows of A and B 16-byte
+// multiples, which e4m3's only GEMM, the own one, needs, and the second
+// has a k tail (K per rank not a multiple of the 128-deep scale blocks);
+// with 16-bit operands the second is one the own GEMM cannot compute
+// (8-byte rows), so that the fallback runs.
 func DefaultGemmShapes(gpu bool, world int, input dtype.DType) []GemmShape {
 	if gpu {
 		return []GemmShape{{8192, 8192, 28672}, {8192, 8192, 8192}, {4096, 8192, 28672}}
