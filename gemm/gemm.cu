@@ -731,6 +731,13 @@ __device__ __forceinline__ void gm_fence_operands(float* r) {
   for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
 }
 
+// The block-wise scales' slot (gm_block_scales writes it, the consumers
+// read it): A's GM_BM scales of its k tile at gm_slot_a(slot), B's two
+// (one per 128-column half of the tile) at gm_slot_b(slot), in floats from
+// the slots' start.
+__device__ __forceinline__ int gm_slot_a(int slot) { return slot * GM_BM; }
+__device__ __forceinline__ int gm_slot_b(int slot) { return GM_SLOTS * GM_BM + 2 * slot; }
+
 // gm_promote adds a 64-column quarter's product t[32] into its
 // accumulators d[32], scaled: s0 for the thread's row, s1 for row + 8.
 __device__ __forceinline__ void gm_promote(float* d, const float* t, float s0, float s1) {
@@ -781,8 +788,8 @@ __device__ __forceinline__ void gm_mainloop_block(float* d, int kb, int ke, int&
     const int s = gm_warp_uniform(it % GM_STAGES);
     gm_bar_wait(bars + 8 * s, (it / GM_STAGES) & 1);
     // The k tile's scales, landed with the stage (gm_block_scales).
-    const float* sl = slots + (it % GM_SLOTS) * GM_BM;
-    const float* bl = slots + GM_SLOTS * GM_BM + (it % GM_SLOTS) * 2;
+    const float* sl = slots + gm_slot_a(it % GM_SLOTS);
+    const float* bl = slots + gm_slot_b(it % GM_SLOTS);
     const float a0 = sl[row], a1 = sl[row + 8], b0 = bl[0], b1 = bl[1];
     // The quarters' scales: half 0 (quarters 0, 1), half 1 (2, 3), per row.
     const float h00 = a0 * b0, h01 = a1 * b0, h10 = a0 * b1, h11 = a1 * b1;
@@ -830,7 +837,6 @@ __device__ __forceinline__ void gm_mainloop_block(float* d, int kb, int ke, int&
 __device__ __forceinline__ void gm_block_scales(u32 slots, u32 bars, const float* scale_a, const float* scale_b, int M,
                                                 int N, const int* order, int row_tiles, int col_tiles, int group,
                                                 int tiles, int sk, int kt, int lane) {
-  const u32 bslots = slots + GM_SLOTS * GM_BM * 4;
   int it = 0;
   gm_item w;
   for (int i = 0; gm_item_at(i, tiles, sk, kt, &w); i++) {
@@ -851,9 +857,9 @@ __device__ __forceinline__ void gm_block_scales(u32 slots, u32 bars, const float
       const int slot = it % GM_SLOTS;
 #pragma unroll
       for (int j = 0; j < GM_BM / 32; j++) {
-        gm_copy4(slots + (slot * GM_BM + 32 * j + lane) * 4, 32 * j < lim ? pa + 32 * j : scale_a, 32 * j < lim);
+        gm_copy4(slots + 4 * (gm_slot_a(slot) + 32 * j + lane), 32 * j < lim ? pa + 32 * j : scale_a, 32 * j < lim);
       }
-      if (lane < 2) gm_copy4(bslots + (slot * 2 + lane) * 4, pb, bok);
+      if (lane < 2) gm_copy4(slots + 4 * (gm_slot_b(slot) + lane), pb, bok);
       asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bars + 8 * (it % GM_STAGES)) : "memory");
     }
   }
