@@ -676,19 +676,23 @@ __device__ __forceinline__ void gm_park(const float* d, float* partials, u32* fl
 }
 
 // gm_gather adds to this thread's share of walk tile t the partial pieces
-// the CTAs below left for it, each once its flag is up (one thread waits
-// and lowers the flags for the next launch, then both consumers add).
+// the CTAs below left for it, each once its flag is up (the first warp of
+// consumer 0 waits and its lane 0 lowers the flags for the next launch,
+// then both consumers add). The warp waits on lane 0's load, so that its
+// loop is warp-uniform: a loop only one thread of a warp runs, anywhere in
+// the kernel, makes ptxas keep the mainloops' stage index in per-thread
+// registers, each k tile then paying a shuffle and a dozen instructions to
+// bring it to the uniform registers the wgmma descriptors live in.
 __device__ __forceinline__ void gm_gather(float* d, const float* partials, u32* flags, int t, int tiles, int sk, int kt,
                                           int cw, int wt) {
-  if (cw == 0 && wt == 0) {
+  if (gm_warp_uniform(cw == 0 && wt < 32)) {
     bool more = blockIdx.x > 0;
     for (int c = blockIdx.x - 1; more; c--) {
       if (!gm_partial_of(c, t, tiles, sk, kt, &more)) continue;
-      u32 f;
-      do {
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(f) : "l"(flags + c) : "memory");
-      } while (f == 0);
-      flags[c] = 0;
+      while (gm_warp_uniform((int)gm_ld_acquire(flags + c)) == 0) {
+      }
+      __syncwarp();
+      if (wt == 0) flags[c] = 0;
     }
   }
   gm_consumers_sync();
