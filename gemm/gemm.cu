@@ -744,11 +744,16 @@ __device__ __forceinline__ int gm_slot_b(int slot) { return GM_SLOTS * GM_BM + 2
 
 // gm_promote adds a 64-column quarter's product t[32] into its
 // accumulators d[32], scaled: s0 for the thread's row, s1 for row + 8.
+// The row's sixteen go first, then row + 8's, so that ptxas issues each
+// scale's run back to back with its register in the operand reuse cache.
 __device__ __forceinline__ void gm_promote(float* d, const float* t, float s0, float s1) {
 #pragma unroll
   for (int j = 0; j < 8; j++) {
     d[4 * j] = gm_fma(t[4 * j], s0, d[4 * j]);
     d[4 * j + 1] = gm_fma(t[4 * j + 1], s0, d[4 * j + 1]);
+  }
+#pragma unroll
+  for (int j = 0; j < 8; j++) {
     d[4 * j + 2] = gm_fma(t[4 * j + 2], s1, d[4 * j + 2]);
     d[4 * j + 3] = gm_fma(t[4 * j + 3], s1, d[4 * j + 3]);
   }
