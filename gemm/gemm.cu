@@ -679,10 +679,11 @@ __device__ __forceinline__ void gm_park(const float* d, float* partials, u32* fl
 // the CTAs below left for it, each once its flag is up (the first warp of
 // consumer 0 waits and its lane 0 lowers the flags for the next launch,
 // then both consumers add). The warp waits on lane 0's load, so that its
-// loop is warp-uniform: a loop only one thread of a warp runs, anywhere in
-// the kernel, makes ptxas keep the mainloops' stage index in per-thread
+// loop is warp-uniform: a loop only one thread of a warp runs on the
+// consumers' path makes ptxas keep the mainloops' stage index in per-thread
 // registers, each k tile then paying a shuffle and a dozen instructions to
-// bring it to the uniform registers the wgmma descriptors live in.
+// bring it to the uniform registers the wgmma descriptors live in
+// (scripts/kernel-check.sh --sass reports each k-tile loop's).
 __device__ __forceinline__ void gm_gather(float* d, const float* partials, u32* flags, int t, int tiles, int sk, int kt,
                                           int cw, int wt) {
   if (gm_warp_uniform(cw == 0 && wt < 32)) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Compiles a self-contained kernel module (no #include, as gemm/gemm.cu is) for sm_90a on a machine without CUDA
 # or a GPU and reports, per kernel, what ptxas allocated: registers, stack frame and spills. Exits 1 if any kernel
-# spills or ptxas serialised a kernel's wgmmas (its C75xx notes).
+# spills or ptxas serialised a kernel's wgmmas (its C75xx notes), or, with --sass, if a kernel's k-tile loop keeps
+# its stage index in per-thread registers (a SHFL in the loop: the block-wise kernel lost 7-11% to that).
 #
 #   scripts/kernel-check.sh [module.cu] [--sass DIR]    # default module: gemm/gemm.cu
 #
@@ -116,7 +117,32 @@ if [ -n "$sass" ]; then
 		"$tools/root/usr/bin/cuobjdump" -sass -fun "$k" "$cubin" >"$sass/$k.sass"
 	done
 	echo "kernel-check: SASS in $sass/"
+	# Each kernel's k-tile loop (the innermost loop around its wgmmas): its length, and whether its stage index
+	# lives in uniform registers. A SHFL in it means ptxas keeps the index per thread and moves it to the uniform
+	# registers of the wgmma descriptors every k tile (gm_gather's comment says what caused that once).
+	python3 - "$sass" <<'PY' || rc=1
+import glob, os, re, sys
+bad = 0
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.sass"))):
+    ins = [(int(m.group(1), 16), m.group(2)) for m in (re.match(r"\s+/\*([0-9a-f]{4,5})\*/\s+(.*?)\s*;", l) for l in open(f)) if m]
+    mma = [i for i, (_, t) in enumerate(ins) if re.search(r"[HQ]GMMA\.", t)]
+    if not mma:
+        continue
+    back = next((j for j in range(mma[-1], len(ins)) if re.search(r"\bBRA\b", ins[j][1])
+                 and int(re.search(r"0x([0-9a-f]+)", ins[j][1]).group(1), 16) <= ins[mma[0]][0]), None)
+    if back is None:
+        continue
+    top = int(re.search(r"0x([0-9a-f]+)", ins[back][1]).group(1), 16)
+    loop = [t for a, t in ins if top <= a <= ins[back][0]]
+    shfl = sum("SHFL" in t for t in loop)
+    bad |= shfl > 0
+    print(f"{os.path.basename(f)[:-5]:40s} k-tile loop {len(loop):3d} instructions, stage index "
+          + ("per thread (SHFL in the loop)" if shfl else "uniform"))
+if bad:
+    print("kernel-check: a k-tile loop keeps its stage index per thread", file=sys.stderr)
+sys.exit(bad)
+PY
 fi
-[ $rc -eq 0 ] && echo "kernel-check: $module: no kernel spills, no serialised wgmmas (NVRTC 12.4, a proxy for the GPU's NVRTC)" ||
-	echo "kernel-check: $module: spills or serialised wgmmas (NVRTC 12.4)" >&2
+[ $rc -eq 0 ] && echo "kernel-check: $module: no kernel spills, no serialised wgmmas${sass:+, uniform stage indices} (NVRTC 12.4, a proxy for the GPU's NVRTC)" ||
+	echo "kernel-check: $module: spills, serialised wgmmas${sass:+ or a per-thread stage index} (NVRTC 12.4)" >&2
 exit $rc
