@@ -7,16 +7,18 @@
 #   scripts/kernel-check.sh [module.cu] [--sass DIR] [--nvcc]    # default module: gemm/gemm.cu
 #
 # With --nvcc (a machine with the CUDA toolkit: the GPU machines) it compiles with the toolkit's nvcc and its
-# ptxas, the GPU machines' own compiler: the verdict on serialised wgmmas, which the GEMM GPU tests do not see
-# (a kernel whose wgmmas ptxas serialised still loads and computes right, only slower). Otherwise it fetches NVRTC 12.4 (Debian trixie's non-free libnvrtc12 and libnvrtc-builtins12.4, pinned by checksum)
-# into $HIERCOLL_TOOLS (default ~/.cache/hiercoll-tools) the first time, and with --sass also cuobjdump
+# ptxas (CUDA 13.0 there, as the library's NVRTC): it saw the wgmmas serialised that NVRTC 12.4 let run, which the
+# GEMM GPU tests do not see (such a kernel loads and computes right, only slower), though its register allocation
+# can still differ from the library's NVRTC (thirty-fifth session: clean where NVRTC gave one kernel an 8-byte
+# stack frame). Otherwise it fetches NVRTC 12.4 (Debian trixie's non-free libnvrtc12 and libnvrtc-builtins12.4,
+# pinned by checksum) into $HIERCOLL_TOOLS (default ~/.cache/hiercoll-tools) the first time, and with --sass also cuobjdump
 # (nvidia-cuda-toolkit, 87 MB) to write each kernel's SASS into DIR. The options are the library's NVRTC options
 # (device/cuda: --gpu-architecture=sm_90a -default-device --std=c++17 -lineinfo) plus ptxas -v.
 #
 # A proxy, not the verdict: the GPU machines compile with NVRTC 13, whose register allocation differs (the
 # twenty-seventh session saw 12.4 spill where 13 did not, and the reverse; benchmarks/RESULTS.md), and whose
 # ptxas serialised wgmmas that 12.4 let run (its C7518 note, thirty-fifth session). Use it to iterate here;
-# on a GPU machine, --nvcc and the GEMM GPU tests (TestGemmCompilesAndLoadsOnGPU) decide.
+# on a GPU machine run --nvcc too; the GEMM GPU tests (TestGemmCompilesAndLoadsOnGPU) decide on spills.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 module=gemm/gemm.cu sass="" nvcc=""
@@ -24,7 +26,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--sass) sass=$2; shift 2 ;;
 	--nvcc) nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc); shift ;;
-	-h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,21p' "$0"; exit 0 ;;
 	*) module=$1; shift ;;
 	esac
 done
