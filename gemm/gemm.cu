@@ -154,6 +154,13 @@ __device__ __forceinline__ u64 gm_desc(u32 addr, u32 lbo, u32 sbo) {
          (1ull << 62);
 }
 
+// gm_desc_a is the descriptor of consumer cw's 64 rows of A in stage s
+// (the stages from sa on, rows of 128 bytes in the 128-byte swizzle's
+// 1 KiB atoms of 8 rows).
+__device__ __forceinline__ u64 gm_desc_a(u32 sa, int s, int cw) {
+  return gm_desc(sa + s * GM_A_STAGE + cw * (64 * 128), 16, 1024);
+}
+
 __device__ __forceinline__ void gm_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void gm_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N>
@@ -806,7 +813,7 @@ __device__ __forceinline__ void gm_mainloop_block(float* d, int kb, int ke, int&
     // The stage's descriptors; a k step or a quarter further on adds its
     // offset in 16-byte units to the address field (shared addresses stay
     // far below the field's 256 KiB, so nothing carries out of it).
-    const u64 da0 = gm_desc(sa + s * GM_A_STAGE + cw * (64 * 128), 16, 1024);
+    const u64 da0 = gm_desc_a(sa, s, cw);
     const u64 db0 = gm_desc(sb + s * GM_B_STAGE, 16, 1024);
 #pragma unroll
     for (int q = 0; q < 4; q++) {
@@ -1038,7 +1045,7 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
         gm_wgmma_fence();
         // The stage's descriptors; a k step further on adds its offset in
         // 16-byte units to the address field (as in gm_mainloop_block).
-        const u64 da0 = gm_desc(sa + s * GM_A_STAGE + cw * (64 * 128), 16, 1024);
+        const u64 da0 = gm_desc_a(sa, s, cw);
         const u64 db0 = KN ? gm_desc(sb + s * GM_B_STAGE, 64 * GM_BK_BYTES, 1024)
                            : gm_desc(sb + s * GM_B_STAGE, 16, 1024);
 #pragma unroll
