@@ -161,6 +161,13 @@ __device__ __forceinline__ u64 gm_desc_a(u32 sa, int s, int cw) {
   return gm_desc(sa + s * GM_A_STAGE + cw * (64 * 128), 16, 1024);
 }
 
+// gm_desc_b is the descriptor of B in stage s: K-major ([N, K], "nk") like
+// A's, or N-major ([K, N], KN) in 64-column boxes of 64 k rows, 8 KiB apart.
+template <int KN>
+__device__ __forceinline__ u64 gm_desc_b(u32 sb, int s) {
+  return gm_desc(sb + s * GM_B_STAGE, KN ? 64 * GM_BK_BYTES : 16, 1024);
+}
+
 __device__ __forceinline__ void gm_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void gm_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N>
@@ -814,7 +821,7 @@ __device__ __forceinline__ void gm_mainloop_block(float* d, int kb, int ke, int&
     // offset in 16-byte units to the address field (shared addresses stay
     // far below the field's 256 KiB, so nothing carries out of it).
     const u64 da0 = gm_desc_a(sa, s, cw);
-    const u64 db0 = gm_desc(sb + s * GM_B_STAGE, 16, 1024);
+    const u64 db0 = gm_desc_b<0>(sb, s);
 #pragma unroll
     for (int q = 0; q < 4; q++) {
       float* t = q % 2 == 0 ? t0 : t1;
@@ -1046,8 +1053,7 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
         // The stage's descriptors; a k step further on adds its offset in
         // 16-byte units to the address field (as in gm_mainloop_block).
         const u64 da0 = gm_desc_a(sa, s, cw);
-        const u64 db0 = KN ? gm_desc(sb + s * GM_B_STAGE, 64 * GM_BK_BYTES, 1024)
-                           : gm_desc(sb + s * GM_B_STAGE, 16, 1024);
+        const u64 db0 = gm_desc_b<KN>(sb, s);
 #pragma unroll
         for (int ks = 0; ks < GM_BK_BYTES / 32; ks++) {
           In::template mma<KN>(d, da0 + ks * 32 / 16, db0 + (KN ? ks * (16 * 128) : ks * 32) / 16);
