@@ -82,7 +82,8 @@ fi
 if has gemm; then
 	export HIERCOLL_LIB=$PWD/$BIN/libhiercoll.so PYTHONPATH=$PWD/python
 	run bash -c "cd device/cuda && exec ../../$BIN/device_cuda.test -test.v -test.count=1 -test.run 'Gemm|BLAS' -test.skip TestBLASAgainstFakeDriver"
-	run scripts/kernel-check.sh --nvcc # this machine's ptxas: no spills, no serialised wgmmas
+	run scripts/kernel-check.sh --nvrtc # the library's own NVRTC: no spills, no serialised wgmmas
+	run scripts/kernel-check.sh --nvcc  # the toolkit's ptxas, which allocates differently
 	run $H bench-mm --rounds 5 # the own GEMM against cuBLAS on one GPU
 	for g in own cublas; do run $H bench-gemm --gemm $g --csv "$OUT/gemm-$g-1x$ngpu.csv"; done
 	run torchrun --nproc-per-node "$ngpu" benchmarks/torch/gemm_baseline.py --hiercoll

@@ -1,42 +1,50 @@
 #!/usr/bin/env bash
-# Compiles a self-contained kernel module (no #include, as gemm/gemm.cu is) for sm_90a on a machine without CUDA
-# or a GPU and reports, per kernel, what ptxas allocated: registers, stack frame and spills. Exits 1 if any kernel
+# Compiles a self-contained kernel module (no #include, as gemm/gemm.cu is) for sm_90a (no GPU needed) and
+# reports, per kernel, what ptxas allocated: registers, stack frame and spills. Exits 1 if any kernel
 # spills or ptxas serialised a kernel's wgmmas (its C75xx notes), or, with --sass, if a kernel's k-tile loop keeps
 # its stage index in per-thread registers (a SHFL in the loop: the block-wise kernel lost 7-11% to that).
 #
-#   scripts/kernel-check.sh [module.cu] [--sass DIR] [--nvcc]    # default module: gemm/gemm.cu
+#   scripts/kernel-check.sh [module.cu] [--sass DIR] [--nvcc | --nvrtc]    # default module: gemm/gemm.cu
 #
-# With --nvcc (a machine with the CUDA toolkit: the GPU machines) it compiles with the toolkit's nvcc and its
-# ptxas (CUDA 13.0 there, as the library's NVRTC): it saw the wgmmas serialised that NVRTC 12.4 let run, which the
-# GEMM GPU tests do not see (such a kernel loads and computes right, only slower), though its register allocation
-# can still differ from the library's NVRTC (thirty-fifth session: clean where NVRTC gave one kernel an 8-byte
-# stack frame). Otherwise it fetches NVRTC 12.4 (Debian trixie's non-free libnvrtc12 and libnvrtc-builtins12.4,
-# pinned by checksum) into $HIERCOLL_TOOLS (default ~/.cache/hiercoll-tools) the first time, and with --sass also cuobjdump
-# (nvidia-cuda-toolkit, 87 MB) to write each kernel's SASS into DIR. The options are the library's NVRTC options
+# Three compilers. By default (a machine without CUDA) it fetches NVRTC 12.4 (Debian trixie's non-free libnvrtc12
+# and libnvrtc-builtins12.4, pinned by checksum) into $HIERCOLL_TOOLS (default ~/.cache/hiercoll-tools) the first
+# time, and with --sass also cuobjdump (nvidia-cuda-toolkit, 87 MB) to write each kernel's SASS into DIR: a proxy,
+# since the GPU machines' NVRTC 13 allocates registers differently (the twenty-seventh session saw 12.4 spill where
+# 13 did not, and the reverse) and its ptxas serialised wgmmas that 12.4 let run (C7518, thirty-fifth session).
+# On a GPU machine, --nvrtc compiles with the NVRTC the library itself loads ($HIERCOLL_NVRTC, else libnvrtc.so.13
+# or .12 on the loader's path, under $CUDA_HOME/lib64 or /usr/local/cuda/lib64, as device/cuda does): its verdict
+# on spills is the GEMM GPU tests' (TestGemmCompilesAndLoadsOnGPU), for any module file, with no Go build; --nvcc
+# compiles with the toolkit's nvcc and ptxas, whose allocation can differ from NVRTC's (thirty-fifth session: clean
+# where NVRTC gave one kernel an 8-byte stack frame). The GEMM GPU tests cannot see serialised wgmmas (such a
+# kernel loads and computes right, only slower): these checks do. The options are the library's NVRTC options
 # (device/cuda: --gpu-architecture=sm_90a -default-device --std=c++17 -lineinfo) plus ptxas -v.
-#
-# A proxy, not the verdict: the GPU machines compile with NVRTC 13, whose register allocation differs (the
-# twenty-seventh session saw 12.4 spill where 13 did not, and the reverse; benchmarks/RESULTS.md), and whose
-# ptxas serialised wgmmas that 12.4 let run (its C7518 note, thirty-fifth session). Use it to iterate here;
-# on a GPU machine run --nvcc too; the GEMM GPU tests (TestGemmCompilesAndLoadsOnGPU) decide on spills.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-module=gemm/gemm.cu sass="" nvcc=""
+module=gemm/gemm.cu sass="" nvcc="" nvrtc=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--sass) sass=$2; shift 2 ;;
 	--nvcc) nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc); shift ;;
-	-h | --help) sed -n '2,21p' "$0"; exit 0 ;;
+	--nvrtc) nvrtc=1; shift ;;
+	-h | --help) sed -n '2,20p' "$0"; exit 0 ;;
 	*) module=$1; shift ;;
 	esac
 done
+if [ -n "$nvcc" ] && [ -n "$nvrtc" ]; then
+	echo "kernel-check: --nvcc and --nvrtc are two compilers: name one" >&2
+	exit 2
+fi
 if [ -n "$nvcc" ] && [ ! -x "$nvcc" ]; then
 	echo "kernel-check: --nvcc: no nvcc here (the CUDA toolkit's, on PATH or in /usr/local/cuda/bin)" >&2
 	exit 2
 fi
-cuobjdump=${nvcc:+$(dirname "$nvcc")/cuobjdump}
-if [ -z "$nvcc" ]; then # the fetched NVRTC 12.4 and its driver (to the matching fi)
 tools=${HIERCOLL_TOOLS:-$HOME/.cache/hiercoll-tools}
+nvrtc_lib="" # empty: the driver looks where the library does
+if [ -n "$nvcc" ]; then
+	cuobjdump=$(dirname "$nvcc")/cuobjdump
+elif [ -n "$nvrtc" ]; then
+	cuobjdump=$(command -v cuobjdump || echo "${CUDA_HOME:-/usr/local/cuda}/bin/cuobjdump")
+else # the fetched NVRTC 12.4 (to the matching fi)
 pool=http://deb.debian.org/debian/pool/non-free/n/nvidia-cuda-toolkit
 mkdir -p "$tools/deb" "$tools/root"
 
@@ -53,24 +61,75 @@ fetch() {
 fetch 'libnvrtc12_12.4.127%7e12.4.1-2_amd64.deb' db76acbd9ad53eae57291114b615ed21551592dee0b1160990a33066d86c251c
 fetch 'libnvrtc-builtins12.4_12.4.127%7e12.4.1-2_amd64.deb' c4f9ea43c3e176a9f46b50718d546adb0dc7344432cd7d8b1483692e0416d24c
 [ -n "$sass" ] && fetch 'nvidia-cuda-toolkit_12.4.131%7e12.4.1-2_amd64.deb' cd5fe85aee38d108b315f408a688641478f2402622a10c677478eb7a6c4e5319
-lib=$tools/root/usr/lib/x86_64-linux-gnu
+nvrtc_lib=$tools/root/usr/lib/x86_64-linux-gnu/libnvrtc.so.12
 cuobjdump=$tools/root/usr/bin/cuobjdump
+fi
 
-# The driver: compile the module with NVRTC, print its log, write the CUBIN.
-drv=$tools/nvrtc-check
-if [ ! -x "$drv" ]; then
-	cat >"$drv.c" <<'EOF'
+# The NVRTC driver: opens NVRTC (the path given, else where device/cuda/nvrtc_cgo.go looks) and its builtins from
+# beside it, prints "NVRTC path major.minor", compiles the module, prints the log, writes the CUBIN.
+drv=$tools/nvrtc-open
+if [ -z "$nvcc" ] && [ ! -x "$drv" ]; then
+	mkdir -p "$tools"
+	cat >"$drv.$$.c" <<'EOF'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
-typedef struct _nvrtcProgram* nvrtcProgram;
-int nvrtcCreateProgram(nvrtcProgram*, const char*, const char*, int, const char* const*, const char* const*);
-int nvrtcCompileProgram(nvrtcProgram, int, const char* const*);
-int nvrtcGetProgramLogSize(nvrtcProgram, size_t*);
-int nvrtcGetProgramLog(nvrtcProgram, char*);
-int nvrtcGetCUBINSize(nvrtcProgram, size_t*);
-int nvrtcGetCUBIN(nvrtcProgram, char*);
+#include <string.h>
+typedef int (*create_t)(void**, const char*, const char*, int, const char* const*, const char* const*);
+typedef int (*compile_t)(void*, int, const char* const*);
+typedef int (*size_fn)(void*, size_t*);
+typedef int (*get_fn)(void*, char*);
+typedef int (*version_t)(int*, int*);
+static void* try_open(const char* path) { return dlopen(path, RTLD_NOW | RTLD_GLOBAL); }
+static void* open_nvrtc(const char* given) {
+  if (given && *given) return try_open(given);
+  const char* env = getenv("HIERCOLL_NVRTC");
+  void* h = env && *env ? try_open(env) : 0;
+  if (h) return h;
+  const char* home = getenv("CUDA_HOME");
+  const char* names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
+  char path[4096];
+  for (int i = 0; i < 3; i++) {
+    h = try_open(names[i]);
+    if (!h && home) {
+      snprintf(path, sizeof path, "%s/lib64/%s", home, names[i]);
+      h = try_open(path);
+    }
+    if (!h) {
+      snprintf(path, sizeof path, "/usr/local/cuda/lib64/%s", names[i]);
+      h = try_open(path);
+    }
+    if (h) return h;
+  }
+  return 0;
+}
 int main(int argc, char** argv) {
-  if (argc != 3) return 2;
+  if (argc < 3) return 2;
+  void* h = open_nvrtc(argc > 3 ? argv[3] : 0);
+  if (!h) {
+    fprintf(stderr, "no NVRTC: %s\n", dlerror());
+    return 2;
+  }
+  version_t version = (version_t)dlsym(h, "nvrtcVersion");
+  create_t create = (create_t)dlsym(h, "nvrtcCreateProgram");
+  compile_t compile = (compile_t)dlsym(h, "nvrtcCompileProgram");
+  size_fn log_size = (size_fn)dlsym(h, "nvrtcGetProgramLogSize"), cubin_size = (size_fn)dlsym(h, "nvrtcGetCUBINSize");
+  get_fn get_log = (get_fn)dlsym(h, "nvrtcGetProgramLog"), get_cubin = (get_fn)dlsym(h, "nvrtcGetCUBIN");
+  if (!version || !create || !compile || !log_size || !cubin_size || !get_log || !get_cubin) return 2;
+  int major = 0, minor = 0;
+  version(&major, &minor);
+  Dl_info info;
+  char file[4096] = "?";
+  if (dladdr((void*)version, &info) && info.dli_fname) {
+    char dir[4096], path[4300];
+    snprintf(file, sizeof file, "%s", info.dli_fname);
+    snprintf(dir, sizeof dir, "%s", file);
+    snprintf(path, sizeof path, "%s/libnvrtc-builtins.so.%d.%d", dirname(dir), major, minor);
+    try_open(path);  // NVRTC opens its builtins by name: from beside it, as device/cuda preloads them
+  }
+  printf("NVRTC %s %d.%d\n", file, major, minor);
   FILE* f = fopen(argv[1], "rb");
   if (!f) return 2;
   fseek(f, 0, SEEK_END);
@@ -80,43 +139,46 @@ int main(int argc, char** argv) {
   if (fread(src, 1, n, f) != (size_t)n) return 2;
   src[n] = 0;
   fclose(f);
-  nvrtcProgram p;
-  if (nvrtcCreateProgram(&p, src, argv[1], 0, 0, 0) != 0) return 2;
+  void* p;
+  if (create(&p, src, argv[1], 0, 0, 0) != 0) return 2;
   const char* opts[] = {"--gpu-architecture=sm_90a", "-default-device", "--std=c++17", "-lineinfo",
                         "--ptxas-options=-v"};
-  int rc = nvrtcCompileProgram(p, 5, opts);
+  int rc = compile(p, 5, opts);
   size_t size;
-  nvrtcGetProgramLogSize(p, &size);
+  log_size(p, &size);
   char* log = malloc(size + 1);
-  nvrtcGetProgramLog(p, log);
+  get_log(p, log);
   fputs(log, stdout);
   if (rc != 0) return 1;
-  nvrtcGetCUBINSize(p, &size);
+  cubin_size(p, &size);
   char* cubin = malloc(size);
-  nvrtcGetCUBIN(p, cubin);
+  get_cubin(p, cubin);
   FILE* o = fopen(argv[2], "wb");
   fwrite(cubin, 1, size, o);
   fclose(o);
   return 0;
 }
 EOF
-	gcc -O1 -o "$drv" "$drv.c" -L"$lib" -l:libnvrtc.so.12 -Wl,-rpath,"$lib"
-fi
+	# built under this shell's own names, then renamed: checks may run side by side
+	gcc -O1 -o "$drv.$$" "$drv.$$.c" -ldl && rm -f "$drv.$$.c" && mv -f "$drv.$$" "$drv"
 fi
 
 cubin=$(mktemp --suffix .cubin)
 log=$(mktemp)
 trap 'rm -f "$cubin" "$log"' EXIT
-# NVRTC opens its builtins library by name; nvcc takes the library's NVRTC options.
+# nvcc takes the library's NVRTC options.
+rc=0
 if [ -n "$nvcc" ]; then
-	"$nvcc" -arch=sm_90a -cubin -std=c++17 -lineinfo -Xptxas -v -o "$cubin" -x cu "$module" >"$log" 2>&1
+	"$nvcc" -arch=sm_90a -cubin -std=c++17 -lineinfo -Xptxas -v -o "$cubin" -x cu "$module" >"$log" 2>&1 || rc=$?
 else
-	LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$drv" "$module" "$cubin" >"$log"
-fi || {
+	"$drv" "$module" "$cubin" $nvrtc_lib >"$log" || rc=$?
+fi
+if [ $rc -ne 0 ]; then
 	cat "$log" >&2
+	[ -z "$nvcc" ] && [ $rc -eq 2 ] && { echo "kernel-check: no NVRTC to compile with, or $module unreadable" >&2; exit 2; }
 	echo "kernel-check: $module does not compile" >&2
 	exit 1
-}
+fi
 # ptxas prints per kernel: "Compiling entry function 'NAME'", then the stack frame and spills, then the registers.
 awk '
 	/Compiling entry function/ { match($0, /'"'"'[^'"'"']*'"'"'/); name = substr($0, RSTART + 1, RLENGTH - 2) }
@@ -162,7 +224,8 @@ if bad:
 sys.exit(bad)
 PY
 fi
-by="NVRTC 12.4, a proxy for the GPU's NVRTC"
+by=$(sed -n 's/^NVRTC \(.*\) \([0-9.]*\)$/NVRTC \2 at \1/p' "$log")
+[ -z "$nvcc$nvrtc" ] && by="NVRTC 12.4, a proxy for the GPU's NVRTC"
 [ -n "$nvcc" ] && by=$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/nvcc \1/p')
 [ $rc -eq 0 ] && echo "kernel-check: $module: no kernel spills, no serialised wgmmas${sass:+, uniform stage indices} ($by)" ||
 	echo "kernel-check: $module: spills, serialised wgmmas${sass:+ or a per-thread stage index} ($by)" >&2
