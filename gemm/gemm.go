@@ -116,11 +116,14 @@ type gemmKey struct {
 	scaling Scaling
 }
 
-var gemmKernels = map[gemmKey]*device.Kernel{}
+// gemmKernels is the table Launch and Prepare take the kernels from.
+var gemmKernels = kernelTable(module)
 
-func init() {
-	// Kernel names: hc_gemm_<in>[_<out>]_<layout>[_row|_block][_odd], as
-	// gemm.cu instantiates them.
+// kernelTable is every kernel of m (gemm.cu or, in an A/B test, a variant
+// of it) by its key. Kernel names: hc_gemm_<in>[_<out>]_<layout>
+// [_row|_block][_odd], as gemm.cu instantiates them.
+func kernelTable(m *device.Module) map[gemmKey]*device.Kernel {
+	table := map[gemmKey]*device.Kernel{}
 	add := func(in, out dtype.DType, layout BLayout, scaling Scaling) {
 		for _, tma := range []bool{true, false} {
 			name := fmt.Sprintf("hc_gemm_%v_%v", in, layout)
@@ -133,8 +136,8 @@ func init() {
 			if !tma {
 				name += "_odd"
 			}
-			gemmKernels[gemmKey{in, out, layout, tma, scaling}] = &device.Kernel{
-				Module: module, Name: name, Block: gemmThreads, Shared: gemmShared, Host: gemmHost(in, out, layout, scaling),
+			table[gemmKey{in, out, layout, tma, scaling}] = &device.Kernel{
+				Module: m, Name: name, Block: gemmThreads, Shared: gemmShared, Host: gemmHost(in, out, layout, scaling),
 			}
 		}
 	}
@@ -145,6 +148,7 @@ func init() {
 			add(dtype.E4M3, dt, BNK, sc)
 		}
 	}
+	return table
 }
 
 // Segment is a row range [R0, R1) of C whose signal word Signal the
