@@ -230,13 +230,14 @@ __device__ __forceinline__ void gm_wgmma_wait() {
       : "memory")
 
 // Each input dtype's wgmma of one 32-byte k step (KT elements per k tile,
-// SCALED: the product is multiplied by the tensors' scales); each output
-// dtype's rounding of two fp32 values to a packed pair (lo first in memory).
+// SCALED: the product is multiplied by the tensors' scales; accumulate 0:
+// d = A·B, else d += A·B); each output dtype's rounding of two fp32 values
+// to a packed pair (lo first in memory).
 struct GmBF16 {
   static const int KT = 64, SCALED = 0;
   template <int TNSP_B>
-  static __device__ __forceinline__ void mma(float* d, u64 da, u64 db) {
-    HC_WGMMA_256("k16.f32.bf16.bf16", ", 0, %131", d, da, db, 1, TNSP_B);
+  static __device__ __forceinline__ void mma(float* d, u64 da, u64 db, int accumulate) {
+    HC_WGMMA_256("k16.f32.bf16.bf16", ", 0, %131", d, da, db, accumulate, TNSP_B);
   }
   static __device__ __forceinline__ u32 pack(float lo, float hi) {
     u32 r;
@@ -247,8 +248,8 @@ struct GmBF16 {
 struct GmF16 {
   static const int KT = 64, SCALED = 0;
   template <int TNSP_B>
-  static __device__ __forceinline__ void mma(float* d, u64 da, u64 db) {
-    HC_WGMMA_256("k16.f32.f16.f16", ", 0, %131", d, da, db, 1, TNSP_B);
+  static __device__ __forceinline__ void mma(float* d, u64 da, u64 db, int accumulate) {
+    HC_WGMMA_256("k16.f32.f16.f16", ", 0, %131", d, da, db, accumulate, TNSP_B);
   }
   static __device__ __forceinline__ u32 pack(float lo, float hi) {
     u32 r;
@@ -260,8 +261,8 @@ struct GmF16 {
 struct GmE4M3 {
   static const int KT = 128, SCALED = 1;
   template <int TNSP_B>
-  static __device__ __forceinline__ void mma(float* d, u64 da, u64 db) {
-    HC_WGMMA_256("k32.f32.e4m3.e4m3", "", d, da, db, 1, 0);
+  static __device__ __forceinline__ void mma(float* d, u64 da, u64 db, int accumulate) {
+    HC_WGMMA_256("k32.f32.e4m3.e4m3", "", d, da, db, accumulate, 0);
   }
   // One 64-column quarter of the tile (block-wise scaling): accumulate 0
   // starts a sum (d = A·B), 1 adds to it.
@@ -1034,18 +1035,23 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
   if (In::SCALED && SCALING == GM_SCALE_TENSOR) {
     scale = (scale_a != 0 ? *scale_a : 1.f) * (scale_b != 0 ? *scale_b : 1.f);
   }
+  // The accumulators, defined once: each item's first wgmma overwrites
+  // them (scale-d 0), so no tile spends 64 instructions zeroing them before
+  // its first wgmma (the block-wise mainloop adds into them: zeroed there).
   float d[128];
+#pragma unroll
+  for (int i = 0; i < 128; i++) d[i] = 0.f;
   int it = 0, n = 0;
   gm_item w;
   for (int item = 0; gm_item_at(item, tiles, sk, k_tiles, &w); item++) {
     int rt, ct;
     gm_tile(w.t, order, row_tiles, col_tiles, group, &rt, &ct);
-#pragma unroll
-    for (int i = 0; i < 128; i++) d[i] = 0.f;
     if constexpr (SCALING == GM_SCALE_BLOCK) {  // only GmE4M3 has mma64
+#pragma unroll
+      for (int i = 0; i < 128; i++) d[i] = 0.f;
       gm_mainloop_block<In>(d, w.kb, w.ke, it, sa, sb, bars, cw, lane, srow, cw * 64 + warp * 16 + lane / 4);
     } else {
-      int prev = -1;
+      int prev = -1, acc = 0;  // 0 until the item's first k step is issued
       for (int k = w.kb; k < w.ke; k++, it++) {
         const int s = gm_warp_uniform(it % GM_STAGES);
         gm_bar_wait(bars + 8 * s, (it / GM_STAGES) & 1);
@@ -1056,8 +1062,9 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
         const u64 db0 = gm_desc_b<KN>(sb, s);
 #pragma unroll
         for (int ks = 0; ks < GM_BK_BYTES / 32; ks++) {
-          In::template mma<KN>(d, da0 + ks * 32 / 16, db0 + (KN ? ks * (16 * 128) : ks * 32) / 16);
+          In::template mma<KN>(d, da0 + ks * 32 / 16, db0 + (KN ? ks * (16 * 128) : ks * 32) / 16, ks > 0 ? 1 : acc);
         }
+        acc = 1;
         gm_wgmma_commit();
         gm_wgmma_wait<1>();
         if (prev >= 0 && lane == 0) gm_bar_arrive(bars + 8 * (GM_STAGES + prev));
