@@ -3,7 +3,6 @@ package gemm_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -96,15 +95,7 @@ func TestGemmABOnGPU(t *testing.T) {
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, rounds, 3)
 	}
-	d, err := cuda.Open(0, cuda.Options{})
-	if errors.Is(err, device.ErrNotSupported) {
-		t.Skipf("no CUDA device: %v", err)
-	}
-	require.NoError(t, err)
-	defer func() { require.NoError(t, d.Close()) }()
-	if d.Arch() != "sm_90" {
-		t.Skipf("the GEMM is for sm_90 (Hopper); this device is %s", d.Arch())
-	}
+	d := hopper(t, cuda.Options{})
 	variant := gemm.TableOf(string(src))
 	builtin := gemm.UseTable(variant)
 	defer gemm.UseTable(builtin)

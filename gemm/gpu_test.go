@@ -14,20 +14,28 @@ import (
 	"github.com/seed12530e24/hiercoll/gemm"
 )
 
+// hopper opens GPU 0 for the test (closed at its end), or skips the test
+// where there is no CUDA device or it is not a Hopper (the GEMM's sm_90a).
+func hopper(t *testing.T, o cuda.Options) *cuda.Device {
+	t.Helper()
+	d, err := cuda.Open(0, o)
+	if errors.Is(err, device.ErrNotSupported) {
+		t.Skipf("no CUDA device: %v", err)
+	}
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, d.Close()) })
+	if d.Arch() != "sm_90" {
+		t.Skipf("the GEMM is for sm_90 (Hopper); this device is %s", d.Arch())
+	}
+	return d
+}
+
 // On a Hopper GPU, every variant of the GEMM compiles (NVRTC, sm_90a),
 // loads with its dynamic shared memory, and keeps its accumulators in
 // registers: no local memory (spills would mean the register budget of
 // setmaxnreg did not hold).
 func TestGemmCompilesAndLoadsOnGPU(t *testing.T) {
-	d, err := cuda.Open(0, cuda.Options{KernelCacheDir: t.TempDir()})
-	if errors.Is(err, device.ErrNotSupported) {
-		t.Skipf("no CUDA device: %v", err)
-	}
-	require.NoError(t, err)
-	defer func() { require.NoError(t, d.Close()) }()
-	if d.Arch() != "sm_90" {
-		t.Skipf("the GEMM is for sm_90 (Hopper); this device is %s", d.Arch())
-	}
+	d := hopper(t, cuda.Options{KernelCacheDir: t.TempDir()})
 	for _, k := range gemm.Kernels() {
 		res, err := d.Resources(k)
 		require.NoError(t, err, k.Name)
@@ -47,15 +55,7 @@ func TestGemmCompilesAndLoadsOnGPU(t *testing.T) {
 // above, but from the default cache, $HIERCOLL_CACHE_DIR, so that later
 // runs of the library find them compiled).
 func TestGemmScalingsOnGPU(t *testing.T) {
-	d, err := cuda.Open(0, cuda.Options{})
-	if errors.Is(err, device.ErrNotSupported) {
-		t.Skipf("no CUDA device: %v", err)
-	}
-	require.NoError(t, err)
-	defer func() { require.NoError(t, d.Close()) }()
-	if d.Arch() != "sm_90" {
-		t.Skipf("the GEMM is for sm_90 (Hopper); this device is %s", d.Arch())
-	}
+	d := hopper(t, cuda.Options{})
 	// Every instantiation compiles and loads from this cache (the Python
 	// and CLI runs after this test find them there), accumulators in
 	// registers.
@@ -97,15 +97,7 @@ func TestGemmScalingsOnGPU(t *testing.T) {
 // of tiles, a stream-K last wave, four blocks) and one with the storer's
 // queue full.
 func TestGemmSumOnGPU(t *testing.T) {
-	d, err := cuda.Open(0, cuda.Options{})
-	if errors.Is(err, device.ErrNotSupported) {
-		t.Skipf("no CUDA device: %v", err)
-	}
-	require.NoError(t, err)
-	defer func() { require.NoError(t, d.Close()) }()
-	if d.Arch() != "sm_90" {
-		t.Skipf("the GEMM is for sm_90 (Hopper); this device is %s", d.Arch())
-	}
+	d := hopper(t, cuda.Options{})
 	cases := append(sumCases(),
 		sumCase{in: dtype.BF16, out: dtype.BF16, layout: gemm.BNK, m: 4096, n: 2048, k: 512, r0: 1024, rows: 1024, blocks: 2, self: 1, segRows: 256, base: 11, landAfterLaunch: true},
 		sumCase{in: dtype.E4M3, out: dtype.BF16, layout: gemm.BNK, m: 2048, n: 1280, k: 1024, r0: 1536, rows: 512, blocks: 2, self: 0, segRows: 64, grid: 100, scaling: gemm.RowWise, base: 5, landAfterLaunch: true},
