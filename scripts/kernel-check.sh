@@ -171,7 +171,7 @@ rc=0
 if [ -n "$nvcc" ]; then
 	"$nvcc" -arch=sm_90a -cubin -std=c++17 -lineinfo -Xptxas -v -o "$cubin" -x cu "$module" >"$log" 2>&1 || rc=$?
 else
-	"$drv" "$module" "$cubin" $nvrtc_lib >"$log" || rc=$?
+	"$drv" "$module" "$cubin" ${nvrtc_lib:+"$nvrtc_lib"} >"$log" || rc=$?
 fi
 if [ $rc -ne 0 ]; then
 	cat "$log" >&2
