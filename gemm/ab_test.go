@@ -60,10 +60,9 @@ func TestParseABCases(t *testing.T) {
 // HIERCOLL_GEMM_AB names a variant of gemm.cu (the same kernels, changed
 // inside). On a Hopper GPU it compiles the variant as a module of its own
 // and times it against the built-in kernels in one process, their calls
-// interleaved one by one (abRun says in what order), so that both run at the same
-// clocks: the card runs these GEMMs at its power cap, and its clocks move
-// more between processes than the changes tried (RESULTS, thirty-sixth
-// session). For each case of HIERCOLL_GEMM_AB_CASES (default: fp8 per
+// interleaved one by one (abRun says in what order), so that both run at
+// the same clocks: the card runs these GEMMs at its power cap, and its
+// clocks move more between processes than the changes tried. For each case of HIERCOLL_GEMM_AB_CASES (default: fp8 per
 // tensor, row-wise and block-wise and bf16, each at 4096x8192x2048,
 // 16384x4096x3584 and 8192x8192x7168) it requires the variant's C to be the
 // built-in's bit for bit (C poisoned before each), then logs each one's
