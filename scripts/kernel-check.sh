@@ -2,20 +2,20 @@
 # Compiles a self-contained kernel module (no #include, as gemm/gemm.cu is) for sm_90a (no GPU needed) and
 # reports, per kernel, what ptxas allocated: registers, stack frame and spills. Exits 1 if any kernel
 # spills or ptxas serialised a kernel's wgmmas (its C75xx notes), or, with --sass, if a kernel's k-tile loop keeps
-# its stage index in per-thread registers (a SHFL in the loop: the block-wise kernel lost 7-11% to that).
+# its stage index in per-thread registers (a SHFL in the loop: each k tile then pays to move it into the uniform registers of the wgmma descriptors).
 #
 #   scripts/kernel-check.sh [module.cu] [--sass DIR] [--nvcc | --nvrtc]    # default module: gemm/gemm.cu
 #
 # Three compilers. By default (a machine without CUDA) it fetches NVRTC 12.4 (Debian trixie's non-free libnvrtc12
 # and libnvrtc-builtins12.4, pinned by checksum) into $HIERCOLL_TOOLS (default ~/.cache/hiercoll-tools) the first
 # time, and with --sass also cuobjdump (nvidia-cuda-toolkit, 87 MB) to write each kernel's SASS into DIR: a proxy,
-# since the GPU machines' NVRTC 13 allocates registers differently (the twenty-seventh session saw 12.4 spill where
-# 13 did not, and the reverse) and its ptxas serialised wgmmas that 12.4 let run (C7518, thirty-fifth session).
+# since the GPU machines' NVRTC 13 allocates registers differently (12.4 has spilled where 13 did not, and the
+# reverse) and its ptxas has serialised wgmmas that 12.4 let run (C7518).
 # On a GPU machine, --nvrtc compiles with the NVRTC the library itself loads ($HIERCOLL_NVRTC, else libnvrtc.so.13
 # or .12 on the loader's path, under $CUDA_HOME/lib64 or /usr/local/cuda/lib64, as device/cuda does): its verdict
 # on spills is the GEMM GPU tests' (TestGemmCompilesAndLoadsOnGPU), for any module file, with no Go build; --nvcc
-# compiles with the toolkit's nvcc and ptxas, whose allocation can differ from NVRTC's (thirty-fifth session: clean
-# where NVRTC gave one kernel an 8-byte stack frame). The GEMM GPU tests cannot see serialised wgmmas (such a
+# compiles with the toolkit's nvcc and ptxas, whose allocation can differ from NVRTC's (it has been clean where
+# NVRTC gave one kernel an 8-byte stack frame). The GEMM GPU tests cannot see serialised wgmmas (such a
 # kernel loads and computes right, only slower): these checks do. The options are the library's NVRTC options
 # (device/cuda: --gpu-architecture=sm_90a -default-device --std=c++17 -lineinfo) plus ptxas -v.
 set -euo pipefail
