@@ -2,7 +2,8 @@
 # Compiles a self-contained kernel module (no #include, as gemm/gemm.cu is) for sm_90a (no GPU needed) and
 # reports, per kernel, what ptxas allocated: registers, stack frame and spills. Exits 1 if any kernel
 # spills or ptxas serialised a kernel's wgmmas (its C75xx notes), or, with --sass, if a kernel's k-tile loop keeps
-# its stage index in per-thread registers (a SHFL in the loop: each k tile then pays to move it into the uniform registers of the wgmma descriptors).
+# its stage index in per-thread registers (a SHFL in the loop: each k tile then pays to move it into the uniform
+# registers of the wgmma descriptors).
 #
 #   scripts/kernel-check.sh [module.cu] [--sass DIR] [--nvcc | --nvrtc]    # default module: gemm/gemm.cu
 #
@@ -26,7 +27,7 @@ while [ $# -gt 0 ]; do
 	--sass) sass=$2; shift 2 ;;
 	--nvcc) nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc); shift ;;
 	--nvrtc) nvrtc=1; shift ;;
-	-h | --help) sed -n '2,20p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,21p' "$0"; exit 0 ;;
 	*) module=$1; shift ;;
 	esac
 done
