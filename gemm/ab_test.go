@@ -69,7 +69,9 @@ func TestParseABCases(t *testing.T) {
 // time per call over HIERCOLL_GEMM_AB_ROUNDS rounds (default 9) of 10 calls:
 // the median [least..greatest] of the rounds' means, and built-in ÷
 // variant (above 1: the variant is faster). It also logs any variant kernel
-// that spills.
+// that spills. HIERCOLL_GEMM_AB_UNCHECKED=1 is for a diagnostic variant
+// whose product is wrong by design (a step taken out to time it): a
+// differing product is then logged, not failed, and timed all the same.
 func TestGemmABOnGPU(t *testing.T) {
 	file := os.Getenv("HIERCOLL_GEMM_AB")
 	if file == "" {
@@ -88,6 +90,7 @@ func TestGemmABOnGPU(t *testing.T) {
 	}
 	cases, err := parseABCases(spec)
 	require.NoError(t, err)
+	checked := os.Getenv("HIERCOLL_GEMM_AB_UNCHECKED") != "1"
 	rounds := 9
 	if r := os.Getenv("HIERCOLL_GEMM_AB_ROUNDS"); r != "" {
 		_, err := fmt.Sscanf(r, "%d", &rounds)
@@ -108,13 +111,13 @@ func TestGemmABOnGPU(t *testing.T) {
 	require.NoError(t, gemm.Prepare(d, dtype.BF16))
 	t.Logf("%s against the built-in gemm.cu on %s: µs per call, median [least..greatest] of %d rounds' means of 10 calls, the two interleaved call by call", file, d.Name(), rounds)
 	for _, c := range cases {
-		abRun(t, d, c, builtin, variant, rounds)
+		abRun(t, d, c, builtin, variant, rounds, checked)
 	}
 }
 
 // abRun checks and times one case: the built-in table's kernel against the
-// variant's.
-func abRun(t *testing.T, d device.Device, c abCase, builtin, variant gemm.KernelTable, rounds int) {
+// variant's (unchecked: a differing product logged instead of failed).
+func abRun(t *testing.T, d device.Device, c abCase, builtin, variant gemm.KernelTable, rounds int, checked bool) {
 	s, err := d.NewStream(device.Normal)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, s.Close()) }()
@@ -174,7 +177,10 @@ func abRun(t *testing.T, d device.Device, c abCase, builtin, variant gemm.Kernel
 				diff++
 			}
 		}
-		require.Failf(t, "the variant's product differs", "%v: %d of %d elements", c, diff, c.m*c.n)
+		if checked {
+			require.Failf(t, "the variant's product differs", "%v: %d of %d elements", c, diff, c.m*c.n)
+		}
+		t.Logf("%v: the variant's product differs in %d of %d elements (unchecked: timed all the same)", c, diff, c.m*c.n)
 	}
 	// Timing: per round, one untimed call of each (the stream idled at the
 	// last round's end), then 10 of each in turn, each between two timed
@@ -241,6 +247,6 @@ func TestABRunOnSim(t *testing.T) {
 	builtin := gemm.UseTable(variant)
 	gemm.UseTable(builtin)
 	for _, name := range []string{"tensor", "row", "block", "bf16"} {
-		abRun(t, d, abCase{name, 40, 72, 256}, builtin, variant, 3)
+		abRun(t, d, abCase{name, 40, 72, 256}, builtin, variant, 3, true)
 	}
 }
