@@ -890,14 +890,23 @@ __device__ __forceinline__ void gm_block_scales(u32 slots, u32 bars, const float
   }
 }
 
+// gm_col_slot is where the scale loader puts column j's scale among the
+// tile's GM_BN: a thread's four columns 16·k + 2·q + {0, 1, 8, 9} (q its
+// lane % 4) side by side, one 16-byte load, and the four q of one k in a
+// row, so that a quarter warp's loads fall in different banks.
+__device__ __forceinline__ int gm_col_slot(int j) {
+  return (j >> 4) * 16 + ((j >> 1) & 3) * 4 + ((j >> 3) & 1) * 2 + (j & 1);
+}
+
 // gm_row_scales is the scale loader's loop (one warp of the producer
 // warpgroup, row-wise scales with the TMA store): per tile this CTA
 // finishes, in the storer's order, it waits until the consumers have read
 // the last tile's scales, copies the tile's row scales of A and column
 // scales of B into shared memory at s (0 past M and N: those rows and
-// columns are never stored) and lets the consumers read them. Loaded while
-// the consumers run the tile's mainloop, the scales cost their epilogue
-// shared memory reads instead of 66 global loads' latency per thread.
+// columns are never stored; B's in gm_col_slot's order) and lets the
+// consumers read them. Loaded while the consumers run the tile's mainloop,
+// the scales cost their epilogue shared memory reads instead of 66 global
+// loads' latency per thread.
 __device__ __forceinline__ void gm_row_scales(float* s, u32 ready, u32 taken, const float* scale_a,
                                               const float* scale_b, int M, int N, const int* order, int row_tiles,
                                               int col_tiles, int group, int tiles, int sk, int kt, int lane) {
@@ -909,30 +918,32 @@ __device__ __forceinline__ void gm_row_scales(float* s, u32 ready, u32 taken, co
     gm_tile(w.t, order, row_tiles, col_tiles, group, &rt, &ct);
     if (n > 0) gm_bar_wait(taken, (n - 1) & 1);
     for (int j = lane; j < GM_BM; j += 32) s[j] = rt * GM_BM + j < M ? scale_a[rt * GM_BM + j] : 0.f;
-    for (int j = lane; j < GM_BN; j += 32) s[GM_BM + j] = ct * GM_BN + j < N ? scale_b[ct * GM_BN + j] : 0.f;
+    for (int j = lane; j < GM_BN; j += 32) {
+      s[GM_BM + gm_col_slot(j)] = ct * GM_BN + j < N ? scale_b[ct * GM_BN + j] : 0.f;
+    }
     gm_bar_arrive(ready);  // each lane's arrival releases its stores
     n++;
   }
 }
 
-// gm_f2 is two floats moved as one 8-byte access.
-struct __align__(8) gm_f2 {
-  float x, y;
-};
-
 // gm_scale_rows multiplies this thread's share of a consumer's 64 x 256
-// rows (tile rows r and r + 8, tile columns c + 8·i and c + 8·i + 1) by the
-// row-wise scales the scale loader left at s: d *= sa[r]·sb[c] (the scales'
-// product first, as the per-tensor path multiplies by sa·sb).
-__device__ __forceinline__ void gm_scale_rows(float* d, const float* s, int r, int c) {
+// rows (tile rows r and r + 8, tile columns 2·q + 8·i and 2·q + 8·i + 1) by
+// the row-wise scales the scale loader left at s: d *= sa[r]·sb[c] (the
+// scales' product first, as the per-tensor path multiplies by sa·sb).
+__device__ __forceinline__ void gm_scale_rows(float* d, const float* s, int r, int q) {
   const float a0 = s[r], a1 = s[r + 8];
+  const float* sb = s + GM_BM + 4 * q;
 #pragma unroll
-  for (int i = 0; i < 32; i++) {
-    const gm_f2 b = *(const gm_f2*)(s + GM_BM + c + 8 * i);
-    d[4 * i] *= a0 * b.x;
-    d[4 * i + 1] *= a0 * b.y;
-    d[4 * i + 2] *= a1 * b.x;
-    d[4 * i + 3] *= a1 * b.y;
+  for (int k = 0; k < 16; k++) {
+    const gm_f4 b = *(const gm_f4*)(sb + 16 * k);  // columns 16·k + 2·q + {0, 1, 8, 9}
+    d[8 * k] *= a0 * b.x;
+    d[8 * k + 1] *= a0 * b.y;
+    d[8 * k + 2] *= a1 * b.x;
+    d[8 * k + 3] *= a1 * b.y;
+    d[8 * k + 4] *= a0 * b.z;
+    d[8 * k + 5] *= a0 * b.w;
+    d[8 * k + 6] *= a1 * b.z;
+    d[8 * k + 7] *= a1 * b.w;
   }
 }
 
@@ -1084,7 +1095,7 @@ __device__ __forceinline__ void gm_gemm(const hc_tensor_map* tma, const hc_tenso
     }
     if constexpr (SCALING == GM_SCALE_ROW && TMA) {
       gm_bar_wait(sready, n & 1);
-      gm_scale_rows(d, srow, cw * 64 + warp * 16 + lane / 4, 2 * (lane % 4));
+      gm_scale_rows(d, srow, cw * 64 + warp * 16 + lane / 4, lane % 4);
       __syncwarp();
       if (lane == 0) gm_bar_arrive(staken);
     }
