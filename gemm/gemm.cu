@@ -74,7 +74,8 @@ struct __align__(64) hc_tensor_map { u64 opaque[16]; };
 // them for the 128-byte swizzle, the barriers (full and empty per stage,
 // staged and freed per consumer, the row scales' ready and taken, the sum's
 // landed, one spare so that what follows stays 16-byte aligned), a tile's
-// row-wise scales (GM_BM of A's, then GM_BN of B's) or, block-wise, in the
+// row-wise scales (GM_BM of A's, then GM_BN of B's in gm_col_slot's order,
+// read 16 bytes at a time) or, block-wise, in the
 // same place GM_SLOTS k tiles' scales of A (GM_BM each) and after them, in
 // GM_BSLOTS bytes, their two of B each, and the storer's queue of sums
 // waiting for a peer's rows (GM_SUMQ: its head, a barrier's parity, its
