@@ -75,11 +75,11 @@ struct __align__(64) hc_tensor_map { u64 opaque[16]; };
 // staged and freed per consumer, the row scales' ready and taken, the sum's
 // landed, one spare so that what follows stays 16-byte aligned), a tile's
 // row-wise scales (GM_BM of A's, then GM_BN of B's in gm_col_slot's order,
-// read 16 bytes at a time) or, block-wise, in the
-// same place GM_SLOTS k tiles' scales of A (GM_BM each) and after them, in
-// GM_BSLOTS bytes, their two of B each, and the storer's queue of sums
-// waiting for a peer's rows (GM_SUMQ: its head, a barrier's parity, its
-// tail, the storer's count of tiles and GM_QUEUE tiles).
+// read 16 bytes at a time) or, block-wise, in the same place GM_SLOTS k
+// tiles' scales of A (GM_BM each) and after them, in GM_BSLOTS bytes, their
+// two of B each, and the storer's queue of sums waiting for a peer's rows
+// (GM_SUMQ: its head, a barrier's parity, its tail, the storer's count of
+// tiles and GM_QUEUE tiles).
 #define GM_BARS (2 * GM_STAGES + 8)
 #define GM_QUEUE 32
 #define GM_SUMQ ((GM_QUEUE + 4) * 4)

@@ -229,5 +229,5 @@ by=$(sed -n 's/^NVRTC \(.*\) \([0-9.]*\)$/NVRTC \2 at \1/p' "$log")
 [ -z "$nvcc$nvrtc" ] && by="NVRTC 12.4, a proxy for the GPU's NVRTC"
 [ -n "$nvcc" ] && by=$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/nvcc \1/p')
 [ $rc -eq 0 ] && echo "kernel-check: $module: no kernel spills, no serialised wgmmas${sass:+, uniform stage indices} ($by)" ||
-	echo "kernel-check: $module: spills, serialised wgmmas${sass:+ or a per-thread stage index} ($by)" >&2
+	echo "kernel-check: $module: spills or serialised wgmmas${sass:+ or a per-thread stage index}, above ($by)" >&2
 exit $rc
