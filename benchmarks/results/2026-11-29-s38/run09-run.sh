@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# s38 run09 (one H200, what device time was left): ppc with the peer's stage release arrived on with the default
+# semantics (as the twenty-ninth session's form) instead of .release.cluster; row-wise at two shapes, one process.
+set -uo pipefail
+source scripts/gpu-env.sh
+L=$OUT/logs; mkdir -p $L; cp .s38-run09.sh $L/run.sh
+date -u +"run at %Y-%m-%dT%H:%M:%SZ" > $L/when.txt
+export PYTHONPATH=$PWD/python RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29517
+t0=$SECONDS
+HIERCOLL_GEMM_PP=2 HIERCOLL_LIB=$PWD/build/pp/libhiercoll.so HIERCOLL_CACHE_DIR=/tmp/c-pp timeout 60 python3 benchmarks/torch/gemm_fp8.py \
+	--scaling row --shapes 8192x8192x7168,4096x8192x2048 --rounds 3 --iters 10 --check-rows 16 > $L/row-pp2-b.txt 2>&1
+echo "row pp2-b rc=$? $((SECONDS-t0))s"; grep -E '^ +[0-9]+x' $L/row-pp2-b.txt | awk '{print $1, $2, $3}' | tr '\n' ' '; echo
+cd $OUT && tar czf logs.tgz logs && rm -rf logs
