@@ -20,17 +20,20 @@
 # kernel loads and computes right, only slower): these checks do. The options are the library's NVRTC options
 # (device/cuda: --gpu-architecture=sm_90a -default-device --std=c++17 -lineinfo) plus ptxas -v.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-module=gemm/gemm.cu sass="" nvcc="" nvrtc=""
+# The arguments' paths are the caller's (resolved before the cd to the repository root); the default module's is
+# the repository's.
+module="" sass="" nvcc="" nvrtc=""
 while [ $# -gt 0 ]; do
 	case $1 in
-	--sass) sass=$2; shift 2 ;;
+	--sass) sass=$(realpath -m -- "$2"); shift 2 ;;
 	--nvcc) nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc); shift ;;
 	--nvrtc) nvrtc=1; shift ;;
 	-h | --help) sed -n '2,21p' "$0"; exit 0 ;;
-	*) module=$1; shift ;;
+	*) module=$(realpath -m -- "$1"); shift ;;
 	esac
 done
+cd "$(dirname "$0")/.."
+module=${module:-gemm/gemm.cu}
 if [ -n "$nvcc" ] && [ -n "$nvrtc" ]; then
 	echo "kernel-check: --nvcc and --nvrtc are two compilers: name one" >&2
 	exit 2
