@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Pending probe (thirty-ninth session): the own fp8 GEMM and torch._scaled_mm with fast accumulation, row-wise and
-per tensor, each call timed alone (events around it) after a gap of a given kind: back to back (none), after the GPU
-spun idle for G microseconds (torch.cuda._sleep, a low-power spin), or after a 512 MiB write (L2 flushed), paths and
+per tensor, each call timed alone (events around it, the host waiting for it) after a gap of a given kind: none (only
+the host's round trip since the last call), after the GPU spun for G microseconds more (torch.cuda._sleep, a
+low-power spin), or after a 512 MiB write (L2 flushed); run04's probe in results/2026-11-29-s39 has calls truly back
+to back beside these. Paths and
 gaps in turn, --rounds rounds of --iters calls; prints each path's median [min..max] in us per gap and the ratios
 cuBLAS / own. Run from the repository root as gemm_fp8.py is (RANK=0 WORLD_SIZE=1 ..., HIERCOLL_LIB=...)."""
 import argparse
