@@ -3,9 +3,8 @@
 per tensor, each call timed alone (events around it, the host waiting for it) after a gap of a given kind: none (only
 the host's round trip since the last call), after the GPU spun for G microseconds more (torch.cuda._sleep, a
 low-power spin), or after a 512 MiB write (L2 flushed); run04's probe in results/2026-11-29-s39 has calls truly back
-to back beside these. Paths and
-gaps in turn, --rounds rounds of --iters calls; prints each path's median [min..max] in us per gap and the ratios
-cuBLAS / own. Run from the repository root as gemm_fp8.py is (RANK=0 WORLD_SIZE=1 ..., HIERCOLL_LIB=...)."""
+to back beside these. Paths and gaps in turn, --rounds rounds of --iters calls; prints each path's median
+[min..max] in us per gap and the ratios cuBLAS / own. Run from the repository root as gemm_fp8.py is (RANK=0 WORLD_SIZE=1 ..., HIERCOLL_LIB=...)."""
 import argparse
 import os
 import statistics
