@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Pending (thirty-ninth session): where the own row-wise fp8 kernel loses after an idle gap and cuBLAS's gains
 # (results/2026-11-29-s39 run04: at 4096x8192x2048 cuBLAS's row-wise kernel 6% faster after a 512 MiB write than back
-# to back, the own row-wise kernel 3% slower). rowwise_idle.py times both, and the per-tensor pair, after no gap,
-# spins of 20 / 100 / 500 us and an L2 flush, in two processes. One H200 (any Hopper). Not yet run: written without a
-# GPU (torch.cuda._sleep is torch's private spin kernel; check that it still exists first).
+# to back, the own row-wise kernel 3% slower). rowwise_idle.py times both, and the per-tensor pair, after the host's
+# round trip only, spins of 20 / 100 / 500 us more and an L2 flush, in two processes. One H200 (any Hopper). Not yet
+# run: written without a GPU (torch.cuda._sleep is torch's private spin kernel; check that it still exists first).
 #
 # Build here into the ignored build/ (carry build/h):
 #   CGO_ENABLED=1 go build -trimpath -ldflags='-s -w' -buildmode=c-shared -o build/h/libhiercoll.so ./capi
