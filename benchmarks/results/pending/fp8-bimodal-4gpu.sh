@@ -13,6 +13,7 @@
 #   CGO_ENABLED=1 go build -trimpath -ldflags='-s -w' -buildmode=c-shared -o build/head/libhiercoll.so ./capi
 #   go build -trimpath -ldflags='-s -w' -o build/head/hiercoll ./cmd/hiercoll
 # Run from the repository root: bash benchmarks/results/pending/fp8-bimodal-4gpu.sh
+# (NPROC=1 SLOTS=1 tries the script's commands on one GPU: gemm_fp8.py then times the GEMM alone.)
 set -uo pipefail
 source scripts/gpu-env.sh
 L=$OUT/logs; mkdir -p $L; cp "$0" $L/run.sh
@@ -22,11 +23,12 @@ nvidia-smi --query-gpu=index,name,memory.total,driver_version,power.limit --form
 nvidia-smi topo -m >> $L/when.txt 2>&1
 export PYTHONPATH=$PWD/python HIERCOLL_LIB=$PWD/build/head/libhiercoll.so
 clocks() { nvidia-smi --query-gpu=index,clocks.sm,power.draw,temperature.gpu --format=csv,noheader >> $L/clocks.txt 2>&1; }
-for i in 1 2 3 4; do
+NPROC=${NPROC:-4}
+for i in $(seq 1 ${SLOTS:-4}); do
 	[ $(left) -lt 100 ] && { echo "skip slot $i"; break; }
 	echo "slot $i $(date -u +%T)" >> $L/clocks.txt; clocks
 	t0=$SECONDS
-	timeout 90 torchrun --nproc-per-node 4 benchmarks/torch/gemm_fp8.py --scaling row --rounds 3 --iters 10 \
+	timeout 90 torchrun --nproc-per-node $NPROC benchmarks/torch/gemm_fp8.py --scaling row --rounds 3 --iters 10 \
 		> $L/torch-row-$i.txt 2>&1
 	echo "torch row $i rc=$? $((SECONDS-t0))s"; grep -E "^[0-9]+x" $L/torch-row-$i.txt | cut -c1-220
 	clocks; t0=$SECONDS
