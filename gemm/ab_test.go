@@ -72,6 +72,10 @@ func TestParseABCases(t *testing.T) {
 // that spills. HIERCOLL_GEMM_AB_UNCHECKED=1 is for a diagnostic variant
 // whose product is wrong by design (a step taken out to time it): a
 // differing product is then logged, not failed, and timed all the same.
+// A variant that measures inside its kernels may define a kernel
+// hc_ab_report (no parameters): it is launched with one block of 32
+// threads after each case, so that what it prints (printf, which in a GEMM
+// kernel itself would serialise its wgmmas) lands in the log.
 func TestGemmABOnGPU(t *testing.T) {
 	file := os.Getenv("HIERCOLL_GEMM_AB")
 	if file == "" {
@@ -110,9 +114,28 @@ func TestGemmABOnGPU(t *testing.T) {
 	gemm.UseTable(builtin)
 	require.NoError(t, gemm.Prepare(d, dtype.BF16))
 	t.Logf("%s against the built-in gemm.cu on %s: µs per call, median [least..greatest] of %d rounds' means of 10 calls, the two interleaved call by call", file, d.Name(), rounds)
+	var report *device.Kernel
+	if strings.Contains(string(src), "hc_ab_report") {
+		for _, k := range variant {
+			report = &device.Kernel{Module: k.Module, Name: "hc_ab_report", Block: 32}
+			break
+		}
+	}
 	for _, c := range cases {
 		abRun(t, d, c, builtin, variant, rounds, checked)
+		if report != nil {
+			abReport(t, d, report)
+		}
 	}
+}
+
+// abReport launches a variant's report kernel and waits for it.
+func abReport(t *testing.T, d device.Device, k *device.Kernel) {
+	s, err := d.NewStream(device.Normal)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	require.NoError(t, d.Launch(s, k, 1), "the variant's hc_ab_report")
+	require.NoError(t, s.Synchronize(context.Background()))
 }
 
 // abRun checks and times one case: the built-in table's kernel against the
