@@ -180,6 +180,8 @@ fi
 if [ $rc -ne 0 ]; then
 	cat "$log" >&2
 	[ -z "$nvcc" ] && [ $rc -eq 2 ] && { echo "kernel-check: no NVRTC to compile with, or $module unreadable" >&2; exit 2; }
+	# Past 128 the compile step died of a signal (NVRTC 12.4 here has, on a variant of gemm.cu), not of an error the module has.
+	[ $rc -gt 128 ] && { echo "kernel-check: the compile step crashed (signal $((rc - 128))) on $module: no verdict; try --nvrtc or --nvcc on a GPU machine" >&2; exit 1; }
 	echo "kernel-check: $module does not compile" >&2
 	exit 1
 fi
