@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -54,6 +55,13 @@ func TestParseABCases(t *testing.T) {
 		_, err := parseABCases(bad)
 		require.Error(t, err, bad)
 	}
+}
+
+func TestABReportDefined(t *testing.T) {
+	require.True(t, abReportDefined.MatchString("extern \"C\" __global__ void hc_ab_report() {"))
+	require.True(t, abReportDefined.MatchString("__global__\nvoid hc_ab_report ()"))
+	require.False(t, abReportDefined.MatchString("// hc_ab_report (none here): the stamps are read by hand"))
+	require.False(t, abReportDefined.MatchString("__global__ void hc_ab_reporter()"))
 }
 
 // TestGemmABOnGPU is a lab tool for the GEMM's device code, run only where
@@ -115,7 +123,7 @@ func TestGemmABOnGPU(t *testing.T) {
 	require.NoError(t, gemm.Prepare(d, dtype.BF16))
 	t.Logf("%s against the built-in gemm.cu on %s: µs per call, median [least..greatest] of %d rounds' means of 10 calls, the two interleaved call by call", file, d.Name(), rounds)
 	var report *device.Kernel
-	if strings.Contains(string(src), "hc_ab_report") {
+	if abReportDefined.Match(src) {
 		for _, k := range variant {
 			report = &device.Kernel{Module: k.Module, Name: "hc_ab_report", Block: 32}
 			break
@@ -128,6 +136,10 @@ func TestGemmABOnGPU(t *testing.T) {
 		}
 	}
 }
+
+// abReportDefined finds a definition of the report kernel (a comment that
+// names it does not make the tool launch it).
+var abReportDefined = regexp.MustCompile(`__global__\s+void\s+hc_ab_report\s*\(`)
 
 // abReport launches a variant's report kernel and waits for it.
 func abReport(t *testing.T, d device.Device, k *device.Kernel) {
