@@ -18,9 +18,11 @@ func SetStreamKMin(n int64) int64 {
 type KernelTable map[gemmKey]*device.Kernel
 
 // TableOf is the table of src's kernels, src a variant of gemm.cu (the
-// same kernel names), compiled as a module of its own (an A/B test's).
-func TableOf(src string) KernelTable {
-	return kernelTable(&device.Module{Name: "hiercoll_gemm_variant", Source: src, Arch: module.Arch})
+// same kernel names), compiled as a module of its own (an A/B test's),
+// and that module (for a kernel the variant adds).
+func TableOf(src string) (KernelTable, *device.Module) {
+	m := &device.Module{Name: "hiercoll_gemm_variant", Source: src, Arch: module.Arch}
+	return kernelTable(m), m
 }
 
 // UseTable makes Launch and Prepare take their kernels from t and returns
